@@ -1,0 +1,208 @@
+//! Client configuration and the validation of durations.
+
+use std::time::Duration;
+
+use crate::error::{LockError, Result};
+
+/// The longest lease or watchdog timeout accepted: 100 years. Redis stores
+/// expiries as milliseconds since the epoch in a signed 64-bit integer, so
+/// far longer values would overflow there; anything this long is a bug in
+/// the caller anyway.
+pub const MAX_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// Converts a lease to whole milliseconds (rounding a sub-millisecond
+/// remainder up), rejecting zero and anything past [`MAX_LEASE`].
+///
+/// ```
+/// # use std::time::Duration;
+/// # use lock_core::lease_millis;
+/// assert_eq!(lease_millis(Duration::from_micros(1500), "lease").unwrap(), 2);
+/// assert!(lease_millis(Duration::ZERO, "lease").is_err());
+/// ```
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] naming `what`.
+pub fn lease_millis(lease: Duration, what: &str) -> Result<u64> {
+    if lease.is_zero() {
+        return Err(LockError::invalid(format!("{what} must be greater than zero")));
+    }
+    if lease > MAX_LEASE {
+        return Err(LockError::invalid(format!(
+            "{what} of {lease:?} is longer than the maximum of {MAX_LEASE:?}"
+        )));
+    }
+    let ms = lease.as_millis();
+    let rounded = if Duration::from_millis(ms as u64) < lease { ms + 1 } else { ms };
+    Ok(rounded as u64)
+}
+
+/// How transient backend failures are retried.
+///
+/// Each retry of an operation reuses its request id, so a retry after an
+/// unknown outcome (the request may have run) cannot count a hold twice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RetryPolicy {
+    /// Attempts in all, the first included. `1` disables retries.
+    pub attempts: u32,
+    /// Backoff before the first retry; doubled for each further retry.
+    pub base_backoff: Duration,
+    /// Upper bound of one backoff.
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: 4,
+            base_backoff: Duration::from_millis(50),
+            max_backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// A policy that never retries.
+    pub fn none() -> Self {
+        Self {
+            attempts: 1,
+            ..Self::default()
+        }
+    }
+
+    /// The jittered backoff before retry number `retry` (1-based): a random
+    /// value between half and all of `base * 2^(retry-1)`, capped.
+    pub fn backoff(&self, retry: u32) -> Duration {
+        let exp = self
+            .base_backoff
+            .saturating_mul(1u32 << retry.saturating_sub(1).min(16));
+        let cap = exp.min(self.max_backoff);
+        let half = cap / 2;
+        half + half.mul_f64(fastrand::f64())
+    }
+}
+
+/// Configuration of a [`crate::LockClient`].
+///
+/// ```
+/// # use std::time::Duration;
+/// # use lock_core::ClientConfig;
+/// let config = ClientConfig::default().watchdog_timeout(Duration::from_secs(10));
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientConfig {
+    /// The lease of a lock taken without an explicit lease; renewed every
+    /// third of it while the guard lives. Default 30 s (Redisson's).
+    pub watchdog_timeout: Duration,
+    /// How transient failures are retried.
+    pub retry: RetryPolicy,
+    /// How long the outcome of an acquire or release is kept for retries
+    /// (the latch keys' time to live). Must cover the whole retry window.
+    pub latch_ttl: Duration,
+    /// How long a waiter waits for a notice when the holder's key has no
+    /// time to live (written by something other than a lock client). Bounds
+    /// the cost of a lost notice in that case.
+    pub no_ttl_recheck: Duration,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            watchdog_timeout: Duration::from_secs(30),
+            retry: RetryPolicy::default(),
+            latch_ttl: Duration::from_secs(30),
+            no_ttl_recheck: Duration::from_secs(5),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Sets [`ClientConfig::watchdog_timeout`].
+    pub fn watchdog_timeout(mut self, timeout: Duration) -> Self {
+        self.watchdog_timeout = timeout;
+        self
+    }
+
+    /// Sets [`ClientConfig::retry`].
+    pub fn retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Sets [`ClientConfig::latch_ttl`].
+    pub fn latch_ttl(mut self, ttl: Duration) -> Self {
+        self.latch_ttl = ttl;
+        self
+    }
+
+    /// Sets [`ClientConfig::no_ttl_recheck`].
+    pub fn no_ttl_recheck(mut self, every: Duration) -> Self {
+        self.no_ttl_recheck = every;
+        self
+    }
+
+    /// Checks every field.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] naming the first bad field.
+    pub fn validate(&self) -> Result<()> {
+        let wd = lease_millis(self.watchdog_timeout, "watchdog_timeout")?;
+        if wd < 3 {
+            return Err(LockError::invalid(
+                "watchdog_timeout must be at least 3 ms (it is renewed every third of it)",
+            ));
+        }
+        if self.retry.attempts == 0 {
+            return Err(LockError::invalid("retry.attempts must be at least 1"));
+        }
+        lease_millis(self.latch_ttl, "latch_ttl")?;
+        lease_millis(self.no_ttl_recheck, "no_ttl_recheck")?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_millis_bounds() {
+        assert_eq!(lease_millis(Duration::from_millis(1), "l").unwrap(), 1);
+        assert_eq!(lease_millis(Duration::from_nanos(1), "l").unwrap(), 1);
+        assert_eq!(lease_millis(MAX_LEASE, "l").unwrap(), MAX_LEASE.as_millis() as u64);
+        let e = lease_millis(MAX_LEASE + Duration::from_millis(1), "lease").unwrap_err();
+        assert!(e.to_string().contains("lease"));
+        assert!(lease_millis(Duration::MAX, "l").is_err());
+    }
+
+    #[test]
+    fn config_validation_names_the_field() {
+        let e = ClientConfig::default()
+            .watchdog_timeout(Duration::ZERO)
+            .validate()
+            .unwrap_err();
+        assert!(e.to_string().contains("watchdog_timeout"));
+        let e = ClientConfig::default()
+            .watchdog_timeout(Duration::from_millis(2))
+            .validate()
+            .unwrap_err();
+        assert!(e.is_invalid_argument());
+        let mut c = ClientConfig::default();
+        c.retry.attempts = 0;
+        assert!(c.validate().is_err());
+        assert!(ClientConfig::default().latch_ttl(Duration::ZERO).validate().is_err());
+    }
+
+    #[test]
+    fn backoff_is_jittered_and_capped() {
+        let p = RetryPolicy::default();
+        for retry in 1..30 {
+            let b = p.backoff(retry);
+            assert!(b <= p.max_backoff);
+        }
+        let first = p.backoff(1);
+        assert!(first >= p.base_backoff / 2 && first <= p.base_backoff);
+    }
+}

@@ -1,0 +1,177 @@
+//! The one error type every lock operation returns.
+//!
+//! Backends map their own failures into [`LockError`]; callers branch on the
+//! predicates ([`LockError::is_retryable`], [`LockError::is_not_held`], …)
+//! rather than on messages.
+
+use std::sync::Arc;
+
+/// A boxed, shareable error source (errors are `Clone` so one failure can be
+/// reported to every waiter that shared the failed operation).
+pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Everything that can go wrong when taking, holding or releasing a lock.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The caller asked to release (or extend) a lock this owner does not
+    /// hold: it was never taken, was already released, or its lease ran out.
+    /// Redisson reports this as `IllegalMonitorStateException`.
+    #[error("lock {name:?} is not held by this owner")]
+    NotHeld {
+        /// The lock name.
+        name: String,
+    },
+
+    /// The lock was lost while a guard still existed: a renewal found it
+    /// gone, or renewals failed until its lease ran out.
+    #[error("lock {name:?} was lost while held")]
+    LockLost {
+        /// The lock name.
+        name: String,
+    },
+
+    /// An argument was rejected before any I/O happened.
+    #[error("invalid argument: {message}")]
+    InvalidArgument {
+        /// What was wrong, in words a user can act on.
+        message: String,
+    },
+
+    /// The key where the lock lives holds a value of another type. It is
+    /// left untouched.
+    #[error("key {key:?} holds a value that is not a lock (WRONGTYPE); it was left untouched")]
+    WrongType {
+        /// The offending key.
+        key: String,
+    },
+
+    /// The backend could not be reached or did not answer in time. The
+    /// operation may be retried.
+    #[error("lock backend unavailable: {message}")]
+    Unavailable {
+        /// What happened.
+        message: String,
+        /// Whether the failure was a timeout (as opposed to a refused or
+        /// reset connection).
+        timed_out: bool,
+        /// The underlying error, if any.
+        #[source]
+        source: Option<ErrorSource>,
+    },
+
+    /// The backend answered something this library does not understand.
+    #[error("protocol error: {message}")]
+    Protocol {
+        /// What was unexpected.
+        message: String,
+    },
+
+    /// The client was closed; no further operation is possible.
+    #[error("lock client is closed")]
+    Closed,
+}
+
+impl LockError {
+    /// Builds [`LockError::InvalidArgument`].
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::InvalidArgument {
+            message: message.into(),
+        }
+    }
+
+    /// Builds a retryable [`LockError::Unavailable`] from a message and
+    /// optional source.
+    pub fn unavailable(
+        message: impl Into<String>,
+        source: Option<ErrorSource>,
+    ) -> Self {
+        Self::Unavailable {
+            message: message.into(),
+            timed_out: false,
+            source,
+        }
+    }
+
+    /// Builds a [`LockError::Unavailable`] that records a timeout.
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::Unavailable {
+            message: message.into(),
+            timed_out: true,
+            source: None,
+        }
+    }
+
+    /// Builds [`LockError::Protocol`].
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self::Protocol {
+            message: message.into(),
+        }
+    }
+
+    /// Whether repeating the same operation may succeed (connection trouble,
+    /// timeouts, a server that is loading or failing over).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
+
+    /// Whether the failure was a timeout.
+    pub fn is_timeout(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable {
+                timed_out: true,
+                ..
+            }
+        )
+    }
+
+    /// Whether the lock was not held by the caller.
+    pub fn is_not_held(&self) -> bool {
+        matches!(self, Self::NotHeld { .. })
+    }
+
+    /// Whether the lock was lost while held.
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Self::LockLost { .. })
+    }
+
+    /// Whether an argument was rejected.
+    pub fn is_invalid_argument(&self) -> bool {
+        matches!(self, Self::InvalidArgument { .. })
+    }
+
+    /// Whether the lock key held a value of another type.
+    pub fn is_wrong_type(&self) -> bool {
+        matches!(self, Self::WrongType { .. })
+    }
+}
+
+/// Shorthand for results of lock operations.
+pub type Result<T, E = LockError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predicates_classify_variants() {
+        assert!(LockError::timeout("t").is_retryable());
+        assert!(LockError::timeout("t").is_timeout());
+        assert!(LockError::unavailable("u", None).is_retryable());
+        assert!(!LockError::unavailable("u", None).is_timeout());
+        assert!(!LockError::invalid("x").is_retryable());
+        assert!(LockError::invalid("x").is_invalid_argument());
+        assert!(LockError::NotHeld { name: "a".into() }.is_not_held());
+        assert!(LockError::LockLost { name: "a".into() }.is_lost());
+        assert!(LockError::WrongType { key: "a".into() }.is_wrong_type());
+        assert!(!LockError::Closed.is_retryable());
+        assert!(!LockError::protocol("p").is_retryable());
+    }
+
+    #[test]
+    fn messages_name_the_lock() {
+        let e = LockError::NotHeld { name: "orders".into() };
+        assert!(e.to_string().contains("orders"));
+    }
+}

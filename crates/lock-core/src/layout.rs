@@ -1,0 +1,145 @@
+//! The on-Redis key layout, shared by every backend that models it.
+//!
+//! This is Redisson 4.x's layout, so a Java service using Redisson and a Rust
+//! service using this library can share a lock:
+//!
+//! | item | name |
+//! | --- | --- |
+//! | lock hash | `<prefix><name>` |
+//! | unlock channel | `redisson_lock__channel:{<prefix><name>}` |
+//! | unlock latch | `redisson_unlock_latch:{<prefix><name>}:<request-id>` |
+//! | acquire latch (ours) | `redisson_lock_latch:{<prefix><name>}:<request-id>` |
+//! | fencing counter | `redisson_lock_token:{<prefix><name>}` |
+//!
+//! The key prefix (empty by default) is applied to the name first; every
+//! helper name derives from the prefixed name. When the prefixed name already
+//! contains `{`, it is used as is instead of being wrapped in braces, as
+//! Redisson does: the caller's own hash tag then decides the cluster slot, and
+//! it is the same hash tag for every key of the lock.
+//!
+//! The in-memory backend uses these names too, so tests that inspect keys
+//! read the same names on every backend.
+
+use crate::name::LockName;
+
+/// The message published on the unlock channel by an exclusive unlock: wakes
+/// one waiter per client.
+pub const UNLOCK_MESSAGE: &str = "0";
+/// The message published by a read unlock: wakes every waiter.
+pub const READ_UNLOCK_MESSAGE: &str = "1";
+
+/// Maps lock names to the keys and channels of the layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyLayout {
+    prefix: String,
+}
+
+impl KeyLayout {
+    /// A layout whose lock keys are `prefix + name`.
+    pub fn with_prefix(prefix: impl Into<String>) -> Self {
+        Self {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// The configured prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// The key of the lock hash.
+    ///
+    /// ```
+    /// # use lock_core::{KeyLayout, LockName};
+    /// let l = KeyLayout::with_prefix("app:");
+    /// assert_eq!(l.lock_key(&LockName::new("job").unwrap()), "app:job");
+    /// ```
+    pub fn lock_key(&self, name: &LockName) -> String {
+        format!("{}{}", self.prefix, name.as_str())
+    }
+
+    /// `"<helper>:{<key>}"`, or `"<helper>:<key>"` when the key has a `{`.
+    fn helper(&self, helper: &str, name: &LockName) -> String {
+        let key = self.lock_key(name);
+        if key.contains('{') {
+            format!("{helper}:{key}")
+        } else {
+            format!("{helper}:{{{key}}}")
+        }
+    }
+
+    /// The channel where unlocks of this lock are announced.
+    ///
+    /// ```
+    /// # use lock_core::{KeyLayout, LockName};
+    /// let l = KeyLayout::default();
+    /// assert_eq!(
+    ///     l.channel(&LockName::new("job").unwrap()),
+    ///     "redisson_lock__channel:{job}"
+    /// );
+    /// assert_eq!(
+    ///     l.channel(&LockName::new("{user1}:job").unwrap()),
+    ///     "redisson_lock__channel:{user1}:job"
+    /// );
+    /// ```
+    pub fn channel(&self, name: &LockName) -> String {
+        self.helper("redisson_lock__channel", name)
+    }
+
+    /// The key that keeps one unlock's outcome for its retry window.
+    pub fn unlock_latch(&self, name: &LockName, request_id: &str) -> String {
+        format!("{}:{request_id}", self.helper("redisson_unlock_latch", name))
+    }
+
+    /// The key that keeps one acquisition's outcome for its retry window, so
+    /// a retried acquire never counts a hold twice.
+    pub fn acquire_latch(&self, name: &LockName, request_id: &str) -> String {
+        format!("{}:{request_id}", self.helper("redisson_lock_latch", name))
+    }
+
+    /// The fencing-token counter (never expires, never reset).
+    pub fn token_key(&self, name: &LockName) -> String {
+        self.helper("redisson_lock_token", name)
+    }
+
+    /// The fair lock's queue of waiting owners.
+    pub fn queue_key(&self, name: &LockName) -> String {
+        self.helper("redisson_lock_queue", name)
+    }
+
+    /// The fair lock's sorted set of waiter eviction deadlines.
+    pub fn timeout_key(&self, name: &LockName) -> String {
+        self.helper("redisson_lock_timeout", name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(s: &str) -> LockName {
+        LockName::new(s).unwrap()
+    }
+
+    #[test]
+    fn helper_names_wrap_the_name_in_braces() {
+        let l = KeyLayout::default();
+        assert_eq!(l.unlock_latch(&n("a"), "r1"), "redisson_unlock_latch:{a}:r1");
+        assert_eq!(l.token_key(&n("a")), "redisson_lock_token:{a}");
+        assert_eq!(l.queue_key(&n("a")), "redisson_lock_queue:{a}");
+        assert_eq!(l.timeout_key(&n("a")), "redisson_lock_timeout:{a}");
+    }
+
+    #[test]
+    fn names_with_braces_are_used_as_is() {
+        let l = KeyLayout::default();
+        assert_eq!(l.token_key(&n("{t}x")), "redisson_lock_token:{t}x");
+    }
+
+    #[test]
+    fn prefix_applies_before_helpers() {
+        let l = KeyLayout::with_prefix("p:");
+        assert_eq!(l.lock_key(&n("a")), "p:a");
+        assert_eq!(l.channel(&n("a")), "redisson_lock__channel:{p:a}");
+    }
+}

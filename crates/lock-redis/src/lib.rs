@@ -1,0 +1,2 @@
+//! Single-node Redis backend (being built).
+#![deny(missing_docs)]

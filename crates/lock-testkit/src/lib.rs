@@ -1,0 +1,2 @@
+//! In-memory backend, conformance suite and fixtures (being built).
+#![deny(missing_docs)]
