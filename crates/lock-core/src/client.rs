@@ -1,0 +1,198 @@
+//! The client: one per process (or per store), shared by every task.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::backend::LockBackend;
+use crate::config::{lease_millis, ClientConfig};
+use crate::error::{LockError, Result};
+use crate::lock::Lock;
+use crate::owner::Owner;
+use crate::stats::{ClientStats, Stats};
+use crate::waiter::WaiterRegistry;
+use crate::watchdog::Watchdog;
+
+/// A lock client: a client id, one backend connection, the registry of
+/// waiters and the watchdog. Cheap to clone; clones share everything.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use lock_core::{ClientConfig, LockClient, LockBackend};
+/// # async fn demo(backend: Arc<dyn LockBackend>) -> lock_core::Result<()> {
+/// let client = LockClient::new(backend, ClientConfig::default())?;
+/// let guard = client.lock("orders:42")?.lock().await?;
+/// // … critical section …
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct LockClient {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub(crate) id: Uuid,
+    pub(crate) config: ClientConfig,
+    pub(crate) backend: Arc<dyn LockBackend>,
+    pub(crate) waiters: Arc<WaiterRegistry>,
+    pub(crate) watchdog: Watchdog,
+    pub(crate) stats: Arc<Stats>,
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// The watchdog lease in milliseconds.
+    pub(crate) watchdog_ms: u64,
+    /// Latch time to live in milliseconds; 0 when retries are off (no
+    /// request is ever repeated, so no outcome needs keeping).
+    pub(crate) latch_ms: u64,
+    next_owner: AtomicU64,
+    closed: AtomicBool,
+}
+
+impl ClientInner {
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            Err(LockError::Closed)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn new_owner(&self) -> Owner {
+        Owner::new(self.id, self.next_owner.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+impl std::fmt::Debug for LockClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockClient")
+            .field("id", &self.inner.id)
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LockClient {
+    /// Creates a client over `backend` with a fresh client id, and starts its
+    /// watchdog. Must be called inside a tokio runtime; the client's
+    /// background work (watchdog, releases of dropped guards) runs there.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a bad configuration or when called
+    /// outside a tokio runtime.
+    pub fn new(backend: Arc<dyn LockBackend>, config: ClientConfig) -> Result<Self> {
+        config.validate()?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            LockError::invalid("LockClient::new must be called inside a tokio runtime")
+        })?;
+        let watchdog_ms = lease_millis(config.watchdog_timeout, "watchdog_timeout")?;
+        let latch_ms = if config.retry.attempts > 1 {
+            lease_millis(config.latch_ttl, "latch_ttl")?
+        } else {
+            0
+        };
+        let stats = Arc::new(Stats::default());
+        let waiters = Arc::new(WaiterRegistry::new(Arc::clone(&stats)));
+        backend.set_notice_sink(Arc::clone(&waiters) as _);
+        let watchdog = Watchdog::start(
+            &runtime,
+            Arc::clone(&backend),
+            config.watchdog_timeout,
+            config.retry.clone(),
+            Arc::clone(&stats),
+        );
+        Ok(Self {
+            inner: Arc::new(ClientInner {
+                id: Uuid::new_v4(),
+                config,
+                backend,
+                waiters,
+                watchdog,
+                stats,
+                runtime,
+                watchdog_ms,
+                latch_ms,
+                next_owner: AtomicU64::new(1),
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// This client's id: the first half of every owner it makes.
+    pub fn id(&self) -> Uuid {
+        self.inner.id
+    }
+
+    /// The configuration the client was made with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// A handle on the lock called `name`. Makes no I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name.
+    pub fn lock(&self, name: impl AsRef<str>) -> Result<Lock> {
+        Ok(Lock::new(self.clone(), crate::LockName::new(name)?))
+    }
+
+    /// A fresh owner of this client, for explicit re-entrant use with
+    /// [`Lock::lock_as`] or [`Owner::scope`].
+    pub fn new_owner(&self) -> Owner {
+        self.inner.new_owner()
+    }
+
+    /// Runs `fut` inside a fresh owner scope: every plain acquisition of
+    /// this client's locks inside it uses that one owner, so nested code
+    /// re-enters locks the outer code holds.
+    ///
+    /// ```
+    /// # use lock_core::LockClient;
+    /// # async fn demo(client: LockClient) -> lock_core::Result<()> {
+    /// let lock = client.lock("config")?;
+    /// client.scope(async {
+    ///     let outer = lock.lock().await?;
+    ///     let inner = lock.lock().await?; // re-enters: same owner
+    ///     assert_eq!(lock.hold_count(outer.owner()).await?, 2);
+    ///     inner.unlock().await?;
+    ///     outer.unlock().await
+    /// }).await
+    /// # }
+    /// ```
+    pub async fn scope<F: Future>(&self, fut: F) -> F::Output {
+        self.new_owner().scope(fut).await
+    }
+
+    /// Counters of this client's work since it was created.
+    pub fn stats(&self) -> ClientStats {
+        self.inner
+            .stats
+            .snapshot(self.inner.waiters.active(), self.inner.watchdog.len())
+    }
+
+    /// The backend this client talks to.
+    pub fn backend(&self) -> &Arc<dyn LockBackend> {
+        &self.inner.backend
+    }
+
+    /// Closes the client: later operations fail with [`LockError::Closed`],
+    /// the watchdog stops (held watchdog locks expire within
+    /// `watchdog_timeout`) and the backend's connections are closed. Held
+    /// locks are not released; unlock them first.
+    pub async fn close(&self) {
+        if !self.inner.closed.swap(true, Ordering::AcqRel) {
+            self.inner.watchdog.stop();
+            self.inner.backend.close().await;
+        }
+    }
+
+    /// Whether [`LockClient::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+}

@@ -1,0 +1,155 @@
+//! Backend calls that finish even when their caller goes away.
+//!
+//! Dropping a future that is waiting on the store must not leave a lock held
+//! on nobody's behalf: the request may already be on the wire and run. So
+//! every acquire and release runs in a task of its own. The caller awaits
+//! the task; if the caller is dropped, the task still finishes, and an
+//! acquisition nobody receives is handed to a [`PendingHold`], whose `Drop`
+//! releases it again.
+//!
+//! Transient failures are retried here, reusing the request id, so the
+//! backend's latch returns the first outcome instead of applying it twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::backend::{AcquireOutcome, AcquireRequest, LockBackend, ReleaseOutcome, ReleaseRequest};
+use crate::client::ClientInner;
+use crate::config::RetryPolicy;
+use crate::error::{LockError, Result};
+
+/// Decides, after each failure of one operation, whether to try again, and
+/// sleeps the backoff when so.
+pub(crate) struct Retry<'a> {
+    policy: &'a RetryPolicy,
+    what: &'static str,
+    attempt: u32,
+}
+
+impl<'a> Retry<'a> {
+    pub(crate) fn new(policy: &'a RetryPolicy, what: &'static str) -> Self {
+        Self {
+            policy,
+            what,
+            attempt: 1,
+        }
+    }
+
+    /// `true` (after the backoff) when `error` is worth another attempt.
+    pub(crate) async fn again(&mut self, error: &LockError) -> bool {
+        if !error.is_retryable() || self.attempt >= self.policy.attempts {
+            return false;
+        }
+        let backoff = self.policy.backoff(self.attempt);
+        tracing::debug!(%error, attempt = self.attempt, ?backoff, "{} failed; retrying", self.what);
+        tokio::time::sleep(backoff).await;
+        self.attempt += 1;
+        true
+    }
+}
+
+/// The result of one acquisition attempt as the waiter loop sees it.
+pub(crate) enum Attempt {
+    /// Ours; must be turned into a guard or dropped (which releases it).
+    Acquired(PendingHold),
+    /// Held by someone else, with the holder's remaining time to live.
+    Held(Option<Duration>),
+}
+
+/// One attempt (with retries) at taking `req`, run to completion in its own
+/// task.
+pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Result<Attempt> {
+    let task_inner = Arc::clone(inner);
+    let task = inner.runtime.spawn(async move {
+        let started = Instant::now();
+        let backend = Arc::clone(&task_inner.backend);
+        let mut retry = Retry::new(&task_inner.config.retry, "acquire");
+        let outcome = loop {
+            match backend.try_acquire(&req).await {
+                Err(e) if retry.again(&e).await => continue,
+                result => break result?,
+            }
+        };
+        Ok(match outcome {
+            AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
+                inner: task_inner,
+                req,
+                armed: true,
+                fencing_token,
+                started,
+            }),
+            AcquireOutcome::Held { ttl } => Attempt::Held(ttl),
+        })
+    });
+    inner.stats.tries.incr();
+    task.await.map_err(join_error)?
+}
+
+/// One release (with retries), run to completion in its own task. Awaiting
+/// the returned handle is optional: the release happens either way.
+pub(crate) fn release(
+    inner: &Arc<ClientInner>,
+    req: ReleaseRequest,
+) -> tokio::task::JoinHandle<Result<ReleaseOutcome>> {
+    let backend: Arc<dyn LockBackend> = Arc::clone(&inner.backend);
+    let policy: RetryPolicy = inner.config.retry.clone();
+    inner.runtime.spawn(async move {
+        let mut retry = Retry::new(&policy, "release");
+        let result = loop {
+            match backend.release(&req).await {
+                Err(e) if retry.again(&e).await => continue,
+                result => break result,
+            }
+        };
+        if let Err(e) = &result {
+            tracing::warn!(%e, lock = %req.name, "release failed; the lock expires with its lease");
+        }
+        result
+    })
+}
+
+/// Maps a failed task: a panic in a backend, or a runtime shutting down.
+pub(crate) fn join_error(e: tokio::task::JoinError) -> LockError {
+    if e.is_cancelled() {
+        LockError::Closed
+    } else {
+        LockError::protocol(format!("lock backend task failed: {e}"))
+    }
+}
+
+/// An acquisition that has not been handed to a guard yet. Dropping it
+/// releases the hold it stands for.
+pub(crate) struct PendingHold {
+    inner: Arc<ClientInner>,
+    req: AcquireRequest,
+    armed: bool,
+    fencing_token: Option<u64>,
+    /// When the first attempt was sent: the lease runs from no earlier.
+    started: Instant,
+}
+
+impl PendingHold {
+    /// Disarms the drop guard and returns what the guard needs.
+    pub(crate) fn accept(mut self) -> (AcquireRequest, Option<u64>, Instant) {
+        self.armed = false;
+        (self.req.clone(), self.fencing_token, self.started)
+    }
+}
+
+impl Drop for PendingHold {
+    fn drop(&mut self) {
+        if self.armed {
+            let req = &self.req;
+            tracing::debug!(lock = %req.name, "acquisition abandoned by its caller; releasing it");
+            let undo = ReleaseRequest::new(
+                req.name.clone(),
+                req.owner,
+                req.lease_ms,
+                self.inner.latch_ms,
+            );
+            drop(release(&self.inner, undo));
+        }
+    }
+}

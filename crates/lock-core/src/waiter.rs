@@ -1,0 +1,188 @@
+//! Waiting for a lock: shared subscriptions and wake-ups.
+//!
+//! # Algorithm
+//! A waiter first tries to take the lock. When that fails it joins the
+//! lock's [`Subscription`]: one per topic per client, reference-counted, so
+//! ten thousand waiters on one lock cost one `SUBSCRIBE`. Then it loops:
+//!
+//! 1. register for a wake-up (before trying, so a notice that arrives while
+//!    the attempt is in flight is not lost);
+//! 2. try to take the lock;
+//! 3. if held, wait for a wake-up *or* for the holder's remaining time to
+//!    live, whichever is first, capped by the caller's deadline.
+//!
+//! It never polls on a fixed interval. A lost notice (a dropped pub/sub
+//! connection, a holder that crashed or whose lease ran out, a key deleted by
+//! hand) costs at most one time to live, because the waiter looks again when
+//! the holder's lease would have run out.
+//!
+//! # Promises
+//! - An exclusive unlock notice wakes **one** waiter of this client (the one
+//!   that has waited longest); a read unlock or a reconnect wakes all.
+//! - A woken waiter that goes away before it has used its wake-up — its
+//!   future dropped, or its attempt failed with an error — passes the
+//!   wake-up on to the next waiter ([`WakeBaton`]), so a wake-up is never
+//!   swallowed by a waiter that gave up.
+//! - The last waiter to leave unsubscribes; subscribe and unsubscribe of one
+//!   topic are issued under the registry lock, so they reach the backend in
+//!   order.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use tokio::sync::Notify;
+
+use crate::backend::{LockBackend, Notice, NoticeSink, Topic, Wake};
+use crate::error::Result;
+use crate::stats::Stats;
+
+type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
+
+struct TopicEntry {
+    waiters: usize,
+    notify: Arc<Notify>,
+    confirmed: Confirmation,
+}
+
+/// Every topic some waiter of this client is waiting on.
+pub(crate) struct WaiterRegistry {
+    topics: Mutex<HashMap<Topic, TopicEntry>>,
+    stats: Arc<Stats>,
+}
+
+impl WaiterRegistry {
+    pub(crate) fn new(stats: Arc<Stats>) -> Self {
+        Self {
+            topics: Mutex::new(HashMap::new()),
+            stats,
+        }
+    }
+
+    fn topics(&self) -> MutexGuard<'_, HashMap<Topic, TopicEntry>> {
+        // The map stays consistent across a panic elsewhere: every update
+        // is a single insert/remove or counter change.
+        self.topics.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Joins the waiters of `topic`, subscribing when this is the first.
+    pub(crate) fn join(
+        self: &Arc<Self>,
+        backend: &Arc<dyn LockBackend>,
+        topic: Topic,
+    ) -> Subscription {
+        let mut topics = self.topics();
+        let entry = topics.entry(topic.clone()).or_insert_with(|| {
+            self.stats.subscriptions.incr();
+            TopicEntry {
+                waiters: 0,
+                notify: Arc::new(Notify::new()),
+                confirmed: backend.subscribe(&topic).shared(),
+            }
+        });
+        entry.waiters += 1;
+        Subscription {
+            registry: Arc::clone(self),
+            backend: Arc::clone(backend),
+            notify: Arc::clone(&entry.notify),
+            confirmed: entry.confirmed.clone(),
+            topic,
+        }
+    }
+
+    fn leave(&self, backend: &Arc<dyn LockBackend>, topic: &Topic) {
+        let mut topics = self.topics();
+        if let Some(entry) = topics.get_mut(topic) {
+            entry.waiters -= 1;
+            if entry.waiters == 0 {
+                topics.remove(topic);
+                backend.unsubscribe(topic);
+            }
+        }
+    }
+
+    /// How many topics are subscribed right now.
+    pub(crate) fn active(&self) -> usize {
+        self.topics().len()
+    }
+}
+
+impl NoticeSink for WaiterRegistry {
+    fn deliver(&self, notice: Notice) {
+        self.stats.notices.incr();
+        // Collect under the lock, wake after releasing it.
+        match notice {
+            Notice::Unlocked { topic, wake } => {
+                let notify = self.topics().get(&topic).map(|e| Arc::clone(&e.notify));
+                match (notify, wake) {
+                    (Some(n), Wake::One) => n.notify_one(),
+                    (Some(n), Wake::All) => n.notify_waiters(),
+                    (None, _) => {}
+                }
+            }
+            Notice::Reset => {
+                let all: Vec<_> = self.topics().values().map(|e| Arc::clone(&e.notify)).collect();
+                for n in all {
+                    n.notify_waiters();
+                }
+            }
+        }
+    }
+}
+
+/// One waiter's share of a topic subscription; leaving is dropping it.
+pub(crate) struct Subscription {
+    registry: Arc<WaiterRegistry>,
+    backend: Arc<dyn LockBackend>,
+    topic: Topic,
+    pub(crate) notify: Arc<Notify>,
+    confirmed: Confirmation,
+}
+
+impl Subscription {
+    /// Resolves when the store confirmed the subscription (or failed to).
+    pub(crate) async fn confirmed(&self) -> Result<()> {
+        self.confirmed.clone().await
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.registry.leave(&self.backend, &self.topic);
+    }
+}
+
+/// Holds a wake-up this waiter has received but not used yet. Dropped while
+/// armed, it hands the wake-up to the next waiter.
+pub(crate) struct WakeBaton {
+    notify: Arc<Notify>,
+    armed: bool,
+}
+
+impl WakeBaton {
+    pub(crate) fn new(notify: Arc<Notify>) -> Self {
+        Self {
+            notify,
+            armed: false,
+        }
+    }
+
+    /// A wake-up was received.
+    pub(crate) fn arm(&mut self) {
+        self.armed = true;
+    }
+
+    /// The wake-up was used: the lock was taken, or someone else holds it
+    /// (whose unlock will wake the next waiter).
+    pub(crate) fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for WakeBaton {
+    fn drop(&mut self) {
+        if self.armed {
+            self.notify.notify_one();
+        }
+    }
+}
