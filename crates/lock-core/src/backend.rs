@@ -76,7 +76,13 @@ pub struct AcquireRequest {
 
 impl AcquireRequest {
     /// Builds a request with a fresh request id.
-    pub fn new(name: LockName, owner: Owner, lease_ms: u64, fenced: bool, latch_ttl_ms: u64) -> Self {
+    pub fn new(
+        name: LockName,
+        owner: Owner,
+        lease_ms: u64,
+        fenced: bool,
+        latch_ttl_ms: u64,
+    ) -> Self {
         Self {
             name,
             owner,

@@ -24,7 +24,9 @@ pub const MAX_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// [`LockError::InvalidArgument`] naming `what`.
 pub fn lease_millis(lease: Duration, what: &str) -> Result<u64> {
     if lease.is_zero() {
-        return Err(LockError::invalid(format!("{what} must be greater than zero")));
+        return Err(LockError::invalid(format!(
+            "{what} must be greater than zero"
+        )));
     }
     if lease > MAX_LEASE {
         return Err(LockError::invalid(format!(
@@ -32,7 +34,11 @@ pub fn lease_millis(lease: Duration, what: &str) -> Result<u64> {
         )));
     }
     let ms = lease.as_millis();
-    let rounded = if Duration::from_millis(ms as u64) < lease { ms + 1 } else { ms };
+    let rounded = if Duration::from_millis(ms as u64) < lease {
+        ms + 1
+    } else {
+        ms
+    };
     Ok(rounded as u64)
 }
 
@@ -171,7 +177,10 @@ mod tests {
     fn lease_millis_bounds() {
         assert_eq!(lease_millis(Duration::from_millis(1), "l").unwrap(), 1);
         assert_eq!(lease_millis(Duration::from_nanos(1), "l").unwrap(), 1);
-        assert_eq!(lease_millis(MAX_LEASE, "l").unwrap(), MAX_LEASE.as_millis() as u64);
+        assert_eq!(
+            lease_millis(MAX_LEASE, "l").unwrap(),
+            MAX_LEASE.as_millis() as u64
+        );
         let e = lease_millis(MAX_LEASE + Duration::from_millis(1), "lease").unwrap_err();
         assert!(e.to_string().contains("lease"));
         assert!(lease_millis(Duration::MAX, "l").is_err());
@@ -192,7 +201,10 @@ mod tests {
         let mut c = ClientConfig::default();
         c.retry.attempts = 0;
         assert!(c.validate().is_err());
-        assert!(ClientConfig::default().latch_ttl(Duration::ZERO).validate().is_err());
+        assert!(ClientConfig::default()
+            .latch_ttl(Duration::ZERO)
+            .validate()
+            .is_err());
     }
 
     #[test]

@@ -82,10 +82,7 @@ impl LockError {
 
     /// Builds a retryable [`LockError::Unavailable`] from a message and
     /// optional source.
-    pub fn unavailable(
-        message: impl Into<String>,
-        source: Option<ErrorSource>,
-    ) -> Self {
+    pub fn unavailable(message: impl Into<String>, source: Option<ErrorSource>) -> Self {
         Self::Unavailable {
             message: message.into(),
             timed_out: false,
@@ -171,7 +168,9 @@ mod tests {
 
     #[test]
     fn messages_name_the_lock() {
-        let e = LockError::NotHeld { name: "orders".into() };
+        let e = LockError::NotHeld {
+            name: "orders".into(),
+        };
         assert!(e.to_string().contains("orders"));
     }
 }

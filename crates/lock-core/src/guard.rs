@@ -43,7 +43,9 @@ pub struct Guard {
 
 impl std::fmt::Debug for ClientInner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -130,13 +132,37 @@ impl Guard {
         }
     }
 
+    /// `Err(LockLost)` once the lock is known to be lost (see
+    /// [`Guard::is_lost`]): a cheap check for loops inside a critical
+    /// section.
+    ///
+    /// ```
+    /// # async fn demo(guard: lock_core::Guard) -> lock_core::Result<()> {
+    /// for batch in 0..10 {
+    ///     guard.check()?; // stop writing once the lock is gone
+    ///     // … write batch …
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::LockLost`].
+    pub fn check(&self) -> Result<()> {
+        if self.is_lost() {
+            Err(LockError::LockLost {
+                name: self.name.to_string(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
     /// Releases this hold. With re-entrant holds of the same owner
     /// outstanding, the lock stays held by that owner.
     ///
     /// # Errors
-    /// [`LockError::LockLost`] when the lock was lost while held;
-    /// [`LockError::NotHeld`] when it was no longer ours for another reason
-    /// (e.g. force-unlocked and not yet noticed); backend errors that
+    /// [`LockError::NotHeld`] when the lock was no longer ours: its lease
+    /// ran out, it was force-unlocked or deleted; backend errors that
     /// outlived the retry policy (the lock then expires with its lease).
     ///
     /// # Cancel safety
@@ -146,9 +172,6 @@ impl Guard {
         let outcome = self.start_release().await.map_err(op::join_error)??;
         match outcome {
             ReleaseOutcome::Released | ReleaseOutcome::StillHeld => Ok(()),
-            ReleaseOutcome::NotHeld if self.is_lost() => Err(LockError::LockLost {
-                name: self.name.to_string(),
-            }),
             ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
                 name: self.name.to_string(),
             }),

@@ -88,7 +88,10 @@ impl KeyLayout {
 
     /// The key that keeps one unlock's outcome for its retry window.
     pub fn unlock_latch(&self, name: &LockName, request_id: &str) -> String {
-        format!("{}:{request_id}", self.helper("redisson_unlock_latch", name))
+        format!(
+            "{}:{request_id}",
+            self.helper("redisson_unlock_latch", name)
+        )
     }
 
     /// The key that keeps one acquisition's outcome for its retry window, so
@@ -124,7 +127,10 @@ mod tests {
     #[test]
     fn helper_names_wrap_the_name_in_braces() {
         let l = KeyLayout::default();
-        assert_eq!(l.unlock_latch(&n("a"), "r1"), "redisson_unlock_latch:{a}:r1");
+        assert_eq!(
+            l.unlock_latch(&n("a"), "r1"),
+            "redisson_unlock_latch:{a}:r1"
+        );
         assert_eq!(l.token_key(&n("a")), "redisson_lock_token:{a}");
         assert_eq!(l.queue_key(&n("a")), "redisson_lock_queue:{a}");
         assert_eq!(l.timeout_key(&n("a")), "redisson_lock_timeout:{a}");

@@ -75,7 +75,8 @@ impl Lock {
     /// # Cancel safety
     /// As [`Lock::lock`].
     pub async fn lock_with_lease(&self, lease: Duration) -> Result<Guard> {
-        self.acquire_or_fail(AcquireOptions::new().lease(lease)).await
+        self.acquire_or_fail(AcquireOptions::new().lease(lease))
+            .await
     }
 
     /// Takes the lock as `owner`, re-entering if `owner` holds it already
@@ -88,7 +89,8 @@ impl Lock {
     /// # Cancel safety
     /// As [`Lock::lock`].
     pub async fn lock_as(&self, owner: Owner) -> Result<Guard> {
-        self.acquire_or_fail(AcquireOptions::new().owner(owner)).await
+        self.acquire_or_fail(AcquireOptions::new().owner(owner))
+            .await
     }
 
     /// Tries once, without waiting. `Ok(None)` when someone else holds it.
@@ -135,7 +137,9 @@ impl Lock {
         match self.acquire(opts).await? {
             Some(guard) => Ok(guard),
             // Waiting forever only ends by taking the lock or by an error.
-            None => Err(LockError::protocol("an unbounded wait ended without the lock")),
+            None => Err(LockError::protocol(
+                "an unbounded wait ended without the lock",
+            )),
         }
     }
 
@@ -275,7 +279,13 @@ impl Lock {
 
     fn guard(&self, hold: op::PendingHold, watchdog: bool) -> Guard {
         let (req, fencing_token, started) = hold.accept();
-        Guard::new(Arc::clone(self.inner()), req, fencing_token, started, watchdog)
+        Guard::new(
+            Arc::clone(self.inner()),
+            req,
+            fencing_token,
+            started,
+            watchdog,
+        )
     }
 
     /// Releases one hold of `owner` without a guard, as Redisson's `unlock()`

@@ -121,7 +121,11 @@ impl NoticeSink for WaiterRegistry {
                 }
             }
             Notice::Reset => {
-                let all: Vec<_> = self.topics().values().map(|e| Arc::clone(&e.notify)).collect();
+                let all: Vec<_> = self
+                    .topics()
+                    .values()
+                    .map(|e| Arc::clone(&e.notify))
+                    .collect();
                 for n in all {
                     n.notify_waiters();
                 }
@@ -184,5 +188,53 @@ impl Drop for WakeBaton {
         if self.armed {
             self.notify.notify_one();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::pin::pin;
+    use std::task::Poll;
+
+    use super::*;
+
+    /// A waiter notified but dropped before it looked passes the wake-up on
+    /// (tokio's `Notified` does this for `notify_one`).
+    #[tokio::test]
+    async fn unobserved_wakeup_moves_to_next_waiter() {
+        let notify = Notify::new();
+        let mut first = Box::pin(notify.notified());
+        let mut second = pin!(notify.notified());
+        first.as_mut().enable();
+        second.as_mut().enable();
+        notify.notify_one();
+        drop(first);
+        assert!(matches!(futures::poll!(second.as_mut()), Poll::Ready(())));
+    }
+
+    /// A waiter that saw its wake-up and then went away before using it
+    /// passes it on through its baton.
+    #[tokio::test]
+    async fn armed_baton_passes_wakeup_on() {
+        let notify = Arc::new(Notify::new());
+        let mut second = pin!(notify.notified());
+        second.as_mut().enable();
+        let mut baton = WakeBaton::new(Arc::clone(&notify));
+        baton.arm();
+        drop(baton);
+        assert!(matches!(futures::poll!(second.as_mut()), Poll::Ready(())));
+    }
+
+    /// A used wake-up is not passed on.
+    #[tokio::test]
+    async fn disarmed_baton_passes_nothing() {
+        let notify = Arc::new(Notify::new());
+        let mut second = pin!(notify.notified());
+        second.as_mut().enable();
+        let mut baton = WakeBaton::new(Arc::clone(&notify));
+        baton.arm();
+        baton.disarm();
+        drop(baton);
+        assert!(futures::poll!(second.as_mut()).is_pending());
     }
 }

@@ -180,7 +180,11 @@ impl Task {
                 _ = self.shared.shutdown.cancelled() => return,
             }
             if Instant::now() >= tick {
-                failures = if self.renew_all().await { 0 } else { failures + 1 };
+                failures = if self.renew_all().await {
+                    0
+                } else {
+                    failures + 1
+                };
                 // After a failure, try again sooner than a full interval.
                 let pause = if failures == 0 {
                     interval

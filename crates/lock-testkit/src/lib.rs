@@ -1,2 +1,15 @@
-//! In-memory backend, conformance suite and fixtures (being built).
+//! # lock-testkit
+//!
+//! - [`InMemoryServer`]: an in-memory lock store with the observable
+//!   semantics of the Redis scripts, for unit tests under paused time.
+//! - [`conformance`]: the behaviour checks every backend must pass.
+//! - [`ExclusionChecker`]: detects overlapping critical sections.
 #![deny(missing_docs)]
+
+pub mod memory;
+
+pub use memory::{InMemoryBackend, InMemoryServer};
+pub mod checker;
+pub mod conformance;
+
+pub use checker::{ExclusionChecker, Section};

@@ -1,0 +1,259 @@
+//! Taking, re-entering, releasing and inspecting locks.
+
+use std::time::Duration;
+
+use lock_core::{AcquireOptions, Owner};
+
+use super::{client, leftover_keys, unique, Harness};
+use crate::ExclusionChecker;
+
+/// A lock is held after `lock()` and free after `unlock()`, leaving no key.
+pub async fn lock_then_unlock_frees_it(h: &dyn Harness) {
+    let c = client(h).await;
+    let name = unique("basic");
+    let lock = c.lock(&name).unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    let guard = lock.lock().await.unwrap();
+    assert!(lock.is_locked().await.unwrap());
+    assert!(lock.is_held_by(guard.owner()).await.unwrap());
+    guard.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+}
+
+/// The same owner re-enters; each release brings the count down by one.
+pub async fn reentrant_holds_count_depth(h: &dyn Harness) {
+    let c = client(h).await;
+    let lock = c.lock(unique("reentry")).unwrap();
+    let first = lock.lock().await.unwrap();
+    let owner = first.owner();
+    let mut guards = vec![first];
+    for depth in 2..=5 {
+        guards.push(lock.lock_as(owner).await.unwrap());
+        assert_eq!(lock.hold_count(owner).await.unwrap(), depth);
+    }
+    while let Some(g) = guards.pop() {
+        g.unlock().await.unwrap();
+        assert_eq!(lock.hold_count(owner).await.unwrap(), guards.len() as u64);
+    }
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// Releasing an inner hold leaves the lock held by the owner.
+pub async fn reentrant_release_keeps_the_lock(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("reentry-keep");
+    let outer = a.lock(&name).unwrap().lock().await.unwrap();
+    let inner = a.lock(&name).unwrap().lock_as(outer.owner()).await.unwrap();
+    inner.unlock().await.unwrap();
+    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert_eq!(
+        a.lock(&name)
+            .unwrap()
+            .hold_count(outer.owner())
+            .await
+            .unwrap(),
+        1
+    );
+    outer.unlock().await.unwrap();
+    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_some());
+}
+
+/// Inside an owner scope, nested plain acquisitions re-enter.
+pub async fn scope_reenters_nested_locks(h: &dyn Harness) {
+    let c = client(h).await;
+    let lock = c.lock(unique("scope")).unwrap();
+    let l2 = lock.clone();
+    c.scope(async move {
+        let outer = l2.lock().await.unwrap();
+        let inner = l2.try_lock().await.unwrap().expect("re-entry in scope");
+        assert_eq!(inner.owner(), outer.owner());
+        assert_eq!(Owner::current(), Some(outer.owner()));
+        assert_eq!(l2.hold_count(outer.owner()).await.unwrap(), 2);
+        inner.unlock().await.unwrap();
+        outer.unlock().await.unwrap();
+    })
+    .await;
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// Two plain acquisitions joined in one task do not share the lock.
+pub async fn joined_plain_locks_exclude_each_other(h: &dyn Harness) {
+    let c = client(h).await;
+    let lock = c.lock(unique("join")).unwrap();
+    let (a, b) = tokio::join!(
+        lock.try_lock_for(Duration::from_millis(200)),
+        lock.try_lock_for(Duration::from_millis(200))
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(
+        a.is_some() != b.is_some(),
+        "exactly one of two joined plain acquisitions may hold the lock"
+    );
+}
+
+/// `try_lock` on a lock someone else holds answers `None` at once.
+pub async fn try_lock_on_held_lock_returns_none(h: &dyn Harness) {
+    let c = client(h).await;
+    let lock = c.lock(unique("try")).unwrap();
+    let _held = lock.lock().await.unwrap();
+    let started = tokio::time::Instant::now();
+    assert!(lock.try_lock().await.unwrap().is_none());
+    assert!(lock.try_lock_for(Duration::ZERO).await.unwrap().is_none());
+    assert!(started.elapsed() < Duration::from_millis(500));
+}
+
+/// A lock held by one client cannot be taken by another until released.
+pub async fn other_clients_are_excluded(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("clients");
+    let guard = a.lock(&name).unwrap().lock().await.unwrap();
+    let lb = b.lock(&name).unwrap();
+    assert!(lb.try_lock().await.unwrap().is_none());
+    assert!(!lb.is_held_by(b.new_owner()).await.unwrap());
+    guard.unlock().await.unwrap();
+    let gb = lb.try_lock().await.unwrap().expect("free after release");
+    gb.unlock().await.unwrap();
+}
+
+/// Many tasks of several clients never overlap inside the lock.
+pub async fn mutual_exclusion_under_contention(h: &dyn Harness) {
+    let name = unique("mutex");
+    let checker = ExclusionChecker::new();
+    let mut tasks = Vec::new();
+    for client_no in 0..2 {
+        let c = client(h).await;
+        for task_no in 0..4 {
+            let lock = c.lock(&name).unwrap();
+            let checker = checker.clone();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..5 {
+                    let g = lock
+                        .acquire(AcquireOptions::new().fenced())
+                        .await
+                        .unwrap()
+                        .unwrap();
+                    let section =
+                        checker.enter(format!("{client_no}/{task_no}"), g.fencing_token());
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                    drop(section);
+                    g.unlock().await.unwrap();
+                }
+            }));
+        }
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(checker.entries(), 40);
+    assert_eq!(checker.violations(), Vec::<String>::new());
+}
+
+/// is_locked / is_held_by / hold_count / remaining_ttl / info agree.
+pub async fn inspection_reports_holders_and_ttl(h: &dyn Harness) {
+    let c = client(h).await;
+    let lock = c.lock(unique("inspect")).unwrap();
+    assert_eq!(lock.remaining_ttl().await.unwrap(), None);
+    let g = lock.lock_with_lease(Duration::from_secs(10)).await.unwrap();
+    let ttl = lock
+        .remaining_ttl()
+        .await
+        .unwrap()
+        .expect("a leased lock has a ttl");
+    assert!(
+        ttl > Duration::from_secs(9) && ttl <= Duration::from_secs(10),
+        "{ttl:?}"
+    );
+    let info = lock.info().await.unwrap();
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].owner(), Some(g.owner()));
+    assert_eq!(info.holders[0].count, 1);
+    assert_eq!(lock.hold_count(c.new_owner()).await.unwrap(), 0);
+    assert!(!lock.is_held_by(c.new_owner()).await.unwrap());
+    g.unlock().await.unwrap();
+}
+
+/// Force unlock deletes the lock whoever holds it and says whether it did.
+pub async fn force_unlock_frees_and_reports(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("force");
+    let held = a.lock(&name).unwrap().lock().await.unwrap();
+    let lb = b.lock(&name).unwrap();
+    assert!(lb.force_unlock().await.unwrap());
+    assert!(!lb.is_locked().await.unwrap());
+    assert!(!lb.force_unlock().await.unwrap());
+    let taken = lb
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("free after force unlock");
+    assert!(held.unlock().await.unwrap_err().is_not_held());
+    taken.unlock().await.unwrap();
+}
+
+/// Fencing tokens strictly increase across releases, force unlocks and
+/// clients.
+pub async fn fencing_tokens_strictly_increase(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("fence");
+    let mut last = 0;
+    for round in 0..6 {
+        let c = if round % 2 == 0 { &a } else { &b };
+        let lock = c.lock(&name).unwrap();
+        let g = lock
+            .acquire(AcquireOptions::new().fenced())
+            .await
+            .unwrap()
+            .unwrap();
+        let token = g.fencing_token().expect("fenced acquisition has a token");
+        assert!(token > last, "token {token} after {last}");
+        last = token;
+        if round % 3 == 0 {
+            assert!(lock.force_unlock().await.unwrap());
+            drop(g);
+        } else {
+            g.unlock().await.unwrap();
+        }
+    }
+}
+
+/// Without asking, there is no token.
+pub async fn unfenced_acquisition_has_no_token(h: &dyn Harness) {
+    let c = client(h).await;
+    let g = c.lock(unique("nofence")).unwrap().lock().await.unwrap();
+    assert_eq!(g.fencing_token(), None);
+    g.unlock().await.unwrap();
+}
+
+/// Concurrent re-entries by one owner count exactly and all release.
+pub async fn concurrent_reentry_counts_exactly(h: &dyn Harness) {
+    let c = client(h).await;
+    let lock = c.lock(unique("reentry-many")).unwrap();
+    let first = lock.lock().await.unwrap();
+    let owner = first.owner();
+    let handles: Vec<_> = (0..20)
+        .map(|_| {
+            let lock = lock.clone();
+            tokio::spawn(async move { lock.lock_as(owner).await.unwrap() })
+        })
+        .collect();
+    let mut guards = Vec::new();
+    for handle in handles {
+        guards.push(handle.await.unwrap());
+    }
+    assert_eq!(lock.hold_count(owner).await.unwrap(), 21);
+    let releases: Vec<_> = guards
+        .into_iter()
+        .map(|g| tokio::spawn(g.unlock()))
+        .collect();
+    for r in releases {
+        r.await.unwrap().unwrap();
+    }
+    assert_eq!(lock.hold_count(owner).await.unwrap(), 1);
+    first.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}

@@ -1,0 +1,115 @@
+//! Bad input and misuse: typed errors, nothing lost, nothing overwritten.
+
+use std::time::Duration;
+
+use lock_core::{AcquireOptions, LockError, MAX_LEASE, MAX_NAME_LEN};
+
+use super::{client, key, leftover_keys, unique, Harness};
+
+/// Releasing as an owner that does not hold the lock fails with NotHeld and
+/// changes nothing.
+pub async fn unlock_by_non_owner_is_not_held(h: &dyn Harness) {
+    let a = client(h).await;
+    let name = unique("non-owner");
+    let lock = a.lock(&name).unwrap();
+    let g = lock.lock().await.unwrap();
+    let stranger = a.new_owner();
+    let err = lock.unlock_as(stranger).await.unwrap_err();
+    assert!(err.is_not_held(), "{err:?}");
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    let free = a.lock(unique("never-held")).unwrap();
+    assert!(free.unlock_as(stranger).await.unwrap_err().is_not_held());
+    assert!(
+        lock.unlock_as(g.owner()).await.unwrap(),
+        "last hold released"
+    );
+    assert!(g.unlock().await.unwrap_err().is_not_held());
+}
+
+/// Unlocking after the lease ran out fails with NotHeld.
+pub async fn unlock_after_lease_ran_out_is_not_held(h: &dyn Harness) {
+    let a = client(h).await;
+    let g = a
+        .lock(unique("ran-out"))
+        .unwrap()
+        .lock_with_lease(Duration::from_millis(100))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let err = g.unlock().await.unwrap_err();
+    assert!(err.is_not_held(), "{err:?}");
+}
+
+/// Empty names, zero or absurd leases are rejected before any I/O.
+pub async fn invalid_arguments_fail_before_io(h: &dyn Harness) {
+    let a = client(h).await;
+    assert!(a.lock("").unwrap_err().is_invalid_argument());
+    assert!(a
+        .lock("x".repeat(MAX_NAME_LEN + 1))
+        .unwrap_err()
+        .is_invalid_argument());
+    let name = unique("args");
+    let lock = a.lock(&name).unwrap();
+    for lease in [
+        Duration::ZERO,
+        MAX_LEASE + Duration::from_secs(1),
+        Duration::MAX,
+    ] {
+        let err = lock.lock_with_lease(lease).await.unwrap_err();
+        assert!(err.is_invalid_argument(), "{lease:?}: {err:?}");
+        let err = lock
+            .try_lock_for_with_lease(Duration::ZERO, lease)
+            .await
+            .unwrap_err();
+        assert!(err.is_invalid_argument());
+    }
+    assert_eq!(a.stats().tries, 0, "nothing was sent");
+    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+}
+
+/// Acquiring as an owner of another client is rejected.
+pub async fn foreign_owner_is_rejected(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let lock = a.lock(unique("foreign")).unwrap();
+    let err = lock.lock_as(b.new_owner()).await.unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    let err = lock
+        .acquire(AcquireOptions::new().owner(b.new_owner()).no_wait())
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument());
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// A non-hash value at the lock key is reported and never overwritten.
+pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
+    let a = client(h).await;
+    let name = unique("wrongtype");
+    let k = key(h, &name);
+    h.set_string(&k, "precious").await;
+    let lock = a.lock(&name).unwrap();
+    let is_wrong_type = |e: LockError| assert!(e.is_wrong_type(), "{e:?}");
+    is_wrong_type(lock.try_lock().await.unwrap_err());
+    is_wrong_type(
+        lock.lock_with_lease(Duration::from_secs(1))
+            .await
+            .unwrap_err(),
+    );
+    is_wrong_type(lock.force_unlock().await.unwrap_err());
+    is_wrong_type(lock.info().await.unwrap_err());
+    is_wrong_type(lock.unlock_as(a.new_owner()).await.unwrap_err());
+    assert_eq!(h.get_string(&k).await.as_deref(), Some("precious"));
+    assert_eq!(a.stats().subscriptions_active, 0);
+}
+
+/// After close, operations fail with Closed.
+pub async fn closed_client_rejects_operations(h: &dyn Harness) {
+    let a = client(h).await;
+    let lock = a.lock(unique("closed")).unwrap();
+    a.close().await;
+    assert!(a.is_closed());
+    assert!(matches!(lock.lock().await, Err(LockError::Closed)));
+    assert!(matches!(lock.try_lock().await, Err(LockError::Closed)));
+    assert!(matches!(lock.is_locked().await, Err(LockError::Closed)));
+}

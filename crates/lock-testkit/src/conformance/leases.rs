@@ -1,0 +1,160 @@
+//! Leases, the watchdog, and the lost-lock signal.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{client, eventually, key, unique, Harness, WATCHDOG};
+
+/// A fixed lease ends the hold: another client takes the lock afterwards,
+/// and not before.
+pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("lease");
+    let lease = Duration::from_millis(300);
+    let g = a.lock(&name).unwrap().lock_with_lease(lease).await.unwrap();
+    let lb = b.lock(&name).unwrap();
+    assert!(lb.try_lock().await.unwrap().is_none());
+    tokio::time::sleep(lease + Duration::from_millis(50)).await;
+    let taken = lb
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("free once the lease ran out");
+    assert!(g.is_lost());
+    taken.unlock().await.unwrap();
+}
+
+/// With the watchdog, a lock outlives several watchdog timeouts while its
+/// guard lives.
+pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("watchdog");
+    let g = a.lock(&name).unwrap().lock().await.unwrap();
+    let lb = b.lock(&name).unwrap();
+    let until = Instant::now() + WATCHDOG * 3;
+    while Instant::now() < until {
+        tokio::time::sleep(WATCHDOG / 4).await;
+        assert!(
+            lb.try_lock().await.unwrap().is_none(),
+            "the watchdog let the lock expire"
+        );
+        assert!(h.pttl(&key(h, &name)).await > 0);
+    }
+    assert!(!g.is_lost());
+    assert!(a.stats().renewed >= 6, "{:?}", a.stats());
+    g.unlock().await.unwrap();
+}
+
+/// Unlocking stops renewal: the client watches nothing, the key is gone and
+/// stays gone.
+pub async fn renewal_stops_at_unlock(h: &dyn Harness) {
+    let a = client(h).await;
+    let name = unique("stop");
+    let lock = a.lock(&name).unwrap();
+    let g = lock.lock().await.unwrap();
+    let inner = lock.lock_as(g.owner()).await.unwrap();
+    assert_eq!(a.stats().watched, 1, "re-entrant holds share one entry");
+    inner.unlock().await.unwrap();
+    assert_eq!(a.stats().watched, 1, "still held once");
+    g.unlock().await.unwrap();
+    assert_eq!(a.stats().watched, 0);
+    let renewed = a.stats().renewed;
+    tokio::time::sleep(WATCHDOG).await;
+    assert_eq!(a.stats().renewed, renewed, "renewed after unlock");
+    assert_eq!(h.pttl(&key(h, &name)).await, -2);
+}
+
+/// All held locks of a client are renewed together: one backend call per
+/// tick, not one per lock.
+pub async fn watchdog_renews_many_locks_in_one_call_per_tick(h: &dyn Harness) {
+    let a = client(h).await;
+    let base = unique("many");
+    let mut guards = Vec::new();
+    for i in 0..200 {
+        guards.push(a.lock(format!("{base}-{i}")).unwrap().lock().await.unwrap());
+    }
+    let calls_before = a.stats().renew_calls;
+    tokio::time::sleep(WATCHDOG * 2).await;
+    let stats = a.stats();
+    let calls = stats.renew_calls - calls_before;
+    assert!(
+        (4..=8).contains(&calls),
+        "{calls} renewal calls in two timeouts: {stats:?}"
+    );
+    assert!(stats.renewed >= 200 * 4, "{stats:?}");
+    for g in &guards {
+        assert!(!g.is_lost());
+    }
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+}
+
+/// A renewal that finds the lock gone fires the guard's lost signal.
+pub async fn deleted_lock_fires_lost_signal(h: &dyn Harness) {
+    let a = client(h).await;
+    let name = unique("lost");
+    let g = a.lock(&name).unwrap().lock().await.unwrap();
+    assert!(!g.is_lost());
+    assert!(h.del(&key(h, &name)).await);
+    let deleted = Instant::now();
+    tokio::time::timeout(WATCHDOG, g.lost())
+        .await
+        .expect("lost signal within one watchdog timeout");
+    assert!(deleted.elapsed() <= WATCHDOG / 3 + Duration::from_millis(300));
+    assert!(g.is_lost());
+    assert!(g.unlock().await.unwrap_err().is_not_held());
+}
+
+/// A force unlock by anyone is noticed by the holder.
+pub async fn force_unlock_fires_holders_lost_signal(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("forced-lost");
+    let g = a.lock(&name).unwrap().lock().await.unwrap();
+    assert!(b.lock(&name).unwrap().force_unlock().await.unwrap());
+    tokio::time::timeout(WATCHDOG, g.lost())
+        .await
+        .expect("lost signal within one watchdog timeout");
+    assert_eq!(a.stats().watched, 0);
+}
+
+/// A leased guard reports loss when its lease runs out.
+pub async fn leased_guard_is_lost_when_lease_ends(h: &dyn Harness) {
+    let a = client(h).await;
+    let lease = Duration::from_millis(250);
+    let started = Instant::now();
+    let g = a
+        .lock(unique("leased-lost"))
+        .unwrap()
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
+    assert!(!g.is_lost());
+    g.lost().await;
+    assert!(started.elapsed() <= lease + Duration::from_millis(50));
+    assert!(g.is_lost());
+}
+
+/// Dropping a guard releases the lock in the background, promptly.
+pub async fn dropped_guard_releases_in_background(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("drop");
+    let g = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    drop(g);
+    let lb = b.lock(&name).unwrap();
+    eventually(Duration::from_secs(1), "released after drop", || async {
+        !lb.is_locked().await.unwrap()
+    })
+    .await;
+    assert_eq!(a.stats().watched, 0);
+}

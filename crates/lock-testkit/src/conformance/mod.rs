@@ -1,0 +1,190 @@
+//! The conformance suite: behaviour checks every backend must pass.
+//!
+//! Each check is a `pub async fn(&dyn Harness)`. A backend crate runs them
+//! all with [`conformance_tests!`](crate::conformance_tests), giving a
+//! [`Harness`]: a way to connect new clients to one shared store, plus raw
+//! access to the store as another Redis client (or Redisson) would have.
+//!
+//! Checks use short durations (watchdog timeouts under a second) so they run
+//! in seconds on real Redis and instantly under paused time in memory.
+//! Checks assert on time measured with `tokio::time::Instant`, so they hold
+//! for both.
+
+use std::future::Future;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::{ClientConfig, KeyLayout, LockClient, LockName};
+
+pub mod basics;
+pub mod cancellation;
+pub mod errors;
+pub mod layout;
+pub mod leases;
+pub mod waiting;
+
+/// Access to one store under test.
+#[async_trait]
+pub trait Harness: Send + Sync {
+    /// A new client, on its own connection, to the shared store.
+    async fn client(&self, config: ClientConfig) -> LockClient;
+    /// The key layout those clients use.
+    fn layout(&self) -> KeyLayout;
+    /// `SET key value`.
+    async fn set_string(&self, key: &str, value: &str);
+    /// `GET key` (`None` when missing).
+    async fn get_string(&self, key: &str) -> Option<String>;
+    /// `HGETALL key` as (field, count), sorted by field.
+    async fn hash(&self, key: &str) -> Vec<(String, i64)>;
+    /// `HSET key field value` and `PEXPIRE key ms` when given.
+    async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>);
+    /// `PTTL key`.
+    async fn pttl(&self, key: &str) -> i64;
+    /// `DEL key` without publishing.
+    async fn del(&self, key: &str) -> bool;
+    /// Every key (`KEYS *`), sorted.
+    async fn keys(&self) -> Vec<String>;
+    /// `PUBLISH channel message`.
+    async fn publish(&self, channel: &str, message: &str);
+    /// How many connections subscribe `channel` (`PUBSUB NUMSUB`).
+    async fn subscribers(&self, channel: &str) -> usize;
+}
+
+/// The watchdog timeout the checks use: short, so holding "past several
+/// timeouts" takes a few seconds on a real server.
+pub const WATCHDOG: Duration = Duration::from_millis(900);
+
+/// The client configuration the checks use.
+pub fn config() -> ClientConfig {
+    ClientConfig::default().watchdog_timeout(WATCHDOG)
+}
+
+/// A new client with [`config`].
+pub async fn client(h: &dyn Harness) -> LockClient {
+    h.client(config()).await
+}
+
+/// A lock name unique to one check run, so checks may share a store.
+pub fn unique(prefix: &str) -> String {
+    format!("{prefix}-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// The key of lock `name` under the harness's layout.
+pub fn key(h: &dyn Harness, name: &str) -> String {
+    h.layout().lock_key(&lock_name(name))
+}
+
+/// The unlock channel of lock `name`.
+pub fn channel(h: &dyn Harness, name: &str) -> String {
+    h.layout().channel(&lock_name(name))
+}
+
+fn lock_name(name: &str) -> LockName {
+    LockName::new(name).expect("check names are valid")
+}
+
+/// Polls `cond` every 10 ms until it holds or `within` passes; panics with
+/// `what` then. For conditions that become true asynchronously (a
+/// background release, an unsubscribe).
+pub async fn eventually<F, Fut>(within: Duration, what: &str, mut cond: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        if cond().await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not within {within:?}: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Keys this check's lock left behind, other than latches (which expire on
+/// their own) and the fencing counter (which must never expire).
+pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
+    h.keys()
+        .await
+        .into_iter()
+        .filter(|k| k.contains(name))
+        .filter(|k| !k.contains("_latch:") && !k.starts_with("redisson_lock_token:"))
+        .collect()
+}
+
+/// Runs every check of the suite as its own test. Pass the test attribute
+/// (e.g. `#[tokio::test(start_paused = true)]`) and an async function that
+/// returns the harness:
+///
+/// ```text
+/// lock_testkit::conformance_tests!(#[tokio::test(start_paused = true)] harness = memory_harness);
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__conformance_each! {
+            [$(#[$attr])*] $make;
+            basics::lock_then_unlock_frees_it,
+            basics::reentrant_holds_count_depth,
+            basics::reentrant_release_keeps_the_lock,
+            basics::scope_reenters_nested_locks,
+            basics::joined_plain_locks_exclude_each_other,
+            basics::try_lock_on_held_lock_returns_none,
+            basics::other_clients_are_excluded,
+            basics::mutual_exclusion_under_contention,
+            basics::inspection_reports_holders_and_ttl,
+            basics::force_unlock_frees_and_reports,
+            basics::fencing_tokens_strictly_increase,
+            basics::unfenced_acquisition_has_no_token,
+            basics::concurrent_reentry_counts_exactly,
+            waiting::try_lock_for_honours_its_deadline,
+            waiting::unlock_wakes_a_waiter_before_the_ttl,
+            waiting::waiter_acquires_when_holder_lease_expires,
+            waiting::deleted_lock_without_notice_is_taken_within_ttl,
+            waiting::one_unlock_wakes_one_waiter,
+            waiting::force_unlock_wakes_a_waiter,
+            waiting::many_waiters_share_one_subscription,
+            waiting::waiters_acquire_in_turn,
+            leases::lease_expiry_frees_the_lock,
+            leases::watchdog_keeps_lock_past_several_timeouts,
+            leases::renewal_stops_at_unlock,
+            leases::watchdog_renews_many_locks_in_one_call_per_tick,
+            leases::deleted_lock_fires_lost_signal,
+            leases::force_unlock_fires_holders_lost_signal,
+            leases::leased_guard_is_lost_when_lease_ends,
+            leases::dropped_guard_releases_in_background,
+            errors::unlock_by_non_owner_is_not_held,
+            errors::unlock_after_lease_ran_out_is_not_held,
+            errors::invalid_arguments_fail_before_io,
+            errors::foreign_owner_is_rejected,
+            errors::wrong_type_is_reported_and_left_untouched,
+            errors::closed_client_rejects_operations,
+            cancellation::dropped_waiter_leaves_nothing_behind,
+            cancellation::dropped_acquire_leaves_no_lock,
+            cancellation::dropped_unlock_still_releases,
+            cancellation::woken_waiter_dropped_passes_wakeup_on,
+            layout::hash_field_is_owner_and_count,
+            layout::redisson_written_lock_blocks_us,
+            layout::redisson_style_unlock_notice_wakes_us,
+            layout::helper_keys_follow_the_layout,
+        }
+    };
+}
+
+/// Implementation detail of [`conformance_tests!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_each {
+    ([$(#[$attr:meta])*] $make:path;) => {};
+    ([$(#[$attr:meta])*] $make:path; $group:ident :: $check:ident $(, $($rest:tt)*)?) => {
+        $(#[$attr])*
+        async fn $check() {
+            let harness = $make().await;
+            $crate::conformance::$group::$check(&harness).await;
+        }
+        $crate::__conformance_each! { [$(#[$attr])*] $make; $($($rest)*)? }
+    };
+}

@@ -1,0 +1,273 @@
+//! Waiting: deadlines, wake-ups, lost notices, one wake-up per unlock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Barrier;
+use tokio::time::Instant;
+
+use super::{channel, client, eventually, key, unique, Harness, WATCHDOG};
+use crate::ExclusionChecker;
+
+/// A wait that runs out returns `None` no earlier than its deadline and not
+/// much later.
+pub async fn try_lock_for_honours_its_deadline(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("deadline");
+    let _held = a.lock(&name).unwrap().lock().await.unwrap();
+    let wait = Duration::from_millis(300);
+    let started = Instant::now();
+    let got = b.lock(&name).unwrap().try_lock_for(wait).await.unwrap();
+    let took = started.elapsed();
+    assert!(got.is_none());
+    assert!(
+        took >= wait,
+        "gave up after {took:?}, before its {wait:?} deadline"
+    );
+    assert!(
+        took < wait + Duration::from_millis(400),
+        "gave up late: {took:?}"
+    );
+}
+
+/// An unlock notice wakes a waiter long before the holder's TTL would.
+pub async fn unlock_wakes_a_waiter_before_the_ttl(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("wake");
+    let held = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let lb = b.lock(&name).unwrap();
+    let waiter = tokio::spawn(async move {
+        let g = lb.try_lock_for(Duration::from_secs(30)).await.unwrap();
+        (g, Instant::now())
+    });
+    eventually(Duration::from_secs(2), "waiter subscribed", || async {
+        b.stats().subscriptions_active == 1 && b.stats().tries >= 2
+    })
+    .await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (g, acquired) = waiter.await.unwrap();
+    let g = g.expect("woken waiter takes the lock");
+    let handoff = acquired - released;
+    assert!(
+        handoff < Duration::from_secs(2),
+        "handoff took {handoff:?}, TTL was 20 s"
+    );
+    assert_eq!(b.stats().wakeups, 1);
+    g.unlock().await.unwrap();
+}
+
+/// A holder whose lease runs out sends no notice; the waiter still gets the
+/// lock once the TTL it was told has passed.
+pub async fn waiter_acquires_when_holder_lease_expires(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("expire");
+    let lease = Duration::from_millis(400);
+    let _held = a.lock(&name).unwrap().lock_with_lease(lease).await.unwrap();
+    let started = Instant::now();
+    let g = b
+        .lock(&name)
+        .unwrap()
+        .try_lock_for(Duration::from_secs(5))
+        .await
+        .unwrap()
+        .expect("the lease runs out");
+    let took = started.elapsed();
+    assert!(took < lease + Duration::from_millis(500), "took {took:?}");
+    assert_eq!(b.stats().wakeups, 0, "nothing was published");
+    g.unlock().await.unwrap();
+}
+
+/// A lock deleted behind the holder's back, with no notice published, is
+/// taken by a waiter within one TTL.
+pub async fn deleted_lock_without_notice_is_taken_within_ttl(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("lost-notice");
+    let _held = a.lock(&name).unwrap().lock().await.unwrap();
+    let lb = b.lock(&name).unwrap();
+    let waiter = tokio::spawn(async move { lb.try_lock_for(Duration::from_secs(10)).await });
+    eventually(Duration::from_secs(2), "waiter subscribed", || async {
+        b.stats().subscriptions_active == 1 && b.stats().tries >= 2
+    })
+    .await;
+    let deleted = Instant::now();
+    assert!(h.del(&key(h, &name)).await);
+    let g = waiter.await.unwrap().unwrap().expect("taken after the TTL");
+    assert!(deleted.elapsed() <= WATCHDOG + Duration::from_millis(500));
+    g.unlock().await.unwrap();
+}
+
+/// With several waiters in one client, one unlock wakes exactly one.
+pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("wake-one");
+    let held = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let release_all = Arc::new(tokio::sync::Notify::new());
+    let mut waiters = Vec::new();
+    for _ in 0..5 {
+        let lock = b.lock(&name).unwrap();
+        let release_all = Arc::clone(&release_all);
+        waiters.push(tokio::spawn(async move {
+            let notified = release_all.notified();
+            let g = lock
+                .try_lock_for(Duration::from_secs(30))
+                .await
+                .unwrap()
+                .unwrap();
+            notified.await;
+            g
+        }));
+    }
+    eventually(Duration::from_secs(2), "waiters subscribed", || async {
+        b.stats().tries >= 10
+    })
+    .await;
+    assert_eq!(b.stats().subscriptions_opened, 1);
+    held.unlock().await.unwrap();
+    eventually(
+        Duration::from_secs(2),
+        "one waiter took the lock",
+        || async { b.stats().tries >= 11 && b.lock(&name).unwrap().is_locked().await.unwrap() },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stats = b.stats();
+    assert_eq!(stats.wakeups, 1, "{stats:?}");
+    assert_eq!(
+        stats.tries, 11,
+        "only the woken waiter tried again: {stats:?}"
+    );
+    release_all.notify_waiters();
+    for w in waiters {
+        w.abort();
+    }
+}
+
+/// Force unlock announces the unlock: a waiter takes the lock at once.
+pub async fn force_unlock_wakes_a_waiter(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("force-wake");
+    let _held = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let lb = b.lock(&name).unwrap();
+    let waiter = tokio::spawn(async move { lb.try_lock_for(Duration::from_secs(30)).await });
+    eventually(Duration::from_secs(2), "waiter subscribed", || async {
+        b.stats().subscriptions_active == 1 && b.stats().tries >= 2
+    })
+    .await;
+    let forced = Instant::now();
+    assert!(a.lock(&name).unwrap().force_unlock().await.unwrap());
+    let g = waiter
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("woken by the force unlock");
+    assert!(forced.elapsed() < Duration::from_secs(2));
+    g.unlock().await.unwrap();
+}
+
+/// However many tasks wait on one lock, the client holds one subscription,
+/// and drops it when the last waiter leaves.
+pub async fn many_waiters_share_one_subscription(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("share");
+    let held = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let start = Arc::new(Barrier::new(51));
+    let mut waiters = Vec::new();
+    for _ in 0..50 {
+        let lock = b.lock(&name).unwrap();
+        let start = Arc::clone(&start);
+        waiters.push(tokio::spawn(async move {
+            start.wait().await;
+            lock.try_lock_for(Duration::from_millis(600)).await.unwrap()
+        }));
+    }
+    start.wait().await;
+    eventually(Duration::from_secs(2), "all subscribed", || async {
+        b.stats().tries >= 100
+    })
+    .await;
+    assert_eq!(b.stats().subscriptions_opened, 1);
+    assert_eq!(h.subscribers(&channel(h, &name)).await, 1);
+    for w in waiters {
+        assert!(w.await.unwrap().is_none());
+    }
+    assert_eq!(b.stats().subscriptions_active, 0);
+    eventually(Duration::from_secs(2), "unsubscribed", || async {
+        h.subscribers(&channel(h, &name)).await == 0
+    })
+    .await;
+    held.unlock().await.unwrap();
+}
+
+/// Waiters queued behind a holder all get the lock, one after another,
+/// each by a wake-up rather than a timeout.
+pub async fn waiters_acquire_in_turn(h: &dyn Harness) {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique("turns");
+    let held = a.lock(&name).unwrap().lock().await.unwrap();
+    let checker = ExclusionChecker::new();
+    let mut waiters = Vec::new();
+    for i in 0..6 {
+        let lock = b.lock(&name).unwrap();
+        let checker = checker.clone();
+        waiters.push(tokio::spawn(async move {
+            let g = lock
+                .try_lock_for(Duration::from_secs(20))
+                .await
+                .unwrap()
+                .unwrap();
+            let section = checker.enter(i, None);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            drop(section);
+            g.unlock().await.unwrap();
+        }));
+    }
+    eventually(Duration::from_secs(2), "waiters subscribed", || async {
+        b.stats().tries >= 12
+    })
+    .await;
+    let started = Instant::now();
+    held.unlock().await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    assert_eq!(checker.entries(), 6);
+    assert!(
+        checker.violations().is_empty(),
+        "{:?}",
+        checker.violations()
+    );
+    assert!(
+        started.elapsed() < WATCHDOG,
+        "six handoffs took {:?}: waiters waited for TTLs instead of wake-ups",
+        started.elapsed()
+    );
+}

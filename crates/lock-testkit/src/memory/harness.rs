@@ -1,0 +1,54 @@
+//! The in-memory server as a conformance [`Harness`].
+
+use async_trait::async_trait;
+use lock_core::{ClientConfig, KeyLayout, LockClient};
+
+use super::InMemoryServer;
+use crate::conformance::Harness;
+
+#[async_trait]
+impl Harness for InMemoryServer {
+    async fn client(&self, config: ClientConfig) -> LockClient {
+        self.client_with(config).expect("valid client config")
+    }
+
+    fn layout(&self) -> KeyLayout {
+        InMemoryServer::layout(self).clone()
+    }
+
+    async fn set_string(&self, key: &str, value: &str) {
+        InMemoryServer::set_string(self, key, value);
+    }
+
+    async fn get_string(&self, key: &str) -> Option<String> {
+        InMemoryServer::get_string(self, key)
+    }
+
+    async fn hash(&self, key: &str) -> Vec<(String, i64)> {
+        InMemoryServer::hash(self, key)
+    }
+
+    async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
+        InMemoryServer::hset(self, key, field, value, pexpire_ms).expect("hset on a hash");
+    }
+
+    async fn pttl(&self, key: &str) -> i64 {
+        InMemoryServer::pttl(self, key)
+    }
+
+    async fn del(&self, key: &str) -> bool {
+        InMemoryServer::del(self, key)
+    }
+
+    async fn keys(&self) -> Vec<String> {
+        InMemoryServer::keys(self)
+    }
+
+    async fn publish(&self, channel: &str, message: &str) {
+        InMemoryServer::publish(self, channel, message);
+    }
+
+    async fn subscribers(&self, channel: &str) -> usize {
+        InMemoryServer::subscribers(self, channel)
+    }
+}

@@ -1,0 +1,225 @@
+//! A model of the part of a Redis keyspace the lock scripts touch: strings,
+//! hashes and sorted-set-free expiry, with Redis's reply conventions.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// A stored value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Value {
+    Str(String),
+    Hash(BTreeMap<String, i64>),
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    value: Value,
+    expires_at: Option<Instant>,
+}
+
+/// Redis's answer when a command meets a value of another type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WrongType;
+
+/// Keys with lazy expiry, as Redis does it on access.
+#[derive(Debug, Default)]
+pub(crate) struct Keyspace {
+    entries: HashMap<String, Entry>,
+}
+
+impl Keyspace {
+    fn live(&mut self, key: &str) -> Option<&mut Entry> {
+        let expired = self
+            .entries
+            .get(key)
+            .and_then(|e| e.expires_at)
+            .is_some_and(|at| at <= Instant::now());
+        if expired {
+            self.entries.remove(key);
+        }
+        self.entries.get_mut(key)
+    }
+
+    pub(crate) fn exists(&mut self, key: &str) -> bool {
+        self.live(key).is_some()
+    }
+
+    /// `TYPE`: "none", "string" or "hash".
+    pub(crate) fn type_of(&mut self, key: &str) -> &'static str {
+        match self.live(key).map(|e| &e.value) {
+            None => "none",
+            Some(Value::Str(_)) => "string",
+            Some(Value::Hash(_)) => "hash",
+        }
+    }
+
+    pub(crate) fn get(&mut self, key: &str) -> Result<Option<String>, WrongType> {
+        match self.live(key).map(|e| &e.value) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s.clone())),
+            Some(Value::Hash(_)) => Err(WrongType),
+        }
+    }
+
+    /// `SET key value [PX ms]`.
+    pub(crate) fn set(&mut self, key: &str, value: String, px: Option<u64>) {
+        let expires_at = px.map(|ms| Instant::now() + Duration::from_millis(ms));
+        self.entries.insert(
+            key.to_owned(),
+            Entry {
+                value: Value::Str(value),
+                expires_at,
+            },
+        );
+    }
+
+    pub(crate) fn incr(&mut self, key: &str) -> Result<i64, WrongType> {
+        let next = match self.get(key)? {
+            None => 1,
+            Some(s) => s.parse::<i64>().map_err(|_| WrongType)? + 1,
+        };
+        let expires_at = self.live(key).and_then(|e| e.expires_at);
+        self.entries.insert(
+            key.to_owned(),
+            Entry {
+                value: Value::Str(next.to_string()),
+                expires_at,
+            },
+        );
+        Ok(next)
+    }
+
+    fn hash(&mut self, key: &str) -> Result<Option<&mut BTreeMap<String, i64>>, WrongType> {
+        match self.live(key).map(|e| &mut e.value) {
+            None => Ok(None),
+            Some(Value::Hash(h)) => Ok(Some(h)),
+            Some(Value::Str(_)) => Err(WrongType),
+        }
+    }
+
+    pub(crate) fn hexists(&mut self, key: &str, field: &str) -> Result<bool, WrongType> {
+        Ok(self.hash(key)?.is_some_and(|h| h.contains_key(field)))
+    }
+
+    pub(crate) fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, WrongType> {
+        if self.hash(key)?.is_none() {
+            self.entries.insert(
+                key.to_owned(),
+                Entry {
+                    value: Value::Hash(BTreeMap::new()),
+                    expires_at: None,
+                },
+            );
+        }
+        let hash = self.hash(key)?.ok_or(WrongType)?;
+        let count = hash.entry(field.to_owned()).or_insert(0);
+        *count += by;
+        Ok(*count)
+    }
+
+    pub(crate) fn hgetall(&mut self, key: &str) -> Result<Vec<(String, i64)>, WrongType> {
+        Ok(self
+            .hash(key)?
+            .map(|h| h.iter().map(|(f, c)| (f.clone(), *c)).collect())
+            .unwrap_or_default())
+    }
+
+    /// `PEXPIRE`; returns whether the key existed.
+    pub(crate) fn pexpire(&mut self, key: &str, ms: u64) -> bool {
+        match self.live(key) {
+            Some(e) => {
+                e.expires_at = Some(Instant::now() + Duration::from_millis(ms));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// `PTTL`: -2 missing, -1 no expiry, else remaining milliseconds.
+    pub(crate) fn pttl(&mut self, key: &str) -> i64 {
+        match self.live(key) {
+            None => -2,
+            Some(Entry {
+                expires_at: None, ..
+            }) => -1,
+            Some(Entry {
+                expires_at: Some(at),
+                ..
+            }) => at.saturating_duration_since(Instant::now()).as_millis() as i64,
+        }
+    }
+
+    /// `DEL`; returns whether the key existed.
+    pub(crate) fn del(&mut self, key: &str) -> bool {
+        self.live(key).is_some() && self.entries.remove(key).is_some()
+    }
+
+    /// Every live key.
+    pub(crate) fn keys(&mut self) -> Vec<String> {
+        let now = Instant::now();
+        self.entries
+            .retain(|_, e| e.expires_at.is_none_or(|at| at > now));
+        let mut keys: Vec<String> = self.entries.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// Writes a hash field directly (`HSET`), as another client would.
+    pub(crate) fn hset(&mut self, key: &str, field: &str, value: i64) -> Result<(), WrongType> {
+        self.hincrby(key, field, 0)?;
+        if let Some(h) = self.hash(key)? {
+            h.insert(field.to_owned(), value);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn keys_expire_lazily() {
+        let mut ks = Keyspace::default();
+        ks.set("a", "1".into(), Some(100));
+        assert_eq!(ks.pttl("a"), 100);
+        tokio::time::advance(Duration::from_millis(40)).await;
+        assert_eq!(ks.pttl("a"), 60);
+        tokio::time::advance(Duration::from_millis(60)).await;
+        assert_eq!(ks.pttl("a"), -2);
+        assert!(!ks.exists("a"));
+    }
+
+    #[test]
+    fn hash_commands_refuse_strings() {
+        let mut ks = Keyspace::default();
+        ks.set("s", "v".into(), None);
+        assert_eq!(ks.hexists("s", "f"), Err(WrongType));
+        assert_eq!(ks.hincrby("s", "f", 1), Err(WrongType));
+        assert_eq!(ks.get("s"), Ok(Some("v".into())));
+        assert_eq!(ks.type_of("s"), "string");
+        assert_eq!(ks.pttl("s"), -1);
+    }
+
+    #[test]
+    fn hincrby_creates_and_counts() {
+        let mut ks = Keyspace::default();
+        assert_eq!(ks.hincrby("h", "f", 1), Ok(1));
+        assert_eq!(ks.hincrby("h", "f", 1), Ok(2));
+        assert_eq!(ks.hincrby("h", "f", -2), Ok(0));
+        assert_eq!(ks.hgetall("h").unwrap(), vec![("f".into(), 0)]);
+        assert!(ks.del("h"));
+        assert!(!ks.del("h"));
+    }
+
+    #[test]
+    fn incr_counts_from_one() {
+        let mut ks = Keyspace::default();
+        assert_eq!(ks.incr("c"), Ok(1));
+        assert_eq!(ks.incr("c"), Ok(2));
+        ks.hset("h", "f", 1).unwrap();
+        assert_eq!(ks.incr("h"), Err(WrongType));
+    }
+}

@@ -1,0 +1,268 @@
+//! [`InMemoryServer`]: the shared store many in-memory clients talk to.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use lock_core::{ClientConfig, KeyLayout, LockClient, Notice, NoticeSink, Result, Topic, Wake};
+
+use super::backend::InMemoryBackend;
+use super::keyspace::{Keyspace, WrongType};
+
+/// Faults the server injects into backend calls, to test error paths.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Faults {
+    pub(crate) down: bool,
+    pub(crate) latency: Duration,
+    /// The next N calls fail before doing anything.
+    pub(crate) fail_before: u32,
+    /// The next N calls are applied, then fail: the reply is "lost".
+    pub(crate) fail_after: u32,
+    pub(crate) drop_notices: bool,
+}
+
+/// What one connection (one backend) is subscribed to.
+#[derive(Default)]
+pub(crate) struct ConnectionState {
+    pub(crate) sink: Option<Arc<dyn NoticeSink>>,
+    pub(crate) channels: HashMap<String, Topic>,
+}
+
+pub(crate) type Connection = Mutex<ConnectionState>;
+
+pub(crate) struct State {
+    pub(crate) keys: Keyspace,
+    pub(crate) faults: Faults,
+    connections: Vec<Weak<Connection>>,
+}
+
+/// An in-memory lock store with the observable behaviour of a Redis server
+/// running this library's scripts: hashes with hold counts, time to live,
+/// latches, fencing counters, and pub/sub notices. Time is `tokio::time`, so
+/// tests run under `tokio::time::pause()`.
+///
+/// Clone it to share; [`InMemoryServer::client`] connects a new client.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_core::Result<()> {
+/// use lock_testkit::InMemoryServer;
+/// let server = InMemoryServer::new();
+/// let a = server.client()?;
+/// let b = server.client()?;
+/// let guard = a.lock("job")?.lock().await?;
+/// assert!(b.lock("job")?.try_lock().await?.is_none());
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct InMemoryServer {
+    state: Arc<Mutex<State>>,
+    layout: KeyLayout,
+}
+
+impl Default for InMemoryServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for InMemoryServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryServer").finish_non_exhaustive()
+    }
+}
+
+impl InMemoryServer {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self {
+            state: Arc::new(Mutex::new(State {
+                keys: Keyspace::default(),
+                faults: Faults::default(),
+                connections: Vec::new(),
+            })),
+            layout: KeyLayout::default(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The key layout (no prefix).
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+
+    /// A new connection: what one client uses.
+    pub fn connect(&self) -> Arc<InMemoryBackend> {
+        let connection = Arc::new(Connection::default());
+        self.state().connections.push(Arc::downgrade(&connection));
+        Arc::new(InMemoryBackend::new(self.clone(), connection))
+    }
+
+    /// A new client with default configuration on a new connection.
+    ///
+    /// # Errors
+    /// As [`LockClient::new`] (e.g. outside a tokio runtime).
+    pub fn client(&self) -> Result<LockClient> {
+        self.client_with(ClientConfig::default())
+    }
+
+    /// A new client with `config` on a new connection.
+    ///
+    /// # Errors
+    /// As [`LockClient::new`].
+    pub fn client_with(&self, config: ClientConfig) -> Result<LockClient> {
+        LockClient::new(self.connect(), config)
+    }
+
+    /// Publishes `message` on `channel` to every subscribed connection;
+    /// returns how many received it. Delivery happens after the store's lock
+    /// is released, as a Redis reader task would.
+    pub fn publish(&self, channel: &str, message: &str) -> usize {
+        let wake = match message {
+            lock_core::layout::UNLOCK_MESSAGE => Wake::One,
+            lock_core::layout::READ_UNLOCK_MESSAGE => Wake::All,
+            _ => return 0,
+        };
+        let deliveries: Vec<(Arc<dyn NoticeSink>, Topic)> = {
+            let mut state = self.state();
+            if state.faults.drop_notices {
+                return 0;
+            }
+            state.connections.retain(|c| c.strong_count() > 0);
+            state
+                .connections
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter_map(|c| {
+                    let c = c.lock().unwrap_or_else(PoisonError::into_inner);
+                    let topic = c.channels.get(channel)?.clone();
+                    Some((c.sink.clone()?, topic))
+                })
+                .collect()
+        };
+        for (sink, topic) in &deliveries {
+            sink.deliver(Notice::Unlocked {
+                topic: topic.clone(),
+                wake,
+            });
+        }
+        deliveries.len()
+    }
+
+    /// How many connections are subscribed to `channel` (`PUBSUB NUMSUB`).
+    pub fn subscribers(&self, channel: &str) -> usize {
+        self.state()
+            .connections
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|c| {
+                c.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .channels
+                    .contains_key(channel)
+            })
+            .count()
+    }
+
+    /// Tells every connection its notices may have been lost, as a Redis
+    /// backend does after re-establishing its pub/sub connection.
+    pub fn reset_notices(&self) {
+        let sinks: Vec<Arc<dyn NoticeSink>> = self
+            .state()
+            .connections
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter_map(|c| {
+                c.lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .sink
+                    .clone()
+            })
+            .collect();
+        for sink in sinks {
+            sink.deliver(Notice::Reset);
+        }
+    }
+
+    // ---- raw access, as another Redis client would have ----
+
+    /// `SET key value` (e.g. to put a non-lock value at a lock key).
+    pub fn set_string(&self, key: &str, value: &str) {
+        self.state().keys.set(key, value.to_owned(), None);
+    }
+
+    /// `GET key`; `None` when missing or not a string.
+    pub fn get_string(&self, key: &str) -> Option<String> {
+        self.state().keys.get(key).ok().flatten()
+    }
+
+    /// `HGETALL key`, fields sorted; empty when missing or not a hash.
+    pub fn hash(&self, key: &str) -> Vec<(String, i64)> {
+        self.state().keys.hgetall(key).unwrap_or_default()
+    }
+
+    /// `HSET key field value` then `PEXPIRE key ms` when given: a lock
+    /// written by another client (e.g. Redisson).
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::WrongType`] when `key` is not a hash.
+    pub fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) -> Result<()> {
+        let mut state = self.state();
+        state
+            .keys
+            .hset(key, field, value)
+            .map_err(|WrongType| lock_core::LockError::WrongType { key: key.into() })?;
+        if let Some(ms) = pexpire_ms {
+            state.keys.pexpire(key, ms);
+        }
+        Ok(())
+    }
+
+    /// `PTTL key`.
+    pub fn pttl(&self, key: &str) -> i64 {
+        self.state().keys.pttl(key)
+    }
+
+    /// `DEL key` without publishing anything.
+    pub fn del(&self, key: &str) -> bool {
+        self.state().keys.del(key)
+    }
+
+    /// Every live key, sorted (`KEYS *`).
+    pub fn keys(&self) -> Vec<String> {
+        self.state().keys.keys()
+    }
+
+    // ---- fault injection ----
+
+    /// While `true`, every backend call fails with a retryable
+    /// "unavailable" error, as with a server that is down.
+    pub fn set_down(&self, down: bool) {
+        self.state().faults.down = down;
+    }
+
+    /// Every backend call waits `latency` (tokio time) before it runs.
+    pub fn set_latency(&self, latency: Duration) {
+        self.state().faults.latency = latency;
+    }
+
+    /// The next `n` backend calls fail with a retryable error without
+    /// running.
+    pub fn fail_next(&self, n: u32) {
+        self.state().faults.fail_before = n;
+    }
+
+    /// The next `n` backend calls run, then report a retryable error, as when
+    /// a reply is lost: tests that retries never count twice.
+    pub fn lose_next_replies(&self, n: u32) {
+        self.state().faults.fail_after = n;
+    }
+
+    /// While `true`, published notices reach nobody (a pub/sub outage).
+    pub fn set_drop_notices(&self, drop: bool) {
+        self.state().faults.drop_notices = drop;
+    }
+}
