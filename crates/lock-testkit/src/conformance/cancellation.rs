@@ -5,7 +5,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::{channel, client, eventually, key, leftover_keys, unique, Harness};
+use super::{channel, client, eventually, key, leftover_keys, unique, Harness, WATCHDOG};
 
 /// Polls `fut` up to `n` times (yielding between polls), then drops it.
 /// Returns its output if it finished.
@@ -58,11 +58,10 @@ pub async fn dropped_acquire_leaves_no_lock(h: &dyn Harness) {
     for polls in 0..8 {
         let finished = poll_then_drop(lock.lock(), polls).await;
         drop(finished);
-        eventually(
-            Duration::from_secs(2),
-            "abandoned acquisition released",
-            || async { !lock.is_locked().await.unwrap() },
-        )
+        // Well before the lease could expire: released, not timed out.
+        eventually(WATCHDOG / 3, "abandoned acquisition released", || async {
+            !lock.is_locked().await.unwrap()
+        })
         .await;
     }
     assert_eq!(a.stats().watched, 0);
@@ -79,7 +78,7 @@ pub async fn dropped_unlock_still_releases(h: &dyn Harness) {
     for polls in 0..3 {
         let g = lock.lock().await.unwrap();
         drop(poll_then_drop(g.unlock(), polls).await);
-        eventually(Duration::from_secs(2), "released", || async {
+        eventually(WATCHDOG / 3, "released", || async {
             !lock.is_locked().await.unwrap()
         })
         .await;

@@ -1,0 +1,343 @@
+//! Engine behaviour under injected faults, on the in-memory backend with
+//! paused time: retries never double-count, outages surface as retryable
+//! errors, failed renewals fire the lost signal, lost notices cost at most a
+//! TTL, and cancelled operations leave nothing behind.
+
+use std::time::Duration;
+
+use lock_core::{ClientConfig, LockClient, RetryPolicy};
+use lock_testkit::conformance::{config, WATCHDOG};
+use lock_testkit::InMemoryServer;
+use tokio::time::Instant;
+
+fn setup() -> (InMemoryServer, LockClient) {
+    let server = InMemoryServer::new();
+    let client = server.client_with(config()).unwrap();
+    (server, client)
+}
+
+#[tokio::test(start_paused = true)]
+async fn acquire_retried_after_lost_reply_counts_once() {
+    let (server, c) = setup();
+    let lock = c.lock("lost-reply").unwrap();
+    server.lose_next_replies(1);
+    let g = lock.lock().await.unwrap();
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    server.lose_next_replies(1);
+    let again = lock.lock_as(g.owner()).await.unwrap();
+    assert_eq!(
+        lock.hold_count(g.owner()).await.unwrap(),
+        2,
+        "re-entry counted once"
+    );
+    again.unlock().await.unwrap();
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn fenced_acquire_retried_keeps_its_token() {
+    let (server, c) = setup();
+    let lock = c.lock("lost-token").unwrap();
+    server.lose_next_replies(1);
+    let g = lock
+        .acquire(lock_core::AcquireOptions::new().fenced())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        g.fencing_token(),
+        Some(1),
+        "the retry returned the first token"
+    );
+    assert_eq!(
+        server
+            .get_string("redisson_lock_token:{lost-token}")
+            .as_deref(),
+        Some("1")
+    );
+    g.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn release_retried_after_lost_reply_counts_once() {
+    let (server, c) = setup();
+    let lock = c.lock("lost-release").unwrap();
+    let g = lock.lock().await.unwrap();
+    let inner = lock.lock_as(g.owner()).await.unwrap();
+    server.lose_next_replies(1);
+    inner.unlock().await.unwrap();
+    assert_eq!(
+        lock.hold_count(g.owner()).await.unwrap(),
+        1,
+        "released once"
+    );
+    server.lose_next_replies(1);
+    g.unlock()
+        .await
+        .expect("the retry reports the first outcome: released");
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn transient_failures_are_retried() {
+    let (server, c) = setup();
+    server.fail_next(2);
+    let g = c.lock("flaky").unwrap().lock().await.unwrap();
+    server.fail_next(2);
+    g.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn outage_fails_with_retryable_error_after_the_retry_policy() {
+    let (server, c) = setup();
+    server.set_down(true);
+    let started = Instant::now();
+    let err = c.lock("down").unwrap().lock().await.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    let policy = RetryPolicy::default();
+    let most: Duration = (1..policy.attempts)
+        .map(|r| policy.base_backoff * (1 << (r - 1)))
+        .sum();
+    assert!(started.elapsed() <= most, "took {:?}", started.elapsed());
+    assert!(started.elapsed() >= most / 2);
+    let err = c.lock("down").unwrap().info().await.unwrap_err();
+    assert!(err.is_retryable());
+    server.set_down(false);
+    assert!(!c.lock("down").unwrap().is_locked().await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn without_retries_no_latch_is_written_and_errors_surface_at_once() {
+    let server = InMemoryServer::new();
+    let c = server
+        .client_with(config().retry(RetryPolicy::none()))
+        .unwrap();
+    let g = c.lock("no-retry").unwrap().lock().await.unwrap();
+    g.unlock().await.unwrap();
+    assert_eq!(server.keys(), Vec::<String>::new(), "no latch keys");
+    server.fail_next(1);
+    let started = Instant::now();
+    assert!(c
+        .lock("no-retry")
+        .unwrap()
+        .lock()
+        .await
+        .unwrap_err()
+        .is_retryable());
+    assert_eq!(started.elapsed(), Duration::ZERO);
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewals_failing_past_the_lease_fire_the_lost_signal() {
+    let (server, c) = setup();
+    let g = c.lock("outage").unwrap().lock().await.unwrap();
+    let acquired = Instant::now();
+    server.set_down(true);
+    tokio::time::timeout(WATCHDOG * 2, g.lost())
+        .await
+        .expect("lost signal fires once the lease deadline passes");
+    let after = acquired.elapsed();
+    assert!(after <= WATCHDOG, "lost reported late: {after:?}");
+    assert!(
+        after >= WATCHDOG - Duration::from_millis(1),
+        "lost reported early: {after:?}"
+    );
+    assert!(g.check().unwrap_err().is_lost());
+    assert_eq!(c.stats().watched, 0);
+    server.set_down(false);
+}
+
+#[tokio::test(start_paused = true)]
+async fn short_outage_does_not_lose_the_lock() {
+    let (server, c) = setup();
+    let g = c.lock("blip").unwrap().lock().await.unwrap();
+    tokio::time::sleep(WATCHDOG / 3 - Duration::from_millis(10)).await;
+    server.set_down(true);
+    tokio::time::sleep(WATCHDOG / 2).await;
+    server.set_down(false);
+    tokio::time::sleep(WATCHDOG * 3).await;
+    assert!(!g.is_lost());
+    assert!(server.pttl("blip") > 0);
+    g.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn lost_unlock_notice_costs_at_most_one_ttl() {
+    let (server, a) = setup();
+    let b = server.client_with(config()).unwrap();
+    let g = a.lock("quiet").unwrap().lock().await.unwrap();
+    let lb = b.lock("quiet").unwrap();
+    let waiter = tokio::spawn(async move { lb.lock().await.map(|g| (g, Instant::now())) });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.set_drop_notices(true);
+    let released = Instant::now();
+    g.unlock().await.unwrap();
+    let (gb, acquired) = waiter.await.unwrap().unwrap();
+    assert!(acquired - released <= WATCHDOG, "{:?}", acquired - released);
+    assert_eq!(b.stats().wakeups, 0);
+    gb.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn reset_notice_wakes_every_waiter_to_look_again() {
+    let (server, a) = setup();
+    let b = server.client_with(config()).unwrap();
+    let g = a
+        .lock("reset")
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let lb = b.lock("reset").unwrap();
+    let waiter = tokio::spawn(async move { lb.lock().await.map(|g| (g, Instant::now())) });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    server.set_drop_notices(true);
+    g.unlock().await.unwrap();
+    server.set_drop_notices(false);
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let reset_at = Instant::now();
+    server.reset_notices();
+    let (gb, acquired) = waiter.await.unwrap().unwrap();
+    assert_eq!(acquired, reset_at, "woken by the reset, not a 60 s TTL");
+    gb.unlock().await.unwrap();
+}
+
+/// The cancellation matrix: for backends that answer fast, slowly, with
+/// errors, or not at all, drop acquisitions and unlocks at many points in
+/// time; once the requests in flight have landed, nothing may be held,
+/// watched or subscribed. Leases are an hour long, so a leaked hold cannot
+/// hide by expiring.
+#[tokio::test(start_paused = true)]
+async fn cancellation_matrix_leaves_nothing_behind() {
+    #[derive(Debug, Clone, Copy)]
+    enum Mode {
+        Ok,
+        Slow,
+        Err,
+        Never,
+    }
+    let hour = Duration::from_secs(3600);
+    for mode in [Mode::Ok, Mode::Slow, Mode::Err, Mode::Never] {
+        for cancel_after_ms in [0u64, 1, 5, 10, 20, 60, 150] {
+            let server = InMemoryServer::new();
+            let holder = server.client_with(config()).unwrap();
+            let c = server.client_with(config()).unwrap();
+            // A held lock makes waits happen, so subscriptions are in play.
+            let held = holder
+                .lock("contended")
+                .unwrap()
+                .lock_with_lease(Duration::from_millis(40))
+                .await
+                .unwrap();
+            let latency = match mode {
+                Mode::Ok => Duration::ZERO,
+                Mode::Slow => Duration::from_millis(10),
+                Mode::Err => {
+                    server.fail_next(3);
+                    Duration::ZERO
+                }
+                Mode::Never => hour,
+            };
+            server.set_latency(latency);
+            let cancel = Duration::from_millis(cancel_after_ms);
+            let contended = c.lock("contended").unwrap();
+            let free = c.lock("free").unwrap();
+            let _ = tokio::time::timeout(cancel, contended.lock_with_lease(hour)).await;
+            let _ = tokio::time::timeout(cancel, free.lock_with_lease(hour)).await;
+            let _ = tokio::time::timeout(cancel, free.lock()).await;
+            if let Ok(Ok(g)) = tokio::time::timeout(cancel, free.lock_with_lease(hour)).await {
+                let _ = tokio::time::timeout(cancel, g.unlock()).await;
+            }
+            // Let the requests in flight land, and their undoing finish.
+            server.set_latency(Duration::ZERO);
+            tokio::time::sleep(latency + Duration::from_millis(100)).await;
+            let ctx = format!("{mode:?} cancelled after {cancel:?}");
+            assert_eq!(c.stats().subscriptions_active, 0, "{ctx}");
+            assert_eq!(c.stats().watched, 0, "{ctx}");
+            assert!(
+                server.hash("free").is_empty(),
+                "{ctx}: {:?}",
+                server.hash("free")
+            );
+            let ours = c.id().to_string();
+            assert!(
+                server
+                    .hash("contended")
+                    .iter()
+                    .all(|(f, _)| !f.starts_with(&ours)),
+                "{ctx}: {:?}",
+                server.hash("contended")
+            );
+            let ch = server
+                .layout()
+                .channel(&lock_core::LockName::new("contended").unwrap());
+            assert_eq!(server.subscribers(&ch), 0, "{ctx}");
+            drop(held);
+        }
+    }
+}
+
+/// A woken waiter whose attempt fails for good hands its wake-up on, so the
+/// next waiter does not sleep out the holder's 60 s lease.
+#[tokio::test(start_paused = true)]
+async fn woken_waiter_that_fails_passes_its_wakeup_on() {
+    let (server, a) = setup();
+    let b = server.client_with(config()).unwrap();
+    let _held = a
+        .lock("baton")
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(60))
+        .await
+        .unwrap();
+    let first = {
+        let lock = b.lock("baton").unwrap();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let second = {
+        let lock = b.lock("baton").unwrap();
+        tokio::spawn(async move { lock.lock().await.map(|g| (g, Instant::now())) })
+    };
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    // Unlock as another client would, and make exactly the first waiter's
+    // attempt (all its retries) fail.
+    assert!(server.del("baton"));
+    server.fail_next(RetryPolicy::default().attempts);
+    let unlocked = Instant::now();
+    server.publish("redisson_lock__channel:{baton}", "0");
+    assert!(first.await.unwrap().unwrap_err().is_retryable());
+    let (g, acquired) = second.await.unwrap().unwrap();
+    assert!(
+        acquired - unlocked < Duration::from_secs(1),
+        "second waiter slept {:?}: the wake-up was swallowed",
+        acquired - unlocked
+    );
+    g.unlock().await.unwrap();
+}
+
+#[test]
+fn client_outside_a_runtime_is_an_invalid_argument() {
+    let server = InMemoryServer::new();
+    let err = LockClient::new(server.connect(), ClientConfig::default()).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+}
+
+#[tokio::test]
+async fn bad_client_config_is_rejected() {
+    let server = InMemoryServer::new();
+    let err = server
+        .client_with(ClientConfig::default().watchdog_timeout(Duration::ZERO))
+        .unwrap_err();
+    assert!(err.to_string().contains("watchdog_timeout"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn closed_client_stops_renewing_and_guards_expire() {
+    let (server, c) = setup();
+    let g = c.lock("closing").unwrap().lock().await.unwrap();
+    c.close().await;
+    drop(g);
+    tokio::time::sleep(WATCHDOG + Duration::from_millis(1)).await;
+    assert_eq!(server.pttl("closing"), -2, "expired once renewals stopped");
+}
