@@ -57,6 +57,8 @@ impl SingleNode {
     /// [validate](RedisConfig::validate).
     pub fn new(config: &RedisConfig) -> Result<Self> {
         config.validate()?;
+        #[cfg(feature = "tls")]
+        install_crypto_provider();
         let info = config.connection_info()?;
         let connection_config = redis::AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
@@ -121,6 +123,16 @@ impl SingleNode {
             Ok(Err(e)) => Err(from_pool(&e)),
             Err(_) => Err(timed_out("connection checkout", self.command_timeout)),
         }
+    }
+}
+
+/// rustls needs a process-wide crypto provider; install `ring`'s unless the
+/// application installed one already.
+#[cfg(feature = "tls")]
+fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race with another installer is fine: one is installed.
+        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 
