@@ -425,3 +425,45 @@ async fn concurrent_acquirers_exclude_each_other() {
     }
     assert_eq!(acquired, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewing_many_locks_takes_one_pipeline() {
+    // 20 000 keeps the test quick; 100 000 behaves the same (one EVALSHA per
+    // 500 locks, one pipeline; ~0.4 s in a release build).
+    let env = env_with(|c| c.command_timeout(Duration::from_secs(20))).await;
+    let me = owner();
+    let mut conn = env.server.conn().await;
+    let total = 20_000;
+    let mut targets = Vec::with_capacity(total);
+    for start in (0..total).step_by(5_000) {
+        let mut pipe = redis::pipe();
+        for i in start..start + 5_000 {
+            let key = format!("many-{i}");
+            pipe.hset(&key, me.field(), 1).ignore();
+            pipe.pexpire(&key, 5_000).ignore();
+            targets.push(RenewTarget {
+                name: name(&key),
+                owner: me,
+            });
+        }
+        pipe.query_async::<()>(&mut conn).await.unwrap();
+    }
+    env.server.cmd(&["CONFIG", "RESETSTAT"]);
+    let started = std::time::Instant::now();
+    let results = env.backend.renew(&targets, 60_000).await.unwrap();
+    let took = started.elapsed();
+    assert!(results.iter().all(|r| matches!(r, Ok(true))));
+    assert!(int(env.server.cmd(&["PTTL", "many-19999"])) > 50_000);
+    // One EVALSHA per chunk of 500, all sent in one pipeline.
+    let stats = match env.server.cmd(&["INFO", "commandstats"]) {
+        Value::VerbatimString { text, .. } => text,
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let chunks = total.div_ceil(lock_redis::backend::RENEW_CHUNK);
+    assert!(
+        stats.contains(&format!("cmdstat_evalsha:calls={chunks},")),
+        "{stats}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
