@@ -97,13 +97,16 @@ impl std::fmt::Debug for PubSub {
 }
 
 impl PubSub {
-    /// Starts the task (which connects in the background). Needs a tokio
-    /// runtime.
+    /// Starts the task (which connects in the background) on the current
+    /// tokio runtime.
     pub(crate) fn spawn(
         client: redis::Client,
         connect_timeout: Duration,
         command_timeout: Duration,
-    ) -> Self {
+    ) -> Result<Self> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            LockError::invalid("the redis backend must be created inside a tokio runtime")
+        })?;
         let (tx, rx) = mpsc::unbounded_channel();
         let handler: Arc<HandlerSlot> = Arc::new(RwLock::new(None));
         let worker = Worker {
@@ -116,12 +119,12 @@ impl PubSub {
             waiting: HashMap::new(),
             closing: None,
         };
-        tokio::spawn(worker.run());
-        Self {
+        runtime.spawn(worker.run());
+        Ok(Self {
             commands: tx,
             handler,
             confirm_timeout: connect_timeout.saturating_add(command_timeout),
-        }
+        })
     }
 
     /// Installs the receiver of events.

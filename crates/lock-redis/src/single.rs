@@ -54,7 +54,8 @@ impl SingleNode {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a configuration that does not
-    /// [validate](RedisConfig::validate).
+    /// [validate](RedisConfig::validate), or when called outside a tokio
+    /// runtime.
     pub fn new(config: &RedisConfig) -> Result<Self> {
         config.validate()?;
         #[cfg(feature = "tls")]
@@ -74,7 +75,7 @@ impl SingleNode {
             .build()
             .map_err(|e| LockError::invalid(format!("cannot build the redis pool: {e}")))?;
         let client = redis::Client::open(info).map_err(|e| from_redis(&e, ""))?;
-        let pubsub = PubSub::spawn(client, config.connect_timeout, config.command_timeout);
+        let pubsub = PubSub::spawn(client, config.connect_timeout, config.command_timeout)?;
         Ok(Self {
             pool,
             pubsub,

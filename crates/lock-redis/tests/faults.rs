@@ -169,3 +169,9 @@ async fn wrong_password_is_not_retryable() {
     let backend = RedisBackend::connect(RedisConfig::new(url)).await.unwrap();
     must_acquire(&backend, &acquire(&name("authed2"), owner(), 1_000)).await;
 }
+
+#[test]
+fn outside_a_runtime_is_an_error_not_a_panic() {
+    let err = lock_redis::SingleNode::new(&RedisConfig::new("redis://127.0.0.1:1/")).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+}
