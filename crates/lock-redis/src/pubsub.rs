@@ -104,6 +104,15 @@ impl PubSub {
         connect_timeout: Duration,
         command_timeout: Duration,
     ) -> Result<Self> {
+        Self::spawn_with_ping(client, connect_timeout, command_timeout, PING_INTERVAL)
+    }
+
+    fn spawn_with_ping(
+        client: redis::Client,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+        ping_interval: Duration,
+    ) -> Result<Self> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("the redis backend must be created inside a tokio runtime")
         })?;
@@ -113,6 +122,7 @@ impl PubSub {
             client,
             connect_timeout,
             command_timeout,
+            ping_interval,
             commands: rx,
             handler: handler.clone(),
             desired: HashMap::new(),
@@ -188,6 +198,7 @@ struct Worker {
     client: redis::Client,
     connect_timeout: Duration,
     command_timeout: Duration,
+    ping_interval: Duration,
     commands: mpsc::UnboundedReceiver<Command>,
     handler: Arc<HandlerSlot>,
     /// Every channel subscribed and not unsubscribed, with its topic.
@@ -264,7 +275,7 @@ impl Worker {
 
     /// Serves one live connection until it is lost or the task must stop.
     async fn serve(&mut self, mut sink: PubSubSink, mut stream: PubSubStream) -> Flow {
-        let mut ping_at = Instant::now() + PING_INTERVAL;
+        let mut ping_at = Instant::now() + self.ping_interval;
         loop {
             tokio::select! {
                 command = self.commands.recv() => {
@@ -279,7 +290,7 @@ impl Worker {
                     if let Some(flow) = self.apply(batch, Some(&mut sink)).await {
                         return flow;
                     }
-                    ping_at = Instant::now() + PING_INTERVAL;
+                    ping_at = Instant::now() + self.ping_interval;
                 }
                 message = stream.next() => match message {
                     Some(message) => self.dispatch(&message),
@@ -287,7 +298,7 @@ impl Worker {
                 },
                 () = tokio::time::sleep_until(ping_at) => {
                     match timeout(self.command_timeout, sink.ping::<redis::Value>()).await {
-                        Ok(Ok(_)) => ping_at = Instant::now() + PING_INTERVAL,
+                        Ok(Ok(_)) => ping_at = Instant::now() + self.ping_interval,
                         Ok(Err(e)) => {
                             tracing::warn!(error = %e, "pub/sub PING failed");
                             return Flow::Lost;
@@ -467,6 +478,77 @@ fn backoff_delay(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lock_core::LockName;
+    use lock_testkit::fixtures::RedisServer;
+
+    /// Records events as strings.
+    struct Events(std::sync::Mutex<Vec<String>>);
+
+    impl PubSubHandler for Events {
+        fn on_event(&self, event: PubSubEvent<'_>) {
+            let text = match event {
+                PubSubEvent::Message { payload, .. } => {
+                    String::from_utf8_lossy(payload).into_owned()
+                }
+                PubSubEvent::Reset => "reset".to_owned(),
+            };
+            self.0.lock().unwrap().push(text);
+        }
+    }
+
+    /// The ids of the server's pub/sub clients.
+    fn pubsub_ids(server: &RedisServer) -> Vec<String> {
+        let list = match server.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]) {
+            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+            redis::Value::VerbatimString { text, .. } => text,
+            other => panic!("{other:?}"),
+        };
+        list.lines()
+            .filter_map(|line| line.split(' ').find(|f| f.starts_with("id=")))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_pings_keep_a_healthy_connection_and_replace_a_dead_one() {
+        let server = RedisServer::start();
+        let short = Duration::from_millis(300);
+        let pubsub =
+            PubSub::spawn_with_ping(server.client(), short, short, Duration::from_millis(100))
+                .unwrap();
+        let events = Arc::new(Events(std::sync::Mutex::new(Vec::new())));
+        pubsub.set_handler(events.clone());
+        let topic = Topic::Lock(LockName::new("pinged").unwrap());
+        pubsub.subscribe("ch".to_owned(), topic).await.unwrap();
+        let ids = pubsub_ids(&server);
+        assert_eq!(ids.len(), 1);
+
+        // Several pings pass on a healthy connection: same connection, no reset.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(pubsub_ids(&server), ids);
+        assert!(
+            events.0.lock().unwrap().is_empty(),
+            "{:?}",
+            events.0.lock().unwrap()
+        );
+
+        // A frozen server stops answering pings: the connection is replaced
+        // once it is back, channels restored, and a reset reported.
+        server.pause();
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        server.resume();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !events.0.lock().unwrap().contains(&"reset".to_owned()) {
+            assert!(Instant::now() < deadline, "no reset after a frozen server");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server.cmd(&["PUBLISH", "ch", "0"]);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !events.0.lock().unwrap().contains(&"0".to_owned()) {
+            assert!(Instant::now() < deadline, "no message after the reset");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 
     #[test]
     fn backoff_grows_and_is_capped() {
