@@ -119,6 +119,18 @@ fn check_lease(lease_ms: u64) -> Result<()> {
 
 #[async_trait]
 impl LockBackend for RedisBackend {
+    /// Runs `acquire.lua`.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a zero lease (before any I/O);
+    /// [`LockError::WrongType`] for a non-hash value at the lock key
+    /// (nothing is written); retryable errors as described in
+    /// [`crate::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future after the script was sent may leave the lock
+    /// taken. Repeat the request (same request id, within its latch ttl) to
+    /// learn the outcome without taking a second hold.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
         check_lease(req.lease_ms)?;
         let id = req.request_id.to_string();
@@ -139,6 +151,15 @@ impl LockBackend for RedisBackend {
         replies::acquire(&self.transport.eval(call).await?)
     }
 
+    /// Runs `release.lua`; publishes `0` on the lock's channel when the
+    /// last hold goes.
+    ///
+    /// # Errors
+    /// As [`RedisBackend::try_acquire`](LockBackend::try_acquire).
+    ///
+    /// # Cancel safety
+    /// As [`RedisBackend::try_acquire`](LockBackend::try_acquire): repeat
+    /// the request with the same id to learn its first outcome.
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
         check_lease(req.lease_ms)?;
         let id = req.request_id.to_string();
@@ -160,6 +181,16 @@ impl LockBackend for RedisBackend {
         replies::release(&self.transport.eval(call).await?)
     }
 
+    /// Runs `renew.lua` on chunks of at most [`RENEW_CHUNK`] locks (never
+    /// mixing [`Transport::key_group`]s), all pipelined at once.
+    ///
+    /// # Errors
+    /// A whole-call error when no connection could be had; otherwise
+    /// per-target errors for the chunks that failed or timed out.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset of the leases extended,
+    /// which is harmless.
     async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
         if targets.is_empty() {
             return Ok(Vec::new());
@@ -216,6 +247,14 @@ impl LockBackend for RedisBackend {
         Ok(out)
     }
 
+    /// Runs `force_unlock.lua`.
+    ///
+    /// # Errors
+    /// [`LockError::WrongType`] for a non-hash value at the lock key (left
+    /// untouched); retryable errors as described in [`crate::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the lock deleted or not.
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
         let call = ScriptCall::new(
             &scripts::FORCE_UNLOCK,
@@ -228,6 +267,13 @@ impl LockBackend for RedisBackend {
         replies::force_unlock(&self.transport.eval(call).await?)
     }
 
+    /// Runs `inspect.lua`.
+    ///
+    /// # Errors
+    /// As [`RedisBackend::force_unlock`](LockBackend::force_unlock).
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
     async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
         let call = ScriptCall::new(&scripts::INSPECT, vec![self.layout.lock_key(name)], vec![]);
         replies::inspect(&self.transport.eval(call).await?)
@@ -253,6 +299,11 @@ impl LockBackend for RedisBackend {
         }
     }
 
+    /// Closes the pool and the pub/sub connection (waiting, bounded, for the
+    /// pub/sub task to stop). Later calls fail with [`LockError::Closed`].
+    ///
+    /// # Cancel safety
+    /// The backend is marked closed before the first await.
     async fn close(&self) {
         self.transport.close().await;
     }
