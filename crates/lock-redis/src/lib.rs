@@ -1,2 +1,98 @@
-//! Single-node Redis backend (being built).
+//! # lock-redis: the Redis backend of the lock engine
+//!
+//! [`RedisBackend`] implements [`LockBackend`] on one Redis server with the
+//! key layout, scripts and replies of Redisson 4.x's reentrant lock, so Java
+//! services using Redisson and Rust services using this crate can share
+//! locks. This crate re-exports [`redis`] and the core types of
+//! [`lock_core`], so it is the only dependency a service needs.
+//!
+//! ## Configuration
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use lock_redis::{LockBackend, RedisBackend, RedisConfig};
+//!
+//! # async fn demo() -> lock_redis::Result<()> {
+//! let config = RedisConfig::new("redis://app:secret@10.0.0.5:6379/0") // user, password, db
+//!     .key_prefix("billing:")                 // lock "job" lives at key "billing:job"
+//!     .command_timeout(Duration::from_secs(1)) // default 3 s
+//!     .connect_timeout(Duration::from_secs(2)) // default 3 s
+//!     .pool_size(8);                          // default 16
+//! let backend = RedisBackend::connect(config).await?;
+//! # let _ = backend; Ok(()) }
+//! ```
+//!
+//! A bad configuration (unparsable URL, `rediss://` without the `tls`
+//! feature, zero timeouts or pool size) is rejected by
+//! [`RedisBackend::connect`] with [`LockError::InvalidArgument`] before any
+//! I/O. `connect` then makes one connection and loads the scripts, so an
+//! unreachable server or wrong password shows up there. Features: `tls`
+//! enables `rediss://` URLs (rustls with the system's root certificates).
+//!
+//! ## On the server
+//!
+//! | item | key |
+//! | --- | --- |
+//! | lock | hash `<prefix><name>`: field `<client-uuid>:<owner-id>` → hold count |
+//! | unlock channel | `redisson_lock__channel:{<prefix><name>}`, message `0` (wake one) / `1` (wake all) |
+//! | unlock / acquire latches | `redisson_unlock_latch:{…}:<request-id>` / `redisson_lock_latch:{…}:<request-id>` |
+//! | fencing counter | `redisson_lock_token:{<prefix><name>}` (never expires) |
+//!
+//! (See [`KeyLayout`] for names that contain `{`.) Each operation is one Lua
+//! script (`src/scripts/*.lua`), run with `EVALSHA`; a server that lost its
+//! script cache gets the script loaded again transparently.
+//!
+//! ## Errors
+//!
+//! | situation | error | [`LockError::is_retryable`] |
+//! | --- | --- | --- |
+//! | bad configuration, rejected credentials, zero lease | [`LockError::InvalidArgument`] | no |
+//! | a non-hash value at the lock key | [`LockError::WrongType`] (value left untouched) | no |
+//! | server down, connection refused or reset | [`LockError::Unavailable`] | yes |
+//! | no reply within `command_timeout` | [`LockError::Unavailable`], [`LockError::is_timeout`] | yes |
+//! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY` | [`LockError::Unavailable`] | yes |
+//! | an unexpected reply | [`LockError::Protocol`] | no |
+//! | after [`LockBackend::close`] | [`LockError::Closed`] | no |
+//!
+//! The backend itself never retries: the engine retries retryable errors
+//! with the same request id, and the latches make a repeated acquire or
+//! release return the first outcome instead of counting twice. (The one
+//! exception is `NOSCRIPT`, answered by loading the script and running it
+//! once more.) Unlocking a lock the owner does not hold is not an error here:
+//! [`LockBackend::release`] returns [`ReleaseOutcome::NotHeld`].
+//!
+//! ## Notices
+//!
+//! One pub/sub connection per backend, owned by a background task, carries
+//! unlock messages. [`LockBackend::subscribe`] registers the channel before
+//! it returns; its future resolves `Ok` once the server confirmed the
+//! subscription, or with a retryable timeout error if that did not happen
+//! within connect timeout + command timeout (the subscription stays
+//! registered and is made on the next reconnect). When the connection
+//! drops, the task reconnects with jittered backoff, re-subscribes every
+//! channel and then delivers [`Notice::Reset`].
+//!
+//! ## Architecture
+//!
+//! engine ([`lock_core`]) → [`RedisBackend`] (scripts, layout, replies) →
+//! [`Transport`] (where keys live: [`SingleNode`] here; a cluster transport
+//! plugs in through [`RedisBackend::with_transport`]).
 #![deny(missing_docs)]
+
+pub mod backend;
+pub mod config;
+pub mod error;
+mod pubsub;
+mod replies;
+pub mod scripts;
+pub mod single;
+pub mod transport;
+
+pub use backend::RedisBackend;
+pub use config::RedisConfig;
+pub use single::SingleNode;
+pub use transport::{PubSubEvent, PubSubHandler, Transport};
+
+pub use lock_core;
+pub use lock_core::*;
+pub use redis;

@@ -6,10 +6,11 @@
 //! - [`ExclusionChecker`]: detects overlapping critical sections.
 #![deny(missing_docs)]
 
-pub mod memory;
-
-pub use memory::{InMemoryBackend, InMemoryServer};
 pub mod checker;
 pub mod conformance;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
+pub mod memory;
 
 pub use checker::{ExclusionChecker, Section};
+pub use memory::{InMemoryBackend, InMemoryServer};

@@ -1,0 +1,238 @@
+//! Configuration of a [`crate::RedisBackend`].
+
+use std::fmt;
+use std::time::Duration;
+
+use lock_core::{KeyLayout, LockError, Result, MAX_LEASE};
+use redis::IntoConnectionInfo;
+
+/// Default [`RedisConfig::command_timeout`]: 3 s.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
+/// Default [`RedisConfig::connect_timeout`]: 3 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Default [`RedisConfig::pool_size`]: 16 connections.
+pub const DEFAULT_POOL_SIZE: usize = 16;
+
+/// Where the Redis server is and how to talk to it.
+///
+/// ```
+/// # use std::time::Duration;
+/// use lock_redis::RedisConfig;
+///
+/// let config = RedisConfig::new("redis://:secret@127.0.0.1:6379/0")
+///     .key_prefix("billing:")
+///     .command_timeout(Duration::from_secs(1))
+///     .connect_timeout(Duration::from_secs(2))
+///     .pool_size(8);
+/// assert!(config.validate().is_ok());
+/// // The password is not printed.
+/// assert!(!format!("{config:?}").contains("secret"));
+///
+/// assert!(RedisConfig::new("not a url").validate().unwrap_err().is_invalid_argument());
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RedisConfig {
+    /// The server: `redis://[user][:password@]host[:port][/db]` (or
+    /// `rediss://…` with the `tls` feature, `redis+unix:///path` for a Unix
+    /// socket). Credentials in the URL are used for `AUTH`.
+    pub url: String,
+    /// Put before every lock name to make its key (see
+    /// [`KeyLayout::with_prefix`]); empty by default. Channels, latches and
+    /// token counters derive from the prefixed name.
+    pub key_prefix: String,
+    /// The longest one call may take, from checking a connection out of the
+    /// pool to the script's reply. A call that takes longer fails with a
+    /// retryable timeout error ([`LockError::is_timeout`]). Default 3 s.
+    pub command_timeout: Duration,
+    /// The longest establishing one connection may take (a pool connection
+    /// or the pub/sub connection). Default 3 s.
+    pub connect_timeout: Duration,
+    /// The most command connections kept open at once. Default 16.
+    pub pool_size: usize,
+}
+
+impl RedisConfig {
+    /// A configuration for `url` with defaults for everything else.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            key_prefix: String::new(),
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            pool_size: DEFAULT_POOL_SIZE,
+        }
+    }
+
+    /// Sets [`RedisConfig::key_prefix`].
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.key_prefix = prefix.into();
+        self
+    }
+
+    /// Sets [`RedisConfig::command_timeout`].
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout;
+        self
+    }
+
+    /// Sets [`RedisConfig::connect_timeout`].
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets [`RedisConfig::pool_size`].
+    pub fn pool_size(mut self, size: usize) -> Self {
+        self.pool_size = size;
+        self
+    }
+
+    /// The key layout this configuration gives.
+    pub fn layout(&self) -> KeyLayout {
+        KeyLayout::with_prefix(self.key_prefix.clone())
+    }
+
+    /// Checks every field without any I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] naming the first bad field: an
+    /// unparsable URL (or `rediss://` without the `tls` feature), a zero or
+    /// absurdly long timeout, a zero pool size.
+    pub fn validate(&self) -> Result<()> {
+        self.connection_info()?;
+        check_timeout(self.command_timeout, "command_timeout")?;
+        check_timeout(self.connect_timeout, "connect_timeout")?;
+        if self.pool_size == 0 {
+            return Err(LockError::invalid("pool_size must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The parsed URL.
+    pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
+        self.url.as_str().into_connection_info().map_err(|e| {
+            LockError::invalid(format!(
+                "url {:?} is not a valid redis URL: {e}",
+                redact(&self.url)
+            ))
+        })
+    }
+}
+
+fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
+    if timeout.is_zero() {
+        return Err(LockError::invalid(format!(
+            "{what} must be greater than zero"
+        )));
+    }
+    if timeout > MAX_LEASE {
+        return Err(LockError::invalid(format!(
+            "{what} of {timeout:?} is longer than the maximum of {MAX_LEASE:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The URL with its password replaced by `***`.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            let masked = if userinfo.contains(':') {
+                format!("{user}:***")
+            } else {
+                user.to_owned()
+            };
+            format!("{scheme}://{masked}@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("url", &redact(&self.url))
+            .field("key_prefix", &self.key_prefix)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let c = RedisConfig::new("redis://127.0.0.1/");
+        assert_eq!(c.command_timeout, Duration::from_secs(3));
+        assert_eq!(c.connect_timeout, Duration::from_secs(3));
+        assert_eq!(c.pool_size, 16);
+        assert_eq!(c.key_prefix, "");
+        assert!(c.validate().is_ok());
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let base = RedisConfig::new("redis://127.0.0.1/");
+        let cases = [
+            (
+                base.clone().command_timeout(Duration::ZERO),
+                "command_timeout",
+            ),
+            (
+                base.clone().connect_timeout(Duration::ZERO),
+                "connect_timeout",
+            ),
+            (
+                base.clone().command_timeout(Duration::MAX),
+                "command_timeout",
+            ),
+            (base.clone().pool_size(0), "pool_size"),
+            (RedisConfig::new("http://example.invalid/"), "url"),
+            (RedisConfig::new(""), "url"),
+            (RedisConfig::new("redis://127.0.0.1:notaport/"), "url"),
+        ];
+        for (config, field) in cases {
+            let e = config.validate().unwrap_err();
+            assert!(e.is_invalid_argument(), "{e}");
+            assert!(e.to_string().contains(field), "{e} should name {field}");
+        }
+    }
+
+    #[test]
+    fn credentials_and_db_parse() {
+        let c = RedisConfig::new("redis://user:pw@127.0.0.1:6380/3");
+        let info = c.connection_info().unwrap();
+        assert_eq!(info.redis_settings().username(), Some("user"));
+        assert_eq!(info.redis_settings().password(), Some("pw"));
+        assert_eq!(info.redis_settings().db(), 3);
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(redact("redis://u:p@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://:p@h/"), "redis://:***@h/");
+        assert_eq!(redact("redis://u@h/"), "redis://u@h/");
+        assert_eq!(redact("redis://h:1/"), "redis://h:1/");
+        let e = RedisConfig::new("redis://:hunter2@h:x/")
+            .validate()
+            .unwrap_err();
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn layout_uses_the_prefix() {
+        let c = RedisConfig::new("redis://h/").key_prefix("app:");
+        assert_eq!(c.layout(), KeyLayout::with_prefix("app:"));
+    }
+}

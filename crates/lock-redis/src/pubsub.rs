@@ -1,0 +1,563 @@
+//! The pub/sub side of a single node: one connection, owned by one task.
+//!
+//! # How it works
+//! Callers never touch the connection. [`PubSub::subscribe`] and
+//! [`PubSub::unsubscribe`] put a command on an unbounded queue *in the call
+//! itself*, so commands are applied in call order; the returned future only
+//! waits for the task to report the server's confirmation.
+//!
+//! The task keeps the *desired* set (channel → [`Topic`]): every channel
+//! subscribed and not yet unsubscribed, whether or not the server has
+//! confirmed it. While connected it drains the queue in batches, sending one
+//! `SUBSCRIBE` / `UNSUBSCRIBE` per run of consecutive commands of one kind,
+//! forwards messages of desired channels to the handler, and `PING`s an idle
+//! connection every [`PING_INTERVAL`] to find dead ones.
+//!
+//! When the connection drops (or a command or ping gets no reply within the
+//! command timeout) the task reconnects with bounded, jittered exponential
+//! backoff, subscribes every desired channel again, answers the subscribers
+//! still waiting, and then reports [`PubSubEvent::Reset`]: messages may have
+//! been lost meanwhile. Commands that arrive while disconnected only change
+//! the desired set.
+//!
+//! # Promise to subscribers
+//! A subscribe future resolves `Ok` once the server confirmed the
+//! subscription (possibly on a later connection), or with a retryable
+//! timeout error when that did not happen within connect timeout + command
+//! timeout. Either way the subscription stays desired until unsubscribed and
+//! is made on the next (re)connect. After [`PubSub::close`], or when the
+//! backend is dropped, subscribe futures fail with [`LockError::Closed`].
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::future::{self, BoxFuture, FutureExt};
+use futures::StreamExt;
+use lock_core::{LockError, Result, Topic};
+use redis::aio::{PubSubSink, PubSubStream};
+use redis::Msg;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{sleep, timeout, Instant};
+
+use crate::error::{from_redis, timed_out};
+use crate::transport::{PubSubEvent, PubSubHandler};
+
+/// How long an idle pub/sub connection goes without a `PING`.
+pub(crate) const PING_INTERVAL: Duration = Duration::from_secs(10);
+/// At most this many channels per `SUBSCRIBE` when re-subscribing.
+const SUBSCRIBE_CHUNK: usize = 1000;
+/// At most this many queued commands handled in one batch.
+const MAX_BATCH: usize = 1000;
+/// First reconnect backoff; doubled per failed attempt.
+const BACKOFF_BASE: Duration = Duration::from_millis(50);
+/// Longest reconnect backoff.
+const BACKOFF_MAX: Duration = Duration::from_secs(2);
+
+type Confirm = oneshot::Sender<Result<()>>;
+type HandlerSlot = RwLock<Option<Arc<dyn PubSubHandler>>>;
+
+enum Command {
+    Subscribe {
+        channel: String,
+        topic: Topic,
+        confirm: Confirm,
+    },
+    Unsubscribe {
+        channel: String,
+    },
+    Close {
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The handle of a node's pub/sub task. Dropping it stops the task.
+pub(crate) struct PubSub {
+    commands: mpsc::UnboundedSender<Command>,
+    handler: Arc<HandlerSlot>,
+    confirm_timeout: Duration,
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Subscribe { channel, .. } => write!(f, "Subscribe({channel:?})"),
+            Self::Unsubscribe { channel } => write!(f, "Unsubscribe({channel:?})"),
+            Self::Close { .. } => f.write_str("Close"),
+        }
+    }
+}
+
+impl std::fmt::Debug for PubSub {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PubSub")
+            .field("closed", &self.commands.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PubSub {
+    /// Starts the task (which connects in the background) on the current
+    /// tokio runtime.
+    pub(crate) fn spawn(
+        client: redis::Client,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+    ) -> Result<Self> {
+        Self::spawn_with_ping(client, connect_timeout, command_timeout, PING_INTERVAL)
+    }
+
+    fn spawn_with_ping(
+        client: redis::Client,
+        connect_timeout: Duration,
+        command_timeout: Duration,
+        ping_interval: Duration,
+    ) -> Result<Self> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            LockError::invalid("the redis backend must be created inside a tokio runtime")
+        })?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let handler: Arc<HandlerSlot> = Arc::new(RwLock::new(None));
+        let worker = Worker {
+            client,
+            connect_timeout,
+            command_timeout,
+            ping_interval,
+            commands: rx,
+            handler: handler.clone(),
+            desired: HashMap::new(),
+            waiting: HashMap::new(),
+            closing: None,
+        };
+        runtime.spawn(worker.run());
+        Ok(Self {
+            commands: tx,
+            handler,
+            confirm_timeout: connect_timeout.saturating_add(command_timeout),
+        })
+    }
+
+    /// Installs the receiver of events.
+    pub(crate) fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
+        let mut slot = self
+            .handler
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *slot = Some(handler);
+    }
+
+    /// Registers `channel` now; the future waits for the confirmation.
+    pub(crate) fn subscribe(
+        &self,
+        channel: String,
+        topic: Topic,
+    ) -> BoxFuture<'static, Result<()>> {
+        let (confirm, confirmed) = oneshot::channel();
+        let command = Command::Subscribe {
+            channel: channel.clone(),
+            topic,
+            confirm,
+        };
+        if self.commands.send(command).is_err() {
+            return future::ready(Err(LockError::Closed)).boxed();
+        }
+        let limit = self.confirm_timeout;
+        async move {
+            match timeout(limit, confirmed).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) => Err(LockError::Closed),
+                Err(_) => Err(timed_out(&format!("subscribe to {channel:?}"), limit)),
+            }
+        }
+        .boxed()
+    }
+
+    /// Drops `channel` from the desired set now.
+    pub(crate) fn unsubscribe(&self, channel: String) {
+        let _ = self.commands.send(Command::Unsubscribe { channel });
+    }
+
+    /// Stops the task and waits (bounded) until its connection is gone.
+    pub(crate) async fn close(&self) {
+        let (done, gone) = oneshot::channel();
+        if self.commands.send(Command::Close { done }).is_ok() {
+            let _ = timeout(self.confirm_timeout, gone).await;
+        }
+    }
+}
+
+/// Why the task left the connected state.
+enum Flow {
+    /// The connection is gone or unusable: reconnect.
+    Lost,
+    /// The handle was dropped or closed: stop.
+    Exit,
+}
+
+struct Worker {
+    client: redis::Client,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    ping_interval: Duration,
+    commands: mpsc::UnboundedReceiver<Command>,
+    handler: Arc<HandlerSlot>,
+    /// Every channel subscribed and not unsubscribed, with its topic.
+    desired: HashMap<String, Topic>,
+    /// Subscribers waiting for a connection to confirm their channel.
+    waiting: HashMap<String, Vec<Confirm>>,
+    /// Told when the task has stopped after a `Close`.
+    closing: Option<oneshot::Sender<()>>,
+}
+
+/// A run of consecutive commands of one kind, sent as one command.
+enum Run {
+    Subscribe(Vec<(String, Confirm)>),
+    Unsubscribe(Vec<String>),
+}
+
+impl Worker {
+    async fn run(mut self) {
+        let mut failures: u32 = 0;
+        let mut first = true;
+        loop {
+            match self.connect().await {
+                Ok((sink, stream)) => {
+                    failures = 0;
+                    for (_, confirms) in self.waiting.drain() {
+                        for confirm in confirms {
+                            let _ = confirm.send(Ok(()));
+                        }
+                    }
+                    if !first {
+                        tracing::info!(
+                            channels = self.desired.len(),
+                            "pub/sub connection restored; channels re-subscribed"
+                        );
+                        self.emit(PubSubEvent::Reset);
+                    }
+                    first = false;
+                    match self.serve(sink, stream).await {
+                        Flow::Exit => break,
+                        Flow::Lost => tracing::warn!("pub/sub connection lost; reconnecting"),
+                    }
+                }
+                Err(e) => {
+                    first = false;
+                    failures = failures.saturating_add(1);
+                    tracing::warn!(error = %e, attempt = failures, "pub/sub connect failed");
+                    if let Flow::Exit = self.backoff(failures).await {
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(done) = self.closing.take() {
+            let _ = done.send(());
+        }
+    }
+
+    /// Opens a connection and subscribes every desired channel.
+    async fn connect(&mut self) -> Result<(PubSubSink, PubSubStream)> {
+        let pubsub = timeout(self.connect_timeout, self.client.get_async_pubsub())
+            .await
+            .map_err(|_| timed_out("pub/sub connect", self.connect_timeout))?
+            .map_err(|e| from_redis(&e, ""))?;
+        let (mut sink, stream) = pubsub.split();
+        let channels: Vec<String> = self.desired.keys().cloned().collect();
+        for chunk in channels.chunks(SUBSCRIBE_CHUNK) {
+            timeout(self.command_timeout, sink.subscribe(chunk))
+                .await
+                .map_err(|_| timed_out("re-subscribe", self.command_timeout))?
+                .map_err(|e| from_redis(&e, ""))?;
+        }
+        Ok((sink, stream))
+    }
+
+    /// Serves one live connection until it is lost or the task must stop.
+    async fn serve(&mut self, mut sink: PubSubSink, mut stream: PubSubStream) -> Flow {
+        let mut ping_at = Instant::now() + self.ping_interval;
+        loop {
+            tokio::select! {
+                command = self.commands.recv() => {
+                    let Some(command) = command else { return Flow::Exit };
+                    let mut batch = vec![command];
+                    while batch.len() < MAX_BATCH {
+                        match self.commands.try_recv() {
+                            Ok(command) => batch.push(command),
+                            Err(_) => break,
+                        }
+                    }
+                    if let Some(flow) = self.apply(batch, Some(&mut sink)).await {
+                        return flow;
+                    }
+                    ping_at = Instant::now() + self.ping_interval;
+                }
+                message = stream.next() => match message {
+                    Some(message) => self.dispatch(&message),
+                    None => return Flow::Lost,
+                },
+                () = tokio::time::sleep_until(ping_at) => {
+                    match timeout(self.command_timeout, sink.ping::<redis::Value>()).await {
+                        Ok(Ok(_)) => ping_at = Instant::now() + self.ping_interval,
+                        Ok(Err(e)) => {
+                            tracing::warn!(error = %e, "pub/sub PING failed");
+                            return Flow::Lost;
+                        }
+                        Err(_) => {
+                            tracing::warn!("pub/sub PING got no reply in time");
+                            return Flow::Lost;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits out one reconnect backoff, applying commands meanwhile.
+    async fn backoff(&mut self, failures: u32) -> Flow {
+        let delay = backoff_delay(failures);
+        let wake = sleep(delay);
+        tokio::pin!(wake);
+        loop {
+            tokio::select! {
+                () = &mut wake => return Flow::Lost,
+                command = self.commands.recv() => {
+                    let Some(command) = command else { return Flow::Exit };
+                    if let Some(Flow::Exit) = self.apply(vec![command], None).await {
+                        return Flow::Exit;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies commands in order: always to the desired set, and to the
+    /// connection while there is one. Returns how to go on when the
+    /// connection failed or the task must stop.
+    async fn apply(&mut self, batch: Vec<Command>, sink: Option<&mut PubSubSink>) -> Option<Flow> {
+        let mut sink = sink;
+        let mut lost = false;
+        let mut run: Option<Run> = None;
+        for command in batch {
+            match command {
+                Command::Close { done } => {
+                    self.closing = Some(done);
+                    return Some(Flow::Exit);
+                }
+                Command::Subscribe {
+                    channel,
+                    topic,
+                    confirm,
+                } => {
+                    self.desired.insert(channel.clone(), topic);
+                    match &mut run {
+                        Some(Run::Subscribe(items)) => items.push((channel, confirm)),
+                        _ => {
+                            let previous = run.replace(Run::Subscribe(vec![(channel, confirm)]));
+                            lost |= self.flush(previous, &mut sink).await;
+                        }
+                    }
+                }
+                Command::Unsubscribe { channel } => {
+                    self.desired.remove(&channel);
+                    // Nobody waits for a subscription that is gone.
+                    for confirm in self.waiting.remove(&channel).unwrap_or_default() {
+                        let _ = confirm.send(Ok(()));
+                    }
+                    match &mut run {
+                        Some(Run::Unsubscribe(items)) => items.push(channel),
+                        _ => {
+                            let previous = run.replace(Run::Unsubscribe(vec![channel]));
+                            lost |= self.flush(previous, &mut sink).await;
+                        }
+                    }
+                }
+            }
+        }
+        lost |= self.flush(run, &mut sink).await;
+        lost.then_some(Flow::Lost)
+    }
+
+    /// Sends one run. Without a connection (or when sending fails, which
+    /// also drops `sink`), subscribers wait for the next connection. Returns
+    /// whether the connection failed.
+    async fn flush(&mut self, run: Option<Run>, sink: &mut Option<&mut PubSubSink>) -> bool {
+        let Some(run) = run else { return false };
+        match run {
+            Run::Subscribe(items) => {
+                let Some(live) = sink.as_deref_mut() else {
+                    self.wait_for_connection(items);
+                    return false;
+                };
+                let channels: Vec<&str> = items.iter().map(|(c, _)| c.as_str()).collect();
+                match timeout(self.command_timeout, live.subscribe(&channels)).await {
+                    Ok(Ok(())) => {
+                        for (_, confirm) in items {
+                            let _ = confirm.send(Ok(()));
+                        }
+                        false
+                    }
+                    failed => {
+                        log_failure("SUBSCRIBE", failed);
+                        *sink = None;
+                        self.wait_for_connection(items);
+                        true
+                    }
+                }
+            }
+            Run::Unsubscribe(channels) => {
+                let Some(live) = sink.as_deref_mut() else {
+                    return false;
+                };
+                match timeout(self.command_timeout, live.unsubscribe(&channels)).await {
+                    Ok(Ok(())) => false,
+                    failed => {
+                        log_failure("UNSUBSCRIBE", failed);
+                        *sink = None;
+                        true
+                    }
+                }
+            }
+        }
+    }
+
+    fn wait_for_connection(&mut self, items: Vec<(String, Confirm)>) {
+        for (channel, confirm) in items {
+            // A channel unsubscribed since is not desired any more.
+            if self.desired.contains_key(&channel) {
+                self.waiting.entry(channel).or_default().push(confirm);
+            } else {
+                let _ = confirm.send(Ok(()));
+            }
+        }
+    }
+
+    fn dispatch(&self, message: &Msg) {
+        let channel = message.get_channel_name();
+        match self.desired.get(channel) {
+            Some(topic) => self.emit(PubSubEvent::Message {
+                topic,
+                payload: message.get_payload_bytes(),
+            }),
+            None => tracing::debug!(channel, "message on a channel no longer subscribed"),
+        }
+    }
+
+    fn emit(&self, event: PubSubEvent<'_>) {
+        let handler = self
+            .handler
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(handler) = handler {
+            handler.on_event(event);
+        }
+    }
+}
+
+fn log_failure<E: std::fmt::Display>(
+    what: &str,
+    failed: std::result::Result<redis::RedisResult<()>, E>,
+) {
+    match failed {
+        Ok(Err(e)) => tracing::warn!(error = %e, "pub/sub {what} failed"),
+        Err(_) => tracing::warn!("pub/sub {what} got no reply in time"),
+        Ok(Ok(())) => {}
+    }
+}
+
+/// Backoff before reconnect attempt `failures + 1`: between half and all of
+/// `BACKOFF_BASE * 2^(failures-1)`, capped at `BACKOFF_MAX`.
+fn backoff_delay(failures: u32) -> Duration {
+    let exp = BACKOFF_BASE.saturating_mul(1u32 << failures.saturating_sub(1).min(16));
+    let cap = exp.min(BACKOFF_MAX);
+    let half = cap / 2;
+    half + half.mul_f64(fastrand::f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_core::LockName;
+    use lock_testkit::fixtures::RedisServer;
+
+    /// Records events as strings.
+    struct Events(std::sync::Mutex<Vec<String>>);
+
+    impl PubSubHandler for Events {
+        fn on_event(&self, event: PubSubEvent<'_>) {
+            let text = match event {
+                PubSubEvent::Message { payload, .. } => {
+                    String::from_utf8_lossy(payload).into_owned()
+                }
+                PubSubEvent::Reset => "reset".to_owned(),
+            };
+            self.0.lock().unwrap().push(text);
+        }
+    }
+
+    /// The ids of the server's pub/sub clients.
+    fn pubsub_ids(server: &RedisServer) -> Vec<String> {
+        let list = match server.cmd(&["CLIENT", "LIST", "TYPE", "pubsub"]) {
+            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+            redis::Value::VerbatimString { text, .. } => text,
+            other => panic!("{other:?}"),
+        };
+        list.lines()
+            .filter_map(|line| line.split(' ').find(|f| f.starts_with("id=")))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn idle_pings_keep_a_healthy_connection_and_replace_a_dead_one() {
+        let server = RedisServer::start();
+        let short = Duration::from_millis(300);
+        let pubsub =
+            PubSub::spawn_with_ping(server.client(), short, short, Duration::from_millis(100))
+                .unwrap();
+        let events = Arc::new(Events(std::sync::Mutex::new(Vec::new())));
+        pubsub.set_handler(events.clone());
+        let topic = Topic::Lock(LockName::new("pinged").unwrap());
+        pubsub.subscribe("ch".to_owned(), topic).await.unwrap();
+        let ids = pubsub_ids(&server);
+        assert_eq!(ids.len(), 1);
+
+        // Several pings pass on a healthy connection: same connection, no reset.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        assert_eq!(pubsub_ids(&server), ids);
+        assert!(
+            events.0.lock().unwrap().is_empty(),
+            "{:?}",
+            events.0.lock().unwrap()
+        );
+
+        // A frozen server stops answering pings: the connection is replaced
+        // once it is back, channels restored, and a reset reported.
+        server.pause();
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        server.resume();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !events.0.lock().unwrap().contains(&"reset".to_owned()) {
+            assert!(Instant::now() < deadline, "no reset after a frozen server");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server.cmd(&["PUBLISH", "ch", "0"]);
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while !events.0.lock().unwrap().contains(&"0".to_owned()) {
+            assert!(Instant::now() < deadline, "no message after the reset");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        for failures in 1..40 {
+            let d = backoff_delay(failures);
+            assert!(d <= BACKOFF_MAX, "{failures}: {d:?}");
+        }
+        assert!(backoff_delay(1) <= BACKOFF_BASE);
+        assert!(backoff_delay(1) >= BACKOFF_BASE / 2);
+        assert!(backoff_delay(30) >= BACKOFF_MAX / 2);
+    }
+}

@@ -1,0 +1,208 @@
+//! Turning script replies into lock-core outcomes. Each function accepts
+//! exactly the shapes its script (see `src/scripts/*.lua`) produces and
+//! reports anything else as [`lock_core::LockError::Protocol`].
+
+use std::time::Duration;
+
+use lock_core::{AcquireOutcome, Holder, LockInfo, ReleaseOutcome, Result};
+use redis::Value;
+
+use crate::error::bad_reply;
+
+fn int(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        _ => None,
+    }
+}
+
+/// A PTTL reply: `Some` for a key with an expiry, `None` for no expiry (-1)
+/// or no key (-2).
+fn ttl(pttl: i64) -> Option<Duration> {
+    u64::try_from(pttl).ok().map(Duration::from_millis)
+}
+
+/// `{1, token}` → acquired (token 0: none asked for); `{0, pttl}` → held.
+pub(crate) fn acquire(reply: &Value) -> Result<AcquireOutcome> {
+    let bad = || bad_reply("acquire", reply);
+    let Value::Array(items) = reply else {
+        return Err(bad());
+    };
+    match items.as_slice() {
+        [flag, n] => match (int(flag), int(n)) {
+            (Some(1), Some(token)) => Ok(AcquireOutcome::Acquired {
+                fencing_token: u64::try_from(token).ok().filter(|&t| t > 0),
+            }),
+            (Some(0), Some(pttl)) => Ok(AcquireOutcome::Held { ttl: ttl(pttl) }),
+            _ => Err(bad()),
+        },
+        _ => Err(bad()),
+    }
+}
+
+/// `1` released, `0` still held, nil not held.
+pub(crate) fn release(reply: &Value) -> Result<ReleaseOutcome> {
+    match reply {
+        Value::Nil => Ok(ReleaseOutcome::NotHeld),
+        Value::Int(1) => Ok(ReleaseOutcome::Released),
+        Value::Int(0) => Ok(ReleaseOutcome::StillHeld),
+        other => Err(bad_reply("release", other)),
+    }
+}
+
+/// An array of `expected` integers, 1 renewed / 0 not held.
+pub(crate) fn renew(reply: &Value, expected: usize) -> Result<Vec<bool>> {
+    let bad = || bad_reply("renew", reply);
+    let Value::Array(items) = reply else {
+        return Err(bad());
+    };
+    if items.len() != expected {
+        return Err(bad());
+    }
+    items
+        .iter()
+        .map(|item| match int(item) {
+            Some(1) => Ok(true),
+            Some(0) => Ok(false),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// `1` existed (deleted), `0` did not.
+pub(crate) fn force_unlock(reply: &Value) -> Result<bool> {
+    match reply {
+        Value::Int(1) => Ok(true),
+        Value::Int(0) => Ok(false),
+        other => Err(bad_reply("force_unlock", other)),
+    }
+}
+
+/// `{HGETALL flat array, PTTL}`.
+pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
+    let bad = || bad_reply("inspect", reply);
+    let Value::Array(items) = reply else {
+        return Err(bad());
+    };
+    let [fields, pttl] = items.as_slice() else {
+        return Err(bad());
+    };
+    let pttl = int(pttl).ok_or_else(bad)?;
+    let pairs: Vec<(String, String)> = match fields {
+        Value::Array(flat) if flat.len() % 2 == 0 => flat
+            .chunks(2)
+            .map(|pair| Some((text(&pair[0])?, text(&pair[1])?)))
+            .collect::<Option<_>>()
+            .ok_or_else(bad)?,
+        // RESP3 connections may see a map.
+        Value::Map(map) => map
+            .iter()
+            .map(|(k, v)| Some((text(k)?, text(v)?)))
+            .collect::<Option<_>>()
+            .ok_or_else(bad)?,
+        _ => return Err(bad()),
+    };
+    let holders = pairs
+        .into_iter()
+        .map(|(field, count)| {
+            let count = count.parse::<u64>().map_err(|_| bad())?;
+            Ok(Holder { field, count })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let ttl = if holders.is_empty() { None } else { ttl(pttl) };
+    Ok(LockInfo { holders, ttl })
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn acquire_replies() {
+        let r = acquire(&Value::Array(vec![Value::Int(1), Value::Int(0)])).unwrap();
+        assert_eq!(
+            r,
+            AcquireOutcome::Acquired {
+                fencing_token: None
+            }
+        );
+        let r = acquire(&Value::Array(vec![Value::Int(1), Value::Int(7)])).unwrap();
+        assert_eq!(
+            r,
+            AcquireOutcome::Acquired {
+                fencing_token: Some(7)
+            }
+        );
+        let r = acquire(&Value::Array(vec![Value::Int(0), Value::Int(1500)])).unwrap();
+        assert_eq!(
+            r,
+            AcquireOutcome::Held {
+                ttl: Some(Duration::from_millis(1500))
+            }
+        );
+        let r = acquire(&Value::Array(vec![Value::Int(0), Value::Int(-1)])).unwrap();
+        assert_eq!(r, AcquireOutcome::Held { ttl: None });
+        assert!(acquire(&Value::Nil).is_err());
+        assert!(acquire(&Value::Array(vec![Value::Int(2), Value::Int(0)])).is_err());
+    }
+
+    #[test]
+    fn release_replies() {
+        assert_eq!(release(&Value::Nil).unwrap(), ReleaseOutcome::NotHeld);
+        assert_eq!(release(&Value::Int(0)).unwrap(), ReleaseOutcome::StillHeld);
+        assert_eq!(release(&Value::Int(1)).unwrap(), ReleaseOutcome::Released);
+        assert!(release(&Value::Int(2)).is_err());
+    }
+
+    #[test]
+    fn renew_replies() {
+        let v = Value::Array(vec![Value::Int(1), Value::Int(0)]);
+        assert_eq!(renew(&v, 2).unwrap(), vec![true, false]);
+        assert!(renew(&v, 3).is_err());
+        assert!(renew(&Value::Int(1), 1).is_err());
+    }
+
+    #[test]
+    fn inspect_replies() {
+        let free = Value::Array(vec![Value::Array(vec![]), Value::Int(-2)]);
+        assert_eq!(inspect(&free).unwrap(), LockInfo::default());
+        let held = Value::Array(vec![
+            Value::Array(vec![bulk("u:1"), bulk("2")]),
+            Value::Int(900),
+        ]);
+        let info = inspect(&held).unwrap();
+        assert_eq!(
+            info.holders,
+            vec![Holder {
+                field: "u:1".into(),
+                count: 2
+            }]
+        );
+        assert_eq!(info.ttl, Some(Duration::from_millis(900)));
+        let persistent = Value::Array(vec![
+            Value::Array(vec![bulk("u:1"), bulk("1")]),
+            Value::Int(-1),
+        ]);
+        assert_eq!(inspect(&persistent).unwrap().ttl, None);
+        let odd = Value::Array(vec![Value::Array(vec![bulk("u:1")]), Value::Int(-1)]);
+        assert!(inspect(&odd).is_err());
+        let not_a_count = Value::Array(vec![
+            Value::Array(vec![bulk("u:1"), bulk("x")]),
+            Value::Int(-1),
+        ]);
+        assert!(inspect(&not_a_count).is_err());
+    }
+}

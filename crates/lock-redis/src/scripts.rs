@@ -1,0 +1,164 @@
+//! The Lua scripts of the reentrant lock and how they are run.
+//!
+//! One script per operation, in `src/scripts/*.lua`; each file's header gives
+//! its KEYS, ARGV and replies. Keys and owner strings only ever travel in
+//! KEYS/ARGV, never in the script text, so the five scripts are hashed once
+//! and run by SHA1 with `EVALSHA`. When the server does not know a script
+//! (`NOSCRIPT`: restarted, failed over, or `SCRIPT FLUSH`ed) it is loaded with
+//! `SCRIPT LOAD` and the call retried once; that is the only retry done below
+//! the engine.
+
+use std::sync::LazyLock;
+
+use redis::aio::ConnectionLike;
+use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
+
+/// Takes or re-enters a lock (`acquire.lua`).
+pub static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+/// Gives back one hold (`release.lua`).
+pub static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+/// Extends the lease of many locks (`renew.lua`).
+pub static RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/renew.lua")));
+/// Deletes a lock whoever holds it (`force_unlock.lua`).
+pub static FORCE_UNLOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/force_unlock.lua")));
+/// Reads a lock's holders and time to live (`inspect.lua`).
+pub static INSPECT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
+
+/// Every script of the reentrant lock (for preloading).
+pub fn all() -> [&'static Script; 5] {
+    [&ACQUIRE, &RELEASE, &RENEW, &FORCE_UNLOCK, &INSPECT]
+}
+
+/// One script invocation: the script, its KEYS and its ARGV.
+#[derive(Debug, Clone)]
+pub struct ScriptCall<'a> {
+    /// The script to run.
+    pub script: &'a Script,
+    /// `KEYS`. The first key names the call in errors (it is the lock key
+    /// for every script but `renew`). All keys must live on one node (one
+    /// slot on a cluster).
+    pub keys: Vec<String>,
+    /// `ARGV`.
+    pub args: Vec<String>,
+}
+
+impl<'a> ScriptCall<'a> {
+    /// A call of `script` with `keys` and `args`.
+    pub fn new(script: &'a Script, keys: Vec<String>, args: Vec<String>) -> Self {
+        Self { script, keys, args }
+    }
+
+    /// The first key, or `""` for a call without keys.
+    pub fn first_key(&self) -> &str {
+        self.keys.first().map_or("", String::as_str)
+    }
+
+    /// The `EVALSHA` command of this call.
+    pub fn evalsha(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash())
+            .arg(self.keys.len())
+            .arg(&self.keys)
+            .arg(&self.args);
+        cmd
+    }
+}
+
+/// Whether `err` is the server's `NOSCRIPT` reply.
+pub fn is_noscript(err: &redis::RedisError) -> bool {
+    err.kind() == ErrorKind::Server(ServerErrorKind::NoScript)
+}
+
+/// Runs `call` on `conn` with `EVALSHA`; on `NOSCRIPT` loads the script and
+/// retries once.
+///
+/// # Errors
+/// The connection's error or the server's error reply (including the
+/// script's own error replies, such as `WRONGTYPE`).
+///
+/// # Cancel safety
+/// Dropping the future may leave the script run or not; the reply is lost.
+pub async fn eval<C: ConnectionLike + Send>(
+    conn: &mut C,
+    call: &ScriptCall<'_>,
+) -> RedisResult<Value> {
+    let cmd = call.evalsha();
+    match cmd.query_async::<Value>(conn).await {
+        Err(err) if is_noscript(&err) => {
+            tracing::debug!(sha = call.script.get_hash(), "NOSCRIPT: loading the script");
+            load(conn, call.script).await?;
+            cmd.query_async(conn).await
+        }
+        other => other,
+    }
+}
+
+/// Runs every call in one pipeline on `conn` and returns one result per
+/// call, in order. Calls answered `NOSCRIPT` are retried once, pipelined
+/// again, after loading their scripts.
+///
+/// # Errors
+/// The outer error when the pipeline as a whole failed (connection lost,
+/// timed out); the inner ones are the server's per-call error replies.
+///
+/// # Cancel safety
+/// Dropping the future may leave any prefix of the calls run.
+pub async fn eval_pipelined<C: ConnectionLike + Send>(
+    conn: &mut C,
+    calls: &[ScriptCall<'_>],
+) -> RedisResult<Vec<RedisResult<Value>>> {
+    if calls.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut results = run_pipeline(conn, calls.iter()).await?;
+    let missing: Vec<usize> = results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| matches!(r, Err(e) if is_noscript(e)).then_some(i))
+        .collect();
+    if missing.is_empty() {
+        return Ok(results);
+    }
+    let mut loaded: Vec<&str> = Vec::new();
+    for &i in &missing {
+        let script = calls[i].script;
+        if !loaded.contains(&script.get_hash()) {
+            tracing::debug!(sha = script.get_hash(), "NOSCRIPT: loading the script");
+            load(conn, script).await?;
+            loaded.push(script.get_hash());
+        }
+    }
+    let retried = run_pipeline(conn, missing.iter().map(|&i| &calls[i])).await?;
+    for (i, result) in missing.into_iter().zip(retried) {
+        results[i] = result;
+    }
+    Ok(results)
+}
+
+async fn run_pipeline<'c, 's: 'c, C: ConnectionLike + Send>(
+    conn: &mut C,
+    calls: impl Iterator<Item = &'c ScriptCall<'s>>,
+) -> RedisResult<Vec<RedisResult<Value>>> {
+    let mut pipe = Pipeline::new();
+    pipe.ignore_errors();
+    for call in calls {
+        pipe.add_command(call.evalsha());
+    }
+    pipe.query_async(conn).await
+}
+
+/// Loads `script` into the server's script cache (`SCRIPT LOAD`).
+///
+/// # Errors
+/// The connection's error or the server's error reply.
+///
+/// # Cancel safety
+/// Dropping the future may leave the script loaded or not; either is fine.
+pub async fn load<C: ConnectionLike + Send>(conn: &mut C, script: &Script) -> RedisResult<()> {
+    script.load_async(conn).await.map(drop)
+}

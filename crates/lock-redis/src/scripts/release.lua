@@ -1,0 +1,42 @@
+-- release: give back one hold of a reentrant lock (Redisson's unlock script).
+--
+-- KEYS[1]  lock hash                 <prefix><name>
+-- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
+-- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- ARGV[1]  unlock message ("0": wake one waiter per client)
+-- ARGV[2]  lease in milliseconds, set again when holds remain
+-- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
+-- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
+--
+-- Reply:
+--   1    released: the last hold is gone, the key deleted, the message published
+--   0    still held: one hold fewer, lease set again
+--   nil  not held by this owner (nothing written, not latched)
+-- A repeated request (same latch key) returns its first reply (0 or 1).
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
+-- aborts before writing anything.
+local latch_ttl = tonumber(ARGV[5])
+if latch_ttl > 0 then
+    local latched = redis.call('get', KEYS[3])
+    if latched then
+        return tonumber(latched)
+    end
+end
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    if latch_ttl > 0 then
+        redis.call('set', KEYS[3], 0, 'px', latch_ttl)
+    end
+    return 0
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[4], KEYS[2], ARGV[1])
+if latch_ttl > 0 then
+    redis.call('set', KEYS[3], 1, 'px', latch_ttl)
+end
+return 1

@@ -1,0 +1,106 @@
+//! The seam between the lock scripts and the Redis deployment: [`Transport`].
+//!
+//! The lock backend ([`crate::RedisBackend`]) knows the scripts, the key
+//! layout and the replies; a transport knows where keys live and how to reach
+//! them. It needs only to run a script on the node that owns the script's
+//! keys, to subscribe to channels, and to say which publish command the
+//! scripts must use. [`SingleNode`](crate::SingleNode) talks to one server; a
+//! cluster transport (slot routing, redirects, sharded pub/sub) plugs into
+//! the same backend through this trait.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use lock_core::{Result, Topic};
+use redis::Value;
+
+use crate::scripts::ScriptCall;
+
+/// What a transport's pub/sub connection reports to its handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PubSubEvent<'a> {
+    /// A message arrived on a subscribed channel.
+    Message {
+        /// The topic the channel was subscribed for.
+        topic: &'a Topic,
+        /// The message as published.
+        payload: &'a [u8],
+    },
+    /// The pub/sub connection was re-established and every subscription
+    /// restored; messages may have been lost while it was down.
+    Reset,
+}
+
+/// Receives a transport's pub/sub events. Called from the transport's
+/// reader task: must not block.
+pub trait PubSubHandler: Send + Sync + 'static {
+    /// Handles one event.
+    fn on_event(&self, event: PubSubEvent<'_>);
+}
+
+/// Runs lock scripts and pub/sub on some Redis deployment.
+///
+/// Every call is bounded by the transport's own timeouts and maps failures
+/// to [`lock_core::LockError`] (see [`crate::error`]); a transport never
+/// retries, except that a script the server does not know (`NOSCRIPT`) is
+/// loaded and run once more.
+#[async_trait]
+pub trait Transport: Send + Sync + 'static {
+    /// Runs one script on the node owning its keys.
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::WrongType`] naming the call's first key when
+    /// the script hit a value of another type; a retryable error when the
+    /// node could not be reached or did not answer in time; the script's other
+    /// error replies as [`lock_core::LockError::Protocol`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the script run or not.
+    async fn eval(&self, call: ScriptCall<'_>) -> Result<Value>;
+
+    /// Runs many scripts, pipelined per node, and returns one result per
+    /// call in order. Each call's keys must share a [`Transport::key_group`].
+    ///
+    /// # Errors
+    /// A whole-call error when nothing could be sent; per-call errors (as
+    /// [`Transport::eval`]) for calls whose outcome is unknown or failed.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset of the calls run.
+    async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>>;
+
+    /// Which keys may share one script call: keys with different groups
+    /// never do. One node: always `0`. A cluster: the key's hash slot.
+    fn key_group(&self, key: &str) -> u32 {
+        let _ = key;
+        0
+    }
+
+    /// The command the scripts publish unlock messages with: `PUBLISH` on
+    /// one node, `SPUBLISH` with sharded pub/sub on a cluster. Subscribers
+    /// must use the matching mode or notices are silently lost.
+    fn publish_command(&self) -> &'static str;
+
+    /// Installs the receiver of pub/sub events (replacing any earlier one).
+    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>);
+
+    /// Subscribes to `channel` on behalf of `topic`. The subscription is
+    /// registered before this returns (later calls are applied after it);
+    /// the future only waits for the server's confirmation. The subscription
+    /// is kept until [`Transport::unsubscribe`], even when the future fails,
+    /// and restored after every reconnect.
+    fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>>;
+
+    /// Drops the subscription to `channel` (registered before this returns).
+    fn unsubscribe(&self, channel: String);
+
+    /// Closes every connection; later calls fail with
+    /// [`lock_core::LockError::Closed`].
+    ///
+    /// # Cancel safety
+    /// The transport is marked closed before the first await; dropping the
+    /// future only skips waiting for the connections to go.
+    async fn close(&self);
+}

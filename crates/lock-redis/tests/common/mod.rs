@@ -1,0 +1,153 @@
+//! Helpers shared by the integration tests: a server, a backend on it with
+//! short timeouts, and a sink that records notices.
+// Each test binary uses a different subset of these helpers.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use lock_redis::{
+    AcquireOutcome, AcquireRequest, LockBackend, LockName, Notice, NoticeSink, Owner, RedisBackend,
+    RedisConfig, ReleaseOutcome, ReleaseRequest,
+};
+use lock_testkit::fixtures::redis::Value;
+use lock_testkit::fixtures::RedisServer;
+use tokio::sync::mpsc;
+
+/// Command and connect timeout of test backends.
+pub const TIMEOUT: Duration = Duration::from_millis(500);
+/// Latch ttl used by the request helpers.
+pub const LATCH_MS: u64 = 30_000;
+
+/// A server, a backend connected to it, and the notices the backend sent.
+pub struct Env {
+    pub server: RedisServer,
+    pub backend: RedisBackend,
+    pub notices: Notices,
+}
+
+pub fn config(server: &RedisServer) -> RedisConfig {
+    RedisConfig::new(server.url())
+        .command_timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT)
+}
+
+pub async fn env() -> Env {
+    env_with(|c| c).await
+}
+
+pub async fn env_with(tune: impl FnOnce(RedisConfig) -> RedisConfig) -> Env {
+    let server = RedisServer::start();
+    let backend = RedisBackend::connect(tune(config(&server)))
+        .await
+        .expect("connect to the fixture");
+    let (sink, notices) = Notices::new();
+    backend.set_notice_sink(sink);
+    Env {
+        server,
+        backend,
+        notices,
+    }
+}
+
+pub fn name(s: &str) -> LockName {
+    LockName::new(s).unwrap()
+}
+
+pub fn owner() -> Owner {
+    Owner::new(uuid::Uuid::new_v4(), 1)
+}
+
+pub fn acquire(name: &LockName, owner: Owner, lease_ms: u64) -> AcquireRequest {
+    AcquireRequest::new(name.clone(), owner, lease_ms, false, LATCH_MS)
+}
+
+pub fn release(name: &LockName, owner: Owner, lease_ms: u64) -> ReleaseRequest {
+    ReleaseRequest::new(name.clone(), owner, lease_ms, LATCH_MS)
+}
+
+/// Acquires and asserts it worked; returns the fencing token.
+pub async fn must_acquire(backend: &RedisBackend, req: &AcquireRequest) -> Option<u64> {
+    match backend.try_acquire(req).await.unwrap() {
+        AcquireOutcome::Acquired { fencing_token } => fencing_token,
+        other => panic!("expected to acquire {:?}, got {other:?}", req.name),
+    }
+}
+
+pub async fn must_release(backend: &RedisBackend, req: &ReleaseRequest) -> ReleaseOutcome {
+    backend.release(req).await.unwrap()
+}
+
+pub fn bulk(s: &str) -> Value {
+    Value::BulkString(s.as_bytes().to_vec())
+}
+
+pub fn int(v: Value) -> i64 {
+    match v {
+        Value::Int(n) => n,
+        other => panic!("expected an integer, got {other:?}"),
+    }
+}
+
+/// Polls `check` every 10 ms until it holds or `within` passes.
+pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Records every notice delivered to it.
+pub struct Notices {
+    rx: mpsc::UnboundedReceiver<Notice>,
+}
+
+struct Recorder(mpsc::UnboundedSender<Notice>);
+
+impl NoticeSink for Recorder {
+    fn deliver(&self, notice: Notice) {
+        let _ = self.0.send(notice);
+    }
+}
+
+impl Notices {
+    pub fn new() -> (Arc<dyn NoticeSink>, Self) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Arc::new(Recorder(tx)), Self { rx })
+    }
+
+    /// The next notice, if one comes within `within`.
+    pub async fn next(&mut self, within: Duration) -> Option<Notice> {
+        tokio::time::timeout(within, self.rx.recv())
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// Skips notices until one equal to `want` arrives; panics after
+    /// `within`.
+    pub async fn expect(&mut self, want: &Notice, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        let mut seen = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(notice)) if &notice == want => return,
+                Ok(Some(other)) => seen.push(other),
+                _ => panic!("no {want:?} within {within:?}; saw {seen:?}"),
+            }
+        }
+    }
+
+    /// Asserts nothing arrives for `quiet`.
+    pub async fn expect_none(&mut self, quiet: Duration) {
+        if let Some(n) = self.next(quiet).await {
+            panic!("unexpected notice {n:?}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! Interoperability with Redisson: what we write is what Redisson reads, and
+//! what Redisson writes is what we read.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use lock_redis::{AcquireOutcome, LockBackend, Notice, ReleaseOutcome, Topic, Wake};
+use lock_testkit::fixtures::redis::Value;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_lock_is_a_redisson_hash() {
+    let env = env().await;
+    let n = name("orders:42");
+    let o = owner();
+    must_acquire(&env.backend, &acquire(&n, o, 30_000)).await;
+    let field = format!("{}:1", o.client_id().hyphenated());
+    assert_eq!(field, o.field());
+    assert_eq!(
+        env.server.cmd(&["HGETALL", "orders:42"]),
+        Value::Array(vec![bulk(&field), bulk("1")])
+    );
+    let pttl = int(env.server.cmd(&["PTTL", "orders:42"]));
+    assert!((28_000..=30_000).contains(&pttl), "{pttl}");
+    assert_eq!(
+        env.server.cmd(&["TYPE", "orders:42"]),
+        Value::SimpleString("hash".into())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_holder_blocks_us_and_we_see_its_ttl() {
+    let env = env().await;
+    let n = name("shared");
+    // What Redisson's tryLockInnerAsync writes for thread 1 of another JVM.
+    let java = "6d9f6e5c-2f4e-4b1e-9d39-2b8f4f1f7a10:1";
+    env.server.cmd(&["HINCRBY", "shared", java, "1"]);
+    env.server.cmd(&["PEXPIRE", "shared", "30000"]);
+    match env
+        .backend
+        .try_acquire(&acquire(&n, owner(), 10_000))
+        .await
+        .unwrap()
+    {
+        AcquireOutcome::Held { ttl: Some(ttl) } => {
+            assert!(
+                ttl > Duration::from_secs(28) && ttl <= Duration::from_secs(30),
+                "{ttl:?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // We cannot release it; Redisson's hold is intact.
+    let req = release(&n, owner(), 10_000);
+    assert_eq!(
+        must_release(&env.backend, &req).await,
+        ReleaseOutcome::NotHeld
+    );
+    assert_eq!(env.server.cmd(&["HGET", "shared", java]), bulk("1"));
+    // inspect parses its field as an owner.
+    let info = env.backend.inspect(&n).await.unwrap();
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.holders[0].field, java);
+    assert!(info.holders[0].owner().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_unlock_message_wakes_us() {
+    let mut env = env().await;
+    let n = name("job");
+    let topic = Topic::Lock(n.clone());
+    env.backend.subscribe(&topic).await.unwrap();
+    // Redisson's unlock publishes 0 on redisson_lock__channel:{name}.
+    env.server
+        .cmd(&["PUBLISH", "redisson_lock__channel:{job}", "0"]);
+    env.notices
+        .expect(
+            &Notice::Unlocked {
+                topic: topic.clone(),
+                wake: Wake::One,
+            },
+            Duration::from_secs(2),
+        )
+        .await;
+    // A read unlock wakes everyone; other messages are ignored.
+    env.server
+        .cmd(&["PUBLISH", "redisson_lock__channel:{job}", "7"]);
+    env.server
+        .cmd(&["PUBLISH", "redisson_lock__channel:{job}", "1"]);
+    assert_eq!(
+        env.notices.next(Duration::from_secs(2)).await,
+        Some(Notice::Unlocked {
+            topic,
+            wake: Wake::All
+        })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_unlock_is_published_where_redisson_listens() {
+    let env = env().await;
+    let n = name("job");
+    let o = owner();
+    must_acquire(&env.backend, &acquire(&n, o, 10_000)).await;
+    // A raw subscriber on Redisson's channel, in a thread of its own.
+    let client = env.server.client();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let listener = std::thread::spawn(move || {
+        let mut conn = client.get_connection().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut pubsub = conn.as_pubsub();
+        pubsub.subscribe("redisson_lock__channel:{job}").unwrap();
+        ready_tx.send(()).unwrap();
+        let msg = pubsub.get_message().unwrap();
+        tx.send(msg.get_payload::<String>().unwrap()).unwrap();
+    });
+    ready_rx.recv().unwrap();
+    assert_eq!(
+        must_release(&env.backend, &release(&n, o, 10_000)).await,
+        ReleaseOutcome::Released
+    );
+    assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), "0");
+    listener.join().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_prefix_applies_to_every_name() {
+    let mut env = env_with(|c| c.key_prefix("app:")).await;
+    let n = name("job");
+    let o = owner();
+    let topic = Topic::Lock(n.clone());
+    env.backend.subscribe(&topic).await.unwrap();
+    let mut req = acquire(&n, o, 10_000);
+    req.fenced = true;
+    must_acquire(&env.backend, &req).await;
+    assert_eq!(env.server.cmd(&["HGET", "app:job", &o.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["EXISTS", "job"]), Value::Int(0));
+    assert_eq!(
+        env.server.cmd(&["GET", "redisson_lock_token:{app:job}"]),
+        bulk("1")
+    );
+    let latch = format!("redisson_lock_latch:{{app:job}}:{}", req.request_id);
+    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(1));
+    env.server
+        .cmd(&["PUBLISH", "redisson_lock__channel:{app:job}", "0"]);
+    env.notices
+        .expect(
+            &Notice::Unlocked {
+                topic,
+                wake: Wake::One,
+            },
+            Duration::from_secs(2),
+        )
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn names_with_braces_keep_their_hash_tag() {
+    let env = env().await;
+    let n = name("{user1}:job");
+    let o = owner();
+    let mut req = acquire(&n, o, 10_000);
+    req.fenced = true;
+    must_acquire(&env.backend, &req).await;
+    assert_eq!(
+        env.server.cmd(&["HGET", "{user1}:job", &o.field()]),
+        bulk("1")
+    );
+    assert_eq!(
+        env.server.cmd(&["GET", "redisson_lock_token:{user1}:job"]),
+        bulk("1")
+    );
+}

@@ -1,0 +1,469 @@
+//! Every script against a real server: outcomes, counts, latches, fencing,
+//! batched renewals, wrong types, inspection, and script-cache loss.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use lock_redis::{
+    AcquireOutcome, AcquireRequest, Holder, KeyLayout, LockBackend, LockError, LockInfo,
+    ReleaseOutcome, RenewTarget,
+};
+use lock_testkit::fixtures::redis::{self, Value};
+
+fn ttl_near(ttl: Option<Duration>, lease_ms: u64) -> bool {
+    ttl.is_some_and(|t| {
+        t <= Duration::from_millis(lease_ms) && t > Duration::from_millis(lease_ms - 2_000)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquire_reenter_and_held_reply() {
+    let env = env().await;
+    let n = name("acq");
+    let (a, b) = (owner(), owner());
+    assert_eq!(
+        must_acquire(&env.backend, &acquire(&n, a, 10_000)).await,
+        None
+    );
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    assert_eq!(env.server.cmd(&["HGET", "acq", &a.field()]), bulk("2"));
+
+    match env
+        .backend
+        .try_acquire(&acquire(&n, b, 10_000))
+        .await
+        .unwrap()
+    {
+        AcquireOutcome::Held { ttl } => assert!(ttl_near(ttl, 10_000), "{ttl:?}"),
+        other => panic!("{other:?}"),
+    }
+    // A failed attempt writes nothing.
+    assert_eq!(env.server.cmd(&["HLEN", "acq"]), Value::Int(1));
+
+    // A holder without expiry is reported with no ttl.
+    env.server.cmd(&["HSET", "persistent", "someone:1", "1"]);
+    let held = env
+        .backend
+        .try_acquire(&acquire(&name("persistent"), a, 1_000))
+        .await
+        .unwrap();
+    assert_eq!(held, AcquireOutcome::Held { ttl: None });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_counts_down_then_frees_and_publishes() {
+    let mut env = env().await;
+    let n = name("rel");
+    let a = owner();
+    let topic = lock_redis::Topic::Lock(n.clone());
+    env.backend.subscribe(&topic).await.unwrap();
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+
+    env.server.cmd(&["PEXPIRE", "rel", "5000"]);
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, 10_000)).await,
+        ReleaseOutcome::StillHeld
+    );
+    assert_eq!(env.server.cmd(&["HGET", "rel", &a.field()]), bulk("1"));
+    // The lease was set again.
+    assert!(int(env.server.cmd(&["PTTL", "rel"])) > 5_000);
+    env.notices.expect_none(Duration::from_millis(100)).await;
+
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, 10_000)).await,
+        ReleaseOutcome::Released
+    );
+    assert_eq!(env.server.cmd(&["EXISTS", "rel"]), Value::Int(0));
+    env.notices
+        .expect(
+            &lock_redis::Notice::Unlocked {
+                topic,
+                wake: lock_redis::Wake::One,
+            },
+            Duration::from_secs(2),
+        )
+        .await;
+
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, 10_000)).await,
+        ReleaseOutcome::NotHeld
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_non_owner_is_not_held_and_changes_nothing() {
+    let env = env().await;
+    let n = name("other");
+    let (a, b) = (owner(), owner());
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    let req = release(&n, b, 10_000);
+    assert_eq!(
+        must_release(&env.backend, &req).await,
+        ReleaseOutcome::NotHeld
+    );
+    assert_eq!(env.server.cmd(&["HGET", "other", &a.field()]), bulk("1"));
+    // NotHeld is not latched: nothing written for the request.
+    let latch = KeyLayout::default().unlock_latch(&n, &req.request_id.to_string());
+    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_requests_return_the_first_outcome() {
+    let env = env().await;
+    let n = name("latched");
+    let (a, b) = (owner(), owner());
+    let layout = KeyLayout::default();
+
+    let mut first = acquire(&n, a, 10_000);
+    first.fenced = true;
+    let token = must_acquire(&env.backend, &first).await.unwrap();
+    // The same request again (a retry after an unknown outcome): same token,
+    // no second hold.
+    assert_eq!(must_acquire(&env.backend, &first).await, Some(token));
+    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
+    let latch = layout.acquire_latch(&n, &first.request_id.to_string());
+    let latch_ttl = int(env.server.cmd(&["PTTL", &latch]));
+    assert!(latch_ttl > 0 && latch_ttl <= LATCH_MS as i64, "{latch_ttl}");
+
+    // A second, distinct acquisition does count.
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("2"));
+
+    let rel1 = release(&n, a, 10_000);
+    assert_eq!(
+        must_release(&env.backend, &rel1).await,
+        ReleaseOutcome::StillHeld
+    );
+    assert_eq!(
+        must_release(&env.backend, &rel1).await,
+        ReleaseOutcome::StillHeld
+    );
+    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
+
+    let rel2 = release(&n, a, 10_000);
+    assert_eq!(
+        must_release(&env.backend, &rel2).await,
+        ReleaseOutcome::Released
+    );
+    // Someone else takes it; the retried release still reports its first
+    // outcome and does not touch the new holder.
+    must_acquire(&env.backend, &acquire(&n, b, 10_000)).await;
+    assert_eq!(
+        must_release(&env.backend, &rel2).await,
+        ReleaseOutcome::Released
+    );
+    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("1"));
+
+    // With a latch ttl of 0 nothing is latched.
+    let mut unlatched = acquire(&n, b, 10_000);
+    unlatched.latch_ttl_ms = 0;
+    must_acquire(&env.backend, &unlatched).await;
+    let key = layout.acquire_latch(&n, &unlatched.request_id.to_string());
+    assert_eq!(env.server.cmd(&["EXISTS", &key]), Value::Int(0));
+    must_acquire(&env.backend, &unlatched).await;
+    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("3"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_outcomes_are_not_latched() {
+    let env = env().await;
+    let n = name("held-latch");
+    let (a, b) = (owner(), owner());
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    let attempt = acquire(&n, b, 10_000);
+    assert!(matches!(
+        env.backend.try_acquire(&attempt).await.unwrap(),
+        AcquireOutcome::Held { .. }
+    ));
+    must_release(&env.backend, &release(&n, a, 10_000)).await;
+    // The same request id tries again and now gets the lock.
+    must_acquire(&env.backend, &attempt).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_strictly_increase() {
+    let env = env().await;
+    let n = name("fenced");
+    let fenced = |o| {
+        let mut r: AcquireRequest = acquire(&n, o, 10_000);
+        r.fenced = true;
+        r
+    };
+    let (a, b) = (owner(), owner());
+    let t1 = must_acquire(&env.backend, &fenced(a)).await.unwrap();
+    // A re-entry also gets a fresh, larger token.
+    let t2 = must_acquire(&env.backend, &fenced(a)).await.unwrap();
+    must_release(&env.backend, &release(&n, a, 10_000)).await;
+    must_release(&env.backend, &release(&n, a, 10_000)).await;
+    let t3 = must_acquire(&env.backend, &fenced(b)).await.unwrap();
+    assert!(env.backend.force_unlock(&n).await.unwrap());
+    // Unfenced acquisitions do not consume tokens.
+    assert_eq!(
+        must_acquire(&env.backend, &acquire(&n, a, 10_000)).await,
+        None
+    );
+    assert!(env.backend.force_unlock(&n).await.unwrap());
+    let t4 = must_acquire(&env.backend, &fenced(a)).await.unwrap();
+    assert!(
+        t1 >= 1 && t1 < t2 && t2 < t3 && t3 < t4,
+        "{t1} {t2} {t3} {t4}"
+    );
+    // The counter never expires.
+    let token_key = KeyLayout::default().token_key(&n);
+    assert_eq!(env.server.cmd(&["PTTL", &token_key]), Value::Int(-1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renew_a_big_mixed_batch() {
+    let env = env().await;
+    let me = owner();
+    let other = owner();
+    let mut conn = env.server.conn().await;
+    let mut pipe = redis::pipe();
+    let mut targets = Vec::new();
+    let mut expected = Vec::new();
+    for i in 0..2_500 {
+        let key = format!("renew-{i}");
+        match i % 4 {
+            // Held by me.
+            0 | 1 => {
+                pipe.hset(&key, me.field(), 1).ignore();
+                pipe.pexpire(&key, 5_000).ignore();
+                expected.push(true);
+            }
+            // Held by someone else.
+            2 => {
+                pipe.hset(&key, other.field(), 1).ignore();
+                pipe.pexpire(&key, 5_000).ignore();
+                expected.push(false);
+            }
+            // Not held at all (and one wrong-type value).
+            _ => {
+                if i == 3 {
+                    pipe.set(&key, "not a lock").ignore();
+                }
+                expected.push(false);
+            }
+        }
+        targets.push(RenewTarget {
+            name: name(&key),
+            owner: me,
+        });
+    }
+    pipe.query_async::<()>(&mut conn).await.unwrap();
+
+    let results = env.backend.renew(&targets, 60_000).await.unwrap();
+    assert_eq!(results.len(), targets.len());
+    for (i, (got, want)) in results.iter().zip(&expected).enumerate() {
+        assert_eq!(got.as_ref().ok(), Some(want), "target {i}");
+    }
+    assert!(int(env.server.cmd(&["PTTL", "renew-0"])) > 50_000);
+    assert!(int(env.server.cmd(&["PTTL", "renew-2"])) <= 5_000);
+    assert_eq!(env.server.cmd(&["GET", "renew-3"]), bulk("not a lock"));
+    assert_eq!(env.server.cmd(&["EXISTS", "renew-7"]), Value::Int(0));
+
+    assert!(env.backend.renew(&[], 1_000).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrong_type_is_reported_and_left_untouched() {
+    let env = env().await;
+    let n = name("a-string");
+    env.server.cmd(&["SET", "a-string", "precious"]);
+    let a = owner();
+    let is_wrong_type = |r: Result<(), LockError>| match r {
+        Err(LockError::WrongType { key }) => assert_eq!(key, "a-string"),
+        other => panic!("expected WrongType, got {other:?}"),
+    };
+    let mut fenced = acquire(&n, a, 1_000);
+    fenced.fenced = true;
+    is_wrong_type(env.backend.try_acquire(&fenced).await.map(drop));
+    is_wrong_type(env.backend.release(&release(&n, a, 1_000)).await.map(drop));
+    is_wrong_type(env.backend.force_unlock(&n).await.map(drop));
+    is_wrong_type(env.backend.inspect(&n).await.map(drop));
+    assert_eq!(env.server.cmd(&["GET", "a-string"]), bulk("precious"));
+    assert_eq!(env.server.cmd(&["PTTL", "a-string"]), Value::Int(-1));
+    // Nothing else was written either: no token, no latch.
+    let layout = KeyLayout::default();
+    assert_eq!(
+        env.server.cmd(&["EXISTS", &layout.token_key(&n)]),
+        Value::Int(0)
+    );
+    let latch = layout.acquire_latch(&n, &fenced.request_id.to_string());
+    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(0));
+    assert_eq!(env.server.cmd(&["DBSIZE"]), Value::Int(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspect_reports_holders_and_ttl() {
+    let env = env().await;
+    let n = name("inspected");
+    assert_eq!(env.backend.inspect(&n).await.unwrap(), LockInfo::default());
+    let a = owner();
+    must_acquire(&env.backend, &acquire(&n, a, 20_000)).await;
+    must_acquire(&env.backend, &acquire(&n, a, 20_000)).await;
+    let info = env.backend.inspect(&n).await.unwrap();
+    assert_eq!(
+        info.holders,
+        vec![Holder {
+            field: a.field(),
+            count: 2
+        }]
+    );
+    assert_eq!(info.holders[0].owner(), Some(a));
+    assert!(info.is_locked());
+    assert_eq!(info.hold_count(&a), 2);
+    assert!(ttl_near(info.ttl, 20_000), "{:?}", info.ttl);
+
+    env.server.cmd(&["PERSIST", "inspected"]);
+    assert_eq!(env.backend.inspect(&n).await.unwrap().ttl, None);
+
+    assert!(env.backend.force_unlock(&n).await.unwrap());
+    assert!(!env.backend.force_unlock(&n).await.unwrap());
+    assert_eq!(env.backend.inspect(&n).await.unwrap(), LockInfo::default());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn force_unlock_publishes() {
+    let mut env = env().await;
+    let n = name("forced");
+    let topic = lock_redis::Topic::Lock(n.clone());
+    env.backend.subscribe(&topic).await.unwrap();
+    must_acquire(&env.backend, &acquire(&n, owner(), 10_000)).await;
+    assert!(env.backend.force_unlock(&n).await.unwrap());
+    env.notices
+        .expect(
+            &lock_redis::Notice::Unlocked {
+                topic,
+                wake: lock_redis::Wake::One,
+            },
+            Duration::from_secs(2),
+        )
+        .await;
+    // Nothing to delete: nothing published.
+    assert!(!env.backend.force_unlock(&n).await.unwrap());
+    env.notices.expect_none(Duration::from_millis(100)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_cache_loss_is_transparent() {
+    let mut env = env().await;
+    let n = name("noscript");
+    let a = owner();
+    env.server.flush_scripts();
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    env.server.flush_scripts();
+    let renewed = env
+        .backend
+        .renew(
+            &[RenewTarget {
+                name: n.clone(),
+                owner: a,
+            }],
+            10_000,
+        )
+        .await
+        .unwrap();
+    assert_eq!(renewed[0].as_ref().ok(), Some(&true));
+    env.server.flush_scripts();
+    assert_eq!(env.backend.inspect(&n).await.unwrap().hold_count(&a), 1);
+    env.server.flush_scripts();
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, 10_000)).await,
+        ReleaseOutcome::Released
+    );
+
+    // A restarted server has neither data nor scripts; the pool drops its
+    // dead connections on checkout, so the very next call works.
+    env.server.restart();
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zero_lease_is_rejected_before_io() {
+    let env = env().await;
+    let n = name("zero");
+    let err = env
+        .backend
+        .try_acquire(&acquire(&n, owner(), 0))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    let err = env
+        .backend
+        .release(&release(&n, owner(), 0))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    assert_eq!(env.server.cmd(&["DBSIZE"]), Value::Int(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_acquirers_exclude_each_other() {
+    let env = env().await;
+    let backend = std::sync::Arc::new(env.backend);
+    let n = name("contended");
+    let mut tasks = Vec::new();
+    for _ in 0..20 {
+        let backend = backend.clone();
+        let n = n.clone();
+        tasks.push(tokio::spawn(async move {
+            backend
+                .try_acquire(&acquire(&n, owner(), 10_000))
+                .await
+                .unwrap()
+        }));
+    }
+    let mut acquired = 0;
+    for t in tasks {
+        if matches!(t.await.unwrap(), AcquireOutcome::Acquired { .. }) {
+            acquired += 1;
+        }
+    }
+    assert_eq!(acquired, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewing_many_locks_takes_one_pipeline() {
+    // 20 000 keeps the test quick; 100 000 behaves the same (one EVALSHA per
+    // 500 locks, one pipeline; ~0.4 s in a release build).
+    let env = env_with(|c| c.command_timeout(Duration::from_secs(20))).await;
+    let me = owner();
+    let mut conn = env.server.conn().await;
+    let total = 20_000;
+    let mut targets = Vec::with_capacity(total);
+    for start in (0..total).step_by(5_000) {
+        let mut pipe = redis::pipe();
+        for i in start..start + 5_000 {
+            let key = format!("many-{i}");
+            pipe.hset(&key, me.field(), 1).ignore();
+            pipe.pexpire(&key, 5_000).ignore();
+            targets.push(RenewTarget {
+                name: name(&key),
+                owner: me,
+            });
+        }
+        pipe.query_async::<()>(&mut conn).await.unwrap();
+    }
+    env.server.cmd(&["CONFIG", "RESETSTAT"]);
+    let started = std::time::Instant::now();
+    let results = env.backend.renew(&targets, 60_000).await.unwrap();
+    let took = started.elapsed();
+    assert!(results.iter().all(|r| matches!(r, Ok(true))));
+    assert!(int(env.server.cmd(&["PTTL", "many-19999"])) > 50_000);
+    // One EVALSHA per chunk of 500, all sent in one pipeline.
+    let stats = match env.server.cmd(&["INFO", "commandstats"]) {
+        Value::VerbatimString { text, .. } => text,
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let chunks = total.div_ceil(lock_redis::backend::RENEW_CHUNK);
+    assert!(
+        stats.contains(&format!("cmdstat_evalsha:calls={chunks},")),
+        "{stats}"
+    );
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
