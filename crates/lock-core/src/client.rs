@@ -180,12 +180,29 @@ impl LockClient {
         &self.inner.backend
     }
 
-    /// Closes the client: later operations fail with [`LockError::Closed`],
-    /// the watchdog stops (held watchdog locks expire within
-    /// `watchdog_timeout`) and the backend's connections are closed. Held
-    /// locks are not released; unlock them first.
+    /// Resolves once no acquire or release is in flight, background ones
+    /// included (releases of dropped guards, undoing of abandoned
+    /// acquisitions). Each is bounded by the backend's timeouts and the
+    /// retry policy.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe; it only observes.
+    pub async fn settle(&self) {
+        self.inner.stats.idle().await;
+    }
+
+    /// Closes the client: later operations fail with [`LockError::Closed`];
+    /// requests already in flight — including background releases of guards
+    /// dropped before — finish first ([`LockClient::settle`]); then the
+    /// watchdog stops (locks still held expire within `watchdog_timeout`)
+    /// and the backend's connections are closed. Unlock what you hold first.
+    ///
+    /// # Cancel safety
+    /// The client is marked closed at once; dropping the future skips the
+    /// wait for requests in flight and the closing of connections.
     pub async fn close(&self) {
         if !self.inner.closed.swap(true, Ordering::AcqRel) {
+            self.settle().await;
             self.inner.watchdog.stop();
             self.inner.backend.close().await;
         }

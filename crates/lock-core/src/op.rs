@@ -19,6 +19,7 @@ use crate::backend::{AcquireOutcome, AcquireRequest, LockBackend, ReleaseOutcome
 use crate::client::ClientInner;
 use crate::config::RetryPolicy;
 use crate::error::{LockError, Result};
+use crate::stats::InFlight;
 
 /// Decides, after each failure of one operation, whether to try again, and
 /// sleeps the backoff when so.
@@ -62,6 +63,7 @@ pub(crate) enum Attempt {
 /// task.
 pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Result<Attempt> {
     let task_inner = Arc::clone(inner);
+    let in_flight = InFlight::start(&inner.stats);
     let task = inner.runtime.spawn(async move {
         let started = Instant::now();
         let backend = Arc::clone(&task_inner.backend);
@@ -73,10 +75,13 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
             }
         };
         Ok(match outcome {
+            // The hold stays "in flight" until a guard owns it or its undo
+            // has started, so `settle` cannot slip between the two.
             AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
                 inner: task_inner,
                 req,
                 armed: true,
+                _in_flight: in_flight,
                 fencing_token,
                 started,
             }),
@@ -95,7 +100,9 @@ pub(crate) fn release(
 ) -> tokio::task::JoinHandle<Result<ReleaseOutcome>> {
     let backend: Arc<dyn LockBackend> = Arc::clone(&inner.backend);
     let policy: RetryPolicy = inner.config.retry.clone();
+    let in_flight = InFlight::start(&inner.stats);
     inner.runtime.spawn(async move {
+        let _in_flight = in_flight;
         let mut retry = Retry::new(&policy, "release");
         let result = loop {
             match backend.release(&req).await {
@@ -128,6 +135,7 @@ pub(crate) struct PendingHold {
     fencing_token: Option<u64>,
     /// When the first attempt was sent: the lease runs from no earlier.
     started: Instant,
+    _in_flight: InFlight,
 }
 
 impl PendingHold {

@@ -1,6 +1,9 @@
 //! Counters a client keeps about its own work, for tests and benchmarks.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::Notify;
 
 /// A monotonically increasing counter.
 #[derive(Debug, Default)]
@@ -28,6 +31,26 @@ pub(crate) struct Stats {
     pub(crate) subscriptions: Counter,
     pub(crate) renew_calls: Counter,
     pub(crate) renewed: Counter,
+    in_flight: AtomicUsize,
+    idle: Notify,
+}
+
+/// Counts one backend operation as in flight until dropped.
+pub(crate) struct InFlight(Arc<Stats>);
+
+impl InFlight {
+    pub(crate) fn start(stats: &Arc<Stats>) -> Self {
+        stats.in_flight.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(stats))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
 }
 
 /// A snapshot of a client's counters since it was created.
@@ -51,9 +74,25 @@ pub struct ClientStats {
     pub renewed: u64,
     /// Locks the watchdog is keeping alive right now.
     pub watched: u64,
+    /// Acquire and release requests running right now, including the
+    /// background releases of dropped guards and abandoned acquisitions.
+    pub in_flight: u64,
 }
 
 impl Stats {
+    /// Resolves once no operation is in flight.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if self.in_flight.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
     pub(crate) fn snapshot(&self, subscriptions_active: usize, watched: usize) -> ClientStats {
         ClientStats {
             tries: self.tries.get(),
@@ -64,6 +103,7 @@ impl Stats {
             renew_calls: self.renew_calls.get(),
             renewed: self.renewed.get(),
             watched: watched as u64,
+            in_flight: self.in_flight.load(Ordering::Acquire) as u64,
         }
     }
 }

@@ -185,11 +185,18 @@ impl Task {
                 } else {
                     failures + 1
                 };
-                // After a failure, try again sooner than a full interval.
+                // After a failure, try again sooner than a full interval, and
+                // ever more often as the earliest lease deadline nears, so a
+                // server that comes back just before it still saves the lock.
                 let pause = if failures == 0 {
                     interval
                 } else {
-                    interval.min(self.retry.backoff(failures))
+                    let to_deadline = self.earliest_deadline().map_or(interval, |d| {
+                        d.saturating_duration_since(Instant::now()) / 2
+                    });
+                    interval
+                        .min(self.retry.backoff(failures))
+                        .min(to_deadline.max(Duration::from_millis(1)))
                 };
                 next_tick = Some(Instant::now() + pause);
             }

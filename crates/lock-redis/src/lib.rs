@@ -96,3 +96,31 @@ pub use transport::{PubSubEvent, PubSubHandler, Transport};
 pub use lock_core;
 pub use lock_core::*;
 pub use redis;
+
+/// Connects a [`LockClient`] to Redis: the usual way to start.
+///
+/// ```no_run
+/// # async fn demo() -> lock_redis::Result<()> {
+/// use lock_redis::{ClientConfig, RedisConfig};
+/// let client = lock_redis::connect(
+///     RedisConfig::new("redis://127.0.0.1:6379/"),
+///     ClientConfig::default(),
+/// )
+/// .await?;
+/// let guard = client.lock("orders:42")?.lock().await?;
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for a bad configuration (before any I/O);
+/// a retryable error when the server cannot be reached within the connect
+/// timeout.
+///
+/// # Cancel safety
+/// Dropping the future before it resolves closes what it opened.
+pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
+    client.validate()?;
+    let backend = RedisBackend::connect(redis).await?;
+    LockClient::new(std::sync::Arc::new(backend), client)
+}
