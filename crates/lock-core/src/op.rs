@@ -71,6 +71,12 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
         let outcome = loop {
             match backend.try_acquire(&req).await {
                 Err(e) if retry.again(&e).await => continue,
+                Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
+                    // The request may still run (e.g. queued in a frozen
+                    // server) and take the lock after we gave up.
+                    reconcile(Arc::clone(&task_inner), req, started);
+                    return Err(e);
+                }
                 result => break result?,
             }
         };
@@ -81,7 +87,7 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
                 inner: task_inner,
                 req,
                 armed: true,
-                _in_flight: in_flight,
+                in_flight,
                 fencing_token,
                 started,
             }),
@@ -90,6 +96,52 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
     });
     inner.stats.tries.incr();
     task.await.map_err(join_error)?
+}
+
+/// Finds out, in the background, whether an acquisition whose outcome is
+/// unknown took the lock, and releases it if so.
+///
+/// It repeats the same request: the acquire latch makes a repeat return the
+/// first outcome if the request ran, and if it has not run, the repeat takes
+/// the lock itself; either way the hold is released again. `Held` means it
+/// did not run before the repeat. This works while the latch can still
+/// answer, `latch_ttl` after the first send; past that the hold, if any,
+/// expires with its lease.
+fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
+    let deadline = started + inner.config.latch_ttl;
+    let runtime = inner.runtime.clone();
+    runtime.spawn(async move {
+        let backend = Arc::clone(&inner.backend);
+        let mut attempt = 1;
+        loop {
+            tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
+            attempt += 1;
+            if Instant::now() >= deadline {
+                tracing::warn!(lock = %req.name, "could not find out whether a failed acquisition took the lock; it expires with its lease");
+                return;
+            }
+            match backend.try_acquire(&req).await {
+                Ok(AcquireOutcome::Acquired { fencing_token }) => {
+                    tracing::debug!(lock = %req.name, "a failed acquisition took the lock after all; releasing it");
+                    drop(PendingHold {
+                        in_flight: InFlight::start(&inner.stats),
+                        inner,
+                        req,
+                        armed: true,
+                        fencing_token,
+                        started,
+                    });
+                    return;
+                }
+                Ok(AcquireOutcome::Held { .. }) => return,
+                Err(e) if e.is_retryable() => continue,
+                Err(e) => {
+                    tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
+                    return;
+                }
+            }
+        }
+    });
 }
 
 /// One release (with retries), run to completion in its own task. Awaiting
@@ -135,7 +187,8 @@ pub(crate) struct PendingHold {
     fencing_token: Option<u64>,
     /// When the first attempt was sent: the lease runs from no earlier.
     started: Instant,
-    _in_flight: InFlight,
+    #[allow(dead_code)] // held for its Drop: counts the hold as in flight
+    in_flight: InFlight,
 }
 
 impl PendingHold {

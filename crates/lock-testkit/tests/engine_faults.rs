@@ -79,6 +79,50 @@ async fn release_retried_after_lost_reply_counts_once() {
     assert!(!lock.is_locked().await.unwrap());
 }
 
+/// Every reply lost: the acquisition ran but the caller only saw errors. The
+/// engine finds out and releases it, long before its lease would expire.
+#[tokio::test(start_paused = true)]
+async fn acquisition_that_failed_but_ran_is_undone() {
+    let (server, c) = setup();
+    let lock = c.lock("orphan").unwrap();
+    server.lose_next_replies(RetryPolicy::default().attempts);
+    let err = lock
+        .lock_with_lease(Duration::from_secs(3600))
+        .await
+        .unwrap_err();
+    assert!(err.is_retryable());
+    assert!(lock.is_locked().await.unwrap(), "the request did run");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!lock.is_locked().await.unwrap(), "orphaned hold undone");
+}
+
+/// The same for a re-entry: the count goes back to exactly one.
+#[tokio::test(start_paused = true)]
+async fn reentry_that_failed_but_ran_is_undone_exactly_once() {
+    let (server, c) = setup();
+    let lock = c.lock("orphan-reentry").unwrap();
+    let g = lock.lock().await.unwrap();
+    server.lose_next_replies(RetryPolicy::default().attempts);
+    assert!(lock.lock_as(g.owner()).await.unwrap_err().is_retryable());
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 2);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    g.unlock().await.unwrap();
+}
+
+/// Failed before running: the background check takes and releases the lock
+/// itself; nothing is left either way.
+#[tokio::test(start_paused = true)]
+async fn acquisition_that_failed_without_running_leaves_nothing() {
+    let (server, c) = setup();
+    let lock = c.lock("never-ran").unwrap();
+    server.fail_next(RetryPolicy::default().attempts);
+    assert!(lock.lock().await.unwrap_err().is_retryable());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(c.stats().in_flight, 0);
+}
+
 #[tokio::test(start_paused = true)]
 async fn transient_failures_are_retried() {
     let (server, c) = setup();
