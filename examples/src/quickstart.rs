@@ -1,6 +1,7 @@
 //! Quickstart: two clients share one lock store and take turns.
 //!
-//! Runs on the in-memory backend (no server needed).
+//! Runs on the in-memory backend (no server needed), or on Redis when
+//! `REDIS_URL` is set (e.g. `REDIS_URL=redis://127.0.0.1:6379/`).
 #![allow(clippy::print_stdout)]
 
 use std::time::{Duration, Instant};
@@ -10,7 +11,7 @@ use lock_testkit::InMemoryServer;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let (a, b, backend) = clients()?;
+    let (a, b, backend) = clients().await?;
     println!("backend: {backend}");
     println!("client A id {}, client B id {}", a.id(), b.id());
 
@@ -78,8 +79,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Two clients on one in-memory store.
-fn clients() -> Result<(LockClient, LockClient, String), Box<dyn std::error::Error>> {
-    let server = InMemoryServer::new();
-    Ok((server.client()?, server.client()?, "in-memory".to_owned()))
+/// Two clients on one store: Redis at `REDIS_URL`, else in memory.
+async fn clients() -> Result<(LockClient, LockClient, String), Box<dyn std::error::Error>> {
+    match std::env::var("REDIS_URL") {
+        Ok(url) => {
+            let connect = || {
+                lock_redis::connect(
+                    lock_redis::RedisConfig::new(url.clone()),
+                    lock_core::ClientConfig::default(),
+                )
+            };
+            Ok((
+                connect().await?,
+                connect().await?,
+                format!("redis at {url}"),
+            ))
+        }
+        Err(_) => {
+            let server = InMemoryServer::new();
+            Ok((server.client()?, server.client()?, "in-memory".to_owned()))
+        }
+    }
 }
