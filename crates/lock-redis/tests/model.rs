@@ -157,7 +157,7 @@ fn in_memory(ops: &[Op]) -> Vec<Seen> {
         let backends: Vec<Arc<dyn LockBackend>> = (0..CLIENTS)
             .map(|_| server.connect() as Arc<dyn LockBackend>)
             .collect();
-        run(&backends, ops, |d| tokio::time::advance(d)).await
+        run(&backends, ops, tokio::time::advance).await
     })
 }
 
