@@ -5,7 +5,10 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::{channel, client, eventually, key, leftover_keys, unique, Harness, WATCHDOG};
+use super::{
+    channel, client, contended, eventually, key, leftover_keys, unique, Contended, Harness,
+    WATCHDOG,
+};
 
 /// Polls `fut` up to `n` times (yielding between polls), then drops it.
 /// Returns its output if it finished.
@@ -23,15 +26,7 @@ async fn poll_then_drop<F: Future>(fut: F, n: usize) -> Option<F::Output> {
 /// A waiter that gives up (its future dropped) leaves no subscription, no
 /// key and no hold behind.
 pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("drop-waiter");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "drop-waiter").await;
     let lb = b.lock(&name).unwrap();
     for _ in 0..3 {
         let gave_up = tokio::time::timeout(Duration::from_millis(150), lb.lock()).await;
@@ -90,15 +85,7 @@ pub async fn dropped_unlock_still_releases(h: &dyn Harness) {
 /// A waiter that is woken and then dropped does not swallow the wake-up:
 /// the next waiter takes the lock promptly, not after the holder's TTL.
 pub async fn woken_waiter_dropped_passes_wakeup_on(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("baton");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "baton").await;
     let first = {
         let lock = b.lock(&name).unwrap();
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })

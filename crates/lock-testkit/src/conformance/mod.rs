@@ -188,3 +188,40 @@ macro_rules! __conformance_each {
         $crate::__conformance_each! { [$(#[$attr])*] $make; $($($rest)*)? }
     };
 }
+
+/// Two clients of one store, and a lock `name` that `a` holds (`held`) with a
+/// 20 s lease: long enough that anything quicker was a wake-up, not an
+/// expiry.
+pub struct Contended {
+    /// The holder's client.
+    pub a: LockClient,
+    /// A second client, to contend from.
+    pub b: LockClient,
+    /// The lock's (unique) name.
+    pub name: String,
+    /// `a`'s guard.
+    pub held: lock_core::Guard,
+}
+
+/// Sets up [`Contended`] for a lock named after `prefix`.
+pub async fn contended(h: &dyn Harness, prefix: &str) -> Contended {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique(prefix);
+    let held = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    Contended { a, b, name, held }
+}
+
+/// Waits until `waiters` waiters of `c` have subscribed and looked once more
+/// (two attempts each), so a notice sent now reaches them.
+pub async fn waiting(c: &LockClient, waiters: u64) {
+    eventually(Duration::from_secs(2), "waiters subscribed", || async {
+        c.stats().subscriptions_active >= 1 && c.stats().tries >= 2 * waiters
+    })
+    .await;
+}
