@@ -102,10 +102,7 @@ impl RedisBackend {
     }
 
     fn channel(&self, topic: &Topic) -> Option<String> {
-        match topic {
-            Topic::Lock(name) => Some(self.layout.channel(name)),
-            _ => None,
-        }
+        Some(self.layout.topic_channel(topic))
     }
 }
 

@@ -110,7 +110,11 @@ pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
         })
         .collect::<Result<Vec<_>>>()?;
     let ttl = if holders.is_empty() { None } else { ttl(pttl) };
-    Ok(LockInfo { holders, ttl })
+    Ok(LockInfo {
+        holders,
+        ttl,
+        queue: Vec::new(),
+    })
 }
 
 fn text(value: &Value) -> Option<String> {

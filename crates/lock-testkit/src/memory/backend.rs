@@ -219,7 +219,14 @@ impl LockBackend for InMemoryBackend {
                 })
                 .collect();
             let ttl = ttl_of(keys.pttl(&lock));
-            Ok((LockInfo { holders, ttl }, None))
+            Ok((
+                LockInfo {
+                    holders,
+                    ttl,
+                    queue: Vec::new(),
+                },
+                None,
+            ))
         })
         .await
     }
@@ -232,13 +239,7 @@ impl LockBackend for InMemoryBackend {
     }
 
     fn subscribe(&self, topic: &Topic) -> BoxFuture<'static, Result<()>> {
-        let channel = match topic {
-            Topic::Lock(name) => self.server.layout().channel(name),
-            other => {
-                let e = LockError::invalid(format!("unsupported topic {other:?}"));
-                return future::ready(Err(e)).boxed();
-            }
-        };
+        let channel = self.server.layout().topic_channel(topic);
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -248,14 +249,12 @@ impl LockBackend for InMemoryBackend {
     }
 
     fn unsubscribe(&self, topic: &Topic) {
-        if let Topic::Lock(name) = topic {
-            let channel = self.server.layout().channel(name);
-            self.connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .channels
-                .remove(&channel);
-        }
+        let channel = self.server.layout().topic_channel(topic);
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .channels
+            .remove(&channel);
     }
 
     async fn close(&self) {
