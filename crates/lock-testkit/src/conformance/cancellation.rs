@@ -33,6 +33,7 @@ pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
         assert!(gave_up.is_err());
     }
     assert_eq!(b.stats().subscriptions_active, 0);
+    b.settle().await;
     eventually(Duration::from_secs(2), "unsubscribed", || async {
         h.subscribers(&channel(h, &name)).await == 0
     })
