@@ -81,6 +81,7 @@
 
 pub mod backend;
 pub mod config;
+mod connections;
 pub mod error;
 mod pubsub;
 mod replies;

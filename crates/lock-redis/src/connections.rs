@@ -1,0 +1,329 @@
+//! A small, fixed set of multiplexed connections to one server: hands out a
+//! healthy connection cheaply.
+//!
+//! # How it works
+//! The set has [`RedisConfig::pool_size`](crate::RedisConfig::pool_size)
+//! slots. Each call takes the next slot round-robin (one atomic increment)
+//! and clones that slot's [`MultiplexedConnection`] (a handle: many calls
+//! share one socket, their commands pipelined by the connection's driver
+//! task). Nothing is sent to check a connection out; in particular no
+//! `PING`, so an operation costs exactly its own round trip.
+//!
+//! A slot is connected lazily, by the first call that finds it empty or
+//! stale, within the connect timeout and the call's deadline. One task at a
+//! time connects a slot; other calls for that slot wait for it (bounded by
+//! their own deadlines) and then use its connection.
+//!
+//! # Health without round trips
+//! A call that fails with an error meaning the connection is broken (I/O
+//! error, connection dropped, refused or reset, an error redis-rs calls
+//! unrecoverable, or no reply by the call's deadline) reports it with
+//! [`ConnectionSet::report`] / [`ConnectionSet::report_no_reply`]:
+//!
+//! * the slot's connection is discarded, but only if it is still the one
+//!   the call used: every connection a slot gets has a new *generation*, so
+//!   a late report about an old connection leaves its replacement alone;
+//! * the set-wide *epoch* moves past the epoch the broken connection was
+//!   made in. Every connection remembers the epoch it was made in and is
+//!   used only while that is still the current epoch, so all connections
+//!   made before the failure was seen are replaced on their next use, not
+//!   each after a failure of its own. After a server restart, about one
+//!   call fails rather than one per slot. Reports about connections of an
+//!   older epoch do not move it again, so a burst of failures of calls that
+//!   were in flight does not throw away connections made after the first.
+//!
+//! Calls already running on a discarded connection finish on it; its socket
+//! closes when the last of them drops its handle.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use lock_core::{LockError, Result};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError};
+use tokio::time::{timeout_at, Instant};
+
+use crate::config::RedisConfig;
+use crate::error::{from_redis, timed_out};
+
+/// A connection handed out by [`ConnectionSet::get`], with what is needed to
+/// report it broken.
+pub(crate) struct Lease {
+    conn: MultiplexedConnection,
+    slot: usize,
+    generation: u64,
+    epoch: u64,
+}
+
+impl Lease {
+    /// The connection (a handle; cloning or dropping it is cheap).
+    pub(crate) fn conn(&mut self) -> &mut MultiplexedConnection {
+        &mut self.conn
+    }
+}
+
+/// A fixed number of lazily made multiplexed connections; see the module
+/// docs.
+pub(crate) struct ConnectionSet {
+    client: Client,
+    config: AsyncConnectionConfig,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+    epoch: AtomicU64,
+    closed: AtomicBool,
+}
+
+struct Slot {
+    state: Mutex<SlotState>,
+    /// Held by the one task connecting this slot.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    live: Option<Live>,
+    /// The generation of the newest connection this slot had.
+    generation: u64,
+}
+
+struct Live {
+    conn: MultiplexedConnection,
+    generation: u64,
+    epoch: u64,
+}
+
+impl Slot {
+    fn state(&self) -> MutexGuard<'_, SlotState> {
+        // Nothing panics while the lock is held; never give up on a slot.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ConnectionSet {
+    /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
+    /// connected yet. Connections to `client` are made within
+    /// [`RedisConfig::connect_timeout`]; each command on them is answered
+    /// within [`RedisConfig::command_timeout`] or fails.
+    pub(crate) fn new(client: Client, config: &RedisConfig) -> Self {
+        let connection_config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(Some(config.command_timeout));
+        let slots = (0..config.pool_size.max(1))
+            .map(|_| Slot {
+                state: Mutex::new(SlotState::default()),
+                connecting: tokio::sync::Mutex::new(()),
+            })
+            .collect();
+        Self {
+            client,
+            config: connection_config,
+            connect_timeout: config.connect_timeout,
+            command_timeout: config.command_timeout,
+            slots,
+            next: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether [`ConnectionSet::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// A connection of the next slot, connecting it first if it has none
+    /// or only a stale one.
+    ///
+    /// # Errors
+    /// [`LockError::Closed`] after [`ConnectionSet::close`]; a retryable
+    /// timeout when `deadline` passes while waiting for the slot or
+    /// connecting; the mapped connect error (refused: retryable; rejected
+    /// credentials: invalid argument).
+    ///
+    /// # Cancel safety
+    /// Safe to drop: a half-made connection is dropped, and another caller
+    /// then connects the slot.
+    pub(crate) async fn get(&self, deadline: Instant) -> Result<Lease> {
+        if self.is_closed() {
+            return Err(LockError::Closed);
+        }
+        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let slot = &self.slots[index];
+        if let Some(lease) = self.current(index) {
+            return Ok(lease);
+        }
+        let Ok(_connecting) = timeout_at(deadline, slot.connecting.lock()).await else {
+            return Err(self.checkout_timed_out());
+        };
+        // Whoever held the gate before us may have connected the slot.
+        if let Some(lease) = self.current(index) {
+            return Ok(lease);
+        }
+        // Read before connecting: should a failure be reported meanwhile,
+        // the new connection counts as made before it (one reconnect too
+        // many at worst, never a broken connection kept).
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let connect_by = deadline.min(Instant::now() + self.connect_timeout);
+        let conn = match timeout_at(
+            connect_by,
+            self.client
+                .get_multiplexed_async_connection_with_config(&self.config),
+        )
+        .await
+        {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => {
+                tracing::debug!(slot = index, error = %e, "cannot connect to redis");
+                return Err(from_redis(&e, ""));
+            }
+            Err(_) if connect_by < deadline => {
+                return Err(timed_out("connecting", self.connect_timeout));
+            }
+            Err(_) => return Err(self.checkout_timed_out()),
+        };
+        self.install(index, conn, epoch)
+    }
+
+    /// Reports that a call on `lease` failed with `err`. Discards the
+    /// connection (see the module docs) when `err` means it is broken;
+    /// other errors (error replies of the server) leave it in use.
+    pub(crate) fn report(&self, lease: &Lease, err: &RedisError) {
+        if is_broken(err) {
+            tracing::debug!(slot = lease.slot, error = %err, "redis connection broken");
+            self.discard(lease);
+        }
+    }
+
+    /// Reports that a call on `lease` got no reply by its deadline: the
+    /// connection is treated as broken.
+    pub(crate) fn report_no_reply(&self, lease: &Lease) {
+        tracing::debug!(slot = lease.slot, "no reply from redis in time");
+        self.discard(lease);
+    }
+
+    /// Drops every connection; later [`ConnectionSet::get`] calls fail with
+    /// [`LockError::Closed`]. Calls in flight finish on the connections they
+    /// hold.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        for slot in self.slots.iter() {
+            slot.state().live = None;
+        }
+    }
+
+    /// The slot's connection, if it has one made in the current epoch.
+    fn current(&self, index: usize) -> Option<Lease> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let state = self.slots[index].state();
+        let live = state.live.as_ref().filter(|live| live.epoch >= epoch)?;
+        Some(Lease {
+            conn: live.conn.clone(),
+            slot: index,
+            generation: live.generation,
+            epoch: live.epoch,
+        })
+    }
+
+    fn install(&self, index: usize, conn: MultiplexedConnection, epoch: u64) -> Result<Lease> {
+        let mut state = self.slots[index].state();
+        // Checked under the slot lock, so `close` cannot miss this one.
+        if self.is_closed() {
+            return Err(LockError::Closed);
+        }
+        state.generation += 1;
+        let generation = state.generation;
+        state.live = Some(Live {
+            conn: conn.clone(),
+            generation,
+            epoch,
+        });
+        Ok(Lease {
+            conn,
+            slot: index,
+            generation,
+            epoch,
+        })
+    }
+
+    fn discard(&self, lease: &Lease) {
+        // Everything made in the broken connection's epoch or before goes.
+        self.epoch.fetch_max(lease.epoch + 1, Ordering::AcqRel);
+        let mut state = self.slots[lease.slot].state();
+        if state
+            .live
+            .as_ref()
+            .is_some_and(|live| live.generation == lease.generation)
+        {
+            state.live = None;
+        }
+    }
+
+    fn checkout_timed_out(&self) -> LockError {
+        LockError::timeout(format!(
+            "no redis connection within the command timeout of {:?}",
+            self.command_timeout
+        ))
+    }
+}
+
+/// Whether `err` means the connection it came from is unusable.
+fn is_broken(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
+        || err.is_unrecoverable_error()
+}
+
+impl fmt::Debug for ConnectionSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let connected = self
+            .slots
+            .iter()
+            .filter(|slot| {
+                slot.state()
+                    .live
+                    .as_ref()
+                    .is_some_and(|live| live.epoch >= epoch)
+            })
+            .count();
+        f.debug_struct("ConnectionSet")
+            .field("size", &self.slots.len())
+            .field("connected", &connected)
+            .field("epoch", &epoch)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    #[test]
+    fn broken_means_the_connection_is_unusable() {
+        for kind in [
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::ConnectionRefused,
+            io::ErrorKind::ConnectionAborted,
+            io::ErrorKind::UnexpectedEof,
+            io::ErrorKind::TimedOut,
+        ] {
+            assert!(
+                is_broken(&RedisError::from(io::Error::from(kind))),
+                "{kind:?}"
+            );
+        }
+        for code in ["WRONGTYPE", "NOSCRIPT", "BUSY", "LOADING", "ERR"] {
+            let err = redis::make_extension_error(code.to_owned(), None);
+            assert!(!is_broken(&err), "{code}");
+        }
+    }
+}
