@@ -64,6 +64,16 @@ impl Lease {
     }
 }
 
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("slot", &self.slot)
+            .field("generation", &self.generation)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A fixed number of lazily made multiplexed connections; see the module
 /// docs.
 pub(crate) struct ConnectionSet {
@@ -106,12 +116,15 @@ impl Slot {
 impl ConnectionSet {
     /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
     /// connected yet. Connections to `client` are made within
-    /// [`RedisConfig::connect_timeout`]; each command on them is answered
-    /// within [`RedisConfig::command_timeout`] or fails.
+    /// [`RedisConfig::connect_timeout`].
+    ///
+    /// The connections have no response timeout of their own: every caller
+    /// bounds its whole call (several commands, on `NOSCRIPT`) by its
+    /// deadline, so a second timer per command would only cost time.
     pub(crate) fn new(client: Client, config: &RedisConfig) -> Self {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.command_timeout));
+            .set_response_timeout(None);
         let slots = (0..config.pool_size.max(1))
             .map(|_| Slot {
                 state: Mutex::new(SlotState::default()),
@@ -304,7 +317,138 @@ impl fmt::Debug for ConnectionSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lock_testkit::fixtures::RedisServer;
     use std::io;
+
+    fn set(server: &RedisServer, size: usize) -> ConnectionSet {
+        let config = RedisConfig::new(server.url())
+            .pool_size(size)
+            .command_timeout(Duration::from_secs(2))
+            .connect_timeout(Duration::from_secs(2));
+        ConnectionSet::new(server.client(), &config)
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(2)
+    }
+
+    fn broken() -> RedisError {
+        RedisError::from(io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+
+    /// `(slot, generation, epoch)` of the next `n` leases.
+    async fn next_leases(set: &ConnectionSet, n: usize) -> Vec<(usize, u64, u64)> {
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            let lease = set.get(soon()).await.unwrap();
+            seen.push((lease.slot, lease.generation, lease.epoch));
+        }
+        seen
+    }
+
+    #[tokio::test]
+    async fn slots_are_used_round_robin_and_connected_once() {
+        let server = RedisServer::start();
+        let set = set(&server, 3);
+        let first = next_leases(&set, 3).await;
+        assert_eq!(first, [(0, 1, 0), (1, 1, 0), (2, 1, 0)]);
+        assert_eq!(next_leases(&set, 3).await, first);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_task_connects_a_slot_and_the_others_share_it() {
+        let server = RedisServer::start();
+        let set = std::sync::Arc::new(set(&server, 1));
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let set = set.clone();
+                tokio::spawn(async move { set.get(soon()).await.unwrap().generation })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn error_replies_keep_the_connection() {
+        let server = RedisServer::start();
+        let set = set(&server, 1);
+        let lease = set.get(soon()).await.unwrap();
+        set.report(
+            &lease,
+            &redis::make_extension_error("WRONGTYPE".into(), None),
+        );
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+    }
+
+    #[tokio::test]
+    async fn a_late_report_leaves_the_replacement_alone() {
+        let server = RedisServer::start();
+        let set = set(&server, 1);
+        let old = set.get(soon()).await.unwrap();
+        set.report(&old, &broken());
+        assert_eq!(next_leases(&set, 1).await, [(0, 2, 1)]);
+        // Another call that was in flight on the old connection fails late.
+        set.report(&old, &broken());
+        set.report_no_reply(&old);
+        assert_eq!(next_leases(&set, 2).await, [(0, 2, 1), (0, 2, 1)]);
+    }
+
+    #[tokio::test]
+    async fn one_broken_connection_retires_every_older_one() {
+        let server = RedisServer::start();
+        let set = set(&server, 4);
+        let leases = next_leases(&set, 4).await;
+        assert!(leases.iter().all(|&(_, generation, _)| generation == 1));
+        let broken_lease = set.get(soon()).await.unwrap();
+        set.report_no_reply(&broken_lease);
+        // Every slot reconnects once, in the new epoch, and stays.
+        let after = next_leases(&set, 8).await;
+        assert!(after.iter().all(|&(_, g, e)| g == 2 && e == 1), "{after:?}");
+        // A burst of reports about connections of the old epoch changes
+        // nothing.
+        set.report(&broken_lease, &broken());
+        assert_eq!(next_leases(&set, 4).await, after[..4]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_connect_leaves_the_slot_for_the_next_call() {
+        let mut server = RedisServer::start();
+        let set = set(&server, 1);
+        server.kill();
+        let err = set.get(soon()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        server.restart();
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+    }
+
+    #[tokio::test]
+    async fn closed_sets_hand_out_nothing() {
+        let server = RedisServer::start();
+        let set = set(&server, 2);
+        let lease = set.get(soon()).await.unwrap();
+        set.close();
+        assert!(matches!(set.get(soon()).await, Err(LockError::Closed)));
+        // Reports after close are harmless.
+        set.report(&lease, &broken());
+        assert!(set.is_closed());
+    }
+
+    #[tokio::test]
+    async fn waiting_for_a_frozen_server_ends_at_the_deadline() {
+        let server = RedisServer::start();
+        let set = set(&server, 1);
+        server.pause();
+        let started = Instant::now();
+        let err = set
+            .get(Instant::now() + Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        server.resume();
+        assert!(err.is_timeout(), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
 
     #[test]
     fn broken_means_the_connection_is_unusable() {
