@@ -32,6 +32,9 @@
 //!   older epoch do not move it again, so a burst of failures of calls that
 //!   were in flight does not throw away connections made after the first.
 //!
+//! A connect that is refused or reset retires the older connections in the
+//! same way: the server went away, so they are most likely dead as well.
+//!
 //! Calls already running on a discarded connection finish on it; its socket
 //! closes when the last of them drops its handle.
 
@@ -191,6 +194,13 @@ impl ConnectionSet {
             Ok(Ok(conn)) => conn,
             Ok(Err(e)) => {
                 tracing::debug!(slot = index, error = %e, "cannot connect to redis");
+                // Refused or reset: the server went away, so the
+                // connections made before are most likely dead too. (A slow
+                // connect says nothing about them; they report their own
+                // timeouts.)
+                if is_broken(&e) && !e.is_timeout() {
+                    self.retire_up_to(epoch);
+                }
                 return Err(from_redis(&e, ""));
             }
             Err(_) if connect_by < deadline => {
@@ -263,8 +273,7 @@ impl ConnectionSet {
     }
 
     fn discard(&self, lease: &Lease) {
-        // Everything made in the broken connection's epoch or before goes.
-        self.epoch.fetch_max(lease.epoch + 1, Ordering::AcqRel);
+        self.retire_up_to(lease.epoch);
         let mut state = self.slots[lease.slot].state();
         if state
             .live
@@ -273,6 +282,11 @@ impl ConnectionSet {
         {
             state.live = None;
         }
+    }
+
+    /// Makes every connection made in `epoch` or before stale.
+    fn retire_up_to(&self, epoch: u64) {
+        self.epoch.fetch_max(epoch + 1, Ordering::AcqRel);
     }
 
     fn checkout_timed_out(&self) -> LockError {
@@ -420,7 +434,26 @@ mod tests {
         let err = set.get(soon()).await.unwrap_err();
         assert!(err.is_retryable(), "{err:?}");
         server.restart();
-        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+        // The refusal moved the epoch; the slot's first connection is made
+        // in the new one.
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 1)]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connect_retires_every_older_connection() {
+        let mut server = RedisServer::start();
+        let set = set(&server, 3);
+        assert_eq!(next_leases(&set, 2).await, [(0, 1, 0), (1, 1, 0)]);
+        server.kill();
+        // Slot 2 has no connection yet: connecting is refused.
+        let err = set.get(soon()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        server.restart();
+        // Slots 0 and 1 do not hand out their dead connections.
+        assert_eq!(
+            next_leases(&set, 3).await,
+            [(0, 2, 1), (1, 2, 1), (2, 1, 1)]
+        );
     }
 
     #[tokio::test]
