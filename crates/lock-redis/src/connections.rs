@@ -196,9 +196,9 @@ impl ConnectionSet {
                 tracing::debug!(slot = index, error = %e, "cannot connect to redis");
                 // Refused or reset: the server went away, so the
                 // connections made before are most likely dead too. (A slow
-                // connect says nothing about them; they report their own
-                // timeouts.)
-                if is_broken(&e) && !e.is_timeout() {
+                // or rejected connect says nothing about them; they report
+                // their own failures.)
+                if e.is_connection_refusal() || e.is_connection_dropped() {
                     self.retire_up_to(epoch);
                 }
                 return Err(from_redis(&e, ""));
