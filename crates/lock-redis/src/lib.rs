@@ -83,7 +83,7 @@ pub mod backend;
 pub mod config;
 pub mod error;
 mod pubsub;
-mod replies;
+pub mod replies;
 pub mod scripts;
 pub mod single;
 pub mod transport;
