@@ -98,7 +98,7 @@ pub mod config;
 mod connections;
 pub mod error;
 mod pubsub;
-mod replies;
+pub mod replies;
 pub mod scripts;
 pub mod single;
 pub mod transport;
