@@ -14,6 +14,7 @@ use crate::name::LockName;
 use crate::op::{self, Attempt};
 use crate::options::{AcquireOptions, Wait};
 use crate::owner::Owner;
+use crate::stats::Parked;
 use crate::waiter::WakeBaton;
 use crate::{AcquireRequest, LockInfo, LockKind};
 
@@ -275,6 +276,7 @@ impl Lock {
             if let Some(d) = deadline {
                 until = until.min(d);
             }
+            let _parked = Parked::start(&inner.stats);
             tokio::select! {
                 _ = &mut notified => {
                     inner.stats.wakeups.incr();

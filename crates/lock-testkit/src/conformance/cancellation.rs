@@ -6,8 +6,8 @@ use std::task::Poll;
 use std::time::Duration;
 
 use super::{
-    channel, client, contended, eventually, key, leftover_keys, unique, Contended, Harness,
-    WATCHDOG,
+    channel, client, contended, eventually, key, leftover_keys, unique, waiting, Contended,
+    Harness, WATCHDOG,
 };
 
 /// Polls `fut` up to `n` times (yielding between polls), then drops it.
@@ -91,18 +91,12 @@ pub async fn woken_waiter_dropped_passes_wakeup_on(h: &dyn Harness) {
         let lock = b.lock(&name).unwrap();
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })
     };
-    eventually(Duration::from_secs(2), "first waiter waiting", || async {
-        b.stats().tries >= 2
-    })
-    .await;
+    waiting(&b, 1).await;
     let second = {
         let lock = b.lock(&name).unwrap();
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })
     };
-    eventually(Duration::from_secs(2), "second waiter waiting", || async {
-        b.stats().tries >= 4
-    })
-    .await;
+    waiting(&b, 2).await;
     let released = tokio::time::Instant::now();
     held.unlock().await.unwrap();
     // Cancel the first waiter wherever it is: still asleep, woken but not

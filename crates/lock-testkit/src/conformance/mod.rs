@@ -259,11 +259,11 @@ pub async fn contended(h: &dyn Harness, prefix: &str) -> Contended {
     Contended { a, b, name, held }
 }
 
-/// Waits until `waiters` waiters of `c` have subscribed and looked once more
-/// (two attempts each), so a notice sent now reaches them.
+/// Waits until `waiters` waiters of `c` are parked: subscribed, done with
+/// their attempts, asleep until a notice. A notice sent now wakes them.
 pub async fn waiting(c: &LockClient, waiters: u64) {
-    eventually(Duration::from_secs(2), "waiters subscribed", || async {
-        c.stats().subscriptions_active >= 1 && c.stats().tries >= 2 * waiters
+    eventually(Duration::from_secs(3), "waiters parked", || async {
+        c.stats().waiting >= waiters
     })
     .await;
 }

@@ -113,10 +113,7 @@ pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
             g
         }));
     }
-    eventually(Duration::from_secs(2), "waiters subscribed", || async {
-        b.stats().tries >= 10
-    })
-    .await;
+    waiting(&b, 5).await;
     assert_eq!(b.stats().subscriptions_opened, 1);
     held.unlock().await.unwrap();
     eventually(
@@ -175,10 +172,7 @@ pub async fn many_waiters_share_one_subscription(h: &dyn Harness) {
         }));
     }
     start.wait().await;
-    eventually(Duration::from_secs(2), "all subscribed", || async {
-        b.stats().tries >= 100
-    })
-    .await;
+    waiting(&b, 50).await;
     assert_eq!(b.stats().subscriptions_opened, 1);
     assert_eq!(h.subscribers(&channel(h, &name)).await, 1);
     for w in waiters {
@@ -216,10 +210,7 @@ pub async fn waiters_acquire_in_turn(h: &dyn Harness) {
             g.unlock().await.unwrap();
         }));
     }
-    eventually(Duration::from_secs(2), "waiters subscribed", || async {
-        b.stats().tries >= 12
-    })
-    .await;
+    waiting(&b, 6).await;
     let started = Instant::now();
     held.unlock().await.unwrap();
     for w in waiters {
