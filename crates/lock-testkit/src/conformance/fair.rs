@@ -27,15 +27,15 @@ async fn queued(h: &dyn Harness, name: &str, n: usize) {
     .await;
 }
 
-/// Waiters from two clients get the lock in exactly their arrival order,
-/// each handoff waking one waiter.
+/// Twenty waiters from two clients get the lock in exactly their arrival
+/// order, each handoff waking one waiter.
 pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "fifo").await;
     let c = client(h).await;
     let order = Arc::new(Mutex::new(Vec::new()));
     let checker = ExclusionChecker::new();
     let mut waiters = Vec::new();
-    for i in 0..6 {
+    for i in 0..20 {
         let lock = if i % 2 == 0 { &b } else { &c }.lock(&name).unwrap();
         let (order, checker) = (Arc::clone(&order), checker.clone());
         waiters.push(tokio::spawn(async move {
@@ -56,11 +56,11 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
     for w in waiters {
         w.await.unwrap();
     }
-    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+    assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
     assert!(checker.violations().is_empty());
     assert_eq!(
         b.stats().wakeups + c.stats().wakeups,
-        6,
+        20,
         "one wake-up per handoff"
     );
     assert!(h.list(&queue_key(h, &name)).await.is_empty());
