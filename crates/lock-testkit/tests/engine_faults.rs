@@ -101,7 +101,12 @@ async fn acquisition_that_failed_but_ran_is_undone() {
 async fn reentry_that_failed_but_ran_is_undone_exactly_once() {
     let (server, c) = setup();
     let lock = c.lock("orphan-reentry").unwrap();
-    let g = lock.lock().await.unwrap();
+    // A leased hold: a watchdog renewal during the retry backoff would take
+    // one of the lost replies and let the last attempt through.
+    let g = lock
+        .lock_with_lease(Duration::from_secs(3600))
+        .await
+        .unwrap();
     server.lose_next_replies(RetryPolicy::default().attempts);
     assert!(lock.lock_as(g.owner()).await.unwrap_err().is_retryable());
     assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 2);
