@@ -45,34 +45,32 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
         Unit::Seconds,
     );
     // Kept until the end, so a later size cannot reuse their memory.
-    let mut kept: Vec<(LockClient, Vec<Guard>)> = Vec::new();
-    let mut outcome = Ok(());
+    let mut kept: Vec<Vec<Guard>> = Vec::new();
     for n in sizes {
-        match one_size(bench, n, &mut r).await {
-            Ok(held) => kept.push(held),
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
-        }
-    }
-    for (client, guards) in kept {
-        // Closed first: the guards then drop without sending releases.
+        let client = bench
+            .lib_client(ClientConfig::default().watchdog_timeout(WATCHDOG))
+            .await?;
+        let result = one_size(bench, &client, n, &mut r).await;
+        // Closed before the guards drop, so they send no releases (the
+        // locks expire), and before the next size, so its watchdog does
+        // not renew alongside.
         Lib(client).close().await;
-        drop(guards);
+        kept.push(result?);
     }
-    outcome?;
+    drop(kept);
     r.note("memory is the RSS growth of the whole process while taking the locks (guards included), divided by their number");
     Ok(r)
 }
 
-async fn one_size(bench: &Bench, n: usize, r: &mut Report) -> Result<(LockClient, Vec<Guard>)> {
+async fn one_size(
+    bench: &Bench,
+    client: &LockClient,
+    n: usize,
+    r: &mut Report,
+) -> Result<Vec<Guard>> {
     bench.progress(&format!(
         "W4 watchdog: taking {n} locks ({CONCURRENCY} at a time)"
     ));
-    let client = bench
-        .lib_client(ClientConfig::default().watchdog_timeout(WATCHDOG))
-        .await?;
     let rss_before = resident_bytes();
     let started = Instant::now();
     let guards: Vec<Guard> = futures::stream::iter(0..n)
@@ -109,14 +107,16 @@ async fn one_size(bench: &Bench, n: usize, r: &mut Report) -> Result<(LockClient
         "W4 watchdog: {n} locks taken in {:.1} s; watching {TICKS} renewal ticks",
         took.as_secs_f64()
     ));
-    let (calls, commands) = watch_ticks(bench, &client, n as u64).await?;
+    let (calls, commands) = watch_ticks(bench, client, n as u64).await?;
+    let rss_ticked = resident_bytes();
 
     let per_tick = |v: u64| v as f64 / TICKS as f64;
     let scripts = per_tick(commands.calls("evalsha"));
-    let bytes_per_lock = match (rss_before, rss_after) {
+    let per_lock = |after: Option<u64>| match (rss_before, after) {
         (Some(before), Some(after)) => Some(after.saturating_sub(before) as f64 / n as f64),
         _ => None,
     };
+    let bytes_per_lock = per_lock(rss_after);
     let k = |what: &str| format!("{what}_{n}");
     let l = |what: &str| format!("{n} locks: {what}");
     r.add(k("locks"), l("locks held"), n as f64, Unit::Count)
@@ -157,13 +157,19 @@ async fn one_size(bench: &Bench, n: usize, r: &mut Report) -> Result<(LockClient
             bytes_per_lock,
             Unit::Bytes,
             Goal::AtMost(300.0),
+        )
+        .add(
+            k("bytes_per_lock_after_ticks"),
+            l("the same, after the three ticks"),
+            per_lock(rss_ticked),
+            Unit::Bytes,
         );
     bench.progress(&format!(
         "W4 watchdog: {n} locks: {:.1} renew calls and {scripts:.0} scripts per tick, {} B per lock",
         per_tick(calls),
         bytes_per_lock.map_or_else(|| "n/a".to_owned(), |b| format!("{b:.0}"))
     ));
-    Ok((client, guards))
+    Ok(guards)
 }
 
 /// Waits for one renewal to complete (so the next starts a second later),
