@@ -16,6 +16,8 @@ pub(crate) enum Unit {
     Count,
     /// A dimensionless ratio, printed as `1.23×`.
     Ratio,
+    /// A share or other number between 0 and 1, printed as `0.25`.
+    Fraction,
     /// Bytes.
     Bytes,
     /// Seconds.
@@ -209,6 +211,7 @@ pub(crate) fn format_value(v: f64, unit: Unit) -> String {
         Unit::PerSec => format!("{sign}{}/s", number(v)),
         Unit::Count => format!("{sign}{}", number(v)),
         Unit::Ratio => format!("{sign}{:.2}×", v.abs()),
+        Unit::Fraction => format!("{sign}{:.2}", v.abs()),
         Unit::Bytes => format!("{sign}{} B", number(v)),
         Unit::Seconds => format!("{sign}{} s", number(v)),
     }
@@ -316,6 +319,7 @@ mod tests {
         assert_eq!(format_value(12.345, Unit::Micros), "12.3 µs");
         assert_eq!(format_value(1234.6, Unit::PerSec), "1 235/s");
         assert_eq!(format_value(0.5, Unit::Ratio), "0.50×");
+        assert_eq!(format_value(0.5, Unit::Fraction), "0.50");
         assert_eq!(format_value(212.0, Unit::Bytes), "212 B");
         assert_eq!(format_value(3.0, Unit::Count), "3");
         assert_eq!(format_value(0.25, Unit::Count), "0.25");

@@ -105,7 +105,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
             "fairness",
             "fairness (min / max)",
             fairness,
-            Unit::Ratio,
+            Unit::Fraction,
             Goal::AtLeast(0.25),
         );
     bench.progress(&format!(

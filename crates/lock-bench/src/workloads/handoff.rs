@@ -119,6 +119,12 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         again as f64,
         Unit::Count,
     )
+    .add(
+        "handoff_share",
+        "share of releases taken over by another task",
+        count / (acquisitions.max(2) - 1) as f64,
+        Unit::Fraction,
+    )
     .add("p50_us", "handoff p50", s.p50_us, Unit::Micros)
     .add("p99_us", "handoff p99", s.p99_us, Unit::Micros);
     let vs_ping = s.p50_us / base.ping_p50_us;

@@ -102,7 +102,9 @@ async fn measure(
 
     let released = Instant::now();
     *last_release.lock().unwrap_or_else(PoisonError::into_inner) = Some(released);
-    holder.unlock(held).await?;
+    tokio::time::timeout(LOCK_TIMEOUT, holder.unlock(held))
+        .await
+        .context("the holder's unlock() took too long")??;
     let mut handoffs = Latencies::with_capacity(n);
     let mut missing = 0;
     while let Some(result) = set.join_next().await {
