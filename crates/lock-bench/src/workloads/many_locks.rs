@@ -69,6 +69,7 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
             anyhow::Ok(count)
         });
     }
+    bench.server.reset_stats().await?;
     barrier.wait().await;
     let started = Instant::now();
     let mut total = 0;
@@ -76,6 +77,7 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         total += count.context("a W3 task panicked")??;
     }
     let rate = total as f64 / started.elapsed().as_secs_f64();
+    let commands = bench.server.command_stats().await?;
     let base = bench.baseline()?;
     let ratio = rate / base.raw32_pairs_per_s;
 
@@ -103,6 +105,12 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
             Unit::Ratio,
         );
     }
+    r.add(
+        "requests_per_acquisition",
+        "client requests per acquisition + release (raw: 2)",
+        commands.sum_of(L::CLIENT_COMMANDS) as f64 / total.max(1) as f64,
+        Unit::Count,
+    );
     bench.progress(&format!(
         "W3 ({}): {rate:.0} acquisitions/s = {ratio:.2}× raw",
         L::NAME

@@ -47,6 +47,7 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
         pair().await?;
     }
     let mut lat = Latencies::with_capacity(pairs);
+    bench.server.reset_stats().await?;
     let started = Instant::now();
     for _ in 0..pairs {
         let t = Instant::now();
@@ -54,6 +55,8 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
         lat.push(t.elapsed());
     }
     let rate = pairs as f64 / started.elapsed().as_secs_f64();
+    let commands = bench.server.command_stats().await?;
+    let per_pair = |n: u64| n as f64 / pairs as f64;
     let s = lat.summary().context("no samples")?;
     let base = bench.baseline()?;
 
@@ -90,6 +93,18 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
         "pairs/s / (1 / raw pair p50)",
         rate / base.pair_rate(),
         Unit::Ratio,
+    )
+    .add(
+        "requests_per_pair",
+        "client requests per pair (raw: 2)",
+        per_pair(commands.sum_of(L::CLIENT_COMMANDS)),
+        Unit::Count,
+    )
+    .add(
+        "ping_per_pair",
+        "PING per pair",
+        per_pair(commands.calls("ping")),
+        Unit::Count,
     );
     bench.progress(&format!(
         "W1 ({}): p50 {:.0} µs = {vs_raw:.2}× raw pair",
