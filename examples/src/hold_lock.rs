@@ -1,8 +1,9 @@
 //! Takes a lock on Redis and holds it until killed: a stand-in for a
 //! service that crashes while holding a lock.
 //!
-//! Usage: `hold-lock REDIS_URL LOCK_NAME WATCHDOG_MS`. Prints `held` once the
-//! lock is taken, then sleeps; the watchdog renews the lock until the process
+//! Usage: `hold-lock REDIS_URL LOCK_NAME WATCHDOG_MS [fair WAITER_TIMEOUT_MS]`.
+//! Waits for the lock (in the fair queue with `fair`), prints `held` once it
+//! is taken, then sleeps; the watchdog renews the lock until the process
 //! dies.
 #![allow(clippy::print_stdout)]
 
@@ -14,15 +15,24 @@ use lock_redis::RedisConfig;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [url, name, watchdog_ms] = args.as_slice() else {
-        return Err("usage: hold-lock REDIS_URL LOCK_NAME WATCHDOG_MS".into());
+    let usage = "usage: hold-lock REDIS_URL LOCK_NAME WATCHDOG_MS [fair WAITER_TIMEOUT_MS]";
+    let (url, name, watchdog_ms, fair) = match args.as_slice() {
+        [url, name, watchdog_ms] => (url, name, watchdog_ms, None),
+        [url, name, watchdog_ms, kind, waiter_ms] if kind == "fair" => {
+            (url, name, watchdog_ms, Some(waiter_ms.parse::<u64>()?))
+        }
+        _ => return Err(usage.into()),
     };
-    let watchdog = Duration::from_millis(watchdog_ms.parse()?);
-    let client = lock_redis::connect(
-        RedisConfig::new(url.as_str()),
-        ClientConfig::default().watchdog_timeout(watchdog),
-    )
-    .await?;
+    let mut config =
+        ClientConfig::default().watchdog_timeout(Duration::from_millis(watchdog_ms.parse()?));
+    let redis = RedisConfig::new(url.as_str());
+    let client = match fair {
+        Some(waiter_ms) => {
+            config = config.waiter_timeout(Duration::from_millis(waiter_ms));
+            lock_fair::connect_client(redis, config).await?
+        }
+        None => lock_redis::connect(redis, config).await?,
+    };
     let guard = client.lock(name)?.lock().await?;
     println!("held {}", guard.owner());
     std::future::pending::<()>().await;

@@ -72,10 +72,15 @@ pub struct AcquireRequest {
     pub fenced: bool,
     /// How long the outcome is kept for retries, in milliseconds.
     pub latch_ttl_ms: u64,
+    /// Fair locks only: when the lock cannot be taken, join the queue (or
+    /// stay in it, refreshing this waiter's deadline) with this waiter
+    /// timeout in milliseconds. `None` never joins the queue. Backends of
+    /// other kinds ignore it.
+    pub queue_ms: Option<u64>,
 }
 
 impl AcquireRequest {
-    /// Builds a request with a fresh request id.
+    /// Builds a request with a fresh request id that does not queue.
     pub fn new(
         name: LockName,
         owner: Owner,
@@ -90,7 +95,14 @@ impl AcquireRequest {
             request_id: RequestId::new(),
             fenced,
             latch_ttl_ms,
+            queue_ms: None,
         }
+    }
+
+    /// Sets [`AcquireRequest::queue_ms`].
+    pub fn queue(mut self, waiter_timeout_ms: Option<u64>) -> Self {
+        self.queue_ms = waiter_timeout_ms;
+        self
     }
 }
 
@@ -175,6 +187,16 @@ impl Holder {
     }
 }
 
+/// One waiter in a fair lock's queue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedWaiter {
+    /// The waiter as stored (`"<client-uuid>:<owner-id>"`).
+    pub field: String,
+    /// When the waiter is evicted unless it refreshes, in milliseconds since
+    /// the Unix epoch by the store's clock.
+    pub deadline_ms: i64,
+}
+
 /// A snapshot of one lock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LockInfo {
@@ -182,6 +204,8 @@ pub struct LockInfo {
     pub holders: Vec<Holder>,
     /// Remaining time to live; `None` when free or without expiry.
     pub ttl: Option<Duration>,
+    /// A fair lock's waiters, in queue order (empty for other kinds).
+    pub queue: Vec<QueuedWaiter>,
 }
 
 impl LockInfo {
@@ -206,6 +230,19 @@ impl LockInfo {
 pub enum Topic {
     /// Unlocks of a lock (its `redisson_lock__channel:{name}` channel).
     Lock(LockName),
+    /// A fair lock's notice to one queued waiter that it is next
+    /// (`redisson_lock__channel:{name}:<client-uuid>:<owner-id>`).
+    Waiter(LockName, Owner),
+}
+
+/// Which protocol a backend's locks follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// Re-entrant exclusive lock; any waiter may win a free lock.
+    Reentrant,
+    /// Re-entrant exclusive lock handed out in arrival order (FIFO queue).
+    Fair,
 }
 
 /// How many waiters a notice wakes.
@@ -280,6 +317,23 @@ pub trait LockBackend: Send + Sync + 'static {
     /// # Errors
     /// As [`LockBackend::try_acquire`].
     async fn inspect(&self, name: &LockName) -> Result<LockInfo>;
+
+    /// Which protocol this backend's locks follow. A client makes locks of
+    /// its backend's kind.
+    fn kind(&self) -> LockKind {
+        LockKind::Reentrant
+    }
+
+    /// Fair locks: removes `owner` from the queue of `name` (a waiter that
+    /// gave up), and tells the new queue head if the lock is free. Nothing
+    /// for other kinds.
+    ///
+    /// # Errors
+    /// As [`LockBackend::try_acquire`].
+    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
+        let _ = (name, owner);
+        Ok(())
+    }
 
     /// Installs the receiver of notices. Called once by the client.
     fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>);

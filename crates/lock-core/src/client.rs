@@ -43,6 +43,8 @@ pub(crate) struct ClientInner {
     pub(crate) runtime: tokio::runtime::Handle,
     /// The watchdog lease in milliseconds.
     pub(crate) watchdog_ms: u64,
+    /// The fair-lock waiter timeout in milliseconds.
+    pub(crate) waiter_ms: u64,
     /// Latch time to live in milliseconds; 0 when retries are off (no
     /// request is ever repeated, so no outcome needs keeping).
     pub(crate) latch_ms: u64,
@@ -91,6 +93,7 @@ impl LockClient {
             LockError::invalid("LockClient::new must be called inside a tokio runtime")
         })?;
         let watchdog_ms = lease_millis(config.watchdog_timeout, "watchdog_timeout")?;
+        let waiter_ms = lease_millis(config.waiter_timeout, "waiter_timeout")?;
         let latch_ms = if config.retry.attempts > 1 {
             lease_millis(config.latch_ttl, "latch_ttl")?
         } else {
@@ -116,6 +119,7 @@ impl LockClient {
                 stats,
                 runtime,
                 watchdog_ms,
+                waiter_ms,
                 latch_ms,
                 next_owner: AtomicU64::new(1),
                 closed: AtomicBool::new(false),

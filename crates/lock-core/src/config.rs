@@ -111,6 +111,11 @@ pub struct ClientConfig {
     /// time to live (written by something other than a lock client). Bounds
     /// the cost of a lost notice in that case.
     pub no_ttl_recheck: Duration,
+    /// Fair locks: how long a queued waiter stays queued without refreshing
+    /// its place. Live waiters refresh every third of it, so a waiter whose
+    /// process died delays those behind it by at most this long. Default
+    /// 5 s (Redisson's fixed default is 5 minutes).
+    pub waiter_timeout: Duration,
 }
 
 impl Default for ClientConfig {
@@ -120,6 +125,7 @@ impl Default for ClientConfig {
             retry: RetryPolicy::default(),
             latch_ttl: Duration::from_secs(30),
             no_ttl_recheck: Duration::from_secs(5),
+            waiter_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -149,6 +155,12 @@ impl ClientConfig {
         self
     }
 
+    /// Sets [`ClientConfig::waiter_timeout`].
+    pub fn waiter_timeout(mut self, timeout: Duration) -> Self {
+        self.waiter_timeout = timeout;
+        self
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -165,6 +177,11 @@ impl ClientConfig {
         }
         lease_millis(self.latch_ttl, "latch_ttl")?;
         lease_millis(self.no_ttl_recheck, "no_ttl_recheck")?;
+        if lease_millis(self.waiter_timeout, "waiter_timeout")? < 3 {
+            return Err(LockError::invalid(
+                "waiter_timeout must be at least 3 ms (waiters refresh every third of it)",
+            ));
+        }
         Ok(())
     }
 }

@@ -86,6 +86,28 @@ impl KeyLayout {
         self.helper("redisson_lock__channel", name)
     }
 
+    /// A fair-lock waiter's own channel: `"<channel>:<owner>"`.
+    ///
+    /// ```
+    /// # use lock_core::{KeyLayout, LockName, Owner};
+    /// let o = Owner::new(uuid::Uuid::nil(), 3);
+    /// assert_eq!(
+    ///     KeyLayout::default().waiter_channel(&LockName::new("job").unwrap(), &o),
+    ///     "redisson_lock__channel:{job}:00000000-0000-0000-0000-000000000000:3"
+    /// );
+    /// ```
+    pub fn waiter_channel(&self, name: &LockName, owner: &crate::Owner) -> String {
+        format!("{}:{owner}", self.channel(name))
+    }
+
+    /// The channel of any topic.
+    pub fn topic_channel(&self, topic: &crate::Topic) -> String {
+        match topic {
+            crate::Topic::Lock(name) => self.channel(name),
+            crate::Topic::Waiter(name, owner) => self.waiter_channel(name, owner),
+        }
+    }
+
     /// The key that keeps one unlock's outcome for its retry window.
     pub fn unlock_latch(&self, name: &LockName, request_id: &str) -> String {
         format!(

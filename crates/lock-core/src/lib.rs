@@ -48,8 +48,8 @@ mod waiter;
 mod watchdog;
 
 pub use backend::{
-    AcquireOutcome, AcquireRequest, Holder, LockBackend, LockInfo, Notice, NoticeSink,
-    ReleaseOutcome, ReleaseRequest, RenewTarget, RequestId, Topic, Wake,
+    AcquireOutcome, AcquireRequest, Holder, LockBackend, LockInfo, LockKind, Notice, NoticeSink,
+    QueuedWaiter, ReleaseOutcome, ReleaseRequest, RenewTarget, RequestId, Topic, Wake,
 };
 pub use client::LockClient;
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE};

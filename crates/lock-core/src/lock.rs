@@ -14,8 +14,9 @@ use crate::name::LockName;
 use crate::op::{self, Attempt};
 use crate::options::{AcquireOptions, Wait};
 use crate::owner::Owner;
+use crate::stats::Parked;
 use crate::waiter::WakeBaton;
-use crate::{AcquireRequest, LockInfo};
+use crate::{AcquireRequest, LockInfo, LockKind};
 
 /// A handle on one named, re-entrant, exclusive lock. Cheap to clone; makes
 /// no I/O until used.
@@ -186,6 +187,9 @@ impl Lock {
             Wait::Forever => None,
             Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
         };
+        let fair = inner.backend.kind() == LockKind::Fair;
+        // A fair waiter queues from its first attempt; a try never does.
+        let queue_ms = (fair && opts.wait != Wait::For(Duration::ZERO)).then_some(inner.waiter_ms);
         let attempt = || {
             let req = AcquireRequest::new(
                 self.name.clone(),
@@ -193,20 +197,27 @@ impl Lock {
                 lease_ms,
                 opts.fenced,
                 inner.latch_ms,
-            );
+            )
+            .queue(queue_ms);
             op::acquire(inner, req)
         };
 
-        if let Attempt::Acquired(hold) = attempt().await? {
-            return Ok(Some(self.guard(hold, watchdog)));
-        }
+        let mut queued = match attempt().await? {
+            Attempt::Acquired(hold) => return Ok(Some(self.guard(hold, watchdog))),
+            Attempt::Held { queued, .. } => queued,
+        };
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(None);
         }
 
-        let subscription = inner
-            .waiters
-            .join(&inner.backend, Topic::Lock(self.name.clone()));
+        // Exclusive waiters share the lock's channel; a fair waiter has its
+        // own, on which only the queue head is told.
+        let topic = if fair {
+            Topic::Waiter(self.name.clone(), owner)
+        } else {
+            Topic::Lock(self.name.clone())
+        };
+        let subscription = inner.waiters.join(&inner.backend, topic);
         // Until the subscription is confirmed a notice could be missed, so
         // wait for it; if it fails, waiting stays correct, bounded by TTLs.
         let confirmed = async {
@@ -235,10 +246,18 @@ impl Lock {
             let ttl = match attempt().await? {
                 Attempt::Acquired(hold) => {
                     baton.disarm();
+                    // Taking a fair lock leaves its queue.
+                    if let Some(ticket) = queued.take() {
+                        ticket.disarm();
+                    }
                     return Ok(Some(self.guard(hold, watchdog)));
                 }
-                Attempt::Held(ttl) => {
+                Attempt::Held { ttl, queued: place } => {
                     baton.disarm();
+                    if let (Some(old), Some(_)) = (queued.take(), &place) {
+                        old.disarm();
+                    }
+                    queued = place.or(queued);
                     ttl
                 }
             };
@@ -246,13 +265,18 @@ impl Lock {
             if deadline.is_some_and(|d| now >= d) {
                 return Ok(None);
             }
-            let holder_wait = ttl
+            let mut holder_wait = ttl
                 .unwrap_or(inner.config.no_ttl_recheck)
                 .max(Duration::from_millis(1));
+            if fair {
+                // Look again (refreshing our place) before it could expire.
+                holder_wait = holder_wait.min(inner.config.waiter_timeout / 3);
+            }
             let mut until = now + holder_wait;
             if let Some(d) = deadline {
                 until = until.min(d);
             }
+            let _parked = Parked::start(&inner.stats);
             tokio::select! {
                 _ = &mut notified => {
                     inner.stats.wakeups.incr();

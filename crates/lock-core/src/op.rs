@@ -55,8 +55,15 @@ impl<'a> Retry<'a> {
 pub(crate) enum Attempt {
     /// Ours; must be turned into a guard or dropped (which releases it).
     Acquired(PendingHold),
-    /// Held by someone else, with the holder's remaining time to live.
-    Held(Option<Duration>),
+    /// Held by someone else.
+    Held {
+        /// The holder's remaining time to live (for a fair lock, how long
+        /// to wait before looking again).
+        ttl: Option<Duration>,
+        /// For a queued fair attempt: our place in the queue, given up when
+        /// dropped.
+        queued: Option<QueueTicket>,
+    },
 }
 
 /// One attempt (with retries) at taking `req`, run to completion in its own
@@ -91,7 +98,12 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
                 fencing_token,
                 started,
             }),
-            AcquireOutcome::Held { ttl } => Attempt::Held(ttl),
+            AcquireOutcome::Held { ttl } => Attempt::Held {
+                ttl,
+                queued: req
+                    .queue_ms
+                    .map(|_| QueueTicket::new(task_inner, req.name, req.owner)),
+            },
         })
     });
     inner.stats.tries.incr();
@@ -133,7 +145,12 @@ fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
                     });
                     return;
                 }
-                Ok(AcquireOutcome::Held { .. }) => return,
+                Ok(AcquireOutcome::Held { .. }) => {
+                    if req.queue_ms.is_some() {
+                        drop(QueueTicket::new(inner, req.name, req.owner));
+                    }
+                    return;
+                }
                 Err(e) if e.is_retryable() => continue,
                 Err(e) => {
                     tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
@@ -212,5 +229,61 @@ impl Drop for PendingHold {
             );
             drop(release(&self.inner, undo));
         }
+    }
+}
+
+/// A place in a fair lock's queue. Dropping it leaves the queue (in the
+/// background), unless the place was used ([`QueueTicket::disarm`]).
+///
+/// Attempts return it from their own task, so a waiter cancelled while an
+/// attempt is in flight leaves the queue only after that attempt landed:
+/// the queue is never left first and joined after.
+pub(crate) struct QueueTicket {
+    inner: Arc<ClientInner>,
+    name: crate::LockName,
+    owner: crate::Owner,
+    armed: bool,
+}
+
+impl QueueTicket {
+    fn new(inner: Arc<ClientInner>, name: crate::LockName, owner: crate::Owner) -> Self {
+        Self {
+            inner,
+            name,
+            owner,
+            armed: true,
+        }
+    }
+
+    /// The place was used (the lock was taken, which leaves the queue) or
+    /// handed to a newer ticket for the same place.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for QueueTicket {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let backend = Arc::clone(&self.inner.backend);
+        let policy = self.inner.config.retry.clone();
+        let (name, owner) = (self.name.clone(), self.owner);
+        let in_flight = InFlight::start(&self.inner.stats);
+        self.inner.runtime.spawn(async move {
+            let _in_flight = in_flight;
+            let mut retry = Retry::new(&policy, "leave queue");
+            loop {
+                match backend.leave_queue(&name, &owner).await {
+                    Err(e) if retry.again(&e).await => continue,
+                    Err(e) => {
+                        tracing::warn!(%e, lock = %name, "could not leave the queue; the entry expires with the waiter timeout");
+                        return;
+                    }
+                    Ok(()) => return,
+                }
+            }
+        });
     }
 }

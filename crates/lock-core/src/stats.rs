@@ -33,6 +33,24 @@ pub(crate) struct Stats {
     pub(crate) renewed: Counter,
     in_flight: AtomicUsize,
     idle: Notify,
+    waiting: AtomicUsize,
+}
+
+/// Counts one waiter as parked (waiting for a notice or a timeout) until
+/// dropped.
+pub(crate) struct Parked(Arc<Stats>);
+
+impl Parked {
+    pub(crate) fn start(stats: &Arc<Stats>) -> Self {
+        stats.waiting.fetch_add(1, Ordering::AcqRel);
+        Self(Arc::clone(stats))
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        self.0.waiting.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 /// Counts one backend operation as in flight until dropped.
@@ -74,6 +92,9 @@ pub struct ClientStats {
     pub renewed: u64,
     /// Locks the watchdog is keeping alive right now.
     pub watched: u64,
+    /// Waiters parked right now, between attempts, until an unlock notice or
+    /// a timeout.
+    pub waiting: u64,
     /// Acquire and release requests running right now, including the
     /// background releases of dropped guards and abandoned acquisitions.
     pub in_flight: u64,
@@ -104,6 +125,7 @@ impl Stats {
             renewed: self.renewed.get(),
             watched: watched as u64,
             in_flight: self.in_flight.load(Ordering::Acquire) as u64,
+            waiting: self.waiting.load(Ordering::Acquire) as u64,
         }
     }
 }

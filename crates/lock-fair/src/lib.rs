@@ -1,5 +1,154 @@
-//! # lock-fair
+//! # lock-fair: the fair (FIFO) lock on Redis
 //!
-//! Will hold the fair (FIFO) lock: Redisson-compatible queue and timeout
-//! scripts over the Redis transports. Nothing is implemented yet.
+//! [`FairRedisBackend`] implements [`LockBackend`] with
+//! [`LockKind::Fair`]: a [`LockClient`] made on it hands its locks out in
+//! arrival order. It uses the key layout of Redisson 4.x's `RedissonFairLock`,
+//! so Java services using Redisson's fair lock and Rust services using this
+//! crate can share a queue. It runs over any [`lock_redis::Transport`] (one
+//! node here; a cluster transport plugs in through
+//! [`FairRedisBackend::with_transport`]), and re-exports [`lock_redis`] (and
+//! through it [`lock_redis::redis`]) and the core types of [`lock_core`], so
+//! it is the only dependency a service needs.
+//!
+//! ```no_run
+//! # async fn demo() -> lock_fair::Result<()> {
+//! use lock_fair::{ClientConfig, RedisConfig};
+//! let client = lock_fair::connect_client(
+//!     RedisConfig::new("redis://127.0.0.1:6379/"),
+//!     ClientConfig::default(),
+//! )
+//! .await?;
+//! let guard = client.lock("orders:42")?.lock().await?; // first come, first served
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## On the server
+//!
+//! | item | key |
+//! | --- | --- |
+//! | lock | hash `<prefix><name>`, exactly the reentrant lock's (field `<client-uuid>:<owner-id>` → hold count) |
+//! | queue | list `redisson_lock_queue:{<prefix><name>}`: waiting owner fields, head first |
+//! | deadlines | zset `redisson_lock_timeout:{<prefix><name>}`: owner field → eviction deadline, epoch ms by the server's clock |
+//! | a waiter's channel | `redisson_lock__channel:{<prefix><name>}:<client-uuid>:<owner-id>`, message `0` |
+//! | latches, fencing counter | as the reentrant lock (see [`lock_redis`]) |
+//!
+//! (See [`KeyLayout`] for names that contain `{`.)
+//!
+//! ## The algorithm
+//!
+//! Every script that writes (acquire, release, leave queue, force unlock)
+//! first *evicts stale heads*: while the queue's head has no deadline, or
+//! one at or before "now", it is removed from the list and the zset. "Now"
+//! is the Redis server's clock (`TIME` inside the script), so client clock
+//! skew can neither reorder nor evict waiters.
+//!
+//! - **Acquire.** If the lock is free and nobody is queued, or the caller is
+//!   the queue's head, the caller takes it (and leaves the queue). If the
+//!   caller holds it, it re-enters. Otherwise a waiting caller joins the
+//!   queue's tail with deadline now + waiter timeout, or — already queued —
+//!   keeps its place and moves its deadline to now + waiter timeout; it is
+//!   told how long to wait (the holder's remaining time, or, when the lock
+//!   is free but another waiter is first, the time until that waiter's
+//!   deadline). A non-blocking try never joins the queue.
+//! - **Waiting.** The engine queues a fair waiter from its first attempt,
+//!   listens on the waiter's own channel, and attempts again (refreshing its
+//!   deadline) on a notice, when the wait hint runs out, and at least every
+//!   third of [`ClientConfig::waiter_timeout`].
+//! - **Release** and **force unlock** tell only the queue head, on its own
+//!   channel: one unlock wakes one waiter, no thundering herd. Force unlock
+//!   keeps the queue.
+//! - **Giving up.** A waiter that times out, or whose future is dropped,
+//!   leaves the queue ([`LockBackend::leave_queue`]); if the lock is free,
+//!   the new head is told it is next.
+//!
+//! **Promise.** While every waiter is alive, the lock goes to waiters in the
+//! order they joined the queue; a holder's re-entry never waits. A waiter
+//! that dies (process killed, network gone) stops refreshing and holds up
+//! those behind it for at most [`ClientConfig::waiter_timeout`] (default
+//! 5 s) after its last refresh, then is evicted.
+//!
+//! ## Compatibility with Redisson, and where we differ
+//!
+//! Keys, value types, channels, messages and the acquire/release replies are
+//! Redisson's. A Redisson waiter queued on a lock (list entry plus deadline)
+//! is respected by our acquire — we never take a free lock past it — and is
+//! told on its own channel when it becomes the head. Deliberate
+//! differences:
+//!
+//! - **Deadlines.** Redisson gives a new waiter the deadline *(deadline of
+//!   the waiter before it, or the lock's TTL) + wait time (5 minutes by
+//!   default) + now*, and when a waiter takes the lock or gives up, moves
+//!   the remaining deadlines earlier by that wait time. We give each waiter
+//!   *now + waiter timeout*, let live waiters refresh their own deadline
+//!   while they wait, and never change anybody else's deadline. So a
+//!   Redisson waiter sharing our queue is evicted later than Redisson alone
+//!   would evict it, never earlier: safe, at worst slower to clear a dead
+//!   Redisson waiter.
+//! - **Mixed queues.** The other way round, a Redisson acquisition (or a
+//!   Redisson waiter giving up) moves our waiters' deadlines, which are only
+//!   seconds ahead, into the past: they are evicted by the next script and
+//!   join again at the tail on their next refresh. Mutual exclusion is never
+//!   affected (it rests on the lock hash alone), but arrival order across
+//!   Redisson and our clients is only best effort.
+//! - **Wait hint.** A queued caller is told the lock's remaining time when
+//!   it is held, and otherwise (free, but another waiter is first) the time
+//!   until the head's deadline, by which the head has taken the lock or been
+//!   evicted. Redisson estimates the wait from the deadline of the waiter
+//!   before the caller.
+//! - **Force unlock** tells the queue head even when no lock existed (after
+//!   evicting stale heads), so a waiter that missed a notice is not left
+//!   waiting for its recheck.
+//! - **Retries.** Acquire and release keep their outcome in a latch key for
+//!   the retry window, like our reentrant lock (Redisson latches unlocks
+//!   only). A queued ("held") outcome is not latched: repeating it only
+//!   refreshes the deadline.
+//!
+//! ## Errors
+//!
+//! As [`lock_redis`]'s (see its crate docs and [`lock_redis::error`]): a
+//! non-hash value at the lock key is [`LockError::WrongType`] and is never
+//! overwritten; an unreachable server is a retryable
+//! [`LockError::Unavailable`].
 #![deny(missing_docs)]
+
+pub mod backend;
+mod replies;
+pub mod scripts;
+
+pub use backend::FairRedisBackend;
+
+pub use lock_core;
+pub use lock_core::*;
+pub use lock_redis;
+pub use lock_redis::{RedisConfig, Transport};
+
+/// Connects a [`LockClient`] whose locks are fair, on one Redis server: the
+/// usual way to start (the fair counterpart of [`lock_redis::connect`]).
+///
+/// ```no_run
+/// # async fn demo() -> lock_fair::Result<()> {
+/// use lock_fair::{ClientConfig, RedisConfig};
+/// let client = lock_fair::connect_client(
+///     RedisConfig::new("redis://127.0.0.1:6379/"),
+///     ClientConfig::default(),
+/// )
+/// .await?;
+/// if let Some(guard) = client.lock("reports")?.try_lock().await? {
+///     guard.unlock().await?;
+/// }
+/// # Ok(()) }
+/// ```
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for a bad configuration (before any I/O);
+/// a retryable error when the server cannot be reached within the connect
+/// timeout.
+///
+/// # Cancel safety
+/// Dropping the future before it resolves closes what it opened.
+pub async fn connect_client(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
+    client.validate()?;
+    let backend = FairRedisBackend::connect(redis).await?;
+    LockClient::new(std::sync::Arc::new(backend), client)
+}

@@ -45,10 +45,11 @@ impl std::fmt::Debug for RedisBackend {
 impl RedisBackend {
     /// Connects to one Redis server.
     ///
-    /// The configuration is checked first, before any I/O. Then one pool
+    /// The configuration is checked first, before any I/O. Then one command
     /// connection is made and every script loaded (so a wrong address or
     /// password shows up here, not at the first lock), and the pub/sub task
-    /// is started; it connects in the background. Must be called inside a
+    /// is started; it connects in the background. The other command
+    /// connections are made on first use. Must be called inside a
     /// tokio runtime with the `time` and `net` drivers enabled.
     ///
     /// ```no_run
@@ -102,10 +103,7 @@ impl RedisBackend {
     }
 
     fn channel(&self, topic: &Topic) -> Option<String> {
-        match topic {
-            Topic::Lock(name) => Some(self.layout.channel(name)),
-            _ => None,
-        }
+        Some(self.layout.topic_channel(topic))
     }
 }
 
@@ -299,8 +297,9 @@ impl LockBackend for RedisBackend {
         }
     }
 
-    /// Closes the pool and the pub/sub connection (waiting, bounded, for the
-    /// pub/sub task to stop). Later calls fail with [`LockError::Closed`].
+    /// Closes the command connections (calls in flight finish on theirs)
+    /// and the pub/sub connection (waiting, bounded, for the pub/sub task
+    /// to stop). Later calls fail with [`LockError::Closed`].
     ///
     /// # Cancel safety
     /// The backend is marked closed before the first await.

@@ -6,7 +6,7 @@
 //! | I/O error, connection refused / reset / closed | [`LockError::Unavailable`] | yes |
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
-//! | no free pool connection in time, or none could be made | [`LockError::Unavailable`] | yes |
+//! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`, `NOPERM`), invalid URL | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
 //! | the backend was closed | [`LockError::Closed`] | no |
@@ -66,21 +66,6 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
         // I/O errors, refused or dropped connections, and client-side
         // failures (a closed multiplexed connection) are all transient.
         _ => LockError::unavailable(format!("redis connection failed: {err}"), source()),
-    }
-}
-
-/// Maps a failure to check a connection out of the pool.
-pub(crate) fn from_pool(err: &deadpool_redis::PoolError) -> LockError {
-    use deadpool_redis::PoolError;
-    match err {
-        PoolError::Backend(e) => from_redis(e, ""),
-        PoolError::Timeout(kind) => LockError::Unavailable {
-            message: format!("no redis connection available in time ({kind:?})"),
-            timed_out: true,
-            source: None,
-        },
-        PoolError::Closed => LockError::Closed,
-        other => LockError::unavailable(format!("redis connection pool failed: {other}"), None),
     }
 }
 

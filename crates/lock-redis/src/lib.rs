@@ -17,7 +17,7 @@
 //!     .key_prefix("billing:")                 // lock "job" lives at key "billing:job"
 //!     .command_timeout(Duration::from_secs(1)) // default 3 s
 //!     .connect_timeout(Duration::from_secs(2)) // default 3 s
-//!     .pool_size(8);                          // default 16
+//!     .pool_size(8);                          // connections; default 4
 //! let backend = RedisBackend::connect(config).await?;
 //! # let _ = backend; Ok(()) }
 //! ```
@@ -28,6 +28,20 @@
 //! I/O. `connect` then makes one connection and loads the scripts, so an
 //! unreachable server or wrong password shows up there. Features: `tls`
 //! enables `rediss://` URLs (rustls with the system's root certificates).
+//!
+//! ## Connections
+//!
+//! Scripts run on [`RedisConfig::pool_size`] multiplexed connections (4 by
+//! default), taken round-robin and shared by any number of concurrent
+//! calls; each is opened on first use. Every lock operation is exactly one
+//! round trip (`EVALSHA`): there is no connection pool, because
+//! deadpool-redis checks every connection with a `PING` round trip on
+//! checkout, doubling the cost of each lock operation; multiplexed
+//! connections need no checkout. Instead, a connection is replaced when a
+//! call on it fails with a connection error or gets no reply in time, and
+//! with it every connection opened before that failure was seen: after a
+//! server restart about one call fails (and the engine retries it), not one
+//! per connection.
 //!
 //! ## On the server
 //!
@@ -81,9 +95,10 @@
 
 pub mod backend;
 pub mod config;
+mod connections;
 pub mod error;
 mod pubsub;
-mod replies;
+pub mod replies;
 pub mod scripts;
 pub mod single;
 pub mod transport;

@@ -1,6 +1,9 @@
 //! Turning script replies into lock-core outcomes. Each function accepts
 //! exactly the shapes its script (see `src/scripts/*.lua`) produces and
 //! reports anything else as [`lock_core::LockError::Protocol`].
+//!
+//! Public so that other script sets whose replies have the same shapes (the
+//! fair lock in `lock-fair`) parse them the same way.
 
 use std::time::Duration;
 
@@ -23,7 +26,7 @@ fn ttl(pttl: i64) -> Option<Duration> {
 }
 
 /// `{1, token}` → acquired (token 0: none asked for); `{0, pttl}` → held.
-pub(crate) fn acquire(reply: &Value) -> Result<AcquireOutcome> {
+pub fn acquire(reply: &Value) -> Result<AcquireOutcome> {
     let bad = || bad_reply("acquire", reply);
     let Value::Array(items) = reply else {
         return Err(bad());
@@ -41,7 +44,7 @@ pub(crate) fn acquire(reply: &Value) -> Result<AcquireOutcome> {
 }
 
 /// `1` released, `0` still held, nil not held.
-pub(crate) fn release(reply: &Value) -> Result<ReleaseOutcome> {
+pub fn release(reply: &Value) -> Result<ReleaseOutcome> {
     match reply {
         Value::Nil => Ok(ReleaseOutcome::NotHeld),
         Value::Int(1) => Ok(ReleaseOutcome::Released),
@@ -51,7 +54,7 @@ pub(crate) fn release(reply: &Value) -> Result<ReleaseOutcome> {
 }
 
 /// An array of `expected` integers, 1 renewed / 0 not held.
-pub(crate) fn renew(reply: &Value, expected: usize) -> Result<Vec<bool>> {
+pub fn renew(reply: &Value, expected: usize) -> Result<Vec<bool>> {
     let bad = || bad_reply("renew", reply);
     let Value::Array(items) = reply else {
         return Err(bad());
@@ -70,7 +73,7 @@ pub(crate) fn renew(reply: &Value, expected: usize) -> Result<Vec<bool>> {
 }
 
 /// `1` existed (deleted), `0` did not.
-pub(crate) fn force_unlock(reply: &Value) -> Result<bool> {
+pub fn force_unlock(reply: &Value) -> Result<bool> {
     match reply {
         Value::Int(1) => Ok(true),
         Value::Int(0) => Ok(false),
@@ -79,7 +82,7 @@ pub(crate) fn force_unlock(reply: &Value) -> Result<bool> {
 }
 
 /// `{HGETALL flat array, PTTL}`.
-pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
+pub fn inspect(reply: &Value) -> Result<LockInfo> {
     let bad = || bad_reply("inspect", reply);
     let Value::Array(items) = reply else {
         return Err(bad());
@@ -110,7 +113,11 @@ pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
         })
         .collect::<Result<Vec<_>>>()?;
     let ttl = if holders.is_empty() { None } else { ttl(pttl) };
-    Ok(LockInfo { holders, ttl })
+    Ok(LockInfo {
+        holders,
+        ttl,
+        queue: Vec::new(),
+    })
 }
 
 fn text(value: &Value) -> Option<String> {

@@ -1,56 +1,64 @@
 //! The transport of one Redis server (standalone, or a primary reached
-//! directly): a `deadpool-redis` pool for scripts and one dedicated pub/sub
-//! connection.
+//! directly): a small set of multiplexed connections for scripts (see the
+//! `connections` module) and one dedicated pub/sub connection.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
 use lock_core::{LockError, Result, Topic};
-use redis::Value;
+use redis::{RedisResult, Value};
 use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
-use crate::error::{from_pool, from_redis, timed_out};
+use crate::connections::{ConnectionSet, Lease};
+use crate::error::{from_redis, timed_out};
 use crate::pubsub::PubSub;
 use crate::scripts::{self, ScriptCall};
 use crate::transport::{PubSubHandler, Transport};
 
 /// A [`Transport`] to one Redis server.
 ///
-/// Scripts run on connections checked out of a pool of at most
-/// [`RedisConfig::pool_size`] multiplexed connections (made on demand, each
-/// within [`RedisConfig::connect_timeout`]); one call, from checkout to reply,
-/// takes at most [`RedisConfig::command_timeout`]. Unlock notices come over
-/// one dedicated pub/sub connection owned by a background task, which
-/// reconnects and re-subscribes by itself (see the `pubsub` module docs in
-/// the source, and [`Transport::subscribe`]).
+/// Scripts run on [`RedisConfig::pool_size`] multiplexed connections, taken
+/// round-robin; each is made on first use within
+/// [`RedisConfig::connect_timeout`], and many calls share it at once. A call
+/// sends only its own command: nothing checks a connection before use (a
+/// pool such as `deadpool-redis` checks every connection with a `PING` round
+/// trip on checkout, doubling the cost of each lock operation; multiplexed
+/// connections need no checkout). Instead a connection is replaced after a
+/// call on it fails in a way that shows it broken, and so is every
+/// connection made before that failure was seen, so after a server restart
+/// about one call fails, not one per connection. One call, from getting a
+/// connection to the reply (including loading a script the server lost),
+/// takes at most [`RedisConfig::command_timeout`].
+///
+/// Unlock notices come over one dedicated pub/sub connection owned by a
+/// background task, which reconnects and re-subscribes by itself (see the
+/// `pubsub` module docs in the source, and [`Transport::subscribe`]).
 ///
 /// The scripts publish with `PUBLISH`.
 pub struct SingleNode {
-    pool: deadpool_redis::Pool,
+    connections: ConnectionSet,
     pubsub: PubSub,
     command_timeout: Duration,
-    closed: AtomicBool,
 }
 
 impl std::fmt::Debug for SingleNode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SingleNode")
-            .field("pool", &self.pool.status())
+            .field("connections", &self.connections)
             .field("pubsub", &self.pubsub)
             .field("command_timeout", &self.command_timeout)
-            .field("closed", &self.closed.load(Ordering::Relaxed))
             .finish()
     }
 }
 
 impl SingleNode {
-    /// Builds the transport without waiting for any I/O: pool connections
-    /// are made on demand and the pub/sub task connects in the background.
-    /// Must be called inside a tokio runtime (it spawns the pub/sub task).
+    /// Builds the transport without waiting for any I/O: script
+    /// connections are made on first use and the pub/sub task connects in
+    /// the background. Must be called inside a tokio runtime (it spawns the
+    /// pub/sub task).
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a configuration that does not
@@ -60,27 +68,17 @@ impl SingleNode {
         config.validate()?;
         #[cfg(feature = "tls")]
         install_crypto_provider();
-        let info = config.connection_info()?;
-        let connection_config = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
-            .set_response_timeout(Some(config.command_timeout));
-        let manager = deadpool_redis::Manager::new_with_config(info.clone(), connection_config)
-            .map_err(|e| from_redis(&e, ""))?;
-        let pool = deadpool_redis::Pool::builder(manager)
-            .max_size(config.pool_size)
-            .runtime(deadpool_redis::Runtime::Tokio1)
-            .wait_timeout(Some(config.command_timeout))
-            .create_timeout(Some(config.connect_timeout))
-            .recycle_timeout(Some(config.command_timeout))
-            .build()
-            .map_err(|e| LockError::invalid(format!("cannot build the redis pool: {e}")))?;
-        let client = redis::Client::open(info).map_err(|e| from_redis(&e, ""))?;
-        let pubsub = PubSub::spawn(client, config.connect_timeout, config.command_timeout)?;
+        let client =
+            redis::Client::open(config.connection_info()?).map_err(|e| from_redis(&e, ""))?;
+        let pubsub = PubSub::spawn(
+            client.clone(),
+            config.connect_timeout,
+            config.command_timeout,
+        )?;
         Ok(Self {
-            pool,
+            connections: ConnectionSet::new(client, config),
             pubsub,
             command_timeout: config.command_timeout,
-            closed: AtomicBool::new(false),
         })
     }
 
@@ -89,40 +87,52 @@ impl SingleNode {
     ///
     /// # Errors
     /// A retryable error when the server cannot be reached in time;
-    /// [`LockError::InvalidArgument`] when it rejects the credentials.
+    /// [`LockError::InvalidArgument`] when it rejects the credentials;
+    /// [`LockError::Closed`] after [`Transport::close`].
     ///
     /// # Cancel safety
     /// Safe to drop at any point; nothing is changed but the script cache.
     pub async fn check(&self) -> Result<()> {
-        self.ensure_open()?;
         let deadline = Instant::now() + self.command_timeout;
-        let mut conn = self.checkout(deadline).await?;
+        let mut lease = self.connections.get(deadline).await?;
+        let conn = lease.conn();
         let load_all = async {
             for script in scripts::all() {
-                scripts::load(&mut conn, script).await?;
+                scripts::load(conn, script).await?;
             }
             Ok::<_, redis::RedisError>(())
         };
-        match timeout_at(deadline, load_all).await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(from_redis(&e, "")),
-            Err(_) => Err(timed_out("connection check", self.command_timeout)),
-        }
+        let result = timeout_at(deadline, load_all).await;
+        self.finish(&lease, result, "", "connection check")
     }
 
     fn ensure_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.connections.is_closed() {
             Err(LockError::Closed)
         } else {
             Ok(())
         }
     }
 
-    async fn checkout(&self, deadline: Instant) -> Result<deadpool_redis::Connection> {
-        match timeout_at(deadline, self.pool.get()).await {
-            Ok(Ok(conn)) => Ok(conn),
-            Ok(Err(e)) => Err(from_pool(&e)),
-            Err(_) => Err(timed_out("connection checkout", self.command_timeout)),
+    /// Maps the outcome of a call on `lease` (bounded by `timeout_at`),
+    /// reporting a broken connection to the set.
+    fn finish<T>(
+        &self,
+        lease: &Lease,
+        result: std::result::Result<RedisResult<T>, tokio::time::error::Elapsed>,
+        first_key: &str,
+        what: &str,
+    ) -> Result<T> {
+        match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                self.connections.report(lease, &e);
+                Err(from_redis(&e, first_key))
+            }
+            Err(_) => {
+                self.connections.report_no_reply(lease);
+                Err(timed_out(what, self.command_timeout))
+            }
         }
     }
 }
@@ -140,14 +150,10 @@ fn install_crypto_provider() {
 #[async_trait]
 impl Transport for SingleNode {
     async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
-        self.ensure_open()?;
         let deadline = Instant::now() + self.command_timeout;
-        let mut conn = self.checkout(deadline).await?;
-        match timeout_at(deadline, scripts::eval(&mut conn, &call)).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(from_redis(&e, call.first_key())),
-            Err(_) => Err(timed_out("script call", self.command_timeout)),
-        }
+        let mut lease = self.connections.get(deadline).await?;
+        let result = timeout_at(deadline, scripts::eval(lease.conn(), &call)).await;
+        self.finish(&lease, result, call.first_key(), "script call")
     }
 
     async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>> {
@@ -156,16 +162,15 @@ impl Transport for SingleNode {
             return Ok(Vec::new());
         }
         let deadline = Instant::now() + self.command_timeout;
-        let mut conn = self.checkout(deadline).await?;
-        let failed_all = |e: LockError| Ok(vec![Err(e); calls.len()]);
-        match timeout_at(deadline, scripts::eval_pipelined(&mut conn, &calls)).await {
-            Ok(Ok(results)) => Ok(results
+        let mut lease = self.connections.get(deadline).await?;
+        let result = timeout_at(deadline, scripts::eval_pipelined(lease.conn(), &calls)).await;
+        match self.finish(&lease, result, "", "pipelined script calls") {
+            Ok(results) => Ok(results
                 .into_iter()
                 .zip(&calls)
                 .map(|(r, call)| r.map_err(|e| from_redis(&e, call.first_key())))
                 .collect()),
-            Ok(Err(e)) => failed_all(from_redis(&e, "")),
-            Err(_) => failed_all(timed_out("pipelined script calls", self.command_timeout)),
+            Err(e) => Ok(vec![Err(e); calls.len()]),
         }
     }
 
@@ -189,8 +194,7 @@ impl Transport for SingleNode {
     }
 
     async fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        self.pool.close();
+        self.connections.close();
         self.pubsub.close().await;
     }
 }

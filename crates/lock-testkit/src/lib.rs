@@ -11,6 +11,8 @@ pub mod conformance;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 pub mod memory;
+#[cfg(feature = "model")]
+pub mod model;
 
 pub use checker::{ExclusionChecker, Section};
 pub use memory::{InMemoryBackend, InMemoryServer};

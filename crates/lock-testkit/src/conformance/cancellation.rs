@@ -5,7 +5,10 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use super::{channel, client, eventually, key, leftover_keys, unique, Harness, WATCHDOG};
+use super::{
+    channel, client, contended, eventually, key, leftover_keys, unique, waiting, Contended,
+    Harness, WATCHDOG,
+};
 
 /// Polls `fut` up to `n` times (yielding between polls), then drops it.
 /// Returns its output if it finished.
@@ -23,21 +26,14 @@ async fn poll_then_drop<F: Future>(fut: F, n: usize) -> Option<F::Output> {
 /// A waiter that gives up (its future dropped) leaves no subscription, no
 /// key and no hold behind.
 pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("drop-waiter");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "drop-waiter").await;
     let lb = b.lock(&name).unwrap();
     for _ in 0..3 {
         let gave_up = tokio::time::timeout(Duration::from_millis(150), lb.lock()).await;
         assert!(gave_up.is_err());
     }
     assert_eq!(b.stats().subscriptions_active, 0);
+    b.settle().await;
     eventually(Duration::from_secs(2), "unsubscribed", || async {
         h.subscribers(&channel(h, &name)).await == 0
     })
@@ -90,31 +86,17 @@ pub async fn dropped_unlock_still_releases(h: &dyn Harness) {
 /// A waiter that is woken and then dropped does not swallow the wake-up:
 /// the next waiter takes the lock promptly, not after the holder's TTL.
 pub async fn woken_waiter_dropped_passes_wakeup_on(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("baton");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "baton").await;
     let first = {
         let lock = b.lock(&name).unwrap();
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })
     };
-    eventually(Duration::from_secs(2), "first waiter waiting", || async {
-        b.stats().tries >= 2
-    })
-    .await;
+    waiting(&b, 1).await;
     let second = {
         let lock = b.lock(&name).unwrap();
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })
     };
-    eventually(Duration::from_secs(2), "second waiter waiting", || async {
-        b.stats().tries >= 4
-    })
-    .await;
+    waiting(&b, 2).await;
     let released = tokio::time::Instant::now();
     held.unlock().await.unwrap();
     // Cancel the first waiter wherever it is: still asleep, woken but not

@@ -19,6 +19,7 @@ use lock_core::{ClientConfig, KeyLayout, LockClient, LockName};
 pub mod basics;
 pub mod cancellation;
 pub mod errors;
+pub mod fair;
 pub mod layout;
 pub mod leases;
 pub mod waiting;
@@ -48,6 +49,15 @@ pub trait Harness: Send + Sync {
     async fn publish(&self, channel: &str, message: &str);
     /// How many connections subscribe `channel` (`PUBSUB NUMSUB`).
     async fn subscribers(&self, channel: &str) -> usize;
+    /// `LRANGE key 0 -1`.
+    async fn list(&self, key: &str) -> Vec<String>;
+    /// `RPUSH key value` then `ZADD zkey score value`: a waiter queued by
+    /// another client (or one whose process died).
+    async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str);
+    /// `ZSCORE key member`.
+    async fn zscore(&self, key: &str, member: &str) -> Option<i64>;
+    /// The store's clock (`TIME`), milliseconds since the Unix epoch.
+    async fn now_ms(&self) -> i64;
 }
 
 /// The watchdog timeout the checks use: short, so holding "past several
@@ -115,9 +125,9 @@ pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs every check of the suite as its own test. Pass the test attribute
-/// (e.g. `#[tokio::test(start_paused = true)]`) and an async function that
-/// returns the harness:
+/// Runs every check of the suite for reentrant locks as its own test. Pass
+/// the test attribute (e.g. `#[tokio::test(start_paused = true)]`) and an
+/// async function that returns the harness:
 ///
 /// ```text
 /// lock_testkit::conformance_tests!(#[tokio::test(start_paused = true)] harness = memory_harness);
@@ -125,6 +135,40 @@ pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
 #[macro_export]
 macro_rules! conformance_tests {
     ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__with_shared_checks! {
+            [$(#[$attr])*] $make;
+            waiting::one_unlock_wakes_one_waiter,
+            waiting::many_waiters_share_one_subscription,
+            layout::redisson_style_unlock_notice_wakes_us,
+        }
+    };
+}
+
+/// Runs every check of the suite for fair locks: the checks every lock
+/// kind passes, and the fair ones. The harness's clients must make fair
+/// locks.
+#[macro_export]
+macro_rules! fair_conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__with_shared_checks! {
+            [$(#[$attr])*] $make;
+            fair::waiters_acquire_in_arrival_order,
+            fair::try_lock_never_queues_nor_jumps_the_queue,
+            fair::timed_out_waiter_leaves_the_queue,
+            fair::cancelled_waiter_leaves_the_queue,
+            fair::release_wakes_only_the_queue_head,
+            fair::dead_waiter_is_skipped_within_the_waiter_timeout,
+            fair::live_waiter_keeps_its_place_past_the_waiter_timeout,
+        }
+    };
+}
+
+/// Implementation detail: the checks every lock kind passes, followed by
+/// the kind's own.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __with_shared_checks {
+    ([$(#[$attr:meta])*] $make:path; $($own:tt)*) => {
         $crate::__conformance_each! {
             [$(#[$attr])*] $make;
             basics::lock_then_unlock_frees_it,
@@ -144,9 +188,7 @@ macro_rules! conformance_tests {
             waiting::unlock_wakes_a_waiter_before_the_ttl,
             waiting::waiter_acquires_when_holder_lease_expires,
             waiting::deleted_lock_without_notice_is_taken_within_ttl,
-            waiting::one_unlock_wakes_one_waiter,
             waiting::force_unlock_wakes_a_waiter,
-            waiting::many_waiters_share_one_subscription,
             waiting::waiters_acquire_in_turn,
             leases::lease_expiry_frees_the_lock,
             leases::watchdog_keeps_lock_past_several_timeouts,
@@ -168,8 +210,8 @@ macro_rules! conformance_tests {
             cancellation::woken_waiter_dropped_passes_wakeup_on,
             layout::hash_field_is_owner_and_count,
             layout::redisson_written_lock_blocks_us,
-            layout::redisson_style_unlock_notice_wakes_us,
             layout::helper_keys_follow_the_layout,
+            $($own)*
         }
     };
 }
@@ -187,4 +229,41 @@ macro_rules! __conformance_each {
         }
         $crate::__conformance_each! { [$(#[$attr])*] $make; $($($rest)*)? }
     };
+}
+
+/// Two clients of one store, and a lock `name` that `a` holds (`held`) with a
+/// 20 s lease: long enough that anything quicker was a wake-up, not an
+/// expiry.
+pub struct Contended {
+    /// The holder's client.
+    pub a: LockClient,
+    /// A second client, to contend from.
+    pub b: LockClient,
+    /// The lock's (unique) name.
+    pub name: String,
+    /// `a`'s guard.
+    pub held: lock_core::Guard,
+}
+
+/// Sets up [`Contended`] for a lock named after `prefix`.
+pub async fn contended(h: &dyn Harness, prefix: &str) -> Contended {
+    let a = client(h).await;
+    let b = client(h).await;
+    let name = unique(prefix);
+    let held = a
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    Contended { a, b, name, held }
+}
+
+/// Waits until `waiters` waiters of `c` are parked: subscribed, done with
+/// their attempts, asleep until a notice. A notice sent now wakes them.
+pub async fn waiting(c: &LockClient, waiters: u64) {
+    eventually(Duration::from_secs(3), "waiters parked", || async {
+        c.stats().waiting >= waiters
+    })
+    .await;
 }

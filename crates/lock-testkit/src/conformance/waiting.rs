@@ -6,7 +6,9 @@ use std::time::Duration;
 use tokio::sync::Barrier;
 use tokio::time::Instant;
 
-use super::{channel, client, eventually, key, unique, Harness, WATCHDOG};
+use super::{
+    channel, client, contended, eventually, key, unique, waiting, Contended, Harness, WATCHDOG,
+};
 use crate::ExclusionChecker;
 
 /// A wait that runs out returns `None` no earlier than its deadline and not
@@ -33,24 +35,13 @@ pub async fn try_lock_for_honours_its_deadline(h: &dyn Harness) {
 
 /// An unlock notice wakes a waiter long before the holder's TTL would.
 pub async fn unlock_wakes_a_waiter_before_the_ttl(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("wake");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "wake").await;
     let lb = b.lock(&name).unwrap();
     let waiter = tokio::spawn(async move {
         let g = lb.try_lock_for(Duration::from_secs(30)).await.unwrap();
         (g, Instant::now())
     });
-    eventually(Duration::from_secs(2), "waiter subscribed", || async {
-        b.stats().subscriptions_active == 1 && b.stats().tries >= 2
-    })
-    .await;
+    waiting(&b, 1).await;
     let released = Instant::now();
     held.unlock().await.unwrap();
     let (g, acquired) = waiter.await.unwrap();
@@ -95,10 +86,7 @@ pub async fn deleted_lock_without_notice_is_taken_within_ttl(h: &dyn Harness) {
     let _held = a.lock(&name).unwrap().lock().await.unwrap();
     let lb = b.lock(&name).unwrap();
     let waiter = tokio::spawn(async move { lb.try_lock_for(Duration::from_secs(10)).await });
-    eventually(Duration::from_secs(2), "waiter subscribed", || async {
-        b.stats().subscriptions_active == 1 && b.stats().tries >= 2
-    })
-    .await;
+    waiting(&b, 1).await;
     let deleted = Instant::now();
     assert!(h.del(&key(h, &name)).await);
     let g = waiter.await.unwrap().unwrap().expect("taken after the TTL");
@@ -108,15 +96,7 @@ pub async fn deleted_lock_without_notice_is_taken_within_ttl(h: &dyn Harness) {
 
 /// With several waiters in one client, one unlock wakes exactly one.
 pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("wake-one");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "wake-one").await;
     let release_all = Arc::new(tokio::sync::Notify::new());
     let mut waiters = Vec::new();
     for _ in 0..5 {
@@ -133,10 +113,7 @@ pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
             g
         }));
     }
-    eventually(Duration::from_secs(2), "waiters subscribed", || async {
-        b.stats().tries >= 10
-    })
-    .await;
+    waiting(&b, 5).await;
     assert_eq!(b.stats().subscriptions_opened, 1);
     held.unlock().await.unwrap();
     eventually(
@@ -160,21 +137,15 @@ pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
 
 /// Force unlock announces the unlock: a waiter takes the lock at once.
 pub async fn force_unlock_wakes_a_waiter(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("force-wake");
-    let _held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended {
+        a,
+        b,
+        name,
+        held: _held,
+    } = contended(h, "force-wake").await;
     let lb = b.lock(&name).unwrap();
     let waiter = tokio::spawn(async move { lb.try_lock_for(Duration::from_secs(30)).await });
-    eventually(Duration::from_secs(2), "waiter subscribed", || async {
-        b.stats().subscriptions_active == 1 && b.stats().tries >= 2
-    })
-    .await;
+    waiting(&b, 1).await;
     let forced = Instant::now();
     assert!(a.lock(&name).unwrap().force_unlock().await.unwrap());
     let g = waiter
@@ -189,15 +160,7 @@ pub async fn force_unlock_wakes_a_waiter(h: &dyn Harness) {
 /// However many tasks wait on one lock, the client holds one subscription,
 /// and drops it when the last waiter leaves.
 pub async fn many_waiters_share_one_subscription(h: &dyn Harness) {
-    let a = client(h).await;
-    let b = client(h).await;
-    let name = unique("share");
-    let held = a
-        .lock(&name)
-        .unwrap()
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
+    let Contended { b, name, held, .. } = contended(h, "share").await;
     let start = Arc::new(Barrier::new(51));
     let mut waiters = Vec::new();
     for _ in 0..50 {
@@ -209,10 +172,7 @@ pub async fn many_waiters_share_one_subscription(h: &dyn Harness) {
         }));
     }
     start.wait().await;
-    eventually(Duration::from_secs(2), "all subscribed", || async {
-        b.stats().tries >= 100
-    })
-    .await;
+    waiting(&b, 50).await;
     assert_eq!(b.stats().subscriptions_opened, 1);
     assert_eq!(h.subscribers(&channel(h, &name)).await, 1);
     for w in waiters {
@@ -250,10 +210,7 @@ pub async fn waiters_acquire_in_turn(h: &dyn Harness) {
             g.unlock().await.unwrap();
         }));
     }
-    eventually(Duration::from_secs(2), "waiters subscribed", || async {
-        b.stats().tries >= 12
-    })
-    .await;
+    waiting(&b, 6).await;
     let started = Instant::now();
     held.unlock().await.unwrap();
     for w in waiters {

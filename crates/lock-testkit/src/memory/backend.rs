@@ -1,30 +1,26 @@
-//! [`InMemoryBackend`]: the lock scripts, run on the in-memory keyspace.
-//!
-//! Each operation below is the in-memory twin of one Lua script of
-//! `lock-redis` and must stay observably identical to it: same keys, same
-//! replies, same effect on hold counts, expiry, latches and the fencing
-//! counter.
+//! [`InMemoryBackend`]: one client's connection; runs the scripts of
+//! [`super::scripts`] atomically, with the server's injected faults.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
 use lock_core::layout::UNLOCK_MESSAGE;
 use lock_core::{
-    AcquireOutcome, AcquireRequest, Holder, LockBackend, LockError, LockInfo, LockName, NoticeSink,
-    ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Topic,
+    AcquireOutcome, AcquireRequest, LockBackend, LockError, LockInfo, LockKind, LockName,
+    NoticeSink, Owner, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Topic,
 };
 
-use super::keyspace::WrongType;
+use super::scripts::{self, Ctx, Publish};
 use super::server::{Connection, InMemoryServer, State};
 
-/// One client's connection to an [`InMemoryServer`].
+/// One client's connection to an [`InMemoryServer`], reentrant or fair.
 pub struct InMemoryBackend {
     server: InMemoryServer,
     connection: Arc<Connection>,
     closed: AtomicBool,
+    kind: LockKind,
 }
 
 impl std::fmt::Debug for InMemoryBackend {
@@ -33,20 +29,18 @@ impl std::fmt::Debug for InMemoryBackend {
     }
 }
 
-/// What a script wants published once the store's lock is released.
-type Publish = Option<String>;
-
 impl InMemoryBackend {
-    pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>) -> Self {
+    pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>, kind: LockKind) -> Self {
         Self {
             server,
             connection,
             closed: AtomicBool::new(false),
+            kind,
         }
     }
 
     /// Runs one script atomically, with the server's injected faults.
-    async fn run<T>(&self, script: impl FnOnce(&mut State) -> Result<(T, Publish)>) -> Result<T> {
+    async fn run<T>(&self, script: impl FnOnce(&mut Ctx<'_>) -> Result<(T, Publish)>) -> Result<T> {
         if self.closed.load(Ordering::Acquire) {
             return Err(LockError::Closed);
         }
@@ -63,7 +57,14 @@ impl InMemoryBackend {
                 state.faults.fail_before -= 1;
                 return Err(LockError::unavailable("injected failure", None));
             }
-            let result = script(&mut state);
+            let now_ms = state.now_ms();
+            let State { keys, .. } = &mut *state;
+            let mut cx = Ctx {
+                keys,
+                layout: self.server.layout(),
+                now_ms,
+            };
+            let result = script(&mut cx);
             let lost_reply = result.is_ok() && state.faults.fail_after > 0;
             if lost_reply {
                 state.faults.fail_after -= 1;
@@ -81,147 +82,53 @@ impl InMemoryBackend {
     }
 }
 
-fn wrong_type(key: &str) -> impl FnOnce(WrongType) -> LockError + '_ {
-    move |WrongType| LockError::WrongType {
-        key: key.to_owned(),
-    }
-}
-
-fn ttl_of(pttl: i64) -> Option<Duration> {
-    u64::try_from(pttl).ok().map(Duration::from_millis)
-}
-
 #[async_trait]
 impl LockBackend for InMemoryBackend {
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
-        let layout = self.server.layout().clone();
-        self.run(|state| {
-            let keys = &mut state.keys;
-            let lock = layout.lock_key(&req.name);
-            let latch = layout.acquire_latch(&req.name, &req.request_id.to_string());
-            let field = req.owner.field();
-            if req.latch_ttl_ms > 0 {
-                if let Some(token) = keys.get(&latch).map_err(wrong_type(&lock))? {
-                    let token: u64 = token.parse().unwrap_or(0);
-                    return Ok((acquired(token), None));
-                }
-            }
-            if !keys.exists(&lock) || keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-                keys.hincrby(&lock, &field, 1).map_err(wrong_type(&lock))?;
-                keys.pexpire(&lock, req.lease_ms);
-                let token = if req.fenced {
-                    keys.incr(&layout.token_key(&req.name))
-                        .map_err(wrong_type(&lock))? as u64
-                } else {
-                    0
-                };
-                if req.latch_ttl_ms > 0 {
-                    keys.set(&latch, token.to_string(), Some(req.latch_ttl_ms));
-                }
-                return Ok((acquired(token), None));
-            }
-            let ttl = ttl_of(keys.pttl(&lock));
-            Ok((AcquireOutcome::Held { ttl }, None))
-        })
-        .await
+        match self.kind {
+            LockKind::Fair => self.run(|cx| scripts::fair_acquire(cx, req)).await,
+            _ => self.run(|cx| scripts::acquire(cx, req)).await,
+        }
     }
 
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
-        let layout = self.server.layout().clone();
-        self.run(|state| {
-            let keys = &mut state.keys;
-            let lock = layout.lock_key(&req.name);
-            let latch = layout.unlock_latch(&req.name, &req.request_id.to_string());
-            let field = req.owner.field();
-            if req.latch_ttl_ms > 0 {
-                if let Some(v) = keys.get(&latch).map_err(wrong_type(&lock))? {
-                    let outcome = if v == "1" {
-                        ReleaseOutcome::Released
-                    } else {
-                        ReleaseOutcome::StillHeld
-                    };
-                    return Ok((outcome, None));
-                }
-            }
-            if !keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-                return Ok((ReleaseOutcome::NotHeld, None));
-            }
-            let left = keys.hincrby(&lock, &field, -1).map_err(wrong_type(&lock))?;
-            let (outcome, publish, latched) = if left > 0 {
-                keys.pexpire(&lock, req.lease_ms);
-                (ReleaseOutcome::StillHeld, None, "0")
-            } else {
-                keys.del(&lock);
-                (
-                    ReleaseOutcome::Released,
-                    Some(layout.channel(&req.name)),
-                    "1",
-                )
-            };
-            if req.latch_ttl_ms > 0 {
-                keys.set(&latch, latched.to_owned(), Some(req.latch_ttl_ms));
-            }
-            Ok((outcome, publish))
-        })
-        .await
+        match self.kind {
+            LockKind::Fair => self.run(|cx| scripts::fair_release(cx, req)).await,
+            _ => self.run(|cx| scripts::release(cx, req)).await,
+        }
     }
 
     async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
-        let layout = self.server.layout().clone();
-        self.run(|state| {
-            let keys = &mut state.keys;
-            let results = targets
-                .iter()
-                .map(|t| {
-                    let lock = layout.lock_key(&t.name);
-                    let held = keys.type_of(&lock) == "hash"
-                        && keys.hexists(&lock, &t.owner.field()).unwrap_or(false);
-                    if held {
-                        keys.pexpire(&lock, lease_ms);
-                    }
-                    Ok(held)
-                })
-                .collect();
-            Ok((results, None))
-        })
-        .await
+        self.run(|cx| Ok((scripts::renew(cx, targets, lease_ms), None)))
+            .await
     }
 
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
-        let layout = self.server.layout().clone();
-        self.run(|state| {
-            let keys = &mut state.keys;
-            let lock = layout.lock_key(name);
-            match keys.type_of(&lock) {
-                "none" => Ok((false, None)),
-                "hash" => {
-                    keys.del(&lock);
-                    Ok((true, Some(layout.channel(name))))
-                }
-                _ => Err(LockError::WrongType { key: lock }),
-            }
-        })
-        .await
+        match self.kind {
+            LockKind::Fair => self.run(|cx| scripts::fair_force_unlock(cx, name)).await,
+            _ => self.run(|cx| scripts::force_unlock(cx, name)).await,
+        }
     }
 
     async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
-        let layout = self.server.layout().clone();
-        self.run(|state| {
-            let keys = &mut state.keys;
-            let lock = layout.lock_key(name);
-            let holders = keys
-                .hgetall(&lock)
-                .map_err(wrong_type(&lock))?
-                .into_iter()
-                .map(|(field, count)| Holder {
-                    field,
-                    count: count.max(0) as u64,
-                })
-                .collect();
-            let ttl = ttl_of(keys.pttl(&lock));
-            Ok((LockInfo { holders, ttl }, None))
-        })
-        .await
+        match self.kind {
+            LockKind::Fair => self.run(|cx| scripts::fair_inspect(cx, name)).await,
+            _ => self.run(|cx| scripts::inspect(cx, name)).await,
+        }
+    }
+
+    fn kind(&self) -> LockKind {
+        self.kind
+    }
+
+    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
+        match self.kind {
+            LockKind::Fair => {
+                let field = owner.field();
+                self.run(|cx| scripts::leave_queue(cx, name, &field)).await
+            }
+            _ => Ok(()),
+        }
     }
 
     fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
@@ -232,13 +139,7 @@ impl LockBackend for InMemoryBackend {
     }
 
     fn subscribe(&self, topic: &Topic) -> BoxFuture<'static, Result<()>> {
-        let channel = match topic {
-            Topic::Lock(name) => self.server.layout().channel(name),
-            other => {
-                let e = LockError::invalid(format!("unsupported topic {other:?}"));
-                return future::ready(Err(e)).boxed();
-            }
-        };
+        let channel = self.server.layout().topic_channel(topic);
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -248,14 +149,12 @@ impl LockBackend for InMemoryBackend {
     }
 
     fn unsubscribe(&self, topic: &Topic) {
-        if let Topic::Lock(name) = topic {
-            let channel = self.server.layout().channel(name);
-            self.connection
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .channels
-                .remove(&channel);
-        }
+        let channel = self.server.layout().topic_channel(topic);
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .channels
+            .remove(&channel);
     }
 
     async fn close(&self) {
@@ -266,11 +165,5 @@ impl LockBackend for InMemoryBackend {
             .unwrap_or_else(PoisonError::into_inner);
         connection.channels.clear();
         connection.sink = None;
-    }
-}
-
-fn acquired(token: u64) -> AcquireOutcome {
-    AcquireOutcome::Acquired {
-        fencing_token: (token > 0).then_some(token),
     }
 }

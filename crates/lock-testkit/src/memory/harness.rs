@@ -51,4 +51,21 @@ impl Harness for InMemoryServer {
     async fn subscribers(&self, channel: &str) -> usize {
         InMemoryServer::subscribers(self, channel)
     }
+
+    async fn list(&self, key: &str) -> Vec<String> {
+        InMemoryServer::list(self, key)
+    }
+
+    async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
+        self.rpush(key, value);
+        self.zadd(zkey, score, value);
+    }
+
+    async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+        InMemoryServer::zscore(self, key, member)
+    }
+
+    async fn now_ms(&self) -> i64 {
+        InMemoryServer::now_ms(self)
+    }
 }

@@ -1,7 +1,7 @@
 //! A model of the part of a Redis keyspace the lock scripts touch: strings,
 //! hashes and sorted-set-free expiry, with Redis's reply conventions.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -11,6 +11,8 @@ use tokio::time::Instant;
 pub(crate) enum Value {
     Str(String),
     Hash(BTreeMap<String, i64>),
+    List(VecDeque<String>),
+    ZSet(HashMap<String, i64>),
 }
 
 #[derive(Debug, Clone)]
@@ -52,6 +54,8 @@ impl Keyspace {
             None => "none",
             Some(Value::Str(_)) => "string",
             Some(Value::Hash(_)) => "hash",
+            Some(Value::List(_)) => "list",
+            Some(Value::ZSet(_)) => "zset",
         }
     }
 
@@ -59,7 +63,7 @@ impl Keyspace {
         match self.live(key).map(|e| &e.value) {
             None => Ok(None),
             Some(Value::Str(s)) => Ok(Some(s.clone())),
-            Some(Value::Hash(_)) => Err(WrongType),
+            Some(_) => Err(WrongType),
         }
     }
 
@@ -95,7 +99,7 @@ impl Keyspace {
         match self.live(key).map(|e| &mut e.value) {
             None => Ok(None),
             Some(Value::Hash(h)) => Ok(Some(h)),
-            Some(Value::Str(_)) => Err(WrongType),
+            Some(_) => Err(WrongType),
         }
     }
 
@@ -164,6 +168,121 @@ impl Keyspace {
         let mut keys: Vec<String> = self.entries.keys().cloned().collect();
         keys.sort();
         keys
+    }
+
+    fn list(
+        &mut self,
+        key: &str,
+        create: bool,
+    ) -> Result<Option<&mut VecDeque<String>>, WrongType> {
+        if create && self.live(key).is_none() {
+            let value = Value::List(VecDeque::new());
+            self.entries.insert(
+                key.to_owned(),
+                Entry {
+                    value,
+                    expires_at: None,
+                },
+            );
+        }
+        match self.live(key).map(|e| &mut e.value) {
+            None => Ok(None),
+            Some(Value::List(l)) => Ok(Some(l)),
+            Some(_) => Err(WrongType),
+        }
+    }
+
+    /// Drops `key` if it is an empty list or sorted set, as Redis does.
+    fn drop_if_empty(&mut self, key: &str) {
+        let empty = match self.live(key).map(|e| &e.value) {
+            Some(Value::List(l)) => l.is_empty(),
+            Some(Value::ZSet(z)) => z.is_empty(),
+            _ => false,
+        };
+        if empty {
+            self.entries.remove(key);
+        }
+    }
+
+    /// `LINDEX key 0`.
+    pub(crate) fn list_head(&mut self, key: &str) -> Result<Option<String>, WrongType> {
+        Ok(self.list(key, false)?.and_then(|l| l.front().cloned()))
+    }
+
+    /// `LRANGE key 0 -1`.
+    pub(crate) fn list_all(&mut self, key: &str) -> Result<Vec<String>, WrongType> {
+        Ok(self
+            .list(key, false)?
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    /// `LPOP key`.
+    pub(crate) fn lpop(&mut self, key: &str) -> Result<Option<String>, WrongType> {
+        let head = self.list(key, false)?.and_then(VecDeque::pop_front);
+        self.drop_if_empty(key);
+        Ok(head)
+    }
+
+    /// `RPUSH key value`.
+    pub(crate) fn rpush(&mut self, key: &str, value: &str) -> Result<(), WrongType> {
+        if let Some(l) = self.list(key, true)? {
+            l.push_back(value.to_owned());
+        }
+        Ok(())
+    }
+
+    /// `LREM key 0 value`.
+    pub(crate) fn lrem(&mut self, key: &str, value: &str) -> Result<(), WrongType> {
+        if let Some(l) = self.list(key, false)? {
+            l.retain(|v| v != value);
+        }
+        self.drop_if_empty(key);
+        Ok(())
+    }
+
+    fn zset(
+        &mut self,
+        key: &str,
+        create: bool,
+    ) -> Result<Option<&mut HashMap<String, i64>>, WrongType> {
+        if create && self.live(key).is_none() {
+            let value = Value::ZSet(HashMap::new());
+            self.entries.insert(
+                key.to_owned(),
+                Entry {
+                    value,
+                    expires_at: None,
+                },
+            );
+        }
+        match self.live(key).map(|e| &mut e.value) {
+            None => Ok(None),
+            Some(Value::ZSet(z)) => Ok(Some(z)),
+            Some(_) => Err(WrongType),
+        }
+    }
+
+    /// `ZSCORE key member`.
+    pub(crate) fn zscore(&mut self, key: &str, member: &str) -> Result<Option<i64>, WrongType> {
+        Ok(self.zset(key, false)?.and_then(|z| z.get(member).copied()))
+    }
+
+    /// `ZADD key score member`.
+    pub(crate) fn zadd(&mut self, key: &str, score: i64, member: &str) -> Result<(), WrongType> {
+        if let Some(z) = self.zset(key, true)? {
+            z.insert(member.to_owned(), score);
+        }
+        Ok(())
+    }
+
+    /// `ZREM key member`.
+    pub(crate) fn zrem(&mut self, key: &str, member: &str) -> Result<(), WrongType> {
+        if let Some(z) = self.zset(key, false)? {
+            z.remove(member);
+        }
+        self.drop_if_empty(key);
+        Ok(())
     }
 
     /// Writes a hash field directly (`HSET`), as another client would.

@@ -9,6 +9,7 @@
 mod backend;
 mod harness;
 mod keyspace;
+mod scripts;
 mod server;
 
 pub use backend::InMemoryBackend;

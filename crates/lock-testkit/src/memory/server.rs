@@ -4,7 +4,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use lock_core::{ClientConfig, KeyLayout, LockClient, Notice, NoticeSink, Result, Topic, Wake};
+use lock_core::{
+    ClientConfig, KeyLayout, LockClient, LockKind, Notice, NoticeSink, Result, Topic, Wake,
+};
 
 use super::backend::InMemoryBackend;
 use super::keyspace::{Keyspace, WrongType};
@@ -34,6 +36,17 @@ pub(crate) struct State {
     pub(crate) keys: Keyspace,
     pub(crate) faults: Faults,
     connections: Vec<Weak<Connection>>,
+    /// The store's clock: the wall clock when the server was made, advanced
+    /// by tokio time since (so it follows paused time).
+    epoch_ms: i64,
+    started: tokio::time::Instant,
+}
+
+impl State {
+    /// The store's clock in milliseconds since the Unix epoch (Redis `TIME`).
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.epoch_ms + self.started.elapsed().as_millis() as i64
+    }
 }
 
 /// An in-memory lock store with the observable behaviour of a Redis server
@@ -58,6 +71,8 @@ pub(crate) struct State {
 pub struct InMemoryServer {
     state: Arc<Mutex<State>>,
     layout: KeyLayout,
+    /// What [`InMemoryServer::connect`] and [`InMemoryServer::client`] make.
+    kind: LockKind,
 }
 
 impl Default for InMemoryServer {
@@ -80,8 +95,32 @@ impl InMemoryServer {
                 keys: Keyspace::default(),
                 faults: Faults::default(),
                 connections: Vec::new(),
+                epoch_ms: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as i64),
+                started: tokio::time::Instant::now(),
             })),
             layout: KeyLayout::default(),
+            kind: LockKind::Reentrant,
+        }
+    }
+
+    /// A handle on the same store whose clients make fair (FIFO) locks.
+    /// Fair and reentrant locks share the keyspace, as on Redis: give them
+    /// different names.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_core::Result<()> {
+    /// let server = lock_testkit::InMemoryServer::new();
+    /// let fair = server.fair().client()?;
+    /// let guard = fair.lock("queue:printer")?.lock().await?;
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair(&self) -> Self {
+        Self {
+            kind: LockKind::Fair,
+            ..self.clone()
         }
     }
 
@@ -94,11 +133,37 @@ impl InMemoryServer {
         &self.layout
     }
 
-    /// A new connection: what one client uses.
+    /// A new connection: what one client uses. Its locks are reentrant, or
+    /// fair on a handle from [`InMemoryServer::fair`].
     pub fn connect(&self) -> Arc<InMemoryBackend> {
         let connection = Arc::new(Connection::default());
         self.state().connections.push(Arc::downgrade(&connection));
-        Arc::new(InMemoryBackend::new(self.clone(), connection))
+        Arc::new(InMemoryBackend::new(self.clone(), connection, self.kind))
+    }
+
+    /// `LRANGE key 0 -1` (a fair lock's queue).
+    pub fn list(&self, key: &str) -> Vec<String> {
+        self.state().keys.list_all(key).unwrap_or_default()
+    }
+
+    /// `ZSCORE key member`.
+    pub fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+        self.state().keys.zscore(key, member).ok().flatten()
+    }
+
+    /// `ZADD key score member` (e.g. to age a waiter's deadline).
+    pub fn zadd(&self, key: &str, score: i64, member: &str) {
+        let _ = self.state().keys.zadd(key, score, member);
+    }
+
+    /// `RPUSH key value`.
+    pub fn rpush(&self, key: &str, value: &str) {
+        let _ = self.state().keys.rpush(key, value);
+    }
+
+    /// The store's clock, milliseconds since the Unix epoch (Redis `TIME`).
+    pub fn now_ms(&self) -> i64 {
+        self.state().now_ms()
     }
 
     /// A new client with default configuration on a new connection.

@@ -1,0 +1,146 @@
+//! Turning the fair scripts' own reply shapes into lock-core types. Shapes
+//! shared with the reentrant lock (acquire, release, force unlock, and the
+//! lock half of inspect) are parsed by [`lock_redis::replies`].
+
+use lock_core::{LockError, LockInfo, QueuedWaiter, Result};
+use lock_redis::redis::Value;
+
+fn bad(script: &str, reply: &Value) -> LockError {
+    LockError::protocol(format!(
+        "unexpected reply to the fair {script} script: {reply:?}"
+    ))
+}
+
+/// `1`.
+pub(crate) fn leave_queue(reply: &Value) -> Result<()> {
+    match reply {
+        Value::Int(1) => Ok(()),
+        other => Err(bad("leave_queue", other)),
+    }
+}
+
+/// `{fields, pttl, queue, deadlines}`: the reentrant inspect reply followed
+/// by the queue's owner fields and one deadline (integer, or nil when the
+/// waiter has none) per field.
+pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
+    let err = || bad("inspect", reply);
+    let Value::Array(items) = reply else {
+        return Err(err());
+    };
+    let [fields, pttl, queue, deadlines] = items.as_slice() else {
+        return Err(err());
+    };
+    let mut info = lock_redis::replies::inspect(&Value::Array(vec![fields.clone(), pttl.clone()]))?;
+    let (Value::Array(queue), Value::Array(deadlines)) = (queue, deadlines) else {
+        return Err(err());
+    };
+    if queue.len() != deadlines.len() {
+        return Err(err());
+    }
+    info.queue = queue
+        .iter()
+        .zip(deadlines)
+        .map(|(field, deadline)| {
+            let field = match field {
+                Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+                Value::SimpleString(s) => Some(s.clone()),
+                _ => None,
+            };
+            let deadline_ms = match deadline {
+                Value::Int(ms) => Some(*ms),
+                // No deadline stored (a partly written foreign entry): the
+                // next writing script evicts it, as if already due.
+                Value::Nil => Some(0),
+                _ => None,
+            };
+            Some(QueuedWaiter {
+                field: field?,
+                deadline_ms: deadline_ms?,
+            })
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(err)?;
+    Ok(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use lock_core::Holder;
+
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn arr(items: Vec<Value>) -> Value {
+        Value::Array(items)
+    }
+
+    #[test]
+    fn leave_queue_replies() {
+        assert!(leave_queue(&Value::Int(1)).is_ok());
+        assert!(leave_queue(&Value::Int(0)).is_err());
+        assert!(leave_queue(&Value::Nil).is_err());
+    }
+
+    #[test]
+    fn inspect_free_and_empty() {
+        let reply = arr(vec![arr(vec![]), Value::Int(-2), arr(vec![]), arr(vec![])]);
+        assert_eq!(inspect(&reply).unwrap(), LockInfo::default());
+    }
+
+    #[test]
+    fn inspect_held_with_a_queue_in_order() {
+        let reply = arr(vec![
+            arr(vec![bulk("u:1"), bulk("2")]),
+            Value::Int(900),
+            arr(vec![bulk("u:2"), bulk("u:3")]),
+            arr(vec![Value::Int(1_700_000_000_000), Value::Nil]),
+        ]);
+        let info = inspect(&reply).unwrap();
+        assert_eq!(
+            info.holders,
+            vec![Holder {
+                field: "u:1".into(),
+                count: 2
+            }]
+        );
+        assert_eq!(info.ttl, Some(Duration::from_millis(900)));
+        assert_eq!(
+            info.queue,
+            vec![
+                QueuedWaiter {
+                    field: "u:2".into(),
+                    deadline_ms: 1_700_000_000_000
+                },
+                QueuedWaiter {
+                    field: "u:3".into(),
+                    deadline_ms: 0
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn inspect_rejects_other_shapes() {
+        let two = arr(vec![arr(vec![]), Value::Int(-2)]);
+        assert!(inspect(&two).is_err());
+        let mismatched = arr(vec![
+            arr(vec![]),
+            Value::Int(-2),
+            arr(vec![bulk("u:2")]),
+            arr(vec![]),
+        ]);
+        assert!(inspect(&mismatched).is_err());
+        let bad_deadline = arr(vec![
+            arr(vec![]),
+            Value::Int(-2),
+            arr(vec![bulk("u:2")]),
+            arr(vec![bulk("soon")]),
+        ]);
+        assert!(inspect(&bad_deadline).is_err());
+    }
+}

@@ -1,0 +1,91 @@
+-- acquire: take a fair lock in arrival order, re-enter it as its owner, or
+-- wait in its queue (Redisson's fair-lock layout). Runs after prelude.lua.
+--
+-- KEYS[1]  lock hash                 <prefix><name>
+-- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
+-- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
+-- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
+-- ARGV[1]  lease in milliseconds (>= 1)
+-- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
+-- ARGV[3]  "1" to hand out a fencing token, "0" not to
+-- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
+--          join the queue's tail (or, when already queued, keep the place
+--          and move the deadline to server now + this); "0" never queues
+--
+-- Order: latch check, evict stale heads, then
+--   the lock is free and (nobody queued, or we are the head): take it, leave
+--     the queue;
+--   we hold it: one more hold;
+--   else: queue (ARGV[5] > 0) and report how long to wait.
+-- Unlike Redisson, taking the lock does not move the other waiters'
+-- deadlines: our waiters refresh their own deadline while they wait.
+--
+-- Reply:
+--   {1, token}  acquired (first hold or one more hold); token is the new
+--               fencing token, or 0 when none was asked for. A repeated
+--               request (same latch key) returns its first reply unchanged.
+--   {0, wait}   not taken (nothing latched). wait is the lock's PTTL when it
+--               is held (-1: no expiry), else the milliseconds until the
+--               queue head's deadline (the lock is free but another waiter
+--               is first; never negative).
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
+-- aborts before writing anything but the eviction of stale heads.
+local latch_ttl = tonumber(ARGV[4])
+if latch_ttl > 0 then
+    local latched = redis.call('get', KEYS[2])
+    if latched then
+        return {1, tonumber(latched)}
+    end
+end
+local now = server_now()
+evict(KEYS[4], KEYS[5], now)
+
+local function take()
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    local token = 0
+    if ARGV[3] == '1' then
+        token = redis.call('incr', KEYS[3])
+    end
+    if latch_ttl > 0 then
+        redis.call('set', KEYS[2], token, 'px', latch_ttl)
+    end
+    return {1, token}
+end
+
+if redis.call('exists', KEYS[1]) == 0 then
+    local head = redis.call('lindex', KEYS[4], 0)
+    if (not head) or head == ARGV[2] then
+        if head == ARGV[2] then
+            redis.call('lpop', KEYS[4])
+        end
+        redis.call('zrem', KEYS[5], ARGV[2])
+        return take()
+    end
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    return take()
+end
+
+local queue_ms = tonumber(ARGV[5])
+if queue_ms > 0 then
+    if redis.call('zscore', KEYS[5], ARGV[2]) then
+        redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
+    else
+        redis.call('rpush', KEYS[4], ARGV[2])
+        redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
+    end
+end
+if redis.call('exists', KEYS[1]) == 1 then
+    return {0, redis.call('pttl', KEYS[1])}
+end
+-- Free, but another waiter is first: it has until its deadline to take it.
+local first = redis.call('lindex', KEYS[4], 0)
+local deadline = first and redis.call('zscore', KEYS[5], first)
+local remaining = 0
+if deadline then
+    remaining = math.max(tonumber(deadline) - now, 0)
+end
+return {0, remaining}

@@ -1,0 +1,51 @@
+-- release: give back one hold of a fair lock; when the last hold goes, tell
+-- only the queue head, on its own channel. Runs after prelude.lua.
+--
+-- KEYS[1]  lock hash                 <prefix><name>
+-- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
+--          (the head is told on KEYS[2] .. ':' .. <head's owner field>)
+-- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
+-- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
+-- ARGV[1]  unlock message ("0": wake one waiter)
+-- ARGV[2]  lease in milliseconds, set again when holds remain
+-- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
+-- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
+--
+-- Reply:
+--   1    released: the last hold is gone, the key deleted, and the queue head
+--        (after evicting stale heads), if any, told; nobody else is
+--   0    still held: one hold fewer, lease set again
+--   nil  not held by this owner (not latched)
+-- A repeated request (same latch key) returns its first reply (0 or 1).
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
+-- aborts before writing anything but the eviction of stale heads.
+local latch_ttl = tonumber(ARGV[5])
+if latch_ttl > 0 then
+    local latched = redis.call('get', KEYS[3])
+    if latched then
+        return tonumber(latched)
+    end
+end
+evict(KEYS[4], KEYS[5], server_now())
+if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    return nil
+end
+local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
+if count > 0 then
+    redis.call('pexpire', KEYS[1], ARGV[2])
+    if latch_ttl > 0 then
+        redis.call('set', KEYS[3], 0, 'px', latch_ttl)
+    end
+    return 0
+end
+redis.call('del', KEYS[1])
+local head = redis.call('lindex', KEYS[4], 0)
+if head then
+    redis.call(ARGV[4], KEYS[2] .. ':' .. head, ARGV[1])
+end
+if latch_ttl > 0 then
+    redis.call('set', KEYS[3], 1, 'px', latch_ttl)
+end
+return 1

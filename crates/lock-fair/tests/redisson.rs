@@ -1,0 +1,126 @@
+//! Sharing a fair lock with Redisson: its queue, written the way
+//! `RedissonFairLock` writes it, is respected, and its waiters are told on
+//! their channels. Key and channel names are spelled out literally here, to
+//! pin Redisson's layout.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use lock_fair::{LockBackend, ReleaseOutcome};
+use lock_testkit::fixtures::redis::Value;
+
+const LEASE: u64 = 10_000;
+/// A Redisson thread waiting on the lock: `<client-uuid>:<thread-id>`.
+const REDISSON_WAITER: &str = "6f1c2a4e-8d0b-4b7e-9a35-2c1d0e9f7a61:55";
+/// Redisson's default thread wait time, 5 minutes.
+const REDISSON_WAIT_MS: i64 = 300_000;
+
+/// Queues the Redisson waiter as Redisson does: RPUSH plus a deadline of
+/// now + its wait time (far in the future for us).
+fn queue_redisson_waiter(env: &Env) -> i64 {
+    let deadline = server_now_ms(&env.server) + REDISSON_WAIT_MS;
+    env.server
+        .cmd(&["RPUSH", "redisson_lock_queue:{job}", REDISSON_WAITER]);
+    env.server.cmd(&[
+        "ZADD",
+        "redisson_lock_timeout:{job}",
+        &deadline.to_string(),
+        REDISSON_WAITER,
+    ]);
+    deadline
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_acquire_does_not_jump_a_redisson_queue() {
+    let env = env().await;
+    let n = name("job");
+    let (a, b) = (owner(), owner());
+    let deadline = queue_redisson_waiter(&env);
+
+    // The lock is free, but Redisson's waiter is first: neither a try nor a
+    // waiting attempt takes it.
+    let hint = must_wait(&env.backend, &try_req(&n, a, LEASE)).await;
+    assert!(
+        hint.is_some_and(|t| t > Duration::from_millis(REDISSON_WAIT_MS as u64 - 5_000)),
+        "{hint:?}"
+    );
+    must_wait(&env.backend, &wait_req(&n, a, LEASE)).await;
+    must_wait(&env.backend, &wait_req(&n, b, LEASE)).await;
+    assert_eq!(env.server.cmd(&["EXISTS", "job"]), Value::Int(0));
+    // We queue behind it, in the same list and zset, and leave its deadline
+    // alone.
+    assert_eq!(
+        queue(&env.server, &n),
+        vec![REDISSON_WAITER.to_owned(), a.field(), b.field()]
+    );
+    assert_eq!(
+        env.server
+            .cmd(&["ZSCORE", "redisson_lock_timeout:{job}", REDISSON_WAITER]),
+        bulk(&deadline.to_string())
+    );
+    assert_eq!(deadlines(&env.server, &n).len(), 3);
+
+    // Once the Redisson waiter has taken the lock (as Redisson does: pop
+    // itself, HSET) and released it, our head is next.
+    env.server.cmd(&["LPOP", "redisson_lock_queue:{job}"]);
+    env.server
+        .cmd(&["ZREM", "redisson_lock_timeout:{job}", REDISSON_WAITER]);
+    must_wait(&env.backend, &wait_req(&n, b, LEASE)).await;
+    must_acquire(&env.backend, &wait_req(&n, a, LEASE)).await;
+    assert_eq!(queue(&env.server, &n), vec![b.field()]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_waiter_at_the_head_is_told_on_its_channel() {
+    let env = env().await;
+    let n = name("job");
+    let a = owner();
+    must_acquire(&env.backend, &wait_req(&n, a, LEASE)).await;
+    queue_redisson_waiter(&env);
+    let channel = format!("redisson_lock__channel:{{job}}:{REDISSON_WAITER}");
+    let mut sub = RawSub::new(&env.server, std::slice::from_ref(&channel)).await;
+
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, LEASE)).await,
+        ReleaseOutcome::Released
+    );
+    assert_eq!(
+        sub.next(Duration::from_secs(2)).await,
+        Some((channel.clone(), "0".to_owned()))
+    );
+
+    // Force unlock tells it as well.
+    assert!(!env.backend.force_unlock(&n).await.unwrap());
+    assert_eq!(
+        sub.next(Duration::from_secs(2)).await,
+        Some((channel, "0".to_owned()))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lock_held_by_redisson_queues_us_with_its_ttl() {
+    let env = env().await;
+    let n = name("job");
+    let a = owner();
+    env.server.cmd(&["HSET", "job", REDISSON_WAITER, "1"]);
+    env.server.cmd(&["PEXPIRE", "job", "20000"]);
+
+    let hint = must_wait(&env.backend, &wait_req(&n, a, LEASE)).await;
+    assert!(
+        hint.is_some_and(|t| t <= Duration::from_secs(20) && t > Duration::from_secs(15)),
+        "{hint:?}"
+    );
+    assert_eq!(queue(&env.server, &n), vec![a.field()]);
+    assert_eq!(
+        env.server
+            .cmd(&["LRANGE", "redisson_lock_queue:{job}", "0", "-1"]),
+        Value::Array(vec![bulk(&a.field())])
+    );
+    // Redisson's unlock deletes the hash; then we are the head and take it.
+    env.server.cmd(&["DEL", "job"]);
+    must_acquire(&env.backend, &wait_req(&n, a, LEASE)).await;
+    assert!(queue(&env.server, &n).is_empty());
+    assert!(deadlines(&env.server, &n).is_empty());
+}

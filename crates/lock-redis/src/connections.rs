@@ -1,0 +1,506 @@
+//! A small, fixed set of multiplexed connections to one server: hands out a
+//! healthy connection cheaply.
+//!
+//! # How it works
+//! The set has [`RedisConfig::pool_size`](crate::RedisConfig::pool_size)
+//! slots. Each call takes the next slot round-robin (one atomic increment)
+//! and clones that slot's [`MultiplexedConnection`] (a handle: many calls
+//! share one socket, their commands pipelined by the connection's driver
+//! task). Nothing is sent to check a connection out; in particular no
+//! `PING`, so an operation costs exactly its own round trip.
+//!
+//! A slot is connected lazily, by the first call that finds it empty or
+//! stale, within the connect timeout and the call's deadline. One task at a
+//! time connects a slot; other calls for that slot wait for it (bounded by
+//! their own deadlines) and then use its connection.
+//!
+//! # Health without round trips
+//! A call that fails with an error meaning the connection is broken (I/O
+//! error, connection dropped, refused or reset, an error redis-rs calls
+//! unrecoverable, or no reply by the call's deadline) reports it with
+//! [`ConnectionSet::report`] / [`ConnectionSet::report_no_reply`]:
+//!
+//! * the slot's connection is discarded, but only if it is still the one
+//!   the call used: every connection a slot gets has a new *generation*, so
+//!   a late report about an old connection leaves its replacement alone;
+//! * the set-wide *epoch* moves past the epoch the broken connection was
+//!   made in. Every connection remembers the epoch it was made in and is
+//!   used only while that is still the current epoch, so all connections
+//!   made before the failure was seen are replaced on their next use, not
+//!   each after a failure of its own. After a server restart, about one
+//!   call fails rather than one per slot. Reports about connections of an
+//!   older epoch do not move it again, so a burst of failures of calls that
+//!   were in flight does not throw away connections made after the first.
+//!
+//! A connect that is refused or reset retires the older connections in the
+//! same way: the server went away, so they are most likely dead as well.
+//!
+//! Calls already running on a discarded connection finish on it; its socket
+//! closes when the last of them drops its handle.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use lock_core::{LockError, Result};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, Client, RedisError};
+use tokio::time::{timeout_at, Instant};
+
+use crate::config::RedisConfig;
+use crate::error::{from_redis, timed_out};
+
+/// A connection handed out by [`ConnectionSet::get`], with what is needed to
+/// report it broken.
+pub(crate) struct Lease {
+    conn: MultiplexedConnection,
+    slot: usize,
+    generation: u64,
+    epoch: u64,
+}
+
+impl Lease {
+    /// The connection (a handle; cloning or dropping it is cheap).
+    pub(crate) fn conn(&mut self) -> &mut MultiplexedConnection {
+        &mut self.conn
+    }
+}
+
+impl fmt::Debug for Lease {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lease")
+            .field("slot", &self.slot)
+            .field("generation", &self.generation)
+            .field("epoch", &self.epoch)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A fixed number of lazily made multiplexed connections; see the module
+/// docs.
+pub(crate) struct ConnectionSet {
+    client: Client,
+    config: AsyncConnectionConfig,
+    connect_timeout: Duration,
+    command_timeout: Duration,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+    epoch: AtomicU64,
+    closed: AtomicBool,
+}
+
+struct Slot {
+    state: Mutex<SlotState>,
+    /// Held by the one task connecting this slot.
+    connecting: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    live: Option<Live>,
+    /// The generation of the newest connection this slot had.
+    generation: u64,
+}
+
+struct Live {
+    conn: MultiplexedConnection,
+    generation: u64,
+    epoch: u64,
+}
+
+impl Slot {
+    fn state(&self) -> MutexGuard<'_, SlotState> {
+        // Nothing panics while the lock is held; never give up on a slot.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl ConnectionSet {
+    /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
+    /// connected yet. Connections to `client` are made within
+    /// [`RedisConfig::connect_timeout`].
+    ///
+    /// The connections have no response timeout of their own: every caller
+    /// bounds its whole call (several commands, on `NOSCRIPT`) by its
+    /// deadline, so a second timer per command would only cost time.
+    pub(crate) fn new(client: Client, config: &RedisConfig) -> Self {
+        let connection_config = AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(config.connect_timeout))
+            .set_response_timeout(None);
+        let slots = (0..config.pool_size.max(1))
+            .map(|_| Slot {
+                state: Mutex::new(SlotState::default()),
+                connecting: tokio::sync::Mutex::new(()),
+            })
+            .collect();
+        Self {
+            client,
+            config: connection_config,
+            connect_timeout: config.connect_timeout,
+            command_timeout: config.command_timeout,
+            slots,
+            next: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether [`ConnectionSet::close`] was called.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// A connection of the next slot, connecting it first if it has none
+    /// or only a stale one.
+    ///
+    /// # Errors
+    /// [`LockError::Closed`] after [`ConnectionSet::close`]; a retryable
+    /// timeout when `deadline` passes while waiting for the slot or
+    /// connecting; the mapped connect error (refused: retryable; rejected
+    /// credentials: invalid argument).
+    ///
+    /// # Cancel safety
+    /// Safe to drop: a half-made connection is dropped, and another caller
+    /// then connects the slot.
+    pub(crate) async fn get(&self, deadline: Instant) -> Result<Lease> {
+        if self.is_closed() {
+            return Err(LockError::Closed);
+        }
+        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let slot = &self.slots[index];
+        if let Some(lease) = self.current(index) {
+            return Ok(lease);
+        }
+        let Ok(_connecting) = timeout_at(deadline, slot.connecting.lock()).await else {
+            return Err(self.checkout_timed_out());
+        };
+        // Whoever held the gate before us may have connected the slot.
+        if let Some(lease) = self.current(index) {
+            return Ok(lease);
+        }
+        // Read before connecting: should a failure be reported meanwhile,
+        // the new connection counts as made before it (one reconnect too
+        // many at worst, never a broken connection kept).
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let connect_by = deadline.min(Instant::now() + self.connect_timeout);
+        let conn = match timeout_at(
+            connect_by,
+            self.client
+                .get_multiplexed_async_connection_with_config(&self.config),
+        )
+        .await
+        {
+            Ok(Ok(conn)) => conn,
+            Ok(Err(e)) => {
+                tracing::debug!(slot = index, error = %e, "cannot connect to redis");
+                // Refused or reset: the server went away, so the
+                // connections made before are most likely dead too. (A slow
+                // or rejected connect says nothing about them; they report
+                // their own failures.)
+                if e.is_connection_refusal() || e.is_connection_dropped() {
+                    self.retire_up_to(epoch);
+                }
+                return Err(from_redis(&e, ""));
+            }
+            Err(_) if connect_by < deadline => {
+                return Err(timed_out("connecting", self.connect_timeout));
+            }
+            Err(_) => return Err(self.checkout_timed_out()),
+        };
+        self.install(index, conn, epoch)
+    }
+
+    /// Reports that a call on `lease` failed with `err`. Discards the
+    /// connection (see the module docs) when `err` means it is broken;
+    /// other errors (error replies of the server) leave it in use.
+    pub(crate) fn report(&self, lease: &Lease, err: &RedisError) {
+        if is_broken(err) {
+            tracing::debug!(slot = lease.slot, error = %err, "redis connection broken");
+            self.discard(lease);
+        }
+    }
+
+    /// Reports that a call on `lease` got no reply by its deadline: the
+    /// connection is treated as broken.
+    pub(crate) fn report_no_reply(&self, lease: &Lease) {
+        tracing::debug!(slot = lease.slot, "no reply from redis in time");
+        self.discard(lease);
+    }
+
+    /// Drops every connection; later [`ConnectionSet::get`] calls fail with
+    /// [`LockError::Closed`]. Calls in flight finish on the connections they
+    /// hold.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        for slot in self.slots.iter() {
+            slot.state().live = None;
+        }
+    }
+
+    /// The slot's connection, if it has one made in the current epoch.
+    fn current(&self, index: usize) -> Option<Lease> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        let state = self.slots[index].state();
+        let live = state.live.as_ref().filter(|live| live.epoch >= epoch)?;
+        Some(Lease {
+            conn: live.conn.clone(),
+            slot: index,
+            generation: live.generation,
+            epoch: live.epoch,
+        })
+    }
+
+    fn install(&self, index: usize, conn: MultiplexedConnection, epoch: u64) -> Result<Lease> {
+        let mut state = self.slots[index].state();
+        // Checked under the slot lock, so `close` cannot miss this one.
+        if self.is_closed() {
+            return Err(LockError::Closed);
+        }
+        state.generation += 1;
+        let generation = state.generation;
+        state.live = Some(Live {
+            conn: conn.clone(),
+            generation,
+            epoch,
+        });
+        Ok(Lease {
+            conn,
+            slot: index,
+            generation,
+            epoch,
+        })
+    }
+
+    fn discard(&self, lease: &Lease) {
+        self.retire_up_to(lease.epoch);
+        let mut state = self.slots[lease.slot].state();
+        if state
+            .live
+            .as_ref()
+            .is_some_and(|live| live.generation == lease.generation)
+        {
+            state.live = None;
+        }
+    }
+
+    /// Makes every connection made in `epoch` or before stale.
+    fn retire_up_to(&self, epoch: u64) {
+        self.epoch.fetch_max(epoch + 1, Ordering::AcqRel);
+    }
+
+    fn checkout_timed_out(&self) -> LockError {
+        LockError::timeout(format!(
+            "no redis connection within the command timeout of {:?}",
+            self.command_timeout
+        ))
+    }
+}
+
+/// Whether `err` means the connection it came from is unusable.
+fn is_broken(err: &RedisError) -> bool {
+    err.is_io_error()
+        || err.is_connection_dropped()
+        || err.is_connection_refusal()
+        || err.is_timeout()
+        || err.is_unrecoverable_error()
+}
+
+impl fmt::Debug for ConnectionSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let epoch = self.epoch.load(Ordering::Relaxed);
+        let connected = self
+            .slots
+            .iter()
+            .filter(|slot| {
+                slot.state()
+                    .live
+                    .as_ref()
+                    .is_some_and(|live| live.epoch >= epoch)
+            })
+            .count();
+        f.debug_struct("ConnectionSet")
+            .field("size", &self.slots.len())
+            .field("connected", &connected)
+            .field("epoch", &epoch)
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_testkit::fixtures::RedisServer;
+    use std::io;
+
+    fn set(server: &RedisServer, size: usize) -> ConnectionSet {
+        let config = RedisConfig::new(server.url())
+            .pool_size(size)
+            .command_timeout(Duration::from_secs(2))
+            .connect_timeout(Duration::from_secs(2));
+        ConnectionSet::new(server.client(), &config)
+    }
+
+    fn soon() -> Instant {
+        Instant::now() + Duration::from_secs(2)
+    }
+
+    fn broken() -> RedisError {
+        RedisError::from(io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+
+    /// `(slot, generation, epoch)` of the next `n` leases.
+    async fn next_leases(set: &ConnectionSet, n: usize) -> Vec<(usize, u64, u64)> {
+        let mut seen = Vec::new();
+        for _ in 0..n {
+            let lease = set.get(soon()).await.unwrap();
+            seen.push((lease.slot, lease.generation, lease.epoch));
+        }
+        seen
+    }
+
+    #[tokio::test]
+    async fn slots_are_used_round_robin_and_connected_once() {
+        let server = RedisServer::start();
+        let set = set(&server, 3);
+        let first = next_leases(&set, 3).await;
+        assert_eq!(first, [(0, 1, 0), (1, 1, 0), (2, 1, 0)]);
+        assert_eq!(next_leases(&set, 3).await, first);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_task_connects_a_slot_and_the_others_share_it() {
+        let server = RedisServer::start();
+        let set = std::sync::Arc::new(set(&server, 1));
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let set = set.clone();
+                tokio::spawn(async move { set.get(soon()).await.unwrap().generation })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn error_replies_keep_the_connection() {
+        let server = RedisServer::start();
+        let set = set(&server, 1);
+        let lease = set.get(soon()).await.unwrap();
+        set.report(
+            &lease,
+            &redis::make_extension_error("WRONGTYPE".into(), None),
+        );
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+    }
+
+    #[tokio::test]
+    async fn a_late_report_leaves_the_replacement_alone() {
+        let server = RedisServer::start();
+        let set = set(&server, 1);
+        let old = set.get(soon()).await.unwrap();
+        set.report(&old, &broken());
+        assert_eq!(next_leases(&set, 1).await, [(0, 2, 1)]);
+        // Another call that was in flight on the old connection fails late.
+        set.report(&old, &broken());
+        set.report_no_reply(&old);
+        assert_eq!(next_leases(&set, 2).await, [(0, 2, 1), (0, 2, 1)]);
+    }
+
+    #[tokio::test]
+    async fn one_broken_connection_retires_every_older_one() {
+        let server = RedisServer::start();
+        let set = set(&server, 4);
+        let leases = next_leases(&set, 4).await;
+        assert!(leases.iter().all(|&(_, generation, _)| generation == 1));
+        let broken_lease = set.get(soon()).await.unwrap();
+        set.report_no_reply(&broken_lease);
+        // Every slot reconnects once, in the new epoch, and stays.
+        let after = next_leases(&set, 8).await;
+        assert!(after.iter().all(|&(_, g, e)| g == 2 && e == 1), "{after:?}");
+        // A burst of reports about connections of the old epoch changes
+        // nothing.
+        set.report(&broken_lease, &broken());
+        assert_eq!(next_leases(&set, 4).await, after[..4]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_connect_leaves_the_slot_for_the_next_call() {
+        let mut server = RedisServer::start();
+        let set = set(&server, 1);
+        server.kill();
+        let err = set.get(soon()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        server.restart();
+        // The refusal moved the epoch; the slot's first connection is made
+        // in the new one.
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 1)]);
+    }
+
+    #[tokio::test]
+    async fn a_refused_connect_retires_every_older_connection() {
+        let mut server = RedisServer::start();
+        let set = set(&server, 3);
+        assert_eq!(next_leases(&set, 2).await, [(0, 1, 0), (1, 1, 0)]);
+        server.kill();
+        // Slot 2 has no connection yet: connecting is refused.
+        let err = set.get(soon()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        server.restart();
+        // Slots 0 and 1 do not hand out their dead connections.
+        assert_eq!(
+            next_leases(&set, 3).await,
+            [(0, 2, 1), (1, 2, 1), (2, 1, 1)]
+        );
+    }
+
+    #[tokio::test]
+    async fn closed_sets_hand_out_nothing() {
+        let server = RedisServer::start();
+        let set = set(&server, 2);
+        let lease = set.get(soon()).await.unwrap();
+        set.close();
+        assert!(matches!(set.get(soon()).await, Err(LockError::Closed)));
+        // Reports after close are harmless.
+        set.report(&lease, &broken());
+        assert!(set.is_closed());
+    }
+
+    #[tokio::test]
+    async fn waiting_for_a_frozen_server_ends_at_the_deadline() {
+        let server = RedisServer::start();
+        let set = set(&server, 1);
+        server.pause();
+        let started = Instant::now();
+        let err = set
+            .get(Instant::now() + Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        server.resume();
+        assert!(err.is_timeout(), "{err:?}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    #[test]
+    fn broken_means_the_connection_is_unusable() {
+        for kind in [
+            io::ErrorKind::BrokenPipe,
+            io::ErrorKind::ConnectionReset,
+            io::ErrorKind::ConnectionRefused,
+            io::ErrorKind::ConnectionAborted,
+            io::ErrorKind::UnexpectedEof,
+            io::ErrorKind::TimedOut,
+        ] {
+            assert!(
+                is_broken(&RedisError::from(io::Error::from(kind))),
+                "{kind:?}"
+            );
+        }
+        for code in ["WRONGTYPE", "NOSCRIPT", "BUSY", "LOADING", "ERR"] {
+            let err = redis::make_extension_error(code.to_owned(), None);
+            assert!(!is_broken(&err), "{code}");
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! The whole conformance suite against Redis with a key prefix: every key,
+//! channel and helper name must follow it.
+
+use std::time::Duration;
+
+use lock_redis::{ClientConfig, KeyLayout, LockClient, RedisConfig};
+use lock_testkit::fixtures::RedisHarness;
+
+const PREFIX: &str = "billing:";
+
+async fn connect(url: String, config: ClientConfig) -> LockClient {
+    let redis = RedisConfig::new(url)
+        .key_prefix(PREFIX)
+        .command_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(2));
+    lock_redis::connect(redis, config)
+        .await
+        .expect("connect to the fixture")
+}
+
+async fn harness() -> RedisHarness {
+    RedisHarness::start(KeyLayout::with_prefix(PREFIX), connect).await
+}
+
+lock_testkit::conformance_tests!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    harness = harness
+);

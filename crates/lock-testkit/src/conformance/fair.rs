@@ -1,0 +1,212 @@
+//! Fair (FIFO) locks: arrival order, the queue, head-only wake-ups, and
+//! eviction of dead waiters. Run by `fair_conformance_tests!` with a harness
+//! whose clients make fair locks.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lock_core::{LockName, Owner};
+use tokio::time::Instant;
+
+use super::{client, contended, eventually, unique, Contended, Harness};
+use crate::ExclusionChecker;
+
+fn queue_key(h: &dyn Harness, name: &str) -> String {
+    h.layout().queue_key(&LockName::new(name).unwrap())
+}
+
+fn timeout_key(h: &dyn Harness, name: &str) -> String {
+    h.layout().timeout_key(&LockName::new(name).unwrap())
+}
+
+/// Waits until `n` waiters are queued for `name`.
+async fn queued(h: &dyn Harness, name: &str, n: usize) {
+    eventually(Duration::from_secs(3), "waiters queued", || async {
+        h.list(&queue_key(h, name)).await.len() == n
+    })
+    .await;
+}
+
+/// Twenty waiters from two clients get the lock in exactly their arrival
+/// order, each handoff waking one waiter.
+pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "fifo").await;
+    let c = client(h).await;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let checker = ExclusionChecker::new();
+    let mut waiters = Vec::new();
+    for i in 0..20 {
+        let lock = if i % 2 == 0 { &b } else { &c }.lock(&name).unwrap();
+        let (order, checker) = (Arc::clone(&order), checker.clone());
+        waiters.push(tokio::spawn(async move {
+            let g = lock
+                .try_lock_for(Duration::from_secs(20))
+                .await
+                .unwrap()
+                .unwrap();
+            let section = checker.enter(i, None);
+            order.lock().unwrap().push(i);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            drop(section);
+            g.unlock().await.unwrap();
+        }));
+        queued(h, &name, i + 1).await;
+    }
+    held.unlock().await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
+    assert!(checker.violations().is_empty());
+    assert_eq!(
+        b.stats().wakeups + c.stats().wakeups,
+        20,
+        "one wake-up per handoff"
+    );
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+}
+
+/// A try never joins the queue, and cannot jump it either.
+pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "try-fair").await;
+    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+    // Someone else queued first: even a free lock is theirs, not the try's.
+    let first = Owner::new(uuid::Uuid::new_v4(), 1).field();
+    let far = h.now_ms().await + 60_000;
+    h.enqueue(&queue_key(h, &name), &timeout_key(h, &name), far, &first)
+        .await;
+    held.unlock().await.unwrap();
+    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert_eq!(h.list(&queue_key(h, &name)).await, vec![first]);
+}
+
+/// A waiter whose wait runs out leaves the queue.
+pub async fn timed_out_waiter_leaves_the_queue(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "fair-timeout").await;
+    let got = b
+        .lock(&name)
+        .unwrap()
+        .try_lock_for(Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert!(got.is_none());
+    b.settle().await;
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+    let owner_fields = h.list(&timeout_key(h, &name)).await;
+    assert!(owner_fields.is_empty());
+    held.unlock().await.unwrap();
+}
+
+/// A waiter whose future is dropped leaves the queue from wherever it
+/// stood; the others keep their order.
+pub async fn cancelled_waiter_leaves_the_queue(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "fair-cancel").await;
+    let mut waiters = Vec::new();
+    for i in 0..3 {
+        let lock = b.lock(&name).unwrap();
+        waiters.push(tokio::spawn(async move {
+            let g = lock.lock().await.unwrap();
+            g.unlock().await.unwrap();
+            (i, Instant::now())
+        }));
+        queued(h, &name, i + 1).await;
+    }
+    let queue = h.list(&queue_key(h, &name)).await;
+    let quitter = waiters.remove(1);
+    quitter.abort();
+    let _ = quitter.await;
+    b.settle().await;
+    assert_eq!(
+        h.list(&queue_key(h, &name)).await,
+        vec![queue[0].clone(), queue[2].clone()],
+        "the middle waiter left; the others kept their order"
+    );
+    assert_eq!(h.zscore(&timeout_key(h, &name), &queue[1]).await, None);
+    held.unlock().await.unwrap();
+    let (first, t1) = waiters.remove(0).await.unwrap();
+    let (last, t2) = waiters.remove(0).await.unwrap();
+    assert_eq!((first, last), (0, 2));
+    assert!(t1 <= t2);
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+}
+
+/// An unlock tells only the queue head.
+pub async fn release_wakes_only_the_queue_head(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "head-only").await;
+    let c = client(h).await;
+    let head = {
+        let lock = b.lock(&name).unwrap();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    queued(h, &name, 1).await;
+    let second = {
+        let lock = c.lock(&name).unwrap();
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await })
+    };
+    queued(h, &name, 2).await;
+    held.unlock().await.unwrap();
+    let g = head.await.unwrap().unwrap();
+    assert_eq!(b.stats().wakeups, 1);
+    assert_eq!(c.stats().wakeups, 0, "the second waiter was not disturbed");
+    g.unlock().await.unwrap();
+    let g2 = second.await.unwrap().unwrap().expect("then the second");
+    g2.unlock().await.unwrap();
+}
+
+/// A waiter that died while queued (it stopped refreshing its place) delays
+/// the next waiter by no more than the waiter timeout.
+pub async fn dead_waiter_is_skipped_within_the_waiter_timeout(h: &dyn Harness) {
+    let waiter_timeout = Duration::from_millis(600);
+    let b = h
+        .client(super::config().waiter_timeout(waiter_timeout))
+        .await;
+    let name = unique("dead-waiter");
+    let dead = Owner::new(uuid::Uuid::new_v4(), 1).field();
+    let deadline = h.now_ms().await + waiter_timeout.as_millis() as i64;
+    h.enqueue(
+        &queue_key(h, &name),
+        &timeout_key(h, &name),
+        deadline,
+        &dead,
+    )
+    .await;
+    let started = Instant::now();
+    let g = b
+        .lock(&name)
+        .unwrap()
+        .try_lock_for(Duration::from_secs(10))
+        .await
+        .unwrap()
+        .expect("the dead waiter is evicted");
+    let waited = started.elapsed();
+    assert!(
+        waited <= waiter_timeout + waiter_timeout / 3 + Duration::from_millis(200),
+        "waited {waited:?} behind a dead waiter"
+    );
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+    g.unlock().await.unwrap();
+}
+
+/// A live waiter keeps its place however long the holder takes: it
+/// refreshes its deadline while it waits.
+pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness) {
+    let waiter_timeout = Duration::from_millis(300);
+    let config = super::config().waiter_timeout(waiter_timeout);
+    let a = h.client(config.clone()).await;
+    let b = h.client(config).await;
+    let name = unique("live-waiter");
+    let held = a.lock(&name).unwrap().lock().await.unwrap();
+    let waiter = {
+        let lock = b.lock(&name).unwrap();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    queued(h, &name, 1).await;
+    let field = h.list(&queue_key(h, &name)).await.remove(0);
+    tokio::time::sleep(waiter_timeout * 4).await;
+    assert_eq!(h.list(&queue_key(h, &name)).await, vec![field.clone()]);
+    let deadline = h.zscore(&timeout_key(h, &name), &field).await.unwrap();
+    assert!(deadline > h.now_ms().await, "the deadline was refreshed");
+    held.unlock().await.unwrap();
+    waiter.await.unwrap().unwrap().unlock().await.unwrap();
+}

@@ -1,0 +1,360 @@
+//! The lock scripts of `lock-redis` (reentrant) and `lock-fair` (fair), run
+//! on the in-memory keyspace. Each function is the twin of one Lua script
+//! and must stay observably identical to it: same keys, same replies, same
+//! effect on hold counts, expiry, latches, queues and the fencing counter.
+
+use std::time::Duration;
+
+use lock_core::{
+    AcquireOutcome, AcquireRequest, Holder, KeyLayout, LockError, LockInfo, LockName, QueuedWaiter,
+    ReleaseOutcome, ReleaseRequest, RenewTarget, Result,
+};
+
+use super::keyspace::{Keyspace, WrongType};
+
+/// A channel a script publishes the unlock message on, once the store's
+/// lock is released.
+pub(crate) type Publish = Option<String>;
+
+/// What every script sees: the keys, the layout and the store's clock.
+pub(crate) struct Ctx<'a> {
+    pub(crate) keys: &'a mut Keyspace,
+    pub(crate) layout: &'a KeyLayout,
+    /// The store's clock, milliseconds since the Unix epoch (Redis `TIME`).
+    pub(crate) now_ms: i64,
+}
+
+fn wrong_type(key: &str) -> impl FnOnce(WrongType) -> LockError + '_ {
+    move |WrongType| LockError::WrongType {
+        key: key.to_owned(),
+    }
+}
+
+fn ttl_of(pttl: i64) -> Option<Duration> {
+    u64::try_from(pttl).ok().map(Duration::from_millis)
+}
+
+fn acquired(token: u64) -> AcquireOutcome {
+    AcquireOutcome::Acquired {
+        fencing_token: (token > 0).then_some(token),
+    }
+}
+
+// ---- steps shared by both kinds ----
+
+/// A repeated acquire request returns its first outcome.
+fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<AcquireOutcome>> {
+    if req.latch_ttl_ms == 0 {
+        return Ok(None);
+    }
+    let latch = cx
+        .layout
+        .acquire_latch(&req.name, &req.request_id.to_string());
+    let lock = cx.layout.lock_key(&req.name);
+    let token = cx.keys.get(&latch).map_err(wrong_type(&lock))?;
+    Ok(token.map(|t| acquired(t.parse().unwrap_or(0))))
+}
+
+/// One more hold: count, lease, token, latch.
+fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<AcquireOutcome> {
+    let lock = cx.layout.lock_key(&req.name);
+    cx.keys
+        .hincrby(&lock, &req.owner.field(), 1)
+        .map_err(wrong_type(&lock))?;
+    cx.keys.pexpire(&lock, req.lease_ms);
+    let token = if req.fenced {
+        let counter = cx.layout.token_key(&req.name);
+        cx.keys.incr(&counter).map_err(wrong_type(&lock))? as u64
+    } else {
+        0
+    };
+    if req.latch_ttl_ms > 0 {
+        let latch = cx
+            .layout
+            .acquire_latch(&req.name, &req.request_id.to_string());
+        cx.keys
+            .set(&latch, token.to_string(), Some(req.latch_ttl_ms));
+    }
+    Ok(acquired(token))
+}
+
+/// A repeated release request returns its first outcome.
+fn latched_release(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<Option<ReleaseOutcome>> {
+    if req.latch_ttl_ms == 0 {
+        return Ok(None);
+    }
+    let latch = cx
+        .layout
+        .unlock_latch(&req.name, &req.request_id.to_string());
+    let lock = cx.layout.lock_key(&req.name);
+    Ok(cx.keys.get(&latch).map_err(wrong_type(&lock))?.map(|v| {
+        if v == "1" {
+            ReleaseOutcome::Released
+        } else {
+            ReleaseOutcome::StillHeld
+        }
+    }))
+}
+
+/// Releases one hold; on the last one deletes the lock. Latches the outcome.
+fn drop_hold(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
+    let lock = cx.layout.lock_key(&req.name);
+    let field = req.owner.field();
+    if !cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
+        return Ok(ReleaseOutcome::NotHeld);
+    }
+    let left = cx
+        .keys
+        .hincrby(&lock, &field, -1)
+        .map_err(wrong_type(&lock))?;
+    let outcome = if left > 0 {
+        cx.keys.pexpire(&lock, req.lease_ms);
+        ReleaseOutcome::StillHeld
+    } else {
+        cx.keys.del(&lock);
+        ReleaseOutcome::Released
+    };
+    if req.latch_ttl_ms > 0 {
+        let latch = cx
+            .layout
+            .unlock_latch(&req.name, &req.request_id.to_string());
+        let value = if outcome == ReleaseOutcome::Released {
+            "1"
+        } else {
+            "0"
+        };
+        cx.keys
+            .set(&latch, value.to_owned(), Some(req.latch_ttl_ms));
+    }
+    Ok(outcome)
+}
+
+/// A non-hash value at the lock key is reported, never touched.
+fn check_hash_or_none(cx: &mut Ctx<'_>, name: &LockName) -> Result<String> {
+    let lock = cx.layout.lock_key(name);
+    match cx.keys.type_of(&lock) {
+        "none" | "hash" => Ok(lock),
+        _ => Err(LockError::WrongType { key: lock }),
+    }
+}
+
+fn holders(cx: &mut Ctx<'_>, lock: &str) -> Result<(Vec<Holder>, Option<Duration>)> {
+    let holders = cx
+        .keys
+        .hgetall(lock)
+        .map_err(wrong_type(lock))?
+        .into_iter()
+        .map(|(field, count)| Holder {
+            field,
+            count: count.max(0) as u64,
+        })
+        .collect();
+    Ok((holders, ttl_of(cx.keys.pttl(lock))))
+}
+
+// ---- reentrant (lock-redis/src/scripts/*.lua) ----
+
+pub(crate) fn acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<(AcquireOutcome, Publish)> {
+    if let Some(first) = latched_acquire(cx, req)? {
+        return Ok((first, None));
+    }
+    let lock = cx.layout.lock_key(&req.name);
+    let free = !cx.keys.exists(&lock);
+    if free
+        || cx
+            .keys
+            .hexists(&lock, &req.owner.field())
+            .map_err(wrong_type(&lock))?
+    {
+        return Ok((take_hold(cx, req)?, None));
+    }
+    let ttl = ttl_of(cx.keys.pttl(&lock));
+    Ok((AcquireOutcome::Held { ttl }, None))
+}
+
+pub(crate) fn release(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<(ReleaseOutcome, Publish)> {
+    if let Some(first) = latched_release(cx, req)? {
+        return Ok((first, None));
+    }
+    let outcome = drop_hold(cx, req)?;
+    let publish = (outcome == ReleaseOutcome::Released).then(|| cx.layout.channel(&req.name));
+    Ok((outcome, publish))
+}
+
+pub(crate) fn renew(cx: &mut Ctx<'_>, targets: &[RenewTarget], lease_ms: u64) -> Vec<Result<bool>> {
+    targets
+        .iter()
+        .map(|t| {
+            let lock = cx.layout.lock_key(&t.name);
+            let held = cx.keys.type_of(&lock) == "hash"
+                && cx.keys.hexists(&lock, &t.owner.field()).unwrap_or(false);
+            if held {
+                cx.keys.pexpire(&lock, lease_ms);
+            }
+            Ok(held)
+        })
+        .collect()
+}
+
+pub(crate) fn force_unlock(cx: &mut Ctx<'_>, name: &LockName) -> Result<(bool, Publish)> {
+    let lock = check_hash_or_none(cx, name)?;
+    let existed = cx.keys.del(&lock);
+    Ok((existed, existed.then(|| cx.layout.channel(name))))
+}
+
+pub(crate) fn inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(LockInfo, Publish)> {
+    let lock = check_hash_or_none(cx, name)?;
+    let (holders, ttl) = holders(cx, &lock)?;
+    let info = LockInfo {
+        holders,
+        ttl,
+        queue: Vec::new(),
+    };
+    Ok((info, None))
+}
+
+// ---- fair (lock-fair/src/scripts/*.lua) ----
+
+/// Removes queue heads whose deadline has passed.
+fn evict(cx: &mut Ctx<'_>, name: &LockName) -> Result<()> {
+    let (queue, timeouts) = (cx.layout.queue_key(name), cx.layout.timeout_key(name));
+    let lock = cx.layout.lock_key(name);
+    while let Some(head) = cx.keys.list_head(&queue).map_err(wrong_type(&lock))? {
+        let deadline = cx
+            .keys
+            .zscore(&timeouts, &head)
+            .map_err(wrong_type(&lock))?;
+        if deadline.is_some_and(|d| d > cx.now_ms) {
+            break;
+        }
+        cx.keys.lpop(&queue).map_err(wrong_type(&lock))?;
+        cx.keys.zrem(&timeouts, &head).map_err(wrong_type(&lock))?;
+    }
+    Ok(())
+}
+
+/// The waiter channel of the queue head, if anyone waits.
+fn head_channel(cx: &mut Ctx<'_>, name: &LockName) -> Result<Publish> {
+    let lock = cx.layout.lock_key(name);
+    let head = cx
+        .keys
+        .list_head(&cx.layout.queue_key(name))
+        .map_err(wrong_type(&lock))?;
+    Ok(head.map(|field| format!("{}:{field}", cx.layout.channel(name))))
+}
+
+pub(crate) fn fair_acquire(
+    cx: &mut Ctx<'_>,
+    req: &AcquireRequest,
+) -> Result<(AcquireOutcome, Publish)> {
+    if let Some(first) = latched_acquire(cx, req)? {
+        return Ok((first, None));
+    }
+    evict(cx, &req.name)?;
+    let lock = cx.layout.lock_key(&req.name);
+    let (queue, timeouts) = (
+        cx.layout.queue_key(&req.name),
+        cx.layout.timeout_key(&req.name),
+    );
+    let field = req.owner.field();
+    let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
+    if !cx.keys.exists(&lock) && head.as_ref().is_none_or(|h| *h == field) {
+        if head.is_some() {
+            cx.keys.lpop(&queue).map_err(wrong_type(&lock))?;
+        }
+        cx.keys.zrem(&timeouts, &field).map_err(wrong_type(&lock))?;
+        return Ok((take_hold(cx, req)?, None));
+    }
+    if cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
+        return Ok((take_hold(cx, req)?, None));
+    }
+    if let Some(wait) = req.queue_ms.filter(|&ms| ms > 0) {
+        let deadline = cx.now_ms + wait as i64;
+        let queued = cx
+            .keys
+            .zscore(&timeouts, &field)
+            .map_err(wrong_type(&lock))?;
+        if queued.is_none() {
+            cx.keys.rpush(&queue, &field).map_err(wrong_type(&lock))?;
+        }
+        cx.keys
+            .zadd(&timeouts, deadline, &field)
+            .map_err(wrong_type(&lock))?;
+    }
+    let hint = if cx.keys.exists(&lock) {
+        cx.keys.pttl(&lock)
+    } else {
+        let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
+        let deadline = match head {
+            Some(h) => cx.keys.zscore(&timeouts, &h).map_err(wrong_type(&lock))?,
+            None => None,
+        };
+        deadline.map_or(0, |d| (d - cx.now_ms).max(0))
+    };
+    Ok((AcquireOutcome::Held { ttl: ttl_of(hint) }, None))
+}
+
+pub(crate) fn fair_release(
+    cx: &mut Ctx<'_>,
+    req: &ReleaseRequest,
+) -> Result<(ReleaseOutcome, Publish)> {
+    if let Some(first) = latched_release(cx, req)? {
+        return Ok((first, None));
+    }
+    evict(cx, &req.name)?;
+    let outcome = drop_hold(cx, req)?;
+    let publish = if outcome == ReleaseOutcome::Released {
+        head_channel(cx, &req.name)?
+    } else {
+        None
+    };
+    Ok((outcome, publish))
+}
+
+pub(crate) fn leave_queue(cx: &mut Ctx<'_>, name: &LockName, field: &str) -> Result<((), Publish)> {
+    let lock = cx.layout.lock_key(name);
+    let (queue, timeouts) = (cx.layout.queue_key(name), cx.layout.timeout_key(name));
+    cx.keys.lrem(&queue, field).map_err(wrong_type(&lock))?;
+    cx.keys.zrem(&timeouts, field).map_err(wrong_type(&lock))?;
+    evict(cx, name)?;
+    let publish = if cx.keys.exists(&lock) {
+        None
+    } else {
+        head_channel(cx, name)?
+    };
+    Ok(((), publish))
+}
+
+pub(crate) fn fair_force_unlock(cx: &mut Ctx<'_>, name: &LockName) -> Result<(bool, Publish)> {
+    let lock = check_hash_or_none(cx, name)?;
+    let existed = cx.keys.del(&lock);
+    evict(cx, name)?;
+    Ok((existed, head_channel(cx, name)?))
+}
+
+pub(crate) fn fair_inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(LockInfo, Publish)> {
+    let lock = check_hash_or_none(cx, name)?;
+    let (holders, ttl) = holders(cx, &lock)?;
+    let timeouts = cx.layout.timeout_key(name);
+    let mut queue = Vec::new();
+    for field in cx
+        .keys
+        .list_all(&cx.layout.queue_key(name))
+        .map_err(wrong_type(&lock))?
+    {
+        let deadline_ms = cx
+            .keys
+            .zscore(&timeouts, &field)
+            .map_err(wrong_type(&lock))?
+            .unwrap_or(0);
+        queue.push(QueuedWaiter { field, deadline_ms });
+    }
+    Ok((
+        LockInfo {
+            holders,
+            ttl,
+            queue,
+        },
+        None,
+    ))
+}

@@ -1,0 +1,265 @@
+//! Model-based testing (feature `model`): random sequences of acquire /
+//! release / force-unlock / inspect / advance-time by several clients and
+//! owners, run against the in-memory model and against a real store, must
+//! give the same observable results. A backend crate calls [`check`] from a
+//! `proptest!` with its own way to connect.
+//!
+//! Time: the model runs under paused tokio time, the real store in real
+//! time. Leases, waiter timeouts and time steps sit on a 100 ms grid offset
+//! by 50 ms (150/350/950 ms; steps of 0–300 ms in 100 ms units), so no
+//! operation lands within 50 ms of an expiry in either world and both agree
+//! on what has expired.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{
+    AcquireOutcome, AcquireRequest, LockBackend, LockInfo, LockKind, LockName, Owner,
+    ReleaseOutcome, ReleaseRequest,
+};
+use proptest::prelude::*;
+
+use crate::InMemoryServer;
+
+/// How many clients (connections) a sequence uses.
+pub const CLIENTS: usize = 2;
+const DURATIONS_MS: [u64; 3] = [150, 350, 950];
+
+/// One step of a sequence.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// An acquisition attempt; `queue` picks a waiter timeout (fair locks
+    /// queue with it) or none.
+    Acquire {
+        /// Which client sends it.
+        client: usize,
+        /// Which owner of that client.
+        owner: u64,
+        /// Which lock.
+        lock: usize,
+        /// Index of the lease.
+        lease: usize,
+        /// Whether to ask for a fencing token.
+        fenced: bool,
+        /// Index of the waiter timeout to queue with, if any.
+        queue: Option<usize>,
+    },
+    /// A release of one hold.
+    Release {
+        /// Which client sends it.
+        client: usize,
+        /// Which owner of that client.
+        owner: u64,
+        /// Which lock.
+        lock: usize,
+    },
+    /// A waiter gives up its place in the queue.
+    Leave {
+        /// Which client sends it.
+        client: usize,
+        /// Which owner of that client.
+        owner: u64,
+        /// Which lock.
+        lock: usize,
+    },
+    /// Force unlock.
+    ForceUnlock {
+        /// Which lock.
+        lock: usize,
+    },
+    /// Inspect.
+    Inspect {
+        /// Which lock.
+        lock: usize,
+    },
+    /// Let time pass, in 100 ms steps.
+    Advance {
+        /// How many steps.
+        steps: u64,
+    },
+}
+
+/// Random operations.
+pub fn op() -> impl Strategy<Value = Op> {
+    let who = (0..CLIENTS, 0..3u64, 0..2usize);
+    prop_oneof![
+        4 => (who.clone(), 0..3usize, any::<bool>(), proptest::option::of(0..3usize)).prop_map(
+            |((client, owner, lock), lease, fenced, queue)| Op::Acquire {
+                client, owner, lock, lease, fenced, queue
+            }
+        ),
+        3 => who.clone().prop_map(|(client, owner, lock)| Op::Release { client, owner, lock }),
+        1 => who.prop_map(|(client, owner, lock)| Op::Leave { client, owner, lock }),
+        1 => (0..2usize).prop_map(|lock| Op::ForceUnlock { lock }),
+        2 => (0..2usize).prop_map(|lock| Op::Inspect { lock }),
+        2 => (0..4u64).prop_map(|steps| Op::Advance { steps }),
+    ]
+}
+
+/// Random sequences.
+pub fn ops() -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(op(), 1..25)
+}
+
+/// What one operation showed. Times are compared by presence only: their
+/// values differ by the real time the real run takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Seen {
+    /// Acquired, with its token.
+    Acquired(Option<u64>),
+    /// Held by someone else.
+    Held {
+        /// Whether a wait hint came back.
+        has_ttl: bool,
+    },
+    /// A release's outcome.
+    Release(ReleaseOutcome),
+    /// Left the queue.
+    Left,
+    /// Whether a force unlock found the lock.
+    Forced(bool),
+    /// An inspection.
+    Info {
+        /// (field, count), sorted.
+        holders: Vec<(String, u64)>,
+        /// Whether the lock has a TTL.
+        has_ttl: bool,
+        /// The queue's fields, in order.
+        queue: Vec<String>,
+    },
+    /// Time passed.
+    Advanced,
+}
+
+fn owner(client: usize, id: u64) -> Owner {
+    // Fixed client ids, so both worlds write the same hash fields.
+    Owner::new(uuid::Uuid::from_u128(0x1000 + client as u128), id)
+}
+
+fn name(lock: usize) -> LockName {
+    LockName::new(format!("model-{lock}")).expect("valid name")
+}
+
+fn info(i: LockInfo) -> Seen {
+    let mut holders: Vec<_> = i.holders.into_iter().map(|h| (h.field, h.count)).collect();
+    holders.sort();
+    let queue = i.queue.into_iter().map(|w| w.field).collect();
+    Seen::Info {
+        holders,
+        has_ttl: i.ttl.is_some(),
+        queue,
+    }
+}
+
+/// Runs `ops` with one backend per client, advancing time with `advance`.
+///
+/// # Panics
+/// When a backend call fails: a model run has no faults.
+pub async fn run<F, Fut>(backends: &[Arc<dyn LockBackend>], ops: &[Op], advance: F) -> Vec<Seen>
+where
+    F: Fn(Duration) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let mut seen = Vec::new();
+    for op in ops {
+        let s = match *op {
+            Op::Acquire {
+                client,
+                owner: id,
+                lock,
+                lease,
+                fenced,
+                queue,
+            } => {
+                let req = AcquireRequest::new(
+                    name(lock),
+                    owner(client, id),
+                    DURATIONS_MS[lease],
+                    fenced,
+                    30_000,
+                )
+                .queue(queue.map(|q| DURATIONS_MS[q]));
+                match backends[client].try_acquire(&req).await.expect("acquire") {
+                    AcquireOutcome::Acquired { fencing_token } => Seen::Acquired(fencing_token),
+                    AcquireOutcome::Held { ttl } => Seen::Held {
+                        has_ttl: ttl.is_some(),
+                    },
+                }
+            }
+            Op::Release {
+                client,
+                owner: id,
+                lock,
+            } => {
+                let req =
+                    ReleaseRequest::new(name(lock), owner(client, id), DURATIONS_MS[2], 30_000);
+                Seen::Release(backends[client].release(&req).await.expect("release"))
+            }
+            Op::Leave {
+                client,
+                owner: id,
+                lock,
+            } => {
+                backends[client]
+                    .leave_queue(&name(lock), &owner(client, id))
+                    .await
+                    .expect("leave");
+                Seen::Left
+            }
+            Op::ForceUnlock { lock } => Seen::Forced(
+                backends[0]
+                    .force_unlock(&name(lock))
+                    .await
+                    .expect("force unlock"),
+            ),
+            Op::Inspect { lock } => info(backends[1].inspect(&name(lock)).await.expect("inspect")),
+            Op::Advance { steps } => {
+                advance(Duration::from_millis(100 * steps)).await;
+                Seen::Advanced
+            }
+        };
+        seen.push(s);
+    }
+    seen
+}
+
+/// Runs `ops` on a fresh in-memory store of `kind`, under paused time.
+///
+/// # Panics
+/// When the runtime cannot be built.
+pub fn in_memory(kind: LockKind, ops: &[Op]) -> Vec<Seen> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let server = match kind {
+            LockKind::Fair => InMemoryServer::new().fair(),
+            _ => InMemoryServer::new(),
+        };
+        let backends: Vec<Arc<dyn LockBackend>> = (0..CLIENTS)
+            .map(|_| server.connect() as Arc<dyn LockBackend>)
+            .collect();
+        run(&backends, ops, tokio::time::advance).await
+    })
+}
+
+/// Runs `ops` on real backends (one per client, from `connect`) in real
+/// time, closing them afterwards.
+pub async fn on_store<C, Fut>(connect: C, ops: &[Op]) -> Vec<Seen>
+where
+    C: Fn() -> Fut,
+    Fut: Future<Output = Arc<dyn LockBackend>>,
+{
+    let mut backends = Vec::new();
+    for _ in 0..CLIENTS {
+        backends.push(connect().await);
+    }
+    let seen = run(&backends, ops, tokio::time::sleep).await;
+    for b in &backends {
+        b.close().await;
+    }
+    seen
+}
