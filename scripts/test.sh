@@ -34,4 +34,9 @@ echo "==> cargo test"
 cargo test --workspace --all-features
 echo "==> quickstart"
 cargo run -q -p lock-examples --bin quickstart >/dev/null
+# A smoke run of every benchmark workload (nothing about timing is
+# checked). Dev profile: a release build would add about 3 minutes to CI on
+# 2 cores, the dev build under one.
+echo "==> lock-bench --quick"
+cargo run -q -p lock-bench -- --quick --json >/dev/null
 echo "==> all checks passed"

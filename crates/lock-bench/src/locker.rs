@@ -1,0 +1,113 @@
+//! One face for the lock implementations under test, so W1, W2H and W3 run
+//! the same code against our library and against `rslock`.
+
+use std::future::Future;
+
+use anyhow::Result;
+use lock_redis::{Guard, LockClient};
+
+/// A client of some lock implementation: takes a named lock, waiting as
+/// long as it takes, and gives it back.
+pub(crate) trait Locker: Clone + Send + Sync + 'static {
+    /// What a held lock is.
+    type Held: Send + 'static;
+
+    /// The implementation's name in reports.
+    const NAME: &'static str;
+
+    /// The commands this implementation's clients send to the server
+    /// themselves (as opposed to commands its scripts run), lower case: a
+    /// count of these is a count of requests.
+    const CLIENT_COMMANDS: &'static [&'static str];
+
+    /// Takes the lock `name`, waiting as long as it takes. Callers bound
+    /// the wait with a timeout.
+    fn lock(&self, name: &str) -> impl Future<Output = Result<Self::Held>> + Send;
+
+    /// Gives the lock back.
+    fn unlock(&self, held: Self::Held) -> impl Future<Output = Result<()>> + Send;
+
+    /// Ends the client (waits, bounded, for background work).
+    fn close(&self) -> impl Future<Output = ()> + Send;
+}
+
+/// Our library: `client.lock(name)?.lock()` (watchdog lease) and
+/// `guard.unlock()`.
+#[derive(Clone, Debug)]
+pub(crate) struct Lib(pub(crate) LockClient);
+
+impl Locker for Lib {
+    type Held = Guard;
+    const NAME: &'static str = "lock-redis";
+    // `client` covers `CLIENT SETINFO` of new connections; `publish` is
+    // run by the release script, not sent.
+    const CLIENT_COMMANDS: &'static [&'static str] = &[
+        "evalsha",
+        "eval",
+        "ping",
+        "subscribe",
+        "unsubscribe",
+        "script",
+        "client",
+    ];
+
+    fn lock(&self, name: &str) -> impl Future<Output = Result<Guard>> + Send {
+        let lock = self.0.lock(name);
+        async move { Ok(lock?.lock().await?) }
+    }
+
+    async fn unlock(&self, guard: Guard) -> Result<()> {
+        Ok(guard.unlock().await?)
+    }
+
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        let client = self.0.clone();
+        async move {
+            if tokio::time::timeout(crate::CLOSE_TIMEOUT, client.close())
+                .await
+                .is_err()
+            {
+                eprintln!(
+                    "lock-bench: warning: closing a lock client took over {:?}",
+                    crate::CLOSE_TIMEOUT
+                );
+            }
+        }
+    }
+}
+
+/// The `rslock` crate (Redlock with one server): `acquire(name, ttl)`
+/// (which retries `SET NX PX` until it succeeds) and `release()`.
+#[cfg(feature = "rslock")]
+#[derive(Clone, Debug)]
+pub(crate) struct RsLock {
+    pub(crate) manager: rslock::LockManager,
+    /// The lock's time to live (rslock has no watchdog).
+    pub(crate) ttl: std::time::Duration,
+}
+
+#[cfg(feature = "rslock")]
+impl Locker for RsLock {
+    type Held = rslock::LockGuard;
+    const NAME: &'static str = "rslock";
+    // `set` (`SET NX PX`) is sent; its unlock script's `get`/`del` are not.
+    const CLIENT_COMMANDS: &'static [&'static str] =
+        &["set", "evalsha", "eval", "ping", "script", "client"];
+
+    fn lock(&self, name: &str) -> impl Future<Output = Result<rslock::LockGuard>> + Send {
+        let manager = self.manager.clone();
+        let name = name.to_owned();
+        let ttl = self.ttl;
+        async move { Ok(manager.acquire(name.as_bytes(), ttl).await?) }
+    }
+
+    async fn unlock(&self, guard: rslock::LockGuard) -> Result<()> {
+        guard.release().await;
+        Ok(())
+    }
+
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        // Nothing to wait for: rslock has no background work.
+        std::future::ready(())
+    }
+}

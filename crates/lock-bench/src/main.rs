@@ -1,0 +1,68 @@
+//! `lock-bench`: how close the lock library gets to the physical limit, the
+//! Redis round trip.
+//!
+//! Each workload (see `workloads`) runs against one server; every figure is
+//! also given as a ratio to a baseline measured in the same run, because
+//! absolute numbers depend on the machine. See the crate's README for the
+//! workloads, their goals and how to run it.
+// A command-line tool: its results go to stdout.
+#![allow(clippy::print_stdout)]
+
+mod cli;
+mod latency;
+mod locker;
+mod report;
+mod rss;
+mod server;
+mod workloads;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use lock_testkit::fixtures::RedisServer;
+
+use crate::report::Report;
+use crate::workloads::Bench;
+
+/// The longest a single `lock()` of a lock that is about to be free, or an
+/// `unlock()`, may take before the bench calls it a library bug.
+pub(crate) const LOCK_TIMEOUT: Duration = Duration::from_secs(30);
+/// The longest closing a lock client may take.
+pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn main() -> Result<()> {
+    let args = cli::Args::parse();
+    // Started before the runtime and dropped (killed) after it.
+    let (url, _server) = match &args.url {
+        Some(url) => (url.clone(), None),
+        None => {
+            let server = RedisServer::start();
+            (server.url(), Some(server))
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the tokio runtime")?;
+
+    let mut bench = Bench::new(url, args.quick)?;
+    bench.progress(&format!(
+        "{} run against {}",
+        if args.quick { "quick" } else { "full" },
+        args.url.as_deref().unwrap_or("a throw-away redis-server")
+    ));
+    let mut reports: Vec<Report> = Vec::new();
+    let json = args.json;
+    let outcome = runtime.block_on(workloads::run_all(&mut bench, &args.only, &mut |r| {
+        if json {
+            println!("{}", r.to_json());
+        }
+        reports.push(r.clone());
+    }));
+    runtime.shutdown_timeout(Duration::from_secs(5));
+    if !json && !reports.is_empty() {
+        println!("{}", report::markdown(&reports));
+    }
+    outcome
+}

@@ -1,0 +1,139 @@
+//! Plain `redis` connections to the server under test, and its command
+//! statistics (`CONFIG RESETSTAT` / `INFO commandstats`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use redis::aio::MultiplexedConnection;
+
+/// Every raw connection gives up on a reply after this long, so the bench
+/// never hangs on a frozen server.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Commands the bench itself sends to measure; left out of every count.
+const MEASUREMENT_COMMANDS: [&str; 2] = ["info", "config|resetstat"];
+
+/// The server under test, reached with plain `redis` (no lock library).
+#[derive(Clone)]
+pub(crate) struct Server {
+    client: redis::Client,
+}
+
+impl Server {
+    pub(crate) fn new(url: &str) -> Result<Self> {
+        let client = redis::Client::open(url).with_context(|| format!("bad redis URL {url:?}"))?;
+        Ok(Self { client })
+    }
+
+    /// A new multiplexed connection with bounded connect and reply times.
+    pub(crate) async fn connect(&self) -> Result<MultiplexedConnection> {
+        let config = redis::AsyncConnectionConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT));
+        self.client
+            .get_multiplexed_async_connection_with_config(&config)
+            .await
+            .context("cannot connect to the redis server")
+    }
+
+    /// `CONFIG RESETSTAT`: zeroes the command statistics.
+    pub(crate) async fn reset_stats(&self) -> Result<()> {
+        let mut conn = self.connect().await?;
+        redis::cmd("CONFIG")
+            .arg("RESETSTAT")
+            .query_async::<()>(&mut conn)
+            .await
+            .context("CONFIG RESETSTAT failed")
+    }
+
+    /// `INFO commandstats`, parsed.
+    pub(crate) async fn command_stats(&self) -> Result<CommandStats> {
+        let mut conn = self.connect().await?;
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query_async(&mut conn)
+            .await
+            .context("INFO commandstats failed")?;
+        Ok(CommandStats::parse(&info))
+    }
+}
+
+/// Calls per command since the last `CONFIG RESETSTAT`. Commands run by
+/// scripts (`redis.call`) count too, as Redis counts them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CommandStats(BTreeMap<String, u64>);
+
+impl CommandStats {
+    /// Parses lines like `cmdstat_evalsha:calls=12,usec=…`.
+    pub(crate) fn parse(info: &str) -> Self {
+        let mut calls = BTreeMap::new();
+        for line in info.lines() {
+            let Some(rest) = line.trim().strip_prefix("cmdstat_") else {
+                continue;
+            };
+            let Some((name, fields)) = rest.split_once(':') else {
+                continue;
+            };
+            let count = fields
+                .split(',')
+                .find_map(|f| f.strip_prefix("calls="))
+                .and_then(|n| n.parse().ok());
+            if let Some(count) = count {
+                calls.insert(name.to_ascii_lowercase(), count);
+            }
+        }
+        Self(calls)
+    }
+
+    /// Calls of one command (lower case, subcommands as `config|get`).
+    pub(crate) fn calls(&self, command: &str) -> u64 {
+        self.0.get(command).copied().unwrap_or(0)
+    }
+
+    /// Calls of every command but the bench's own measurement commands.
+    pub(crate) fn total(&self) -> u64 {
+        self.0
+            .iter()
+            .filter(|(name, _)| !MEASUREMENT_COMMANDS.contains(&name.as_str()))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Calls of the listed commands (a subcommand counts for its command:
+    /// `script` covers `script|load`).
+    pub(crate) fn sum_of(&self, commands: &[&str]) -> u64 {
+        self.0
+            .iter()
+            .filter(|(name, _)| {
+                let base = name.split('|').next().unwrap_or(name);
+                commands.contains(&base)
+            })
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INFO: &str = "# Commandstats\r\n\
+        cmdstat_get:calls=1,usec=1,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_config|resetstat:calls=1,usec=56,usec_per_call=56.00,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_evalsha:calls=40,usec=91,usec_per_call=2.27,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_script|load:calls=2,usec=91,usec_per_call=45.5,rejected_calls=0,failed_calls=0\r\n\
+        cmdstat_info:calls=3,usec=14,usec_per_call=4.6,rejected_calls=0,failed_calls=0\r\n";
+
+    #[test]
+    fn parses_and_sums_command_stats() {
+        let s = CommandStats::parse(INFO);
+        assert_eq!(s.calls("evalsha"), 40);
+        assert_eq!(s.calls("script|load"), 2);
+        assert_eq!(s.calls("ping"), 0);
+        // info and config|resetstat are the bench's own.
+        assert_eq!(s.total(), 43);
+        assert_eq!(s.sum_of(&["evalsha", "script"]), 42);
+    }
+}

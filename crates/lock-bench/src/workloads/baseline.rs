@@ -1,0 +1,146 @@
+//! The baseline: what the server and the network allow, without the
+//! library. Every other figure is also given as a ratio to one of these.
+//!
+//! - `PING` round trip on one connection;
+//! - our acquire + release scripts as two bare `EVALSHA`s on one
+//!   connection (the least one lock/unlock pair can cost);
+//! - the same pair on 32 connections at once, each on its own lock: the
+//!   throughput limit for many independent locks.
+//!
+//! PING and pair samples alternate, so both see the same machine noise.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use tokio::sync::Barrier;
+use tokio::task::JoinSet;
+
+use super::raw::RawLock;
+use super::Bench;
+use crate::latency::Latencies;
+use crate::report::{Report, Unit};
+
+/// Connections (and tasks, and locks) of the throughput baseline.
+pub(crate) const RAW_CONNECTIONS: usize = 32;
+const WARM_UP: usize = 200;
+
+/// The figures other workloads divide by.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Baseline {
+    pub(crate) ping_p50_us: f64,
+    pub(crate) pair_p50_us: f64,
+    pub(crate) raw32_pairs_per_s: f64,
+}
+
+impl Baseline {
+    /// The rate of back-to-back pairs on one connection: `1 / pair p50`.
+    pub(crate) fn pair_rate(&self) -> f64 {
+        1e6 / self.pair_p50_us
+    }
+}
+
+pub(crate) async fn run(bench: &Bench) -> Result<(Baseline, Report)> {
+    let samples = bench.pick(5_000, 1_000);
+    let window = bench.pick(Duration::from_secs(10), Duration::from_secs(1));
+    bench.progress(&format!(
+        "baseline: {samples} PINGs and raw EVALSHA pairs, then {RAW_CONNECTIONS} connections for {window:?}"
+    ));
+
+    let mut raw = RawLock::new(&bench.server, &bench.name("baseline")).await?;
+    for _ in 0..WARM_UP {
+        raw.ping().await?;
+        raw.pair().await?;
+    }
+    let mut ping = Latencies::with_capacity(samples);
+    let mut pair = Latencies::with_capacity(samples);
+    for _ in 0..samples {
+        let t = Instant::now();
+        raw.ping().await?;
+        ping.push(t.elapsed());
+        let t = Instant::now();
+        raw.pair().await?;
+        pair.push(t.elapsed());
+    }
+    let ping = ping.summary().context("no PING samples")?;
+    let pair = pair.summary().context("no pair samples")?;
+
+    let raw32 = throughput(bench, window).await?;
+    let baseline = Baseline {
+        ping_p50_us: ping.p50_us,
+        pair_p50_us: pair.p50_us,
+        raw32_pairs_per_s: raw32,
+    };
+
+    let mut r = Report::new("baseline", "physical limit", "raw redis");
+    r.add("ping_p50_us", "PING p50", ping.p50_us, Unit::Micros)
+        .add("ping_p99_us", "PING p99", ping.p99_us, Unit::Micros)
+        .add(
+            "pair_p50_us",
+            "EVALSHA acquire+release pair p50",
+            pair.p50_us,
+            Unit::Micros,
+        )
+        .add(
+            "pair_p99_us",
+            "EVALSHA acquire+release pair p99",
+            pair.p99_us,
+            Unit::Micros,
+        )
+        .add(
+            "pair_p50_vs_ping",
+            "pair p50 / PING p50",
+            pair.p50_us / ping.p50_us,
+            Unit::Ratio,
+        )
+        .add(
+            "raw32_pairs_per_s",
+            "EVALSHA pairs/s, 32 connections",
+            raw32,
+            Unit::PerSec,
+        )
+        .add(
+            "raw32_vs_one_connection",
+            "32-connection pairs/s / (1 / pair p50)",
+            raw32 / baseline.pair_rate(),
+            Unit::Ratio,
+        )
+        .note(format!(
+            "{samples} samples each; the pair uses the library's own KEYS/ARGV (30 s lease, 30 s latches)"
+        ));
+    bench.progress(&format!(
+        "baseline: PING p50 {:.0} µs, pair p50 {:.0} µs, {raw32:.0} pairs/s on {RAW_CONNECTIONS} connections",
+        ping.p50_us, pair.p50_us
+    ));
+    Ok((baseline, r))
+}
+
+/// Pairs per second with [`RAW_CONNECTIONS`] connections, each looping on
+/// its own lock for `window`.
+async fn throughput(bench: &Bench, window: Duration) -> Result<f64> {
+    let barrier = Arc::new(Barrier::new(RAW_CONNECTIONS + 1));
+    let mut tasks = JoinSet::new();
+    for i in 0..RAW_CONNECTIONS {
+        let mut raw = RawLock::new(&bench.server, &bench.name(&format!("raw32:{i}"))).await?;
+        raw.pair().await?;
+        let barrier = Arc::clone(&barrier);
+        tasks.spawn(async move {
+            barrier.wait().await;
+            let deadline = Instant::now() + window;
+            let mut pairs = 0u64;
+            while Instant::now() < deadline {
+                raw.pair().await?;
+                pairs += 1;
+            }
+            anyhow::Ok(pairs)
+        });
+    }
+    barrier.wait().await;
+    let started = Instant::now();
+    let mut total = 0;
+    while let Some(pairs) = tasks.join_next().await {
+        total += pairs.context("a raw throughput task panicked")??;
+    }
+    // The last pair of each task may end a little after the window.
+    Ok(total as f64 / started.elapsed().as_secs_f64())
+}

@@ -1,0 +1,187 @@
+//! W2H handoff: 8 tasks over 4 clients on one lock, each holding it about
+//! 1 ms, so every release has waiters. Measures how long the lock stands
+//! free between owners: from just before the holder calls `unlock()` to
+//! just after another task's `lock()` returns (goal: p50 ≤ 1.5 × PING p50),
+//! and how many Redis commands one handoff costs.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::sync::Barrier;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use super::{close_all, Bench};
+use crate::latency::Latencies;
+use crate::locker::{Lib, Locker};
+use crate::report::{Goal, Report, Unit};
+use crate::LOCK_TIMEOUT;
+
+const CLIENTS: usize = 4;
+const TASKS: usize = 8;
+const HOLD: Duration = Duration::from_millis(1);
+
+pub(crate) async fn run(bench: &Bench) -> Result<Vec<Report>> {
+    let mut reports = Vec::new();
+    let lib = bench.lib_lockers(CLIENTS).await?;
+    let result = measure(bench, &lib).await;
+    close_all(&lib).await;
+    reports.push(result?);
+    #[cfg(feature = "rslock")]
+    reports.push(measure(bench, &bench.rs_lockers(CLIENTS)).await?);
+    Ok(reports)
+}
+
+/// Who released the lock last, and when (just before calling `unlock()`).
+type LastRelease = Arc<Mutex<Option<(usize, Instant)>>>;
+
+#[derive(Default)]
+struct TaskResult {
+    handoffs: Latencies,
+    acquisitions: u64,
+    /// Acquisitions right after the same task's own release.
+    again: u64,
+}
+
+async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
+    let window = bench.pick(Duration::from_secs(5), Duration::from_secs(1));
+    bench.progress(&format!(
+        "W2H handoff ({}): {TASKS} tasks ({CLIENTS} clients) holding one lock ~1 ms each, {window:?}",
+        L::NAME
+    ));
+    let name = Arc::new(bench.name(&format!("w2h:{}", L::NAME)));
+    let last: LastRelease = Arc::default();
+    let barrier = Arc::new(Barrier::new(TASKS + 1));
+    let mut set = JoinSet::new();
+    for me in 0..TASKS {
+        let locker = lockers[me % lockers.len()].clone();
+        let (name, last, barrier) = (Arc::clone(&name), Arc::clone(&last), Arc::clone(&barrier));
+        set.spawn(async move {
+            barrier.wait().await;
+            let deadline = Instant::now() + window;
+            let mut out = TaskResult::default();
+            loop {
+                let Ok(held) = tokio::time::timeout_at(deadline, locker.lock(&name)).await else {
+                    break;
+                };
+                let held = held?;
+                let now = Instant::now();
+                let previous = last.lock().unwrap_or_else(PoisonError::into_inner).take();
+                match previous {
+                    Some((who, released)) if who != me => out.handoffs.push(now - released),
+                    Some(_) => out.again += 1,
+                    None => {}
+                }
+                out.acquisitions += 1;
+                tokio::time::sleep(HOLD).await;
+                *last.lock().unwrap_or_else(PoisonError::into_inner) = Some((me, Instant::now()));
+                tokio::time::timeout(LOCK_TIMEOUT, locker.unlock(held))
+                    .await
+                    .with_context(|| format!("unlock() took over {LOCK_TIMEOUT:?}"))??;
+                if Instant::now() >= deadline {
+                    break;
+                }
+            }
+            anyhow::Ok(out)
+        });
+    }
+    bench.server.reset_stats().await?;
+    barrier.wait().await;
+    let mut handoffs = Latencies::default();
+    let (mut acquisitions, mut again) = (0, 0);
+    while let Some(result) = set.join_next().await {
+        let result = result.context("a W2H task panicked")??;
+        handoffs.extend(result.handoffs);
+        acquisitions += result.acquisitions;
+        again += result.again;
+    }
+    let commands = bench.server.command_stats().await?;
+
+    let count = handoffs.len() as f64;
+    // With a polling lock, a short window may see no handoff at all.
+    let s = handoffs.summary();
+    let p50 = s.map(|s| s.p50_us);
+    let base = bench.baseline()?;
+    let per_handoff = |n: u64| (count > 0.0).then(|| n as f64 / count);
+
+    let mut r = Report::new("W2H", "handoff", L::NAME);
+    r.add(
+        "acquisitions",
+        "acquisitions",
+        acquisitions as f64,
+        Unit::Count,
+    )
+    .add("handoffs", "handoffs to another task", count, Unit::Count)
+    .add(
+        "same_task_again",
+        "re-acquired by the releasing task",
+        again as f64,
+        Unit::Count,
+    )
+    .add(
+        "handoff_share",
+        "share of releases taken over by another task",
+        count / (acquisitions.max(2) - 1) as f64,
+        Unit::Fraction,
+    )
+    .add("p50_us", "handoff p50", p50, Unit::Micros)
+    .add("p99_us", "handoff p99", s.map(|s| s.p99_us), Unit::Micros);
+    if s.is_none() {
+        r.note("no task took the lock over from another within the window");
+    }
+    let vs_ping = p50.map(|p50| p50 / base.ping_p50_us);
+    if L::NAME == Lib::NAME {
+        r.add_goal(
+            "p50_vs_ping",
+            "handoff p50 / PING p50",
+            vs_ping,
+            Unit::Ratio,
+            Goal::AtMost(1.5),
+        );
+    } else {
+        r.add(
+            "p50_vs_ping",
+            "handoff p50 / PING p50",
+            vs_ping,
+            Unit::Ratio,
+        );
+    }
+    r.add(
+        "p50_vs_raw_pair",
+        "handoff p50 / raw pair p50",
+        p50.map(|p50| p50 / base.pair_p50_us),
+        Unit::Ratio,
+    )
+    .add(
+        "commands_per_handoff",
+        "Redis commands per handoff (incl. inside scripts)",
+        per_handoff(commands.total()),
+        Unit::Count,
+    )
+    .add(
+        "requests_per_handoff",
+        "client requests per handoff",
+        per_handoff(commands.sum_of(L::CLIENT_COMMANDS)),
+        Unit::Count,
+    )
+    .add(
+        "evalsha_per_handoff",
+        "EVALSHA per handoff",
+        per_handoff(commands.calls("evalsha")),
+        Unit::Count,
+    )
+    .add(
+        "ping_per_handoff",
+        "PING per handoff",
+        per_handoff(commands.calls("ping")),
+        Unit::Count,
+    );
+    bench.progress(&format!(
+        "W2H ({}): {count} handoffs, p50 {} µs = {}× PING",
+        L::NAME,
+        p50.map_or_else(|| "n/a".to_owned(), |p| format!("{p:.0}")),
+        vs_ping.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}")),
+    ));
+    Ok(r)
+}

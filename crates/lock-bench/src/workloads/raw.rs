@@ -1,0 +1,109 @@
+//! The physical limit of a lock operation: our acquire and release scripts
+//! sent as bare `EVALSHA`s with plain `redis`, no library in between.
+
+use anyhow::{bail, Context, Result};
+use lock_redis::lock_core::layout::UNLOCK_MESSAGE;
+use lock_redis::scripts::{self, ScriptCall};
+use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner, RequestId};
+use redis::aio::MultiplexedConnection;
+
+use crate::server::Server;
+
+/// One lock taken and given back with raw `EVALSHA`s, with exactly the
+/// KEYS and ARGV the library sends under its default configuration
+/// (30 s watchdog lease, 30 s request latches, no fencing token).
+pub(crate) struct RawLock {
+    conn: MultiplexedConnection,
+    layout: KeyLayout,
+    name: LockName,
+    owner: String,
+    lease_ms: String,
+    latch_ms: String,
+}
+
+impl RawLock {
+    /// A connection of its own for the lock `name`, with both scripts
+    /// loaded.
+    pub(crate) async fn new(server: &Server, name: &str) -> Result<Self> {
+        let mut conn = server.connect().await?;
+        for script in [&*scripts::ACQUIRE, &*scripts::RELEASE] {
+            scripts::load(&mut conn, script)
+                .await
+                .context("SCRIPT LOAD failed")?;
+        }
+        let config = ClientConfig::default();
+        Ok(Self {
+            conn,
+            layout: KeyLayout::default(),
+            name: LockName::new(name)?,
+            owner: Owner::new(uuid::Uuid::new_v4(), 1).field(),
+            lease_ms: lease_millis(config.watchdog_timeout, "lease")?.to_string(),
+            latch_ms: lease_millis(config.latch_ttl, "latch")?.to_string(),
+        })
+    }
+
+    /// A plain connection's `PING`.
+    pub(crate) async fn ping(&mut self) -> Result<()> {
+        let pong: String = redis::cmd("PING")
+            .query_async(&mut self.conn)
+            .await
+            .context("PING failed")?;
+        if pong != "PONG" {
+            bail!("PING answered {pong:?}");
+        }
+        Ok(())
+    }
+
+    /// `acquire.lua` then `release.lua`; fails unless the first took the
+    /// lock and the second freed it.
+    pub(crate) async fn pair(&mut self) -> Result<()> {
+        let acquire = ScriptCall::new(
+            &scripts::ACQUIRE,
+            vec![
+                self.layout.lock_key(&self.name),
+                self.layout
+                    .acquire_latch(&self.name, &RequestId::new().to_string()),
+                self.layout.token_key(&self.name),
+            ],
+            vec![
+                self.lease_ms.clone(),
+                self.owner.clone(),
+                "0".to_owned(),
+                self.latch_ms.clone(),
+            ],
+        );
+        let (took, _token): (i64, i64) = acquire
+            .evalsha()
+            .query_async(&mut self.conn)
+            .await
+            .context("raw acquire EVALSHA failed")?;
+        if took != 1 {
+            bail!("raw acquire found {} held by someone else", self.name);
+        }
+        let release = ScriptCall::new(
+            &scripts::RELEASE,
+            vec![
+                self.layout.lock_key(&self.name),
+                self.layout.channel(&self.name),
+                self.layout
+                    .unlock_latch(&self.name, &RequestId::new().to_string()),
+            ],
+            vec![
+                UNLOCK_MESSAGE.to_owned(),
+                self.lease_ms.clone(),
+                self.owner.clone(),
+                "PUBLISH".to_owned(),
+                self.latch_ms.clone(),
+            ],
+        );
+        let released: Option<i64> = release
+            .evalsha()
+            .query_async(&mut self.conn)
+            .await
+            .context("raw release EVALSHA failed")?;
+        if released != Some(1) {
+            bail!("raw release of {} answered {released:?}, not 1", self.name);
+        }
+        Ok(())
+    }
+}
