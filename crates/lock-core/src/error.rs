@@ -67,6 +67,23 @@ pub enum LockError {
         message: String,
     },
 
+    /// The lock was taken, but fewer replicas than the backend's replica
+    /// sync requires acknowledged it in time; it was released again. The
+    /// caller does not hold it. Trying again later may succeed; the engine
+    /// does not retry this by itself, as a failed replication usually
+    /// means a replica is down or lagging.
+    #[error(
+        "lock {name:?} was taken but only {acked} of {wanted} replicas acknowledged it in time; it was released again"
+    )]
+    NotReplicated {
+        /// The lock name.
+        name: String,
+        /// The replicas required.
+        wanted: u32,
+        /// The replicas that acknowledged in time.
+        acked: u32,
+    },
+
     /// The client was closed; no further operation is possible.
     #[error("lock client is closed")]
     Closed,

@@ -1,7 +1,171 @@
-//! # lock-redis-cluster
+//! # lock-redis-cluster: locks on Redis Cluster
 //!
-//! Will hold the Redis Cluster transport for the lock scripts of `lock-redis`
-//! and `lock-fair`: CRC16 slot routing with hash tags, `-MOVED`/`-ASK`
-//! redirects, topology refresh, failover and sharded pub/sub. Nothing is
-//! implemented yet; depend on `lock-redis` for a single Redis node.
+//! A [`Transport`] for Redis Cluster that runs the reentrant lock scripts of
+//! [`lock_redis`] and the fair lock scripts of [`lock_fair`] on the master
+//! owning each lock's hash slot. Same locks, same Redisson-compatible
+//! layout, same API: only the connection differs.
+//!
+//! ```no_run
+//! # async fn demo() -> lock_redis_cluster::Result<()> {
+//! use lock_redis_cluster::{ClientConfig, ClusterConfig};
+//!
+//! let client = lock_redis_cluster::connect(
+//!     ClusterConfig::new(["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"]),
+//!     ClientConfig::default(),
+//! )
+//! .await?;
+//! let guard = client.lock("orders:42")?.lock().await?;
+//! guard.unlock().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! ## Routing
+//! A key's slot is CRC16/XMODEM of its hash tag (the text between the first
+//! `{` and the next `}`, when not empty) or of the whole key, mod 16384
+//! ([`slot`]). Every key and channel of one lock shares a slot: the lock key
+//! is the lock name, and every helper key and channel carries the name as
+//! its hash tag (`redisson_lock__channel:{name}`), as Redisson does.
+//!
+//! **Lock names with braces**: a name containing `{` is used as is in the
+//! helper names (`redisson_lock__channel:{tag}rest`), so its own hash tag
+//! decides the slot of everything. That works when the name's tag is
+//! well formed (`{user:7}:orders`); a name whose keys would land in
+//! different slots (such as `a{}b` with an empty tag) is rejected with
+//! [`LockError::InvalidArgument`] before any I/O. The key prefix must not
+//! contain braces ([`ClusterConfig::validate`]).
+//!
+//! Each script call goes to the master of its slot over a few multiplexed
+//! connections per master (the single-node [`lock_redis::connections`]
+//! machinery). The transport handles the cluster's answers itself:
+//!
+//! | answer | what happens |
+//! | --- | --- |
+//! | `-MOVED slot addr` | the slot map is corrected, a full refresh starts in the background, the call goes to `addr` |
+//! | `-ASK slot addr` | the call goes to `addr` once, after `ASKING` (pipelined, one round trip) |
+//! | `-TRYAGAIN` (a lock's keys split by a migration in progress) | sent again after a short backoff |
+//! | `-CLUSTERDOWN`, `-MASTERDOWN`, `-LOADING`, `-READONLY` | the topology is read again, then the call is sent again after a backoff |
+//! | master unreachable (connection refused) | topology re-read and the call retried with backoff until a replica is promoted |
+//! | connection broken after sending, no reply in time | a retryable error (the outcome is unknown; the engine retries with the same request id, so nothing is counted twice) |
+//!
+//! At most [`ClusterConfig::max_redirects`] redirects are followed per call,
+//! and everything, waits included, happens within
+//! [`ClusterConfig::command_timeout`]. Topology refreshes (`CLUSTER SLOTS`,
+//! asking the known masters, then the seeds) are single-flight and at most
+//! one per 100 ms. The watchdog's renewals are grouped per slot (one script
+//! per slot and chunk) and pipelined per master, all masters at once.
+//!
+//! We do not use `redis`'s own cluster client: we need per-call deadlines
+//! that cover redirects and failover waits, routing of script calls by all
+//! of their keys, and pub/sub that follows slots; we use `redis` for
+//! connections, commands and replies only.
+//!
+//! ## Notices
+//! On Redis 7+ ([`PubSubMode::Auto`]) unlock messages use sharded pub/sub:
+//! the scripts `SPUBLISH` and each waiter's channel is `SSUBSCRIBE`d on the
+//! master owning its slot, so a message reaches one shard. Older clusters,
+//! or [`PubSubMode::Classic`], use `PUBLISH`/`SUBSCRIBE`. Subscriptions
+//! follow their slots when they move (a migration, a failover), and after
+//! any loss of a subscription the engine is told to look at its waiters
+//! again ([`lock_core::Notice::Reset`]); waits are bounded by the holder's
+//! TTL in any case.
+//!
+//! ## Replica sync
+//! With [`ClusterConfig::replica_sync`], each acquisition is followed by
+//! `WAIT n timeout` on the same connection (one round trip for both). When
+//! fewer than `n` replicas acknowledge in time, the hold just taken is
+//! released and the call fails with [`LockError::NotReplicated`]: a lock
+//! reported taken is on `n` replicas, so it survives the failover of its
+//! master. Releases and renewals do not wait. Fair locks do not use replica
+//! sync.
+//!
+//! ## Errors
+//! As in [`lock_redis`] (see its error table), plus
+//! [`LockError::InvalidArgument`] for a lock name whose keys fall in
+//! different slots, and [`LockError::NotReplicated`] with replica sync.
+//!
+//! ## Limits
+//! Seeds and nodes are reached over plain TCP (`redis://`); TLS and Unix
+//! sockets are not supported for clusters. Reads never go to replicas.
 #![deny(missing_docs)]
+
+pub mod config;
+mod nodes;
+mod pubsub;
+mod redirect;
+pub mod slot;
+pub mod topology;
+mod transport;
+
+use std::sync::Arc;
+
+pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
+pub use lock_redis::{
+    ClientConfig, LockBackend, LockClient, LockError, RedisBackend, Result, Transport,
+};
+pub use topology::SlotMap;
+pub use transport::ClusterTransport;
+
+pub use lock_core;
+pub use lock_redis;
+pub use redis;
+
+/// The reentrant lock backend on a cluster.
+///
+/// # Errors
+/// As [`ClusterTransport::connect`].
+///
+/// # Cancel safety
+/// Dropping the future drops what it opened.
+pub async fn backend(config: ClusterConfig) -> Result<RedisBackend> {
+    let layout = config.layout();
+    let sync = config.replica_sync;
+    let transport = ClusterTransport::connect(config).await?;
+    let backend = RedisBackend::with_transport(Arc::new(transport), layout);
+    Ok(match sync {
+        Some(sync) => backend.with_replica_sync(sync.replicas, sync.timeout),
+        None => backend,
+    })
+}
+
+/// The fair lock backend on a cluster.
+///
+/// # Errors
+/// As [`ClusterTransport::connect`].
+///
+/// # Cancel safety
+/// Dropping the future drops what it opened.
+pub async fn fair_backend(config: ClusterConfig) -> Result<lock_fair::FairRedisBackend> {
+    let layout = config.layout();
+    let transport = ClusterTransport::connect(config).await?;
+    Ok(lock_fair::FairRedisBackend::with_transport(
+        Arc::new(transport),
+        layout,
+    ))
+}
+
+/// Connects a [`LockClient`] for reentrant locks to a cluster: the usual
+/// way to start.
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for a bad configuration (before any
+/// I/O); a retryable error when no seed answers within the command
+/// timeout or the cluster does not serve every slot.
+///
+/// # Cancel safety
+/// Dropping the future before it resolves closes what it opened.
+pub async fn connect(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
+    client.validate()?;
+    LockClient::new(Arc::new(backend(cluster).await?), client)
+}
+
+/// Connects a [`LockClient`] for fair locks to a cluster.
+///
+/// # Errors
+/// As [`connect`].
+///
+/// # Cancel safety
+/// As [`connect`].
+pub async fn connect_fair(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
+    client.validate()?;
+    LockClient::new(Arc::new(fair_backend(cluster).await?), client)
+}

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
@@ -31,6 +32,7 @@ pub struct RedisBackend {
     transport: Arc<dyn Transport>,
     layout: KeyLayout,
     notices: Arc<Notices>,
+    replica_sync: Option<(u32, Duration)>,
 }
 
 impl std::fmt::Debug for RedisBackend {
@@ -89,7 +91,52 @@ impl RedisBackend {
             transport,
             layout,
             notices,
+            replica_sync: None,
         }
+    }
+
+    /// Makes every acquisition wait (`WAIT`) until `replicas` replicas have
+    /// it, for at most `timeout`. When fewer acknowledge in time, the hold
+    /// just taken is given back and the acquisition fails with
+    /// [`LockError::NotReplicated`], so a lock reported taken survives the
+    /// failover of its node to one of those replicas. Releases and renewals
+    /// do not wait.
+    ///
+    /// Should giving the hold back fail too, it stays until its lease runs
+    /// out (the watchdog does not renew a hold the caller never got).
+    #[must_use]
+    pub fn with_replica_sync(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replica_sync = Some((replicas, timeout));
+        self
+    }
+
+    /// Runs `call` (an acquisition by `owner`) with the replica sync, if
+    /// configured; see [`RedisBackend::with_replica_sync`].
+    async fn acquire_synced(
+        &self,
+        call: ScriptCall<'_>,
+        req: &AcquireRequest,
+    ) -> Result<AcquireOutcome> {
+        let Some((replicas, timeout)) = self.replica_sync else {
+            return replies::acquire(&self.transport.eval(call).await?);
+        };
+        let (reply, acked) = self
+            .transport
+            .eval_and_wait(call, replicas, timeout)
+            .await?;
+        let outcome = replies::acquire(&reply)?;
+        if acked >= replicas || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
+            return Ok(outcome);
+        }
+        let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.latch_ttl_ms);
+        if let Err(e) = self.release(&undo).await {
+            tracing::warn!(lock = %req.name, error = %e, "could not give back an unreplicated hold; it lasts until its lease runs out");
+        }
+        Err(LockError::NotReplicated {
+            name: req.name.to_string(),
+            wanted: replicas,
+            acked,
+        })
     }
 
     /// The key layout (prefix) in use.
@@ -146,7 +193,7 @@ impl LockBackend for RedisBackend {
                 req.latch_ttl_ms.to_string(),
             ],
         );
-        replies::acquire(&self.transport.eval(call).await?)
+        self.acquire_synced(call, req).await
     }
 
     /// Runs `release.lua`; publishes `0` on the lock's channel when the

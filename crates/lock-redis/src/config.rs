@@ -126,7 +126,11 @@ impl RedisConfig {
     }
 
     /// The parsed URL.
-    pub(crate) fn connection_info(&self) -> Result<redis::ConnectionInfo> {
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an unparsable URL (the password
+    /// is redacted in the message).
+    pub fn connection_info(&self) -> Result<redis::ConnectionInfo> {
         self.url.as_str().into_connection_info().map_err(|e| {
             LockError::invalid(format!(
                 "url {:?} is not a valid redis URL: {e}",

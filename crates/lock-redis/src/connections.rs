@@ -1,5 +1,6 @@
 //! A small, fixed set of multiplexed connections to one server: hands out a
-//! healthy connection cheaply.
+//! healthy connection cheaply. Public as a building block for transports
+//! (the cluster transport keeps one set per node).
 //!
 //! # How it works
 //! The set has [`RedisConfig::pool_size`](crate::RedisConfig::pool_size)
@@ -53,7 +54,7 @@ use crate::error::{from_redis, timed_out};
 
 /// A connection handed out by [`ConnectionSet::get`], with what is needed to
 /// report it broken.
-pub(crate) struct Lease {
+pub struct Lease {
     conn: MultiplexedConnection,
     slot: usize,
     generation: u64,
@@ -62,7 +63,7 @@ pub(crate) struct Lease {
 
 impl Lease {
     /// The connection (a handle; cloning or dropping it is cheap).
-    pub(crate) fn conn(&mut self) -> &mut MultiplexedConnection {
+    pub fn conn(&mut self) -> &mut MultiplexedConnection {
         &mut self.conn
     }
 }
@@ -79,7 +80,7 @@ impl fmt::Debug for Lease {
 
 /// A fixed number of lazily made multiplexed connections; see the module
 /// docs.
-pub(crate) struct ConnectionSet {
+pub struct ConnectionSet {
     client: Client,
     config: AsyncConnectionConfig,
     connect_timeout: Duration,
@@ -119,12 +120,13 @@ impl Slot {
 impl ConnectionSet {
     /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
     /// connected yet. Connections to `client` are made within
-    /// [`RedisConfig::connect_timeout`].
+    /// [`RedisConfig::connect_timeout`]; [`RedisConfig::command_timeout`]
+    /// only names the limit in timeout errors (callers pass deadlines).
     ///
     /// The connections have no response timeout of their own: every caller
     /// bounds its whole call (several commands, on `NOSCRIPT`) by its
     /// deadline, so a second timer per command would only cost time.
-    pub(crate) fn new(client: Client, config: &RedisConfig) -> Self {
+    pub fn new(client: Client, config: &RedisConfig) -> Self {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
             .set_response_timeout(None);
@@ -147,7 +149,7 @@ impl ConnectionSet {
     }
 
     /// Whether [`ConnectionSet::close`] was called.
-    pub(crate) fn is_closed(&self) -> bool {
+    pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
 
@@ -163,7 +165,7 @@ impl ConnectionSet {
     /// # Cancel safety
     /// Safe to drop: a half-made connection is dropped, and another caller
     /// then connects the slot.
-    pub(crate) async fn get(&self, deadline: Instant) -> Result<Lease> {
+    pub async fn get(&self, deadline: Instant) -> Result<Lease> {
         if self.is_closed() {
             return Err(LockError::Closed);
         }
@@ -214,7 +216,7 @@ impl ConnectionSet {
     /// Reports that a call on `lease` failed with `err`. Discards the
     /// connection (see the module docs) when `err` means it is broken;
     /// other errors (error replies of the server) leave it in use.
-    pub(crate) fn report(&self, lease: &Lease, err: &RedisError) {
+    pub fn report(&self, lease: &Lease, err: &RedisError) {
         if is_broken(err) {
             tracing::debug!(slot = lease.slot, error = %err, "redis connection broken");
             self.discard(lease);
@@ -223,7 +225,7 @@ impl ConnectionSet {
 
     /// Reports that a call on `lease` got no reply by its deadline: the
     /// connection is treated as broken.
-    pub(crate) fn report_no_reply(&self, lease: &Lease) {
+    pub fn report_no_reply(&self, lease: &Lease) {
         tracing::debug!(slot = lease.slot, "no reply from redis in time");
         self.discard(lease);
     }
@@ -231,7 +233,7 @@ impl ConnectionSet {
     /// Drops every connection; later [`ConnectionSet::get`] calls fail with
     /// [`LockError::Closed`]. Calls in flight finish on the connections they
     /// hold.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
         for slot in self.slots.iter() {
             slot.state().live = None;

@@ -70,12 +70,12 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
 }
 
 /// The error of a call that got no reply within `limit`.
-pub(crate) fn timed_out(what: &str, limit: Duration) -> LockError {
+pub fn timed_out(what: &str, limit: Duration) -> LockError {
     LockError::timeout(format!("{what}: no reply from redis within {limit:?}"))
 }
 
 /// The error of a reply whose shape the script does not produce.
-pub(crate) fn bad_reply(script: &str, reply: &redis::Value) -> LockError {
+pub fn bad_reply(script: &str, reply: &redis::Value) -> LockError {
     LockError::protocol(format!(
         "unexpected reply to the {script} script: {reply:?}"
     ))

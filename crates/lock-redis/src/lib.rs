@@ -95,7 +95,7 @@
 
 pub mod backend;
 pub mod config;
-mod connections;
+pub mod connections;
 pub mod error;
 mod pubsub;
 pub mod replies;

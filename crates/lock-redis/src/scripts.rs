@@ -152,6 +152,41 @@ async fn run_pipeline<'c, 's: 'c, C: ConnectionLike + Send>(
     pipe.query_async(conn).await
 }
 
+/// Runs `call` with `EVALSHA` and then `WAIT replicas timeout`, pipelined on
+/// `conn` (so `WAIT` covers the script's writes); on `NOSCRIPT` loads the
+/// script and sends both once more. Returns the script's reply and the
+/// number of replicas that acknowledged.
+///
+/// # Errors
+/// As [`eval`].
+///
+/// # Cancel safety
+/// As [`eval`].
+pub async fn eval_and_wait<C: ConnectionLike + Send>(
+    conn: &mut C,
+    call: &ScriptCall<'_>,
+    replicas: u32,
+    timeout: std::time::Duration,
+) -> RedisResult<(Value, u32)> {
+    let mut pipe = Pipeline::new();
+    pipe.add_command(call.evalsha())
+        .cmd("WAIT")
+        .arg(replicas)
+        .arg(
+            u64::try_from(timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        );
+    match pipe.query_async::<(Value, u32)>(conn).await {
+        Err(err) if is_noscript(&err) => {
+            tracing::debug!(sha = call.script.get_hash(), "NOSCRIPT: loading the script");
+            load(conn, call.script).await?;
+            pipe.query_async(conn).await
+        }
+        other => other,
+    }
+}
+
 /// Loads `script` into the server's script cache (`SCRIPT LOAD`).
 ///
 /// # Errors

@@ -156,6 +156,22 @@ impl Transport for SingleNode {
         self.finish(&lease, result, call.first_key(), "script call")
     }
 
+    async fn eval_and_wait(
+        &self,
+        call: ScriptCall<'_>,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<(Value, u32)> {
+        let deadline = Instant::now() + self.command_timeout;
+        let mut lease = self.connections.get(deadline).await?;
+        let result = timeout_at(
+            deadline + timeout,
+            scripts::eval_and_wait(lease.conn(), &call, replicas, timeout),
+        )
+        .await;
+        self.finish(&lease, result, call.first_key(), "script call with WAIT")
+    }
+
     async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>> {
         self.ensure_open()?;
         if calls.is_empty() {

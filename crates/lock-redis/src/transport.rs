@@ -9,6 +9,7 @@
 //! the same backend through this trait.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -59,6 +60,23 @@ pub trait Transport: Send + Sync + 'static {
     /// # Cancel safety
     /// Dropping the future may leave the script run or not.
     async fn eval(&self, call: ScriptCall<'_>) -> Result<Value>;
+
+    /// Runs one script like [`Transport::eval`], then waits (`WAIT`, on the
+    /// same connection) until `replicas` replicas of that node have its
+    /// writes or `timeout` passes. Returns the script's reply and the number
+    /// of replicas that acknowledged.
+    ///
+    /// # Errors
+    /// As [`Transport::eval`]; the call may take up to `timeout` longer.
+    ///
+    /// # Cancel safety
+    /// As [`Transport::eval`].
+    async fn eval_and_wait(
+        &self,
+        call: ScriptCall<'_>,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<(Value, u32)>;
 
     /// Runs many scripts, pipelined per node, and returns one result per
     /// call in order. Each call's keys must share a [`Transport::key_group`].

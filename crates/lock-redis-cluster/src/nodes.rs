@@ -1,0 +1,135 @@
+//! Connections to the nodes of a cluster: one [`ConnectionSet`] per node
+//! address, made on first use with the seed's credentials.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use lock_core::{LockError, Result};
+use lock_redis::connections::ConnectionSet;
+use lock_redis::error::{from_redis, timed_out};
+use redis::{ConnectionAddr, ConnectionInfo, Value};
+use tokio::time::{timeout_at, Instant};
+
+use crate::config::ClusterConfig;
+use crate::topology::Addr;
+
+/// Every node connection of one transport.
+pub(crate) struct Nodes {
+    config: ClusterConfig,
+    /// The first seed's parsed URL: credentials and settings for all nodes.
+    template: ConnectionInfo,
+    sets: Mutex<HashMap<Addr, Arc<ConnectionSet>>>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl Nodes {
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a seed that is not a
+    /// `redis://host:port` URL.
+    pub(crate) fn new(config: &ClusterConfig) -> Result<Self> {
+        let template = config.node_config(&config.seeds[0]).connection_info()?;
+        if !matches!(template.addr(), ConnectionAddr::Tcp(..)) {
+            return Err(LockError::invalid(
+                "cluster seeds must be redis://host:port URLs (TLS and Unix sockets are not supported for clusters)",
+            ));
+        }
+        Ok(Self {
+            config: config.clone(),
+            template,
+            sets: Mutex::new(HashMap::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// The `host:port` of a seed URL.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] as [`Nodes::new`].
+    pub(crate) fn seed_addr(config: &ClusterConfig, url: &str) -> Result<Addr> {
+        let info = config.node_config(url).connection_info()?;
+        match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Ok(Arc::from(format!("{host}:{port}"))),
+            _ => Err(LockError::invalid(format!(
+                "cluster seed {url:?} is not a redis://host:port URL"
+            ))),
+        }
+    }
+
+    /// The connection info for `addr`.
+    pub(crate) fn connection_info(&self, addr: &str) -> Result<ConnectionInfo> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            .ok_or_else(|| LockError::protocol(format!("bad node address {addr:?}")))?;
+        Ok(self
+            .template
+            .clone()
+            .set_addr(ConnectionAddr::Tcp(host.to_owned(), port)))
+    }
+
+    /// The connections of `addr`, made on first use.
+    ///
+    /// # Errors
+    /// [`LockError::Closed`] after [`Nodes::close`]; a protocol error for
+    /// an address that is not `host:port`.
+    pub(crate) fn get(&self, addr: &Addr) -> Result<Arc<ConnectionSet>> {
+        let mut sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+        if self.is_closed() {
+            return Err(LockError::Closed);
+        }
+        if let Some(set) = sets.get(addr) {
+            return Ok(set.clone());
+        }
+        let client =
+            redis::Client::open(self.connection_info(addr)?).map_err(|e| from_redis(&e, ""))?;
+        let set = Arc::new(ConnectionSet::new(
+            client,
+            &self.config.node_config(&format!("redis://{addr}/")),
+        ));
+        sets.insert(addr.clone(), set.clone());
+        Ok(set)
+    }
+
+    /// Sends one command to `addr`, by `deadline`.
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::get`], and the command's own error.
+    pub(crate) async fn query(
+        &self,
+        addr: &Addr,
+        cmd: &redis::Cmd,
+        deadline: Instant,
+    ) -> Result<Value> {
+        let set = self.get(addr)?;
+        let mut lease = set.get(deadline).await?;
+        match timeout_at(deadline, cmd.query_async::<Value>(lease.conn())).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => {
+                set.report(&lease, &e);
+                Err(from_redis(&e, ""))
+            }
+            Err(_) => {
+                set.report_no_reply(&lease);
+                Err(timed_out("cluster command", self.config.command_timeout))
+            }
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Closes every node's connections; later calls fail with
+    /// [`LockError::Closed`].
+    pub(crate) fn close(&self) {
+        let sets = {
+            let mut sets = self.sets.lock().unwrap_or_else(PoisonError::into_inner);
+            self.closed
+                .store(true, std::sync::atomic::Ordering::Release);
+            std::mem::take(&mut *sets)
+        };
+        for set in sets.values() {
+            set.close();
+        }
+    }
+}

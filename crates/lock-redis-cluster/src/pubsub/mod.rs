@@ -1,0 +1,399 @@
+//! The pub/sub side of a cluster: each lock channel subscribed on the node
+//! that owns its slot (sharded pub/sub) or, in classic mode, on the master
+//! of its slot too (any node would do; spreading by slot spreads the load).
+//!
+//! # How it works
+//! A manager task owns the *desired* set (channel → topic and slot) and one
+//! subscriber task per node it uses (see [`node`]). [`ShardPubSub::subscribe`]
+//! and [`ShardPubSub::unsubscribe`] queue a command in the call itself, so
+//! commands apply in call order; the subscribe future only waits for the
+//! node's confirmation.
+//!
+//! Each channel is assigned to the master of its slot in the current slot
+//! map. When the map changes (a refresh after a redirect, a failover or a
+//! migration), channels whose slot moved are unsubscribed from the old node
+//! and subscribed on the new one. When a node drops a channel by itself
+//! (Redis does that to sharded subscribers when a slot migrates) or refuses
+//! it, the manager asks for a topology refresh and assigns it again; a
+//! periodic sweep retries channels that have no node yet.
+//!
+//! Whenever a subscription that had been confirmed is confirmed again after
+//! a loss (reconnect, move), the handler gets [`PubSubEvent::Reset`]: unlock
+//! messages may have been missed meanwhile, and waiters must look again.
+
+mod node;
+pub(crate) mod resp;
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::future::{self, BoxFuture, FutureExt};
+use lock_core::{LockError, Result, Topic};
+use lock_redis::{PubSubEvent, PubSubHandler};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::timeout;
+
+use crate::slot::key_slot;
+use crate::topology::Addr;
+use crate::transport::Inner;
+use node::{NodeCmd, NodeEvent, NodeSettings};
+
+/// How often channels without a node are assigned again.
+const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
+
+type Confirm = oneshot::Sender<Result<()>>;
+type HandlerSlot = RwLock<Option<Arc<dyn PubSubHandler>>>;
+
+enum Command {
+    Subscribe {
+        channel: String,
+        topic: Topic,
+        confirm: Confirm,
+    },
+    Unsubscribe {
+        channel: String,
+    },
+    Close {
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// The handle of the manager task. Dropping it stops the task and every
+/// subscriber connection.
+pub(crate) struct ShardPubSub {
+    commands: mpsc::UnboundedSender<Command>,
+    handler: Arc<HandlerSlot>,
+    confirm_timeout: Duration,
+}
+
+impl ShardPubSub {
+    /// Starts the manager task.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] outside a tokio runtime.
+    pub(crate) fn spawn(inner: Arc<Inner>, sharded: bool) -> Result<Self> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| LockError::invalid("the cluster transport needs a tokio runtime"))?;
+        let (commands, rx) = mpsc::unbounded_channel();
+        let handler: Arc<HandlerSlot> = Arc::new(RwLock::new(None));
+        let confirm_timeout = inner.config.connect_timeout + inner.config.command_timeout;
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let manager = Manager {
+            topology: inner.topology.watch(),
+            inner,
+            sharded,
+            desired: HashMap::new(),
+            nodes: HashMap::new(),
+            events_tx,
+            handler: handler.clone(),
+            reset_pending: false,
+        };
+        runtime.spawn(manager.run(rx, events));
+        Ok(Self {
+            commands,
+            handler,
+            confirm_timeout,
+        })
+    }
+
+    pub(crate) fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
+        *self
+            .handler
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handler);
+    }
+
+    pub(crate) fn subscribe(
+        &self,
+        channel: String,
+        topic: Topic,
+    ) -> BoxFuture<'static, Result<()>> {
+        let (confirm, confirmed) = oneshot::channel();
+        if self
+            .commands
+            .send(Command::Subscribe {
+                channel,
+                topic,
+                confirm,
+            })
+            .is_err()
+        {
+            return future::ready(Err(LockError::Closed)).boxed();
+        }
+        let limit = self.confirm_timeout;
+        async move {
+            match timeout(limit, confirmed).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) => Err(LockError::Closed),
+                Err(_) => Err(LockError::timeout(format!(
+                    "the cluster did not confirm a subscription within {limit:?}"
+                ))),
+            }
+        }
+        .boxed()
+    }
+
+    pub(crate) fn unsubscribe(&self, channel: String) {
+        let _ = self.commands.send(Command::Unsubscribe { channel });
+    }
+
+    /// Stops the manager and every subscriber connection; waits (bounded)
+    /// for the manager to finish.
+    pub(crate) async fn close(&self) {
+        let (done, finished) = oneshot::channel();
+        if self.commands.send(Command::Close { done }).is_ok() {
+            let _ = timeout(Duration::from_secs(1), finished).await;
+        }
+    }
+}
+
+struct Desired {
+    topic: Topic,
+    slot: u16,
+    node: Option<Addr>,
+    confirmed: bool,
+    /// Confirmed once, then lost: the next confirmation means a reset.
+    lost: bool,
+    waiters: Vec<Confirm>,
+}
+
+struct Manager {
+    inner: Arc<Inner>,
+    topology: tokio::sync::watch::Receiver<Arc<crate::topology::SlotMap>>,
+    sharded: bool,
+    desired: HashMap<String, Desired>,
+    nodes: HashMap<Addr, mpsc::UnboundedSender<NodeCmd>>,
+    events_tx: mpsc::UnboundedSender<NodeEvent>,
+    handler: Arc<HandlerSlot>,
+    reset_pending: bool,
+}
+
+impl Manager {
+    async fn run(
+        mut self,
+        mut commands: mpsc::UnboundedReceiver<Command>,
+        mut events: mpsc::UnboundedReceiver<NodeEvent>,
+    ) {
+        let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                cmd = commands.recv() => match cmd {
+                    None => return,
+                    Some(Command::Close { done }) => {
+                        self.close();
+                        let _ = done.send(());
+                        return;
+                    }
+                    Some(cmd) => self.command(cmd),
+                },
+                Some(event) = events.recv() => self.event(event),
+                changed = self.topology.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    self.reassign_all();
+                }
+                _ = sweep.tick() => self.sweep(),
+            }
+            if std::mem::take(&mut self.reset_pending) {
+                self.deliver(PubSubEvent::Reset);
+            }
+        }
+    }
+
+    fn deliver(&self, event: PubSubEvent<'_>) {
+        let handler = self
+            .handler
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        if let Some(handler) = handler {
+            handler.on_event(event);
+        }
+    }
+
+    fn command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Subscribe {
+                channel,
+                topic,
+                confirm,
+            } => {
+                if let Some(d) = self.desired.get_mut(&channel) {
+                    d.topic = topic;
+                    if d.confirmed {
+                        let _ = confirm.send(Ok(()));
+                    } else {
+                        d.waiters.push(confirm);
+                    }
+                    return;
+                }
+                let slot = key_slot(&channel);
+                self.desired.insert(
+                    channel.clone(),
+                    Desired {
+                        topic,
+                        slot,
+                        node: None,
+                        confirmed: false,
+                        lost: false,
+                        waiters: vec![confirm],
+                    },
+                );
+                self.assign(&channel);
+            }
+            Command::Unsubscribe { channel } => {
+                if let Some(d) = self.desired.remove(&channel) {
+                    if let Some(node) = d.node {
+                        self.send(&node, NodeCmd::Unsubscribe(channel));
+                    }
+                }
+            }
+            Command::Close { .. } => {}
+        }
+    }
+
+    fn event(&mut self, event: NodeEvent) {
+        match event {
+            NodeEvent::Confirmed { addr, channel } => {
+                let Some(d) = self.desired.get_mut(&channel) else {
+                    return;
+                };
+                if d.node.as_ref() != Some(&addr) || d.confirmed {
+                    return;
+                }
+                d.confirmed = true;
+                for waiter in d.waiters.drain(..) {
+                    let _ = waiter.send(Ok(()));
+                }
+                if std::mem::take(&mut d.lost) {
+                    self.reset_pending = true;
+                }
+            }
+            NodeEvent::Message { channel, payload } => {
+                if let Some(d) = self.desired.get(&channel) {
+                    self.deliver(PubSubEvent::Message {
+                        topic: &d.topic,
+                        payload: &payload,
+                    });
+                }
+            }
+            NodeEvent::Lost { addr, channel } => {
+                if let Some(d) = self.desired.get_mut(&channel) {
+                    if d.node.as_ref() == Some(&addr) {
+                        d.node = None;
+                        mark_lost(d);
+                        self.inner.refresh_soon();
+                    }
+                }
+            }
+            NodeEvent::Down { addr } => {
+                let mut any = false;
+                for d in self.desired.values_mut() {
+                    if d.node.as_ref() == Some(&addr) {
+                        mark_lost(d);
+                        any = true;
+                    }
+                }
+                if any {
+                    self.inner.refresh_soon();
+                }
+            }
+        }
+    }
+
+    /// Subscribes `channel` on the current master of its slot, if it has
+    /// none yet.
+    fn assign(&mut self, channel: &str) {
+        let map = self.topology.borrow().clone();
+        let Some(d) = self.desired.get_mut(channel) else {
+            return;
+        };
+        let owner = map.master_addr(d.slot);
+        if d.node == owner {
+            return;
+        }
+        let old = std::mem::replace(&mut d.node, owner.clone());
+        mark_lost(d);
+        if let Some(old) = old {
+            self.send(&old, NodeCmd::Unsubscribe(channel.to_owned()));
+        }
+        match owner {
+            Some(owner) => self.send(&owner, NodeCmd::Subscribe(channel.to_owned())),
+            None => self.inner.refresh_soon(),
+        }
+    }
+
+    fn reassign_all(&mut self) {
+        let channels: Vec<String> = self.desired.keys().cloned().collect();
+        for channel in channels {
+            self.assign(&channel);
+        }
+        // Subscriber connections to nodes that serve nothing of ours go.
+        let used: std::collections::HashSet<Addr> = self
+            .desired
+            .values()
+            .filter_map(|d| d.node.clone())
+            .collect();
+        self.nodes.retain(|addr, _| used.contains(addr));
+    }
+
+    fn sweep(&mut self) {
+        let unassigned: Vec<String> = self
+            .desired
+            .iter()
+            .filter(|(_, d)| d.node.is_none())
+            .map(|(c, _)| c.clone())
+            .collect();
+        for channel in unassigned {
+            self.assign(&channel);
+        }
+    }
+
+    /// Sends `cmd` to the subscriber task of `addr`, starting it if needed.
+    fn send(&mut self, addr: &Addr, cmd: NodeCmd) {
+        if !self.nodes.contains_key(addr) {
+            if matches!(cmd, NodeCmd::Unsubscribe(_)) {
+                return;
+            }
+            let info = match self.inner.nodes.connection_info(addr) {
+                Ok(info) => info,
+                Err(e) => {
+                    tracing::warn!(%addr, error = %e, "cannot subscribe on this node");
+                    return;
+                }
+            };
+            let (tx, rx) = mpsc::unbounded_channel();
+            let settings = NodeSettings {
+                addr: addr.clone(),
+                info,
+                sharded: self.sharded,
+                connect_timeout: self.inner.config.connect_timeout,
+                command_timeout: self.inner.config.command_timeout,
+            };
+            tokio::spawn(node::run(settings, rx, self.events_tx.clone()));
+            self.nodes.insert(addr.clone(), tx);
+        }
+        if let Some(node) = self.nodes.get(addr) {
+            let _ = node.send(cmd);
+        }
+    }
+
+    fn close(&mut self) {
+        self.nodes.clear();
+        for (_, d) in self.desired.drain() {
+            for waiter in d.waiters {
+                let _ = waiter.send(Err(LockError::Closed));
+            }
+        }
+    }
+}
+
+fn mark_lost(d: &mut Desired) {
+    if d.confirmed {
+        d.confirmed = false;
+        d.lost = true;
+    }
+}

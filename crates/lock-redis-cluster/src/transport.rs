@@ -1,0 +1,516 @@
+//! [`ClusterTransport`]: runs each lock script on the master owning its
+//! slot, following redirects and riding out failovers.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::{self, BoxFuture, FutureExt};
+use lock_core::{LockError, Result, Topic};
+use lock_redis::error::{from_redis, timed_out};
+use lock_redis::scripts::{self, ScriptCall};
+use lock_redis::{PubSubHandler, Transport};
+use redis::{Pipeline, RedisResult, Value};
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use crate::config::{ClusterConfig, PubSubMode};
+use crate::nodes::Nodes;
+use crate::pubsub::ShardPubSub;
+use crate::redirect::{next_step, Next};
+use crate::slot::key_slot;
+use crate::topology::{Addr, SlotMap, Topology};
+
+/// First wait before sending again after `TRYAGAIN`, `CLUSTERDOWN` or an
+/// unreachable master; doubled each time up to [`RETRY_BACKOFF_MAX`].
+const RETRY_BACKOFF: Duration = Duration::from_millis(20);
+const RETRY_BACKOFF_MAX: Duration = Duration::from_millis(250);
+
+/// A [`Transport`] to a Redis Cluster; see the crate docs for what it
+/// promises.
+pub struct ClusterTransport {
+    inner: Arc<Inner>,
+    pubsub: ShardPubSub,
+    publish: &'static str,
+}
+
+pub(crate) struct Inner {
+    pub(crate) nodes: Nodes,
+    pub(crate) topology: Topology,
+    pub(crate) config: ClusterConfig,
+}
+
+impl std::fmt::Debug for ClusterTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterTransport")
+            .field("slots", &*self.inner.topology.map())
+            .field("publish", &self.publish)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one routed call sends.
+enum Op<'a> {
+    Eval(&'a ScriptCall<'a>),
+    EvalWait(&'a ScriptCall<'a>, u32, Duration),
+}
+
+impl ClusterTransport {
+    /// Connects: validates `config`, reads the slot map from the seeds,
+    /// picks the pub/sub mode and starts the pub/sub side. Must be called
+    /// inside a tokio runtime.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a bad configuration (before any
+    /// I/O) or rejected credentials; a retryable error when no seed answered
+    /// within the command timeout, or the cluster does not serve every slot.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops what it opened.
+    pub async fn connect(config: ClusterConfig) -> Result<Self> {
+        config.validate()?;
+        let seeds = config
+            .seeds
+            .iter()
+            .map(|url| Nodes::seed_addr(&config, url))
+            .collect::<Result<Vec<_>>>()?;
+        let inner = Arc::new(Inner {
+            nodes: Nodes::new(&config)?,
+            topology: Topology::new(seeds.clone(), config.command_timeout),
+            config: config.clone(),
+        });
+        let deadline = Instant::now() + config.command_timeout;
+        inner.topology.refresh(&inner.nodes, 0, deadline).await?;
+        let map = inner.topology.map();
+        if !map.is_complete() {
+            return Err(LockError::unavailable(
+                "the cluster does not serve every hash slot (CLUSTERDOWN)",
+                None,
+            ));
+        }
+        let sharded = match config.pubsub {
+            PubSubMode::Sharded => true,
+            PubSubMode::Classic => false,
+            PubSubMode::Auto => inner.all_masters_at_least_7(&map, deadline).await?,
+        };
+        let pubsub = ShardPubSub::spawn(inner.clone(), sharded)?;
+        Ok(Self {
+            inner,
+            pubsub,
+            publish: if sharded { "SPUBLISH" } else { "PUBLISH" },
+        })
+    }
+
+    /// The slot map as last read or corrected by a redirect.
+    pub fn slot_map(&self) -> Arc<SlotMap> {
+        self.inner.topology.map()
+    }
+
+    /// Whether unlock notices use sharded pub/sub.
+    pub fn is_sharded(&self) -> bool {
+        self.publish == "SPUBLISH"
+    }
+
+    /// The one slot of all keys of `call`.
+    fn slot_of(call: &ScriptCall<'_>) -> Result<u16> {
+        let mut slots = call.keys.iter().map(|k| key_slot(k));
+        let first = slots.next().ok_or_else(|| {
+            LockError::invalid("a script call without keys cannot be routed in a cluster")
+        })?;
+        if slots.any(|s| s != first) {
+            return Err(LockError::invalid(format!(
+                "the keys of {:?} fall in different hash slots; a lock name with braces must put its hash tag first, as in \"{{tag}}rest\" (see the crate docs)",
+                call.first_key()
+            )));
+        }
+        Ok(first)
+    }
+}
+
+impl Inner {
+    async fn all_masters_at_least_7(&self, map: &SlotMap, deadline: Instant) -> Result<bool> {
+        for addr in map.masters() {
+            let info = self
+                .nodes
+                .query(addr, redis::cmd("INFO").arg("server"), deadline)
+                .await?;
+            let text = match &info {
+                Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+                Value::VerbatimString { text, .. } => text.clone(),
+                other => return Err(LockError::protocol(format!("INFO reply {other:?}"))),
+            };
+            let major = text
+                .lines()
+                .find_map(|l| l.strip_prefix("redis_version:"))
+                .and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok())
+                .unwrap_or(0);
+            if major < 7 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Refreshes the topology in the background (after a failure that
+    /// suggests it changed), without making the caller wait.
+    pub(crate) fn refresh_soon(self: &Arc<Self>) {
+        let inner = self.clone();
+        tokio::spawn(async move {
+            let seen = inner.topology.rounds().await;
+            let deadline = Instant::now() + inner.config.command_timeout;
+            if let Err(e) = inner.topology.refresh(&inner.nodes, seen, deadline).await {
+                tracing::debug!(error = %e, "background cluster topology refresh failed");
+            }
+        });
+    }
+
+    /// Runs `op` on the master of `slot`, following redirects (at most
+    /// `max_redirects`) and waiting out `TRYAGAIN`, `CLUSTERDOWN` and
+    /// unreachable masters until `deadline`.
+    async fn route(
+        self: &Arc<Self>,
+        slot: u16,
+        op: &Op<'_>,
+        first_key: &str,
+        deadline: Instant,
+    ) -> Result<(Value, Option<u32>)> {
+        let mut redirects = 0;
+        let mut ask: Option<Addr> = None;
+        let mut backoff = RETRY_BACKOFF;
+        let mut last_error: Option<LockError> = None;
+        loop {
+            if self.nodes.is_closed() {
+                return Err(LockError::Closed);
+            }
+            let (addr, asking) = match ask.take() {
+                Some(addr) => (addr, true),
+                None => match self.topology.map().master_addr(slot) {
+                    Some(addr) => (addr, false),
+                    None => {
+                        let seen = self.topology.rounds().await;
+                        if let Err(e) = self.topology.refresh(&self.nodes, seen, deadline).await {
+                            return Err(last_error.unwrap_or(e));
+                        }
+                        if self.topology.map().master_addr(slot).is_none() {
+                            last_error = Some(LockError::unavailable(
+                                format!("no master serves slot {slot} (CLUSTERDOWN)"),
+                                None,
+                            ));
+                            self.pause(&mut backoff, deadline).await?;
+                        }
+                        continue;
+                    }
+                },
+            };
+            let set = self.nodes.get(&addr)?;
+            let seen = self.topology.rounds().await;
+            let mut lease = match set.get(deadline).await {
+                Ok(lease) => lease,
+                // Nothing was sent: the master is down or unreachable. Wait
+                // for the cluster to promote a replica (or for the node to
+                // come back) until the deadline.
+                Err(e) if e.is_retryable() && !e.is_timeout() => {
+                    tracing::debug!(%addr, error = %e, "cluster master unreachable");
+                    last_error = Some(e);
+                    let _ = self.topology.refresh(&self.nodes, seen, deadline).await;
+                    self.pause(&mut backoff, deadline)
+                        .await
+                        .map_err(|t| last_error.take().unwrap_or(t))?;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let extra = match op {
+                Op::EvalWait(_, _, timeout) => *timeout,
+                Op::Eval(_) => Duration::ZERO,
+            };
+            let result = timeout_at(deadline + extra, send(lease.conn(), op, asking)).await;
+            let err = match result {
+                Ok(Ok(reply)) => return Ok(reply),
+                Ok(Err(err)) => err,
+                Err(_) => {
+                    set.report_no_reply(&lease);
+                    self.refresh_soon();
+                    return Err(timed_out(
+                        "cluster script call",
+                        self.config.command_timeout,
+                    ));
+                }
+            };
+            match next_step(&err) {
+                Next::Moved { slot: moved, addr } => {
+                    redirects += 1;
+                    self.topology.moved(moved, &addr);
+                    self.refresh_soon();
+                    if redirects > self.config.max_redirects {
+                        return Err(too_many_redirects(first_key, &err));
+                    }
+                }
+                Next::Ask { addr } => {
+                    redirects += 1;
+                    if redirects > self.config.max_redirects {
+                        return Err(too_many_redirects(first_key, &err));
+                    }
+                    ask = Some(Arc::from(addr));
+                }
+                Next::Retry { refresh } => {
+                    last_error = Some(from_redis(&err, first_key));
+                    if refresh {
+                        let _ = self.topology.refresh(&self.nodes, seen, deadline).await;
+                    }
+                    self.pause(&mut backoff, deadline)
+                        .await
+                        .map_err(|t| last_error.take().unwrap_or(t))?;
+                }
+                Next::Broken => {
+                    set.report(&lease, &err);
+                    self.refresh_soon();
+                    return Err(from_redis(&err, first_key));
+                }
+                Next::Fail => return Err(from_redis(&err, first_key)),
+            }
+        }
+    }
+
+    /// Sleeps `backoff` (then doubles it), or fails when that would pass
+    /// `deadline`.
+    async fn pause(&self, backoff: &mut Duration, deadline: Instant) -> Result<()> {
+        let until = Instant::now() + *backoff;
+        if until >= deadline {
+            return Err(LockError::timeout(format!(
+                "the cluster did not recover within the command timeout of {:?}",
+                self.config.command_timeout
+            )));
+        }
+        sleep_until(until).await;
+        *backoff = (*backoff * 2).min(RETRY_BACKOFF_MAX);
+        Ok(())
+    }
+}
+
+fn too_many_redirects(first_key: &str, err: &redis::RedisError) -> LockError {
+    LockError::unavailable(
+        format!("{first_key:?}: more redirects than max_redirects allows (last: {err})"),
+        None,
+    )
+}
+
+/// Sends `op` on `conn`, after `ASKING` when `asking`; loads the script on
+/// `NOSCRIPT` and sends once more.
+async fn send(
+    conn: &mut redis::aio::MultiplexedConnection,
+    op: &Op<'_>,
+    asking: bool,
+) -> RedisResult<(Value, Option<u32>)> {
+    let (call, wait) = match op {
+        Op::Eval(call) => (*call, None),
+        Op::EvalWait(call, replicas, timeout) => (*call, Some((*replicas, *timeout))),
+    };
+    if !asking {
+        // The common case: exactly the single-node path.
+        return match wait {
+            None => scripts::eval(conn, call).await.map(|v| (v, None)),
+            Some((replicas, timeout)) => scripts::eval_and_wait(conn, call, replicas, timeout)
+                .await
+                .map(|(v, acked)| (v, Some(acked))),
+        };
+    }
+    let pipe = asking_pipeline(call, wait);
+    let result = query_asking(conn, &pipe, wait.is_some()).await;
+    match result {
+        Err(e) if scripts::is_noscript(&e) => {
+            scripts::load(conn, call.script).await?;
+            query_asking(conn, &pipe, wait.is_some()).await
+        }
+        other => other,
+    }
+}
+
+fn asking_pipeline(call: &ScriptCall<'_>, wait: Option<(u32, Duration)>) -> Pipeline {
+    let mut pipe = Pipeline::new();
+    pipe.cmd("ASKING").ignore();
+    pipe.add_command(call.evalsha());
+    if let Some((replicas, timeout)) = wait {
+        pipe.cmd("WAIT").arg(replicas).arg(
+            u64::try_from(timeout.as_millis())
+                .unwrap_or(u64::MAX)
+                .max(1),
+        );
+    }
+    pipe
+}
+
+async fn query_asking(
+    conn: &mut redis::aio::MultiplexedConnection,
+    pipe: &Pipeline,
+    waits: bool,
+) -> RedisResult<(Value, Option<u32>)> {
+    if waits {
+        let (value, acked): (Value, u32) = pipe.query_async(conn).await?;
+        Ok((value, Some(acked)))
+    } else {
+        let (value,): (Value,) = pipe.query_async(conn).await?;
+        Ok((value, None))
+    }
+}
+
+#[async_trait]
+impl Transport for ClusterTransport {
+    async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
+        let slot = Self::slot_of(&call)?;
+        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let (value, _) = self
+            .inner
+            .route(slot, &Op::Eval(&call), call.first_key(), deadline)
+            .await?;
+        Ok(value)
+    }
+
+    async fn eval_and_wait(
+        &self,
+        call: ScriptCall<'_>,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<(Value, u32)> {
+        let slot = Self::slot_of(&call)?;
+        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let (value, acked) = self
+            .inner
+            .route(
+                slot,
+                &Op::EvalWait(&call, replicas, timeout),
+                call.first_key(),
+                deadline,
+            )
+            .await?;
+        Ok((value, acked.unwrap_or(0)))
+    }
+
+    /// Groups the calls by master and pipelines each group on one of its
+    /// connections, all groups at once. Calls answered with a redirect or a
+    /// transient cluster state are then sent again one by one through the
+    /// routing of [`Transport::eval`].
+    async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>> {
+        if self.inner.nodes.is_closed() {
+            return Err(LockError::Closed);
+        }
+        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let map = self.inner.topology.map();
+        let mut out: Vec<Option<Result<Value>>> = vec![None; calls.len()];
+        let mut groups: HashMap<Addr, Vec<usize>> = HashMap::new();
+        let mut reroute = Vec::new();
+        for (i, call) in calls.iter().enumerate() {
+            match Self::slot_of(call) {
+                Err(e) => out[i] = Some(Err(e)),
+                Ok(slot) => match map.master_addr(slot) {
+                    Some(addr) => groups.entry(addr).or_default().push(i),
+                    None => reroute.push(i),
+                },
+            }
+        }
+        let sends = groups.into_iter().map(|(addr, members)| {
+            let calls = &calls;
+            let inner = &self.inner;
+            async move {
+                let group: Vec<ScriptCall<'_>> =
+                    members.iter().map(|&i| calls[i].clone()).collect();
+                let result = async {
+                    let set = inner.nodes.get(&addr)?;
+                    let mut lease = set.get(deadline).await?;
+                    match timeout_at(deadline, scripts::eval_pipelined(lease.conn(), &group)).await
+                    {
+                        Ok(Ok(results)) => Ok(results),
+                        Ok(Err(e)) => {
+                            set.report(&lease, &e);
+                            Err(e)
+                        }
+                        Err(_) => {
+                            set.report_no_reply(&lease);
+                            Err(redis::RedisError::from(std::io::Error::from(
+                                std::io::ErrorKind::TimedOut,
+                            )))
+                        }
+                    }
+                    .map_err(|e| match next_step(&e) {
+                        Next::Broken => {
+                            inner.refresh_soon();
+                            from_redis(&e, "")
+                        }
+                        _ => from_redis(&e, ""),
+                    })
+                }
+                .await;
+                (members, result)
+            }
+        });
+        for (members, result) in future::join_all(sends).await {
+            match result {
+                Ok(results) => {
+                    for (i, r) in members.into_iter().zip(results) {
+                        match r {
+                            Ok(v) => out[i] = Some(Ok(v)),
+                            Err(e) if matches!(next_step(&e), Next::Fail | Next::Broken) => {
+                                out[i] = Some(Err(from_redis(&e, calls[i].first_key())));
+                            }
+                            Err(_) => reroute.push(i),
+                        }
+                    }
+                }
+                // Unreachable master: the per-call routing waits for a
+                // failover, within what is left of the deadline.
+                Err(e) if e.is_retryable() && !e.is_timeout() => reroute.extend(members),
+                Err(e) => {
+                    for i in members {
+                        out[i] = Some(Err(e.clone()));
+                    }
+                }
+            }
+        }
+        let rerouted = future::join_all(reroute.iter().map(|&i| {
+            let call = &calls[i];
+            async move {
+                let slot = Self::slot_of(call)?;
+                self.inner
+                    .route(slot, &Op::Eval(call), call.first_key(), deadline)
+                    .await
+                    .map(|(v, _)| v)
+            }
+        }))
+        .await;
+        for (i, r) in reroute.into_iter().zip(rerouted) {
+            out[i] = Some(r);
+        }
+        Ok(out
+            .into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(LockError::protocol("a batched call got no result"))))
+            .collect())
+    }
+
+    fn key_group(&self, key: &str) -> u32 {
+        u32::from(key_slot(key))
+    }
+
+    fn publish_command(&self) -> &'static str {
+        self.publish
+    }
+
+    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>) {
+        self.pubsub.set_handler(handler);
+    }
+
+    fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>> {
+        if self.inner.nodes.is_closed() {
+            return future::ready(Err(LockError::Closed)).boxed();
+        }
+        self.pubsub.subscribe(channel, topic)
+    }
+
+    fn unsubscribe(&self, channel: String) {
+        self.pubsub.unsubscribe(channel);
+    }
+
+    async fn close(&self) {
+        self.inner.nodes.close();
+        self.pubsub.close().await;
+    }
+}
