@@ -99,9 +99,8 @@ mod transport;
 use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
-pub use lock_redis::{
-    ClientConfig, LockBackend, LockClient, LockError, RedisBackend, Result, Transport,
-};
+pub use lock_core::*;
+pub use lock_redis::{RedisBackend, Transport};
 pub use topology::SlotMap;
 pub use transport::ClusterTransport;
 

@@ -449,10 +449,16 @@ impl Transport for ClusterTransport {
                     for (i, r) in members.into_iter().zip(results) {
                         match r {
                             Ok(v) => out[i] = Some(Ok(v)),
-                            Err(e) if matches!(next_step(&e), Next::Fail | Next::Broken) => {
-                                out[i] = Some(Err(from_redis(&e, calls[i].first_key())));
-                            }
-                            Err(_) => reroute.push(i),
+                            Err(e) => match next_step(&e) {
+                                Next::Fail | Next::Broken => {
+                                    out[i] = Some(Err(from_redis(&e, calls[i].first_key())));
+                                }
+                                Next::Moved { slot, addr } => {
+                                    self.inner.topology.moved(slot, &addr);
+                                    reroute.push(i);
+                                }
+                                Next::Ask { .. } | Next::Retry { .. } => reroute.push(i),
+                            },
                         }
                     }
                 }

@@ -1,0 +1,2 @@
+pub(crate) mod fake_node;
+pub(crate) mod harness;
