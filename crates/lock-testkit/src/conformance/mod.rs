@@ -136,6 +136,7 @@ pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
 macro_rules! conformance_tests {
     ($(#[$attr:meta])* harness = $make:path) => {
         $crate::__with_shared_checks! {
+            __conformance_each;
             [$(#[$attr])*] $make;
             waiting::one_unlock_wakes_one_waiter,
             waiting::many_waiters_share_one_subscription,
@@ -151,6 +152,7 @@ macro_rules! conformance_tests {
 macro_rules! fair_conformance_tests {
     ($(#[$attr:meta])* harness = $make:path) => {
         $crate::__with_shared_checks! {
+            __conformance_each;
             [$(#[$attr])*] $make;
             fair::waiters_acquire_in_arrival_order,
             fair::try_lock_never_queues_nor_jumps_the_queue,
@@ -168,8 +170,8 @@ macro_rules! fair_conformance_tests {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __with_shared_checks {
-    ([$(#[$attr:meta])*] $make:path; $($own:tt)*) => {
-        $crate::__conformance_each! {
+    ($each:ident; [$(#[$attr:meta])*] $make:path; $($own:tt)*) => {
+        $crate::$each! {
             [$(#[$attr])*] $make;
             basics::lock_then_unlock_frees_it,
             basics::reentrant_holds_count_depth,
@@ -214,6 +216,94 @@ macro_rules! __with_shared_checks {
             $($own)*
         }
     };
+}
+
+/// One conformance check, as [`conformance_checks!`] lists it.
+pub type Check = for<'a> fn(&'a dyn Harness) -> futures::future::BoxFuture<'a, ()>;
+
+/// The reentrant lock's checks as `(name, check)` pairs, for running them
+/// all against one expensive store (such as a cluster) in a single test
+/// rather than one store per test, as [`conformance_tests!`] does.
+///
+/// ```
+/// let checks: Vec<(&str, lock_testkit::conformance::Check)> =
+///     lock_testkit::conformance_checks!();
+/// assert!(checks.len() >= 40);
+/// ```
+#[macro_export]
+macro_rules! conformance_checks {
+    () => {
+        $crate::__with_shared_checks! {
+            __conformance_list;
+            [] unused;
+            waiting::one_unlock_wakes_one_waiter,
+            waiting::many_waiters_share_one_subscription,
+            layout::redisson_style_unlock_notice_wakes_us,
+        }
+    };
+}
+
+/// The fair lock's checks as `(name, check)` pairs; see
+/// [`conformance_checks!`].
+#[macro_export]
+macro_rules! fair_conformance_checks {
+    () => {
+        $crate::__with_shared_checks! {
+            __conformance_list;
+            [] unused;
+            fair::waiters_acquire_in_arrival_order,
+            fair::try_lock_never_queues_nor_jumps_the_queue,
+            fair::timed_out_waiter_leaves_the_queue,
+            fair::cancelled_waiter_leaves_the_queue,
+            fair::release_wakes_only_the_queue_head,
+            fair::dead_waiter_is_skipped_within_the_waiter_timeout,
+            fair::live_waiter_keeps_its_place_past_the_waiter_timeout,
+        }
+    };
+}
+
+/// Runs `checks` one after another against `harness`, each in its own task
+/// (so a failing check does not stop the others) and bounded by `limit`.
+/// Prints one line per check, like the test harness does, and returns the
+/// names of the checks that failed.
+pub async fn run_checks(
+    harness: std::sync::Arc<dyn Harness>,
+    checks: Vec<(&'static str, Check)>,
+    limit: Duration,
+) -> Vec<&'static str> {
+    let mut failed = Vec::new();
+    for (name, check) in checks {
+        let h = harness.clone();
+        let mut run = tokio::spawn(async move { check(&*h).await });
+        let ok = match tokio::time::timeout(limit, &mut run).await {
+            Ok(result) => result.is_ok(),
+            Err(_) => {
+                run.abort();
+                false
+            }
+        };
+        eprintln!("check {name} ... {}", if ok { "ok" } else { "FAILED" });
+        if !ok {
+            failed.push(name);
+        }
+    }
+    failed
+}
+
+/// Implementation detail of [`conformance_checks!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_list {
+    ([$(#[$attr:meta])*] $make:path; $($group:ident :: $check:ident),* $(,)?) => {{
+        let checks: ::std::vec::Vec<(&'static str, $crate::conformance::Check)> = ::std::vec![
+            $((
+                ::std::stringify!($check),
+                (|h| ::std::boxed::Box::pin($crate::conformance::$group::$check(h)))
+                    as $crate::conformance::Check,
+            )),*
+        ];
+        checks
+    }};
 }
 
 /// Implementation detail of [`conformance_tests!`].
