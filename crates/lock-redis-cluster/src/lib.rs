@@ -45,7 +45,8 @@
 //! | `-TRYAGAIN` (a lock's keys split by a migration in progress) | sent again after a short backoff |
 //! | `-CLUSTERDOWN`, `-MASTERDOWN`, `-LOADING`, `-READONLY` | the topology is read again, then the call is sent again after a backoff |
 //! | master unreachable (connection refused) | topology re-read and the call retried with backoff until a replica is promoted |
-//! | connection broken after sending, no reply in time | a retryable error (the outcome is unknown; the engine retries with the same request id, so nothing is counted twice) |
+//! | connection broken after sending | sent once more on a new connection (the scripts' request-id latches make a repeat return the first outcome), then a retryable error |
+//! | no reply in time | a retryable error (the outcome is unknown; the engine retries with the same request id, so nothing is counted twice) |
 //!
 //! At most [`ClusterConfig::max_redirects`] redirects are followed per call,
 //! and everything, waits included, happens within

@@ -178,6 +178,7 @@ impl Inner {
         let mut ask: Option<Addr> = None;
         let mut backoff = RETRY_BACKOFF;
         let mut last_error: Option<LockError> = None;
+        let mut resend_broken = true;
         loop {
             if self.nodes.is_closed() {
                 return Err(LockError::Closed);
@@ -265,6 +266,16 @@ impl Inner {
                 Next::Broken => {
                     set.report(&lease, &err);
                     self.refresh_soon();
+                    // Once per call: the first call on a connection to a
+                    // master that just died fails this way, and the next
+                    // attempt (a new connection) finds out whether it is
+                    // down and waits for the failover. Sending again is safe:
+                    // the scripts' request-id latches make a repeated
+                    // acquire or release return the first outcome.
+                    if std::mem::take(&mut resend_broken) {
+                        last_error = Some(from_redis(&err, first_key));
+                        continue;
+                    }
                     return Err(from_redis(&err, first_key));
                 }
                 Next::Fail => return Err(from_redis(&err, first_key)),
