@@ -4,9 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_redis_cluster::{ClientConfig, ClusterConfig, KeyLayout, LockClient, PubSubMode};
-use lock_testkit::fixtures::RedisCluster;
-
-use super::harness::ClusterHarness;
+use lock_testkit::fixtures::{RedisCluster, RedisHarness};
+use redis::cluster_async::ClusterConnection;
 
 /// The cluster configuration tests use: short timeouts, given pub/sub mode.
 pub(crate) fn config(cluster: &RedisCluster, mode: PubSubMode) -> ClusterConfig {
@@ -26,15 +25,15 @@ pub(crate) fn master_urls(cluster: &RedisCluster) -> Vec<String> {
 }
 
 /// A conformance harness over `cluster` whose clients make reentrant
-/// (`fair == false`) or fair locks.
+/// (`fair == false`) or fair locks. Raw commands go through `redis`'s own
+/// cluster client, acting as another client (or Redisson) would.
 pub(crate) async fn harness(
     cluster: &RedisCluster,
     mode: PubSubMode,
     fair: bool,
-) -> Arc<ClusterHarness> {
+) -> Arc<RedisHarness<ClusterConnection>> {
     let base = config(cluster, mode);
-    let sharded = mode != PubSubMode::Classic;
-    let connect = move |_seeds: Vec<String>, client: ClientConfig| {
+    let connect = move |_seed: String, client: ClientConfig| {
         let base = base.clone();
         async move {
             let connected = if fair {
@@ -45,16 +44,29 @@ pub(crate) async fn harness(
             connected.expect("connect to the fixture cluster")
         }
     };
-    Arc::new(
-        ClusterHarness::new(
-            cluster.seed_urls(),
-            master_urls(cluster),
-            sharded,
-            KeyLayout::default(),
-            connect,
-        )
-        .await,
-    )
+    let raw = redis::cluster::ClusterClient::new(cluster.seed_urls())
+        .expect("cluster client")
+        .get_async_connection()
+        .await
+        .expect("raw cluster connection");
+    let mut masters = Vec::new();
+    for url in master_urls(cluster) {
+        let client = redis::Client::open(url).expect("master url");
+        masters.push(
+            client
+                .get_multiplexed_async_connection()
+                .await
+                .expect("master connection"),
+        );
+    }
+    Arc::new(RedisHarness::over(
+        raw,
+        masters,
+        mode != PubSubMode::Classic,
+        cluster.seed_urls()[0].clone(),
+        KeyLayout::default(),
+        connect,
+    ))
 }
 
 /// A client of `cluster` with `client` settings.

@@ -1,4 +1,3 @@
 #![allow(dead_code)]
 pub(crate) mod cluster;
 pub(crate) mod fake_node;
-pub(crate) mod harness;
