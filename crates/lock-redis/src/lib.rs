@@ -101,6 +101,7 @@ mod pubsub;
 pub mod replies;
 pub mod scripts;
 pub mod single;
+pub mod subscriptions;
 pub mod transport;
 
 pub use backend::RedisBackend;

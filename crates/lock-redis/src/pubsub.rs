@@ -29,10 +29,10 @@
 //! backend is dropped, subscribe futures fail with [`LockError::Closed`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{self, BoxFuture, FutureExt};
+use futures::future::BoxFuture;
 use futures::StreamExt;
 use lock_core::{LockError, Result, Topic};
 use redis::aio::{PubSubSink, PubSubStream};
@@ -41,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep, timeout, Instant};
 
 use crate::error::{from_redis, timed_out};
+use crate::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
 use crate::transport::{PubSubEvent, PubSubHandler};
 
 /// How long an idle pub/sub connection goes without a `PING`.
@@ -55,44 +56,17 @@ const BACKOFF_BASE: Duration = Duration::from_millis(50);
 const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 type Confirm = oneshot::Sender<Result<()>>;
-type HandlerSlot = RwLock<Option<Arc<dyn PubSubHandler>>>;
-
-enum Command {
-    Subscribe {
-        channel: String,
-        topic: Topic,
-        confirm: Confirm,
-    },
-    Unsubscribe {
-        channel: String,
-    },
-    Close {
-        done: oneshot::Sender<()>,
-    },
-}
 
 /// The handle of a node's pub/sub task. Dropping it stops the task.
 pub(crate) struct PubSub {
-    commands: mpsc::UnboundedSender<Command>,
-    handler: Arc<HandlerSlot>,
-    confirm_timeout: Duration,
-}
-
-impl std::fmt::Debug for Command {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Subscribe { channel, .. } => write!(f, "Subscribe({channel:?})"),
-            Self::Unsubscribe { channel } => write!(f, "Unsubscribe({channel:?})"),
-            Self::Close { .. } => f.write_str("Close"),
-        }
-    }
+    handle: SubscriptionHandle,
 }
 
 impl std::fmt::Debug for PubSub {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PubSub")
-            .field("closed", &self.commands.is_closed())
-            .finish_non_exhaustive()
+            .field("handle", &self.handle)
+            .finish()
     }
 }
 
@@ -116,34 +90,26 @@ impl PubSub {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("the redis backend must be created inside a tokio runtime")
         })?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let handler: Arc<HandlerSlot> = Arc::new(RwLock::new(None));
+        let (handle, rx, handler) =
+            SubscriptionHandle::new(connect_timeout.saturating_add(command_timeout));
         let worker = Worker {
             client,
             connect_timeout,
             command_timeout,
             ping_interval,
             commands: rx,
-            handler: handler.clone(),
+            handler,
             desired: HashMap::new(),
             waiting: HashMap::new(),
             closing: None,
         };
         runtime.spawn(worker.run());
-        Ok(Self {
-            commands: tx,
-            handler,
-            confirm_timeout: connect_timeout.saturating_add(command_timeout),
-        })
+        Ok(Self { handle })
     }
 
     /// Installs the receiver of events.
     pub(crate) fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        let mut slot = self
-            .handler
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *slot = Some(handler);
+        self.handle.set_handler(handler);
     }
 
     /// Registers `channel` now; the future waits for the confirmation.
@@ -152,37 +118,17 @@ impl PubSub {
         channel: String,
         topic: Topic,
     ) -> BoxFuture<'static, Result<()>> {
-        let (confirm, confirmed) = oneshot::channel();
-        let command = Command::Subscribe {
-            channel: channel.clone(),
-            topic,
-            confirm,
-        };
-        if self.commands.send(command).is_err() {
-            return future::ready(Err(LockError::Closed)).boxed();
-        }
-        let limit = self.confirm_timeout;
-        async move {
-            match timeout(limit, confirmed).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(_)) => Err(LockError::Closed),
-                Err(_) => Err(timed_out(&format!("subscribe to {channel:?}"), limit)),
-            }
-        }
-        .boxed()
+        self.handle.subscribe(channel, topic)
     }
 
     /// Drops `channel` from the desired set now.
     pub(crate) fn unsubscribe(&self, channel: String) {
-        let _ = self.commands.send(Command::Unsubscribe { channel });
+        self.handle.unsubscribe(channel);
     }
 
     /// Stops the task and waits (bounded) until its connection is gone.
     pub(crate) async fn close(&self) {
-        let (done, gone) = oneshot::channel();
-        if self.commands.send(Command::Close { done }).is_ok() {
-            let _ = timeout(self.confirm_timeout, gone).await;
-        }
+        self.handle.close().await;
     }
 }
 
@@ -199,7 +145,7 @@ struct Worker {
     connect_timeout: Duration,
     command_timeout: Duration,
     ping_interval: Duration,
-    commands: mpsc::UnboundedReceiver<Command>,
+    commands: mpsc::UnboundedReceiver<SubscriptionCommand>,
     handler: Arc<HandlerSlot>,
     /// Every channel subscribed and not unsubscribed, with its topic.
     desired: HashMap<String, Topic>,
@@ -334,17 +280,21 @@ impl Worker {
     /// Applies commands in order: always to the desired set, and to the
     /// connection while there is one. Returns how to go on when the
     /// connection failed or the task must stop.
-    async fn apply(&mut self, batch: Vec<Command>, sink: Option<&mut PubSubSink>) -> Option<Flow> {
+    async fn apply(
+        &mut self,
+        batch: Vec<SubscriptionCommand>,
+        sink: Option<&mut PubSubSink>,
+    ) -> Option<Flow> {
         let mut sink = sink;
         let mut lost = false;
         let mut run: Option<Run> = None;
         for command in batch {
             match command {
-                Command::Close { done } => {
+                SubscriptionCommand::Close { done } => {
                     self.closing = Some(done);
                     return Some(Flow::Exit);
                 }
-                Command::Subscribe {
+                SubscriptionCommand::Subscribe {
                     channel,
                     topic,
                     confirm,
@@ -358,7 +308,7 @@ impl Worker {
                         }
                     }
                 }
-                Command::Unsubscribe { channel } => {
+                SubscriptionCommand::Unsubscribe { channel } => {
                     self.desired.remove(&channel);
                     // Nobody waits for a subscription that is gone.
                     for confirm in self.waiting.remove(&channel).unwrap_or_default() {
@@ -444,14 +394,7 @@ impl Worker {
     }
 
     fn emit(&self, event: PubSubEvent<'_>) {
-        let handler = self
-            .handler
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(handler) = handler {
-            handler.on_event(event);
-        }
+        self.handler.deliver(event);
     }
 }
 

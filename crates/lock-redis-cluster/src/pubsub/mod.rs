@@ -25,14 +25,14 @@ mod node;
 pub(crate) mod resp;
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::{self, BoxFuture, FutureExt};
+use futures::future::BoxFuture;
 use lock_core::{LockError, Result, Topic};
+use lock_redis::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
 use lock_redis::{PubSubEvent, PubSubHandler};
 use tokio::sync::{mpsc, oneshot};
-use tokio::time::timeout;
 
 use crate::slot::key_slot;
 use crate::topology::Addr;
@@ -43,28 +43,11 @@ use node::{NodeCmd, NodeEvent, NodeSettings};
 const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
 
 type Confirm = oneshot::Sender<Result<()>>;
-type HandlerSlot = RwLock<Option<Arc<dyn PubSubHandler>>>;
-
-enum Command {
-    Subscribe {
-        channel: String,
-        topic: Topic,
-        confirm: Confirm,
-    },
-    Unsubscribe {
-        channel: String,
-    },
-    Close {
-        done: oneshot::Sender<()>,
-    },
-}
 
 /// The handle of the manager task. Dropping it stops the task and every
 /// subscriber connection.
 pub(crate) struct ShardPubSub {
-    commands: mpsc::UnboundedSender<Command>,
-    handler: Arc<HandlerSlot>,
-    confirm_timeout: Duration,
+    handle: SubscriptionHandle,
 }
 
 impl ShardPubSub {
@@ -75,9 +58,8 @@ impl ShardPubSub {
     pub(crate) fn spawn(inner: Arc<Inner>, sharded: bool) -> Result<Self> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| LockError::invalid("the cluster transport needs a tokio runtime"))?;
-        let (commands, rx) = mpsc::unbounded_channel();
-        let handler: Arc<HandlerSlot> = Arc::new(RwLock::new(None));
-        let confirm_timeout = inner.config.connect_timeout + inner.config.command_timeout;
+        let (handle, rx, handler) =
+            SubscriptionHandle::new(inner.config.connect_timeout + inner.config.command_timeout);
         let (events_tx, events) = mpsc::unbounded_channel();
         let manager = Manager {
             topology: inner.topology.watch(),
@@ -86,22 +68,15 @@ impl ShardPubSub {
             desired: HashMap::new(),
             nodes: HashMap::new(),
             events_tx,
-            handler: handler.clone(),
+            handler,
             reset_pending: false,
         };
         runtime.spawn(manager.run(rx, events));
-        Ok(Self {
-            commands,
-            handler,
-            confirm_timeout,
-        })
+        Ok(Self { handle })
     }
 
     pub(crate) fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        *self
-            .handler
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handler);
+        self.handle.set_handler(handler);
     }
 
     pub(crate) fn subscribe(
@@ -109,42 +84,17 @@ impl ShardPubSub {
         channel: String,
         topic: Topic,
     ) -> BoxFuture<'static, Result<()>> {
-        let (confirm, confirmed) = oneshot::channel();
-        if self
-            .commands
-            .send(Command::Subscribe {
-                channel,
-                topic,
-                confirm,
-            })
-            .is_err()
-        {
-            return future::ready(Err(LockError::Closed)).boxed();
-        }
-        let limit = self.confirm_timeout;
-        async move {
-            match timeout(limit, confirmed).await {
-                Ok(Ok(result)) => result,
-                Ok(Err(_)) => Err(LockError::Closed),
-                Err(_) => Err(LockError::timeout(format!(
-                    "the cluster did not confirm a subscription within {limit:?}"
-                ))),
-            }
-        }
-        .boxed()
+        self.handle.subscribe(channel, topic)
     }
 
     pub(crate) fn unsubscribe(&self, channel: String) {
-        let _ = self.commands.send(Command::Unsubscribe { channel });
+        self.handle.unsubscribe(channel);
     }
 
     /// Stops the manager and every subscriber connection; waits (bounded)
     /// for the manager to finish.
     pub(crate) async fn close(&self) {
-        let (done, finished) = oneshot::channel();
-        if self.commands.send(Command::Close { done }).is_ok() {
-            let _ = timeout(Duration::from_secs(1), finished).await;
-        }
+        self.handle.close().await;
     }
 }
 
@@ -172,7 +122,7 @@ struct Manager {
 impl Manager {
     async fn run(
         mut self,
-        mut commands: mpsc::UnboundedReceiver<Command>,
+        mut commands: mpsc::UnboundedReceiver<SubscriptionCommand>,
         mut events: mpsc::UnboundedReceiver<NodeEvent>,
     ) {
         let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
@@ -181,7 +131,7 @@ impl Manager {
             tokio::select! {
                 cmd = commands.recv() => match cmd {
                     None => return,
-                    Some(Command::Close { done }) => {
+                    Some(SubscriptionCommand::Close { done }) => {
                         self.close();
                         let _ = done.send(());
                         return;
@@ -204,19 +154,12 @@ impl Manager {
     }
 
     fn deliver(&self, event: PubSubEvent<'_>) {
-        let handler = self
-            .handler
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone();
-        if let Some(handler) = handler {
-            handler.on_event(event);
-        }
+        self.handler.deliver(event);
     }
 
-    fn command(&mut self, cmd: Command) {
+    fn command(&mut self, cmd: SubscriptionCommand) {
         match cmd {
-            Command::Subscribe {
+            SubscriptionCommand::Subscribe {
                 channel,
                 topic,
                 confirm,
@@ -244,14 +187,14 @@ impl Manager {
                 );
                 self.assign(&channel);
             }
-            Command::Unsubscribe { channel } => {
+            SubscriptionCommand::Unsubscribe { channel } => {
                 if let Some(d) = self.desired.remove(&channel) {
                     if let Some(node) = d.node {
                         self.send(&node, NodeCmd::Unsubscribe(channel));
                     }
                 }
             }
-            Command::Close { .. } => {}
+            SubscriptionCommand::Close { .. } => {}
         }
     }
 

@@ -1,0 +1,164 @@
+//! The caller's side of a pub/sub task: [`SubscriptionHandle`]. A building
+//! block for transports (the single node's pub/sub task and the cluster's
+//! subscription manager both sit behind one).
+//!
+//! Calls never touch a connection: [`SubscriptionHandle::subscribe`] and
+//! [`SubscriptionHandle::unsubscribe`] queue a [`SubscriptionCommand`] in
+//! the call itself, so the task applies them in call order; the subscribe
+//! future only waits for the task to confirm.
+
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use futures::future::{self, BoxFuture, FutureExt};
+use lock_core::{LockError, Result, Topic};
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::timeout;
+
+use crate::error::timed_out;
+use crate::transport::{PubSubEvent, PubSubHandler};
+
+/// What a handle asks its task to do.
+pub enum SubscriptionCommand {
+    /// Subscribe `channel` for `topic`; answer on `confirm` once the server
+    /// confirmed it (or with [`LockError::Closed`] when closing).
+    Subscribe {
+        /// The channel.
+        channel: String,
+        /// What its messages are about.
+        topic: Topic,
+        /// Where the confirmation goes.
+        confirm: oneshot::Sender<Result<()>>,
+    },
+    /// Drop the subscription of `channel`.
+    Unsubscribe {
+        /// The channel.
+        channel: String,
+    },
+    /// Stop; answer on `done` once the connections are gone.
+    Close {
+        /// Where "closed" goes.
+        done: oneshot::Sender<()>,
+    },
+}
+
+impl std::fmt::Debug for SubscriptionCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Subscribe { channel, .. } => write!(f, "Subscribe({channel:?})"),
+            Self::Unsubscribe { channel } => write!(f, "Unsubscribe({channel:?})"),
+            Self::Close { .. } => f.write_str("Close"),
+        }
+    }
+}
+
+/// Where a task delivers its events: the handler the backend installed.
+#[derive(Default)]
+pub struct HandlerSlot(RwLock<Option<Arc<dyn PubSubHandler>>>);
+
+impl HandlerSlot {
+    /// Hands `event` to the installed handler, if any.
+    pub fn deliver(&self, event: PubSubEvent<'_>) {
+        let handler = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(handler) = handler {
+            handler.on_event(event);
+        }
+    }
+
+    fn set(&self, handler: Arc<dyn PubSubHandler>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(handler);
+    }
+}
+
+/// The caller's side of a pub/sub task. Dropping it closes the command
+/// queue, which tells the task to stop.
+pub struct SubscriptionHandle {
+    commands: mpsc::UnboundedSender<SubscriptionCommand>,
+    handler: Arc<HandlerSlot>,
+    confirm_timeout: Duration,
+}
+
+impl std::fmt::Debug for SubscriptionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubscriptionHandle")
+            .field("closed", &self.commands.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SubscriptionHandle {
+    /// A handle, the queue its task reads, and the slot the task delivers
+    /// events to. Subscribe futures give up after `confirm_timeout`.
+    pub fn new(
+        confirm_timeout: Duration,
+    ) -> (
+        Self,
+        mpsc::UnboundedReceiver<SubscriptionCommand>,
+        Arc<HandlerSlot>,
+    ) {
+        let (commands, queue) = mpsc::unbounded_channel();
+        let handler = Arc::new(HandlerSlot::default());
+        let handle = Self {
+            commands,
+            handler: handler.clone(),
+            confirm_timeout,
+        };
+        (handle, queue, handler)
+    }
+
+    /// Installs the receiver of events (replacing any earlier one).
+    pub fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
+        self.handler.set(handler);
+    }
+
+    /// Registers `channel` now; the future waits for the confirmation.
+    ///
+    /// # Errors
+    /// [`LockError::Closed`] once the task is gone; a retryable timeout
+    /// when no confirmation came within the confirm timeout (the
+    /// subscription stays registered).
+    pub fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>> {
+        let (confirm, confirmed) = oneshot::channel();
+        let command = SubscriptionCommand::Subscribe {
+            channel: channel.clone(),
+            topic,
+            confirm,
+        };
+        if self.commands.send(command).is_err() {
+            return future::ready(Err(LockError::Closed)).boxed();
+        }
+        let limit = self.confirm_timeout;
+        async move {
+            match timeout(limit, confirmed).await {
+                Ok(Ok(result)) => result,
+                Ok(Err(_)) => Err(LockError::Closed),
+                Err(_) => Err(timed_out(&format!("subscribe to {channel:?}"), limit)),
+            }
+        }
+        .boxed()
+    }
+
+    /// Drops `channel` now.
+    pub fn unsubscribe(&self, channel: String) {
+        let _ = self
+            .commands
+            .send(SubscriptionCommand::Unsubscribe { channel });
+    }
+
+    /// Stops the task and waits (bounded by the confirm timeout) until its
+    /// connections are gone.
+    pub async fn close(&self) {
+        let (done, gone) = oneshot::channel();
+        if self
+            .commands
+            .send(SubscriptionCommand::Close { done })
+            .is_ok()
+        {
+            let _ = timeout(self.confirm_timeout, gone).await;
+        }
+    }
+}
