@@ -1,19 +1,7 @@
-//! # lockctl: locks from the command line
-//!
-//! Runs a command under a Redis lock shared with the lock library (and
-//! Redisson), shows a lock, or breaks one:
-//!
-//! ```text
-//! lockctl [--url URL] [--prefix P] [--watchdog-timeout DUR] COMMAND
-//!   run NAME [--fair] [--wait DUR] [--lease DUR] [--fenced] -- CMD [ARG…]
-//!   status NAME [--fair] [--json]
-//!   force-unlock NAME [--fair]
-//! ```
-//!
-//! See `lockctl --help` and the crate README for behaviour and exit codes.
-//! Module map: [`cli`] parses, [`connect`] makes the client, [`run`],
-//! [`status`] and [`force_unlock`] are the commands, [`exit`] turns every
-//! outcome into one stderr line and a code.
+#![doc = include_str!("../README.md")]
+// Module map: `cli` parses, `connect` makes the client, `run`, `status` and
+// `force_unlock` are the commands, `child` and `signals` serve `run`, and
+// `exit` and `output` turn every outcome into one stderr line and a code.
 
 mod child;
 mod cli;
