@@ -39,7 +39,8 @@ pub(crate) struct Cli {
 /// Options every command takes: where the locks are.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// The Redis server: redis://[user][:password@]host[:port][/db].
+    /// The Redis server, e.g. redis://user:password@host:6379/0 (user,
+    /// password, port and database are optional).
     #[arg(
         long,
         env = "REDIS_URL",
