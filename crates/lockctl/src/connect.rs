@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_core::{ClientConfig, LockClient};
+use lock_core::{ClientConfig, LockClient, LockError};
 use lock_redis::RedisConfig;
 
 use crate::cli::Global;
@@ -22,7 +22,7 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 const CONNECTIONS: usize = 1;
 
 /// Connects a client for the lock kind asked for (`fair` or the reentrant
-/// lock).
+/// lock) to the server the global options name.
 ///
 /// # Errors
 /// Exit 64 for a bad URL or option (before any I/O), 69 when the server
@@ -32,6 +32,15 @@ pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Fa
     config
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
+    single_node(global, fair, config).await
+}
+
+/// One Redis server, from `--url`.
+async fn single_node(
+    global: &Global,
+    fair: bool,
+    config: ClientConfig,
+) -> Result<LockClient, Failure> {
     let redis = RedisConfig::new(global.url.as_str())
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
@@ -48,12 +57,16 @@ pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Fa
     } else {
         lock_redis::connect(redis, config).await
     };
-    connected.map_err(|e| {
-        let context = if e.is_retryable() {
-            format!("cannot reach Redis at {server}")
-        } else {
-            format!("Redis at {server}")
-        };
-        Failure::lock(&context, &e)
-    })
+    connected.map_err(|e| unreachable_or(&server, &e))
+}
+
+/// A connect error, naming the server (and saying "cannot reach" when the
+/// error is a connection failure rather than, say, rejected credentials).
+fn unreachable_or(server: &str, err: &LockError) -> Failure {
+    let context = if err.is_retryable() {
+        format!("cannot reach Redis at {server}")
+    } else {
+        format!("Redis at {server}")
+    };
+    Failure::lock(&context, err)
 }
