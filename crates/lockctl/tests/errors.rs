@@ -29,6 +29,20 @@ fn unreachable_redis_exits_69_quickly() {
 }
 
 #[test]
+fn a_server_that_never_answers_exits_69_within_seconds() {
+    // Connections are accepted by the kernel, but nothing ever replies.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("redis://{}", silent.local_addr().unwrap());
+    for args in [&["status", "job"][..], &["run", "job", "--", "true"]] {
+        let started = Instant::now();
+        let output = run(&url, args);
+        assert_eq!(code(output.status), 69, "{args:?}: {output:?}");
+        assert!(started.elapsed() < Duration::from_secs(4), "{args:?}");
+        assert!(one_error_line(&output).contains("timed out"));
+    }
+}
+
+#[test]
 fn bad_arguments_exit_64_before_any_io() {
     for (global, args, says) in [
         (
