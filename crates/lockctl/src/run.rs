@@ -41,6 +41,11 @@ const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
 /// Runs `lockctl run`; returns the exit code.
 pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
     let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
+    if let Some(lease) = args.lease {
+        // The library checks it too, but only after connecting: a usage
+        // error should not depend on Redis being up.
+        lock_core::lease_millis(lease, "--lease").map_err(Failure::from)?;
+    }
     // Caught from the start, so that Ctrl-C while connecting or waiting
     // gives up cleanly (leaving the fair queue, undoing an acquisition on
     // the wire) instead of killing the process mid-request.

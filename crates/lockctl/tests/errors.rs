@@ -68,6 +68,11 @@ fn bad_arguments_exit_64_before_any_io() {
             "unexpected argument 'true'",
         ),
         (UNREACHABLE, &["status", ""], "lock name must not be empty"),
+        (
+            UNREACHABLE,
+            &["run", "job", "--lease", "0s", "--", "true"],
+            "--lease must be greater than zero",
+        ),
         (UNREACHABLE, &["bogus"], "unrecognized subcommand"),
         ("not a url", &["status", "job"], "bad --url"),
         ("http://127.0.0.1:1/", &["status", "job"], "bad --url"),
