@@ -1,0 +1,279 @@
+//! The command line: flags, subcommands, help texts, and how clap's own
+//! errors become exit code 64.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+
+use crate::{duration, exit, output};
+
+/// The server used when neither `--url` nor `$REDIS_URL` says otherwise.
+pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0       success (run: the command's own code is passed through)
+  64      usage: bad flag, duration, URL or lock name
+  65      the key holds something that is not a lock
+  69      Redis unreachable or not answering
+  70      internal error
+  75      run: lock not acquired within --wait
+  76      run: lock lost while the command ran (the command was stopped)
+  126/127 run: command not executable / not found
+  128+N   run: the command died by signal N";
+
+/// Run commands under a Redis lock shared with the lock library (and
+/// Redisson), look at a lock, or break one.
+#[derive(Debug, Parser)]
+#[command(name = "lockctl", version, after_help = EXIT_CODES)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) global: Global,
+
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Options every command takes: where the locks are.
+#[derive(Debug, Args)]
+pub(crate) struct Global {
+    /// The Redis server, e.g. redis://user:password@host:6379/0 (user,
+    /// password, port and database are optional).
+    #[arg(
+        long,
+        env = "REDIS_URL",
+        // The URL may hold a password: never echo it in --help.
+        hide_env_values = true,
+        default_value = DEFAULT_URL
+    )]
+    pub(crate) url: String,
+
+    /// Prefix put before every lock name to make its key (as the library's
+    /// `RedisConfig::key_prefix`).
+    #[arg(long, value_name = "P", default_value = "")]
+    pub(crate) prefix: String,
+
+    /// The lease of a lock taken without --lease; the watchdog renews it
+    /// every third of this while the command runs, so a lockctl that dies
+    /// frees its lock within this long.
+    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
+    pub(crate) watchdog_timeout: Duration,
+}
+
+/// What to do.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Take the lock, run CMD while holding it, release it when CMD exits.
+    ///
+    /// CMD runs with LOCK_NAME set to the lock's name (and LOCK_TOKEN to the
+    /// fencing token with --fenced). Without --lease the watchdog keeps the
+    /// lock while CMD runs; with --lease the lock is held for at most that
+    /// long. If the lock is lost while CMD runs (deleted, force-unlocked,
+    /// expired, or Redis unreachable until it expired), CMD gets SIGTERM,
+    /// then SIGKILL 2 s later, and lockctl exits 76. SIGINT, SIGTERM and
+    /// SIGHUP sent to lockctl are passed on to CMD; lockctl waits for CMD,
+    /// releases the lock and exits with CMD's status (128+N when CMD died by
+    /// signal N). Only CMD itself is signalled: a CMD that starts children
+    /// should pass signals on (or `exec` its last program).
+    #[command(after_help = EXIT_CODES)]
+    Run(RunArgs),
+
+    /// Show whether the lock is held, by whom, for how long.
+    ///
+    /// Shows each holder's hash field with its hold count, the remaining
+    /// time to live, and with --fair the queue of waiters, head first, with
+    /// each one's eviction deadline. Exits 0 whether or not the lock is
+    /// held.
+    #[command(after_help = EXIT_CODES)]
+    Status(StatusArgs),
+
+    /// Delete the lock whoever holds it and wake the next waiter.
+    ///
+    /// Prints whether the lock existed and exits 0 either way, like `rm -f`:
+    /// the lock is free afterwards, which is what was asked. The holder
+    /// learns of it at its next renewal (a `lockctl run` holder then stops
+    /// its command and exits 76; one with --lease only when its lease
+    /// ends).
+    #[command(name = "force-unlock", after_help = EXIT_CODES)]
+    ForceUnlock(ForceUnlockArgs),
+}
+
+/// `lockctl run`.
+#[derive(Debug, Args)]
+pub(crate) struct RunArgs {
+    /// The lock's name.
+    pub(crate) name: String,
+
+    /// Use the fair (first come, first served) lock.
+    #[arg(long)]
+    pub(crate) fair: bool,
+
+    /// Give up after waiting this long (exit 75); 0s tries once. Default:
+    /// wait as long as it takes.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub(crate) wait: Option<Duration>,
+
+    /// Hold the lock for at most this long, without renewal; CMD is stopped
+    /// (exit 76) if it still runs when the lease ends.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub(crate) lease: Option<Duration>,
+
+    /// Get a fencing token (strictly larger than any before for this name)
+    /// and pass it to CMD as LOCK_TOKEN.
+    #[arg(long)]
+    pub(crate) fenced: bool,
+
+    /// The command to run and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) cmd: Vec<OsString>,
+}
+
+/// `lockctl status`.
+#[derive(Debug, Args)]
+pub(crate) struct StatusArgs {
+    /// The lock's name.
+    pub(crate) name: String,
+
+    /// Look at the fair lock (and show its queue).
+    #[arg(long)]
+    pub(crate) fair: bool,
+
+    /// Print one JSON object: {"name", "locked", "holders": [{"field",
+    /// "count"}], "ttl_ms" (null when free), "queue": [{"field",
+    /// "deadline_ms"}]}; deadlines are Unix epoch milliseconds by the Redis
+    /// server's clock.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// `lockctl force-unlock`.
+#[derive(Debug, Args)]
+pub(crate) struct ForceUnlockArgs {
+    /// The lock's name.
+    pub(crate) name: String,
+
+    /// Unlock the fair lock (its queue is kept; its head is woken).
+    #[arg(long)]
+    pub(crate) fair: bool,
+}
+
+/// Parses the command line. `Err` carries the exit code when there is
+/// nothing to run: 0 after printing help or the version, 64 after printing
+/// a usage error as one line.
+pub(crate) fn parse() -> Result<Cli, u8> {
+    Cli::try_parse().map_err(|err| {
+        if !err.use_stderr() {
+            // --help or --version: not a failure.
+            let _ = err.print();
+            return 0;
+        }
+        if err.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            // Bare `lockctl`: the help (on stderr) says more than one line.
+            let _ = err.print();
+        } else {
+            output::error(&usage_error(&err));
+        }
+        exit::USAGE
+    })
+}
+
+/// clap's error and tips, without its usage block and help hint, on one
+/// line, plus a pointer to --help.
+fn usage_error(err: &clap::Error) -> String {
+    let rendered = err.render().to_string();
+    let mut blocks = rendered.split("\n\n");
+    let mut message = blocks
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned();
+    for tip in blocks.filter(|b| b.trim_start().starts_with("tip:")) {
+        message.push_str("; ");
+        message.push_str(tip.trim());
+    }
+    let flat: Vec<&str> = message.split_whitespace().collect();
+    format!("{} (see lockctl --help)", flat.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    fn parse_from(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("lockctl").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn the_interface_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn run_takes_everything_after_the_double_dash() {
+        let cli = parse_from(&[
+            "--prefix",
+            "app:",
+            "--watchdog-timeout",
+            "1s",
+            "run",
+            "job",
+            "--fair",
+            "--wait",
+            "250ms",
+            "--lease",
+            "5m",
+            "--fenced",
+            "--",
+            "sh",
+            "-c",
+            "echo --wait",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.prefix, "app:");
+        assert_eq!(cli.global.watchdog_timeout, Duration::from_secs(1));
+        let Command::Run(run) = cli.command else {
+            panic!("not run: {:?}", cli.command)
+        };
+        assert_eq!(run.name, "job");
+        assert!(run.fair && run.fenced);
+        assert_eq!(run.wait, Some(Duration::from_millis(250)));
+        assert_eq!(run.lease, Some(Duration::from_secs(300)));
+        assert_eq!(run.cmd, ["sh", "-c", "echo --wait"]);
+    }
+
+    #[test]
+    fn usage_errors_are_one_line() {
+        for args in [
+            &["run", "job"][..],
+            &["run", "job", "--wait", "5x", "--", "true"],
+            &["run", "job", "true"],
+            &["--watchdog-timeout", "5", "status", "job"],
+            &["frobnicate"],
+        ] {
+            let err = parse_from(args).unwrap_err();
+            assert!(err.use_stderr(), "{args:?}");
+            let line = usage_error(&err);
+            assert!(!line.contains('\n'), "{args:?}: {line}");
+            assert!(!line.starts_with("error"), "{args:?}: {line}");
+            assert!(line.ends_with("(see lockctl --help)"), "{args:?}: {line}");
+        }
+        let err = parse_from(&["run", "job", "--wait", "5x", "--", "true"]).unwrap_err();
+        assert!(usage_error(&err).contains("unknown unit"));
+        let err = parse_from(&["stat", "job"]).unwrap_err();
+        assert_eq!(
+            usage_error(&err),
+            "unrecognized subcommand 'stat'; tip: a similar subcommand exists: 'status' \
+             (see lockctl --help)"
+        );
+    }
+
+    #[test]
+    fn help_and_version_are_not_errors() {
+        for args in [&["--help"][..], &["--version"], &["run", "--help"]] {
+            assert!(!parse_from(args).unwrap_err().use_stderr(), "{args:?}");
+        }
+    }
+}

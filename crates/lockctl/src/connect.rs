@@ -1,0 +1,72 @@
+//! From the global options to a connected [`LockClient`]: the one place
+//! that knows which backends exist.
+
+use std::time::Duration;
+
+use lock_core::{ClientConfig, LockClient, LockError};
+use lock_redis::RedisConfig;
+
+use crate::cli::Global;
+use crate::exit::Failure;
+
+/// How long establishing a connection may take. Short, because a person or
+/// a cron job is waiting and an unreachable server should be reported in
+/// about a second, not hang.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long one command may take. Also bounds each watchdog renewal; the
+/// engine retries failed ones, so a short blip does not lose the lock.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// One process, a few commands at a time: one connection is plenty.
+const CONNECTIONS: usize = 1;
+
+/// Connects a client for the lock kind asked for (`fair` or the reentrant
+/// lock) to the server the global options name.
+///
+/// # Errors
+/// Exit 64 for a bad URL or option (before any I/O), 69 when the server
+/// cannot be reached.
+pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Failure> {
+    let config = ClientConfig::default().watchdog_timeout(global.watchdog_timeout);
+    config
+        .validate()
+        .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
+    single_node(global, fair, config).await
+}
+
+/// One Redis server, from `--url`.
+async fn single_node(
+    global: &Global,
+    fair: bool,
+    config: ClientConfig,
+) -> Result<LockClient, Failure> {
+    let redis = RedisConfig::new(global.url.as_str())
+        .key_prefix(global.prefix.as_str())
+        .connect_timeout(CONNECT_TIMEOUT)
+        .command_timeout(COMMAND_TIMEOUT)
+        .pool_size(CONNECTIONS);
+    // Name the server in errors by address only: the URL may hold a
+    // password.
+    let server = match redis.connection_info() {
+        Ok(info) => info.addr().to_string(),
+        Err(e) => return Err(Failure::lock("bad --url", &e)),
+    };
+    let connected = if fair {
+        lock_fair::connect_client(redis, config).await
+    } else {
+        lock_redis::connect(redis, config).await
+    };
+    connected.map_err(|e| unreachable_or(&server, &e))
+}
+
+/// A connect error, naming the server (and saying "cannot reach" when the
+/// error is a connection failure rather than, say, rejected credentials).
+fn unreachable_or(server: &str, err: &LockError) -> Failure {
+    let context = if err.is_retryable() {
+        format!("cannot reach Redis at {server}")
+    } else {
+        format!("Redis at {server}")
+    };
+    Failure::lock(&context, err)
+}

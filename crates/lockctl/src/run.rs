@@ -1,0 +1,193 @@
+//! `lockctl run`: take the lock, run a command while holding it, release it.
+//!
+//! The promise: the command runs only while this process holds the lock.
+//! So every way the hold can end while the command still runs ends the
+//! command too:
+//!
+//! - The command exits: the lock is released and its status is passed on.
+//!   Should the release find the lock no longer ours (it expired or was
+//!   deleted before the command finished), that is reported as a lost lock
+//!   (exit 76), since part of the run may have gone unprotected.
+//! - The lock is lost (the guard's lost signal: deleted or force-unlocked
+//!   and seen at the next renewal, renewals failing until the lease ran
+//!   out, or a fixed `--lease` running out): the command gets SIGTERM, then
+//!   SIGKILL after a grace period, and lockctl exits 76.
+//! - lockctl is told to stop (SIGINT, SIGTERM, SIGHUP): the signal is passed
+//!   on to the command, lockctl waits for it to exit, then releases. A
+//!   signal that arrives while still waiting for the lock just gives up.
+//! - lockctl itself dies (SIGKILL): nobody renews the lock, so it expires
+//!   within the watchdog timeout (or the lease); the command is orphaned.
+
+use std::process::ExitStatus;
+use std::time::Duration;
+
+use lock_core::{AcquireOptions, Guard, LockClient, LockName};
+use tokio::process::Child;
+
+use crate::cli::{Global, RunArgs};
+use crate::exit::{self, Failure};
+use crate::signals::Signals;
+use crate::{child, connect, duration, output};
+
+/// How long releasing may take after the command exited. The release is
+/// retried on errors; if Redis is gone, the lock expires with its lease
+/// anyway, so there is no point in keeping the caller waiting longer.
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// How long closing the client may wait for requests still in flight
+/// (a background release, an abandoned acquisition being undone).
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Runs `lockctl run`; returns the exit code.
+pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
+    let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
+    if let Some(lease) = args.lease {
+        // The library checks it too, but only after connecting: a usage
+        // error should not depend on Redis being up.
+        lock_core::lease_millis(lease, "--lease").map_err(Failure::from)?;
+    }
+    // Caught from the start, so that Ctrl-C while connecting or waiting
+    // gives up cleanly (leaving the fair queue, undoing an acquisition on
+    // the wire) instead of killing the process mid-request.
+    let mut signals = Signals::install()?;
+    let client = tokio::select! {
+        signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
+        client = connect::client(global, args.fair) => client?,
+    };
+    let code = hold_and_run(&client, &name, &args, &mut signals).await;
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, client.close()).await;
+    code
+}
+
+async fn hold_and_run(
+    client: &LockClient,
+    name: &LockName,
+    args: &RunArgs,
+    signals: &mut Signals,
+) -> Result<u8, Failure> {
+    let lock = client.lock(name)?;
+    let mut opts = AcquireOptions::new();
+    if let Some(wait) = args.wait {
+        opts = opts.wait(wait);
+    }
+    if let Some(lease) = args.lease {
+        opts = opts.lease(lease);
+    }
+    if args.fenced {
+        opts = opts.fenced();
+    }
+    let guard = tokio::select! {
+        // Dropping the acquisition is cancel-safe; closing the client then
+        // waits for whatever it left in flight.
+        signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
+        acquired = lock.acquire(opts) => acquired?,
+    };
+    let Some(guard) = guard else {
+        let waited = duration::display(args.wait.unwrap_or_default());
+        return Err(Failure::new(
+            exit::NOT_ACQUIRED,
+            format!("lock {name:?} not acquired within {waited}: it is held by someone else"),
+        ));
+    };
+
+    let mut command = match child::spawn(&args.cmd, name.as_str(), guard.fencing_token()) {
+        Ok(command) => command,
+        Err(failure) => {
+            release(guard, name).await;
+            return Err(failure);
+        }
+    };
+    match supervise(&mut command, &guard, signals).await? {
+        Ended::Exited(status) => finish(guard, name, status).await,
+        Ended::Lost => {
+            // The command first: it must not run on without the lock.
+            let stopped = child::stop(&mut command, child::STOP_GRACE).await;
+            // The hold is gone already; dropping the guard just stops its
+            // bookkeeping (its release finds nothing to release).
+            drop(guard);
+            let how = match args.lease {
+                Some(lease) => format!("its lease of {} ran out", duration::display(lease)),
+                None => "it was deleted, force-unlocked or could not be renewed".to_owned(),
+            };
+            let stopped = match stopped {
+                Ok(_) => "the command was stopped".to_owned(),
+                Err(e) => format!("stopping the command failed: {e}"),
+            };
+            Err(Failure::new(
+                exit::LOST,
+                format!("lock {name:?} was lost while the command ran ({how}); {stopped}"),
+            ))
+        }
+    }
+}
+
+/// How the command's run under the lock ended.
+enum Ended {
+    /// The command exited by itself (or by a signal passed on to it).
+    Exited(ExitStatus),
+    /// The lock was lost while the command ran; it is still running.
+    Lost,
+}
+
+/// Waits for the command to exit or the lock to be lost, passing on the
+/// signals lockctl receives meanwhile.
+async fn supervise(
+    command: &mut Child,
+    guard: &Guard,
+    signals: &mut Signals,
+) -> Result<Ended, Failure> {
+    loop {
+        tokio::select! {
+            status = command.wait() => {
+                return status.map(Ended::Exited).map_err(|e| {
+                    // Dropping the handle kills the command; the guard's
+                    // drop releases the lock.
+                    Failure::new(exit::SOFTWARE, format!("cannot wait for the command: {e}"))
+                });
+            }
+            () = guard.lost() => return Ok(Ended::Lost),
+            signal = signals.recv() => child::signal(command, signal),
+        }
+    }
+}
+
+/// Releases the lock after the command exited; the exit code is the
+/// command's unless the lock turns out to have been lost.
+async fn finish(guard: Guard, name: &LockName, status: ExitStatus) -> Result<u8, Failure> {
+    let code = exit::of_status(status);
+    match tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await {
+        Ok(Ok(())) => Ok(code),
+        Ok(Err(e)) if e.is_not_held() => Err(Failure::new(
+            exit::LOST,
+            format!(
+                "lock {name:?} was no longer held when the command exited with {code} \
+                 (it expired or was deleted while the command ran)"
+            ),
+        )),
+        Ok(Err(e)) => {
+            warn_unreleased(name, &Failure::from(e).message);
+            Ok(code)
+        }
+        Err(_) => {
+            warn_unreleased(name, "no answer in time");
+            Ok(code)
+        }
+    }
+}
+
+/// Releases the lock when the command could not be started at all.
+async fn release(guard: Guard, name: &LockName) {
+    match tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => warn_unreleased(name, &Failure::from(e).message),
+        Err(_) => warn_unreleased(name, "no answer in time"),
+    }
+}
+
+/// The command's status stands; the lock expires with its lease, as the
+/// renewals stopped when the release began.
+fn warn_unreleased(name: &LockName, why: &str) {
+    output::error(&format!(
+        "warning: could not release lock {name:?} ({why}); it expires with its lease"
+    ));
+}

@@ -1,0 +1,200 @@
+//! `lockctl status`: one snapshot of a lock, for people or as JSON.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lock_core::{LockInfo, LockName};
+use serde::Serialize;
+
+use crate::cli::{Global, StatusArgs};
+use crate::exit::Failure;
+use crate::{connect, duration, output};
+
+/// What `status --json` prints: one object, keys in this order.
+#[derive(Debug, Serialize)]
+struct Report<'a> {
+    name: &'a str,
+    locked: bool,
+    holders: Vec<HolderJson<'a>>,
+    /// Remaining time to live; `null` when free or without expiry.
+    ttl_ms: Option<u64>,
+    /// A fair lock's waiters, head first (always empty without `--fair`).
+    queue: Vec<WaiterJson<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct HolderJson<'a> {
+    field: &'a str,
+    count: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct WaiterJson<'a> {
+    field: &'a str,
+    /// Unix epoch milliseconds by the Redis server's clock.
+    deadline_ms: i64,
+}
+
+/// Runs `lockctl status`; returns the exit code (0 whether or not the lock
+/// is held).
+pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure> {
+    let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
+    let client = connect::client(global, args.fair).await?;
+    let info = client.lock(&name)?.info().await;
+    client.close().await;
+    let info = info?;
+    let text = if args.json {
+        json(&name, &info)?
+    } else {
+        human(&name, &info, args.fair, now_ms())
+    };
+    output::stdout(&text);
+    Ok(0)
+}
+
+fn json(name: &LockName, info: &LockInfo) -> Result<String, Failure> {
+    let report = Report {
+        name: name.as_str(),
+        locked: info.is_locked(),
+        holders: info
+            .holders
+            .iter()
+            .map(|h| HolderJson {
+                field: &h.field,
+                count: h.count,
+            })
+            .collect(),
+        ttl_ms: info.ttl.map(millis),
+        queue: info
+            .queue
+            .iter()
+            .map(|w| WaiterJson {
+                field: &w.field,
+                deadline_ms: w.deadline_ms,
+            })
+            .collect(),
+    };
+    let mut text = serde_json::to_string(&report)
+        .map_err(|e| Failure::new(crate::exit::SOFTWARE, format!("cannot write JSON: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// A few aligned `label: value` lines. Queue deadlines are shown relative
+/// to `now_ms` (this machine's clock; they are stored by the server's).
+fn human(name: &LockName, info: &LockInfo, fair: bool, now_ms: i64) -> String {
+    let mut lines = vec![("name", name.to_string())];
+    if info.is_locked() {
+        lines.push(("locked", "yes".to_owned()));
+        for holder in &info.holders {
+            let times = if holder.count == 1 { "once" } else { "times" };
+            let count = if holder.count == 1 {
+                String::new()
+            } else {
+                format!("{} ", holder.count)
+            };
+            lines.push(("holder", format!("{}  (held {count}{times})", holder.field)));
+        }
+        let ttl = info
+            .ttl
+            .map_or_else(|| "no expiry".to_owned(), duration::display);
+        lines.push(("ttl", ttl));
+    } else {
+        lines.push(("locked", "no".to_owned()));
+    }
+    if fair {
+        let waiting = match info.queue.len() {
+            0 => "nobody waiting".to_owned(),
+            1 => "1 waiting".to_owned(),
+            n => format!("{n} waiting"),
+        };
+        lines.push(("queue", waiting));
+    }
+    let mut text = String::new();
+    for (label, value) in lines {
+        text.push_str(&format!("{:<8}{value}\n", format!("{label}:")));
+    }
+    for (place, waiter) in info.queue.iter().enumerate() {
+        let left = waiter.deadline_ms.saturating_sub(now_ms);
+        let deadline = if left >= 0 {
+            format!("deadline in {}", duration::display(ms_duration(left)))
+        } else {
+            format!("overdue by {}", duration::display(ms_duration(-left)))
+        };
+        text.push_str(&format!("{:>6}. {}  {deadline}\n", place + 1, waiter.field));
+    }
+    text
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn ms_duration(ms: i64) -> Duration {
+    Duration::from_millis(ms.unsigned_abs())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lock_core::{Holder, QueuedWaiter};
+
+    fn held() -> LockInfo {
+        LockInfo {
+            holders: vec![Holder {
+                field: "c1:7".into(),
+                count: 2,
+            }],
+            ttl: Some(Duration::from_millis(29_840)),
+            queue: vec![
+                QueuedWaiter {
+                    field: "c2:1".into(),
+                    deadline_ms: 10_000,
+                },
+                QueuedWaiter {
+                    field: "c3:4".into(),
+                    deadline_ms: 4_000,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn json_has_every_key_in_order() {
+        let name = LockName::new("job").unwrap();
+        assert_eq!(
+            json(&name, &held()).unwrap(),
+            r#"{"name":"job","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","deadline_ms":10000},{"field":"c3:4","deadline_ms":4000}]}"#
+                .to_owned()
+                + "\n"
+        );
+        assert_eq!(
+            json(&name, &LockInfo::default()).unwrap(),
+            "{\"name\":\"job\",\"locked\":false,\"holders\":[],\"ttl_ms\":null,\"queue\":[]}\n"
+        );
+    }
+
+    #[test]
+    fn human_lines_are_aligned() {
+        let name = LockName::new("job").unwrap();
+        assert_eq!(
+            human(&name, &held(), true, 5_000),
+            "name:   job\n\
+             locked: yes\n\
+             holder: c1:7  (held 2 times)\n\
+             ttl:    29.8s\n\
+             queue:  2 waiting\n     \
+             1. c2:1  deadline in 5.0s\n     \
+             2. c3:4  overdue by 1.0s\n"
+        );
+        assert_eq!(
+            human(&name, &LockInfo::default(), false, 0),
+            "name:   job\nlocked: no\n"
+        );
+    }
+}

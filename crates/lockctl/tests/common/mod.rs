@@ -1,0 +1,272 @@
+//! Helpers for the end-to-end tests: the built `lockctl` binary against a
+//! real `redis-server` on a loopback port.
+//!
+//! Nothing here sleeps for a fixed time to let something happen: every
+//! wait polls its condition up to a deadline and fails loudly at it.
+
+#![allow(dead_code)] // each test binary uses its own subset
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use lock_core::{KeyLayout, LockName};
+use lock_testkit::fixtures::redis::Value;
+use lock_testkit::fixtures::RedisServer;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use tempfile::TempDir;
+
+/// The longest any condition in these tests is waited for before failing.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
+
+/// `lockctl --url <server>`, with no `REDIS_URL` or `LOCK_TOKEN` leaking in
+/// from the environment of the test run.
+pub(crate) fn lockctl(url: &str) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockctl"));
+    cmd.env_remove("REDIS_URL")
+        .env_remove("LOCK_TOKEN")
+        .env("RUST_BACKTRACE", "1") // a panic must still not show one
+        .arg("--url")
+        .arg(url);
+    cmd
+}
+
+/// Runs `lockctl --url <url> args…` to the end.
+pub(crate) fn run(url: &str, args: &[&str]) -> Output {
+    lockctl(url)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("lockctl runs")
+}
+
+/// The exit code, failing the test on death by a signal.
+pub(crate) fn code(status: ExitStatus) -> i32 {
+    status
+        .code()
+        .unwrap_or_else(|| panic!("lockctl died by a signal: {status:?}"))
+}
+
+/// The stderr of a failed run: exactly one `lockctl: …` line, no panic.
+pub(crate) fn one_error_line(output: &Output) -> String {
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "want one line on stderr, got {stderr:?}");
+    assert!(lines[0].starts_with("lockctl: "), "{stderr:?}");
+    assert!(!stderr.contains("panicked"), "{stderr:?}");
+    assert!(!stderr.to_lowercase().contains("backtrace"), "{stderr:?}");
+    stderr
+}
+
+/// Polls `cond` until it holds; panics naming `what` after `within`.
+pub(crate) fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A `lockctl` process that is killed (and reaped) when dropped.
+pub(crate) struct Proc {
+    child: Option<Child>,
+}
+
+impl Proc {
+    pub(crate) fn spawn(mut cmd: Command) -> Self {
+        let child = cmd
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("lockctl starts");
+        Self { child: Some(child) }
+    }
+
+    pub(crate) fn pid(&self) -> Pid {
+        let id = self.child.as_ref().expect("running").id();
+        Pid::from_raw(i32::try_from(id).expect("pid fits"))
+    }
+
+    pub(crate) fn signal(&self, signal: Signal) {
+        kill(self.pid(), signal).expect("lockctl can be signalled");
+    }
+
+    /// Whether it has exited (without reaping it for good).
+    pub(crate) fn has_exited(&mut self) -> bool {
+        let child = self.child.as_mut().expect("running");
+        child.try_wait().expect("try_wait").is_some()
+    }
+
+    /// Waits up to `within` for it to exit; false if it did not.
+    pub(crate) fn exits_within(&mut self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while !self.has_exited() {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+        true
+    }
+
+    /// Waits up to `within` for it to exit; returns the status and stderr.
+    pub(crate) fn wait(mut self, within: Duration) -> (ExitStatus, String) {
+        let mut child = self.child.take().expect("running");
+        let deadline = Instant::now() + within;
+        loop {
+            if child.try_wait().expect("try_wait").is_some() {
+                let output = child.wait_with_output().expect("output");
+                let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+                return (output.status, stderr);
+            }
+            if Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("lockctl did not exit within {within:?}");
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A `lockctl run` whose command says when it started (a `ready` file,
+/// its pid in `pid`) and holds the lock until [`Holder::release`].
+pub(crate) struct Holder {
+    pub(crate) proc: Option<Proc>,
+    dir: TempDir,
+}
+
+impl Holder {
+    /// Starts `lockctl --url <url> <global…> run <run_args…> -- <hold>`
+    /// and waits until the command runs.
+    pub(crate) fn start(url: &str, global: &[&str], run_args: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cmd = lockctl(url);
+        cmd.args(global).arg("run").args(run_args).arg("--").args([
+            "sh",
+            "-c",
+            // Also ends when the temp dir is gone: an orphaned command
+            // (its lockctl killed) must never outlive the test.
+            "echo $$ > pid; : > ready; while [ -e ready ] && [ ! -e release ]; do sleep 0.02; done",
+        ]);
+        cmd.current_dir(dir.path());
+        let holder = Self {
+            proc: Some(Proc::spawn(cmd)),
+            dir,
+        };
+        holder.wait_ready();
+        holder
+    }
+
+    fn wait_ready(&self) {
+        let ready = self.path("ready");
+        wait_until("the held command to start", PATIENCE, || ready.exists());
+    }
+
+    pub(crate) fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
+    }
+
+    /// The command's pid.
+    pub(crate) fn command_pid(&self) -> Pid {
+        read_pid(&self.path("pid"))
+    }
+
+    /// Lets the command finish.
+    pub(crate) fn release(&self) {
+        fs::write(self.path("release"), "").expect("release file");
+    }
+
+    /// Releases and waits for lockctl to exit.
+    pub(crate) fn finish(mut self) -> (ExitStatus, String) {
+        self.release();
+        self.proc.take().expect("running").wait(PATIENCE)
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        // The command ends by itself even when lockctl was killed; then
+        // lockctl (if alive) ends with it.
+        self.release();
+        if let Some(mut proc) = self.proc.take() {
+            // No panic here (a drop may run while a test fails): a lockctl
+            // still running after this is killed by Proc's drop.
+            let _ = proc.exits_within(PATIENCE);
+        }
+    }
+}
+
+/// A pid written by `echo $$ > file`, once the file is complete.
+pub(crate) fn read_pid(file: &Path) -> Pid {
+    let mut pid = None;
+    wait_until("the command's pid", PATIENCE, || {
+        pid = fs::read_to_string(file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i32>().ok());
+        pid.is_some()
+    });
+    Pid::from_raw(pid.expect("parsed"))
+}
+
+/// Whether a process with `pid` exists (signal 0 probes without sending).
+pub(crate) fn process_exists(pid: Pid) -> bool {
+    kill(pid, None).is_ok()
+}
+
+pub(crate) fn layout() -> KeyLayout {
+    KeyLayout::default()
+}
+
+pub(crate) fn lock_name(name: &str) -> LockName {
+    LockName::new(name).expect("valid name")
+}
+
+/// An integer reply, failing on anything else.
+pub(crate) fn int(server: &RedisServer, args: &[&str]) -> i64 {
+    match server.cmd(args) {
+        Value::Int(n) => n,
+        other => panic!("{args:?} answered {other:?}"),
+    }
+}
+
+/// A list of strings (e.g. `LRANGE`, `HGETALL` in RESP2).
+pub(crate) fn strings(server: &RedisServer, args: &[&str]) -> Vec<String> {
+    let items = match server.cmd(args) {
+        Value::Array(items) => items,
+        Value::Map(pairs) => pairs.into_iter().flat_map(|(k, v)| [k, v]).collect(),
+        other => panic!("{args:?} answered {other:?}"),
+    };
+    items.into_iter().map(|v| text(&v)).collect()
+}
+
+/// A bulk or simple string reply as text.
+pub(crate) fn text(value: &Value) -> String {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        Value::SimpleString(s) => s.clone(),
+        Value::Int(n) => n.to_string(),
+        other => panic!("not a string: {other:?}"),
+    }
+}
+
+/// The JSON object `lockctl status --json` printed.
+pub(crate) fn status_json(url: &str, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["status", "--json"];
+    all.extend_from_slice(args);
+    let output = run(url, &all);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("status --json prints JSON")
+}
