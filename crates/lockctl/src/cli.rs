@@ -50,6 +50,12 @@ pub(crate) struct Global {
     )]
     pub(crate) url: String,
 
+    /// A Redis Cluster instead of one server: one or more of its nodes,
+    /// comma-separated (redis://host:7000,redis://host:7001). Overrides
+    /// --url.
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+    pub(crate) cluster: Vec<String>,
+
     /// Prefix put before every lock name to make its key (as the library's
     /// `RedisConfig::key_prefix`).
     #[arg(long, value_name = "P", default_value = "")]

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use lock_core::{ClientConfig, LockClient, LockError};
 use lock_redis::RedisConfig;
+use lock_redis_cluster::ClusterConfig;
 
 use crate::cli::Global;
 use crate::exit::Failure;
@@ -32,7 +33,29 @@ pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Fa
     config
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
-    single_node(global, fair, config).await
+    if global.cluster.is_empty() {
+        single_node(global, fair, config).await
+    } else {
+        cluster(global, fair, config).await
+    }
+}
+
+/// A Redis Cluster, from `--cluster`.
+async fn cluster(global: &Global, fair: bool, config: ClientConfig) -> Result<LockClient, Failure> {
+    let cluster = ClusterConfig::new(global.cluster.iter().cloned())
+        .key_prefix(global.prefix.as_str())
+        .connect_timeout(CONNECT_TIMEOUT)
+        .command_timeout(COMMAND_TIMEOUT)
+        .pool_size(CONNECTIONS);
+    if let Err(e) = cluster.validate() {
+        return Err(Failure::lock("bad --cluster", &e));
+    }
+    let connected = if fair {
+        lock_redis_cluster::connect_fair(cluster, config).await
+    } else {
+        lock_redis_cluster::connect(cluster, config).await
+    };
+    connected.map_err(|e| unreachable_or("the Redis Cluster", &e))
 }
 
 /// One Redis server, from `--url`.
@@ -57,16 +80,16 @@ async fn single_node(
     } else {
         lock_redis::connect(redis, config).await
     };
-    connected.map_err(|e| unreachable_or(&server, &e))
+    connected.map_err(|e| unreachable_or(&format!("Redis at {server}"), &e))
 }
 
-/// A connect error, naming the server (and saying "cannot reach" when the
+/// A connect error, naming the server or cluster (and saying "cannot reach" when the
 /// error is a connection failure rather than, say, rejected credentials).
 fn unreachable_or(server: &str, err: &LockError) -> Failure {
     let context = if err.is_retryable() {
-        format!("cannot reach Redis at {server}")
+        format!("cannot reach {server}")
     } else {
-        format!("Redis at {server}")
+        server.to_owned()
     };
     Failure::lock(&context, err)
 }
