@@ -345,8 +345,10 @@ impl Lock {
     }
 
     /// Deletes the lock whoever holds it, and wakes its waiters. Returns
-    /// whether it was held. Holders find out through their lost-lock signal
-    /// at their next renewal.
+    /// whether it was held. Watchdog holders find out through their
+    /// lost-lock signal at their next renewal; a holder with a fixed lease
+    /// (nothing renews it) only when that lease runs out, and its unlock
+    /// then fails with [`LockError::NotHeld`].
     ///
     /// # Errors
     /// [`LockError::WrongType`]; backend errors.
