@@ -20,6 +20,7 @@ use crate::pubsub::ShardPubSub;
 use crate::redirect::{next_step, Next};
 use crate::slot::key_slot;
 use crate::topology::{Addr, SlotMap, Topology};
+use lock_redis::subscriptions::SubscriptionHandle;
 
 /// First wait before sending again after `TRYAGAIN`, `CLUSTERDOWN` or an
 /// unreachable master; doubled each time up to [`RETRY_BACKOFF_MAX`].
@@ -30,7 +31,7 @@ const RETRY_BACKOFF_MAX: Duration = Duration::from_millis(250);
 /// promises.
 pub struct ClusterTransport {
     inner: Arc<Inner>,
-    pubsub: ShardPubSub,
+    pubsub: SubscriptionHandle,
     publish: &'static str,
 }
 

@@ -32,7 +32,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use futures::StreamExt;
 use lock_core::{LockError, Result, Topic};
 use redis::aio::{PubSubSink, PubSubStream};
@@ -42,7 +41,7 @@ use tokio::time::{sleep, timeout, Instant};
 
 use crate::error::{from_redis, timed_out};
 use crate::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
-use crate::transport::{PubSubEvent, PubSubHandler};
+use crate::transport::PubSubEvent;
 
 /// How long an idle pub/sub connection goes without a `PING`.
 pub(crate) const PING_INTERVAL: Duration = Duration::from_secs(10);
@@ -57,18 +56,9 @@ const BACKOFF_MAX: Duration = Duration::from_secs(2);
 
 type Confirm = oneshot::Sender<Result<()>>;
 
-/// The handle of a node's pub/sub task. Dropping it stops the task.
-pub(crate) struct PubSub {
-    handle: SubscriptionHandle,
-}
-
-impl std::fmt::Debug for PubSub {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PubSub")
-            .field("handle", &self.handle)
-            .finish()
-    }
-}
+/// Starts a node's pub/sub task; its [`SubscriptionHandle`] is what
+/// callers keep (dropping it stops the task).
+pub(crate) struct PubSub;
 
 impl PubSub {
     /// Starts the task (which connects in the background) on the current
@@ -77,7 +67,7 @@ impl PubSub {
         client: redis::Client,
         connect_timeout: Duration,
         command_timeout: Duration,
-    ) -> Result<Self> {
+    ) -> Result<SubscriptionHandle> {
         Self::spawn_with_ping(client, connect_timeout, command_timeout, PING_INTERVAL)
     }
 
@@ -86,7 +76,7 @@ impl PubSub {
         connect_timeout: Duration,
         command_timeout: Duration,
         ping_interval: Duration,
-    ) -> Result<Self> {
+    ) -> Result<SubscriptionHandle> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("the redis backend must be created inside a tokio runtime")
         })?;
@@ -104,31 +94,7 @@ impl PubSub {
             closing: None,
         };
         runtime.spawn(worker.run());
-        Ok(Self { handle })
-    }
-
-    /// Installs the receiver of events.
-    pub(crate) fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        self.handle.set_handler(handler);
-    }
-
-    /// Registers `channel` now; the future waits for the confirmation.
-    pub(crate) fn subscribe(
-        &self,
-        channel: String,
-        topic: Topic,
-    ) -> BoxFuture<'static, Result<()>> {
-        self.handle.subscribe(channel, topic)
-    }
-
-    /// Drops `channel` from the desired set now.
-    pub(crate) fn unsubscribe(&self, channel: String) {
-        self.handle.unsubscribe(channel);
-    }
-
-    /// Stops the task and waits (bounded) until its connection is gone.
-    pub(crate) async fn close(&self) {
-        self.handle.close().await;
+        Ok(handle)
     }
 }
 
@@ -421,6 +387,7 @@ fn backoff_delay(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::PubSubHandler;
     use lock_core::LockName;
     use lock_testkit::fixtures::RedisServer;
 

@@ -16,6 +16,7 @@ use crate::connections::{ConnectionSet, Lease};
 use crate::error::{from_redis, timed_out};
 use crate::pubsub::PubSub;
 use crate::scripts::{self, ScriptCall};
+use crate::subscriptions::SubscriptionHandle;
 use crate::transport::{PubSubHandler, Transport};
 
 /// A [`Transport`] to one Redis server.
@@ -40,7 +41,7 @@ use crate::transport::{PubSubHandler, Transport};
 /// The scripts publish with `PUBLISH`.
 pub struct SingleNode {
     connections: ConnectionSet,
-    pubsub: PubSub,
+    pubsub: SubscriptionHandle,
     command_timeout: Duration,
 }
 

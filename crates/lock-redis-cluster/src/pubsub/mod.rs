@@ -28,10 +28,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use lock_core::{LockError, Result, Topic};
 use lock_redis::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
-use lock_redis::{PubSubEvent, PubSubHandler};
+use lock_redis::PubSubEvent;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::slot::key_slot;
@@ -44,18 +43,17 @@ const SWEEP_INTERVAL: Duration = Duration::from_millis(250);
 
 type Confirm = oneshot::Sender<Result<()>>;
 
-/// The handle of the manager task. Dropping it stops the task and every
-/// subscriber connection.
-pub(crate) struct ShardPubSub {
-    handle: SubscriptionHandle,
-}
+/// Starts the manager task; its [`SubscriptionHandle`] is what the
+/// transport keeps (dropping it stops the task and every subscriber
+/// connection).
+pub(crate) struct ShardPubSub;
 
 impl ShardPubSub {
     /// Starts the manager task.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] outside a tokio runtime.
-    pub(crate) fn spawn(inner: Arc<Inner>, sharded: bool) -> Result<Self> {
+    pub(crate) fn spawn(inner: Arc<Inner>, sharded: bool) -> Result<SubscriptionHandle> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| LockError::invalid("the cluster transport needs a tokio runtime"))?;
         let (handle, rx, handler) =
@@ -72,29 +70,7 @@ impl ShardPubSub {
             reset_pending: false,
         };
         runtime.spawn(manager.run(rx, events));
-        Ok(Self { handle })
-    }
-
-    pub(crate) fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        self.handle.set_handler(handler);
-    }
-
-    pub(crate) fn subscribe(
-        &self,
-        channel: String,
-        topic: Topic,
-    ) -> BoxFuture<'static, Result<()>> {
-        self.handle.subscribe(channel, topic)
-    }
-
-    pub(crate) fn unsubscribe(&self, channel: String) {
-        self.handle.unsubscribe(channel);
-    }
-
-    /// Stops the manager and every subscriber connection; waits (bounded)
-    /// for the manager to finish.
-    pub(crate) async fn close(&self) {
-        self.handle.close().await;
+        Ok(handle)
     }
 }
 
