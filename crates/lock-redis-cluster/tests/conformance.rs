@@ -1,9 +1,9 @@
 //! The conformance suite (reentrant and fair) on a real 6-node cluster, and
 //! our slot function against the cluster's own.
 //!
-//! Each suite runs all its checks against one cluster (starting one per
-//! check would take minutes); the checks use unique lock names, so they do
-//! not see each other.
+//! All suites run against one cluster (starting one per check would take
+//! minutes); the checks use unique lock names, so they do not see each
+//! other.
 
 mod common;
 
@@ -16,35 +16,36 @@ use lock_testkit::fixtures::RedisCluster;
 
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
+/// Every suite, one check at a time, against one cluster: four clusters
+/// running suites side by side would load a 2-core machine enough to
+/// starve the 300 ms watchdog ticks the checks rely on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reentrant_conformance_with_sharded_pubsub() {
+async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
-    let h = common::cluster::harness(&cluster, PubSubMode::Sharded, false).await;
-    let failed = run_checks(h, lock_testkit::conformance_checks!(), CHECK_LIMIT).await;
-    assert!(failed.is_empty(), "failed checks: {failed:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reentrant_conformance_with_classic_pubsub() {
-    let cluster = RedisCluster::start();
-    let h = common::cluster::harness(&cluster, PubSubMode::Classic, false).await;
-    let failed = run_checks(h, lock_testkit::conformance_checks!(), CHECK_LIMIT).await;
-    assert!(failed.is_empty(), "failed checks: {failed:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fair_conformance_with_sharded_pubsub() {
-    let cluster = RedisCluster::start();
-    let h = common::cluster::harness(&cluster, PubSubMode::Auto, true).await;
-    let failed = run_checks(h, lock_testkit::fair_conformance_checks!(), CHECK_LIMIT).await;
+    slots_match_cluster_keyslot(&cluster).await;
+    let suites = [
+        ("reentrant, sharded pub/sub", PubSubMode::Sharded, false),
+        ("reentrant, classic pub/sub", PubSubMode::Classic, false),
+        ("fair, pub/sub chosen by version", PubSubMode::Auto, true),
+    ];
+    let mut failed = Vec::new();
+    for (suite, mode, fair) in suites {
+        let h = common::cluster::harness(&cluster, mode, fair).await;
+        let checks = if fair {
+            lock_testkit::fair_conformance_checks!()
+        } else {
+            lock_testkit::conformance_checks!()
+        };
+        for name in run_checks(h, checks, CHECK_LIMIT).await {
+            failed.push(format!("{suite}: {name}"));
+        }
+    }
     assert!(failed.is_empty(), "failed checks: {failed:?}");
 }
 
 /// 10 000 random names, half of them with braces, hash to the slot
 /// `CLUSTER KEYSLOT` gives.
-#[tokio::test]
-async fn slots_match_cluster_keyslot() {
-    let cluster = RedisCluster::start();
+async fn slots_match_cluster_keyslot(cluster: &RedisCluster) {
     let mut conn = redis::Client::open(cluster.seed_urls()[0].as_str())
         .unwrap()
         .get_multiplexed_async_connection()
@@ -63,8 +64,8 @@ async fn slots_match_cluster_keyslot() {
     // Names with braces, as the crate docs promise: a well-formed tag
     // works, a name whose keys would split across slots is refused.
     let client = common::cluster::client(
-        &cluster,
-        common::cluster::config(&cluster, PubSubMode::Auto),
+        cluster,
+        common::cluster::config(cluster, PubSubMode::Auto),
         lock_redis_cluster::ClientConfig::default(),
     )
     .await;

@@ -277,16 +277,27 @@ pub async fn run_checks(
     for (name, check) in checks {
         let h = harness.clone();
         let mut run = tokio::spawn(async move { check(&*h).await });
-        let ok = match tokio::time::timeout(limit, &mut run).await {
-            Ok(result) => result.is_ok(),
+        let outcome = match tokio::time::timeout(limit, &mut run).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(match e.try_into_panic() {
+                Ok(payload) => payload
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                    .unwrap_or_else(|| "panicked".to_owned()),
+                Err(e) => e.to_string(),
+            }),
             Err(_) => {
                 run.abort();
-                false
+                Err(format!("did not finish within {limit:?}"))
             }
         };
-        eprintln!("check {name} ... {}", if ok { "ok" } else { "FAILED" });
-        if !ok {
-            failed.push(name);
+        match outcome {
+            Ok(()) => eprintln!("check {name} ... ok"),
+            Err(why) => {
+                eprintln!("check {name} ... FAILED: {why}");
+                failed.push(name);
+            }
         }
     }
     failed
