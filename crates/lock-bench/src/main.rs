@@ -9,11 +9,13 @@
 #![allow(clippy::print_stdout)]
 
 mod cli;
+mod cluster;
 mod latency;
 mod locker;
 mod report;
 mod rss;
 mod server;
+mod target;
 mod workloads;
 
 use std::time::Duration;
@@ -46,7 +48,13 @@ fn main() -> Result<()> {
         .build()
         .context("cannot start the tokio runtime")?;
 
-    let mut bench = Bench::new(url, args.quick)?;
+    // No cluster is started here yet: give one with --cluster.
+    let cluster_seeds = if args.wants_cluster() {
+        args.cluster.clone()
+    } else {
+        Vec::new()
+    };
+    let mut bench = Bench::new(url, args.quick, cluster_seeds)?;
     bench.progress(&format!(
         "{} run against {}",
         if args.quick { "quick" } else { "full" },

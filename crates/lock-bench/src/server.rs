@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use redis::aio::MultiplexedConnection;
+use redis::{ConnectionAddr, IntoConnectionInfo};
 
 /// Every raw connection gives up on a reply after this long, so the bench
 /// never hangs on a frozen server.
@@ -24,6 +25,22 @@ pub(crate) struct Server {
 impl Server {
     pub(crate) fn new(url: &str) -> Result<Self> {
         let client = redis::Client::open(url).with_context(|| format!("bad redis URL {url:?}"))?;
+        Ok(Self { client })
+    }
+
+    /// The server at `addr` (`host:port`), reached with the credentials
+    /// and settings of `url`: how a cluster's nodes are reached from one
+    /// seed URL.
+    pub(crate) fn at(url: &str, addr: &str) -> Result<Self> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            .with_context(|| format!("bad node address {addr:?}"))?;
+        let info = url
+            .into_connection_info()
+            .with_context(|| format!("bad redis URL {url:?}"))?
+            .set_addr(ConnectionAddr::Tcp(host.to_owned(), port));
+        let client = redis::Client::open(info).context("bad node connection info")?;
         Ok(Self { client })
     }
 
@@ -87,6 +104,14 @@ impl CommandStats {
         Self(calls)
     }
 
+    /// Adds `other`'s calls to these: the statistics of several servers
+    /// (a cluster's masters) as one.
+    pub(crate) fn merge(&mut self, other: &CommandStats) {
+        for (name, n) in &other.0 {
+            *self.0.entry(name.clone()).or_default() += n;
+        }
+    }
+
     /// Calls of one command (lower case, subcommands as `config|get`).
     pub(crate) fn calls(&self, command: &str) -> u64 {
         self.0.get(command).copied().unwrap_or(0)
@@ -135,5 +160,23 @@ mod tests {
         // info and config|resetstat are the bench's own.
         assert_eq!(s.total(), 43);
         assert_eq!(s.sum_of(&["evalsha", "script"]), 42);
+
+        let mut both = CommandStats::parse("cmdstat_evalsha:calls=2,usec=1\r\n");
+        both.merge(&s);
+        assert_eq!(both.calls("evalsha"), 42);
+        assert_eq!(both.calls("get"), 1);
+    }
+
+    #[test]
+    fn a_node_is_reached_with_the_seed_credentials() {
+        let s = Server::at("redis://u:p@127.0.0.1:7000/", "10.0.0.9:7005").unwrap();
+        let info = s.client.get_connection_info();
+        assert_eq!(
+            info.addr(),
+            &ConnectionAddr::Tcp("10.0.0.9".to_owned(), 7005)
+        );
+        assert_eq!(info.redis_settings().username(), Some("u"));
+        assert_eq!(info.redis_settings().password(), Some("p"));
+        assert!(Server::at("redis://127.0.0.1:7000/", "no-port").is_err());
     }
 }

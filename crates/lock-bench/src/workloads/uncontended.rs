@@ -1,39 +1,46 @@
 //! W1 uncontended: one task takes and gives back one lock, over and over.
 //! Nobody else wants it, so this is the library's own cost per pair,
-//! compared with the raw `EVALSHA` pair (goal: p50 ≤ 1.1×).
+//! compared with the raw `EVALSHA` pair (goal: p50 ≤ 1.1×). The fair and
+//! cluster variants are also compared with the reentrant lock's W1 on the
+//! standalone server (goal for the cluster: p50 ≤ 1.1×).
 
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::{close_all, Bench};
+use super::close_all;
 use crate::latency::Latencies;
-use crate::locker::{Lib, Locker};
+use crate::locker::Locker;
 use crate::report::{Goal, Report, Unit};
+use crate::target::{Kind, Target};
 use crate::LOCK_TIMEOUT;
 
 const WARM_UP: usize = 100;
 
-pub(crate) async fn run(bench: &Bench) -> Result<Vec<Report>> {
+/// W1 with `t`'s lock (and with rslock next to the reentrant lock).
+pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     let mut reports = Vec::new();
-    let lib = bench.lib_lockers(1).await?;
-    reports.push(measure(bench, &lib[0]).await?);
+    let lib = t.lib_lockers(1).await?;
+    let result = measure(t, &lib[0]).await;
     close_all(&lib).await;
+    reports.push(result?);
     #[cfg(feature = "rslock")]
-    {
-        let rs = bench.rs_lockers(1);
-        reports.push(measure(bench, &rs[0]).await?);
+    if t.kind == Kind::Reentrant {
+        let rs = t.bench.rs_lockers(1);
+        reports.push(measure(t, &rs[0]).await?);
     }
     Ok(reports)
 }
 
-async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
+async fn measure<L: Locker>(t: &Target<'_>, locker: &L) -> Result<Report> {
+    let bench = t.bench;
+    let workload = t.workload("W1");
     let pairs = bench.pick(5_000, 1_000);
     bench.progress(&format!(
-        "W1 uncontended ({}): {pairs} lock/unlock pairs",
-        L::NAME
+        "{workload} uncontended ({}): {pairs} lock/unlock pairs",
+        locker.name()
     ));
-    let name = bench.name(&format!("w1:{}", L::NAME));
+    let name = t.pinned_name(&format!("w1:{}", locker.name()))?;
     let pair = || async {
         let held = tokio::time::timeout(LOCK_TIMEOUT, locker.lock(&name))
             .await
@@ -47,7 +54,7 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
         pair().await?;
     }
     let mut lat = Latencies::with_capacity(pairs);
-    bench.server.reset_stats().await?;
+    t.reset_stats().await?;
     let started = Instant::now();
     for _ in 0..pairs {
         let t = Instant::now();
@@ -55,32 +62,44 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
         lat.push(t.elapsed());
     }
     let rate = pairs as f64 / started.elapsed().as_secs_f64();
-    let commands = bench.server.command_stats().await?;
+    let commands = t.command_stats().await?;
     let per_pair = |n: u64| n as f64 / pairs as f64;
     let s = lat.summary().context("no samples")?;
-    let base = bench.baseline()?;
+    let base = t.baseline()?;
 
-    let mut r = Report::new("W1", "uncontended", L::NAME);
+    let mut r = Report::new(&workload, "uncontended", locker.name());
     r.add("pairs", "lock+unlock pairs", pairs as f64, Unit::Count)
         .add("p50_us", "pair p50", s.p50_us, Unit::Micros)
         .add("p99_us", "pair p99", s.p99_us, Unit::Micros)
         .add("pairs_per_s", "pairs/s", rate, Unit::PerSec);
     let vs_raw = s.p50_us / base.pair_p50_us;
-    if L::NAME == Lib::NAME {
-        r.add_goal(
-            "p50_vs_raw_pair",
-            "pair p50 / raw EVALSHA pair p50",
-            vs_raw,
-            Unit::Ratio,
-            Goal::AtMost(1.1),
-        );
-    } else {
-        r.add(
-            "p50_vs_raw_pair",
-            "pair p50 / raw EVALSHA pair p50",
-            vs_raw,
-            Unit::Ratio,
-        );
+    r.add_goal(
+        "p50_vs_raw_pair",
+        "pair p50 / raw EVALSHA pair p50",
+        vs_raw,
+        Unit::Ratio,
+        t.is_reference(locker.name()).then_some(Goal::AtMost(1.1)),
+    );
+    let vs_w1 = bench.reference.w1_p50_us.map(|w1| s.p50_us / w1);
+    match t.kind {
+        Kind::Reentrant => {}
+        Kind::Fair => {
+            r.add(
+                "p50_vs_w1",
+                "pair p50 / W1 (reentrant) p50",
+                vs_w1,
+                Unit::Ratio,
+            );
+        }
+        Kind::Cluster => {
+            r.add_goal(
+                "p50_vs_w1",
+                "pair p50 / W1 (standalone) p50",
+                vs_w1,
+                Unit::Ratio,
+                Goal::AtMost(1.1),
+            );
+        }
     }
     r.add(
         "p50_vs_ping",
@@ -97,7 +116,7 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
     .add(
         "requests_per_pair",
         "client requests per pair (raw: 2)",
-        per_pair(commands.sum_of(L::CLIENT_COMMANDS)),
+        per_pair(commands.sum_of(locker.client_commands())),
         Unit::Count,
     )
     .add(
@@ -107,8 +126,8 @@ async fn measure<L: Locker>(bench: &Bench, locker: &L) -> Result<Report> {
         Unit::Count,
     );
     bench.progress(&format!(
-        "W1 ({}): p50 {:.0} µs = {vs_raw:.2}× raw pair",
-        L::NAME,
+        "{workload} ({}): p50 {:.0} µs = {vs_raw:.2}× raw pair",
+        locker.name(),
         s.p50_us
     ));
     Ok(r)

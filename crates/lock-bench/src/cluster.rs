@@ -1,0 +1,140 @@
+//! The cluster side of a run: its seeds, its masters (for command
+//! statistics and the raw baseline), and the one master that workloads on
+//! a single lock use.
+//!
+//! The slot map is read once, with the library's own
+//! [`ClusterTransport`], so raw baseline commands go exactly where the
+//! library sends its scripts. The bench assumes the map does not change
+//! during the run; a raw command that meets a moved slot fails the run
+//! (`-MOVED`) rather than measure the wrong node.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use lock_redis::{KeyLayout, LockName, Transport};
+use lock_redis_cluster::slot::key_slot;
+use lock_redis_cluster::{ClusterConfig, ClusterTransport, SlotMap};
+
+use crate::server::{CommandStats, Server};
+use crate::workloads::{Baseline, Bench};
+
+/// How many names [`Cluster::home_name`] tries before giving up; with `m`
+/// masters a name lands on the home master with chance `1/m`.
+const PLACEMENT_TRIES: usize = 10_000;
+
+/// A Redis Cluster under test.
+pub(crate) struct Cluster {
+    /// What lock clients are given (`ClusterConfig::new(seeds)`).
+    pub(crate) seeds: Vec<String>,
+    map: Arc<SlotMap>,
+    /// Plain connections to each master, by `host:port`.
+    masters: BTreeMap<String, Server>,
+    /// The master owning the slot of the run's `cluster` name: the cluster
+    /// baseline's single-connection figures are measured on it, and the
+    /// single-lock workloads put their lock on it.
+    home: String,
+    /// `SPUBLISH` or `PUBLISH`: what the library's release script runs on
+    /// this cluster, so the raw pair does the same.
+    pub(crate) publish: &'static str,
+    /// The baseline of the cluster workloads, measured on its masters.
+    pub(crate) baseline: Option<Baseline>,
+}
+
+impl Cluster {
+    /// Reads the slot map from `seeds` and picks the home master.
+    pub(crate) async fn discover(bench: &Bench, seeds: Vec<String>) -> Result<Self> {
+        let Some(first) = seeds.first().cloned() else {
+            bail!("a cluster needs at least one seed URL");
+        };
+        let transport = ClusterTransport::connect(ClusterConfig::new(seeds.clone()))
+            .await
+            .with_context(|| format!("cannot read the cluster's slot map from {seeds:?}"))?;
+        let map = transport.slot_map();
+        let publish = if transport.is_sharded() {
+            "SPUBLISH"
+        } else {
+            "PUBLISH"
+        };
+        transport.close().await;
+        let masters = map
+            .masters()
+            .iter()
+            .map(|addr| Ok((addr.to_string(), Server::at(&first, addr)?)))
+            .collect::<Result<BTreeMap<_, _>>>()?;
+        let home = master_of(&map, &bench.name("cluster"))?.to_owned();
+        Ok(Self {
+            seeds,
+            map,
+            masters,
+            home,
+            publish,
+            baseline: None,
+        })
+    }
+
+    /// The masters, as `host:port`.
+    pub(crate) fn masters(&self) -> impl Iterator<Item = &str> {
+        self.masters.keys().map(String::as_str)
+    }
+
+    /// The home master, as `host:port`.
+    pub(crate) fn home(&self) -> &str {
+        &self.home
+    }
+
+    /// The master owning the lock `name` (its key, and so every key and
+    /// channel of the lock).
+    pub(crate) fn server_for(&self, name: &str) -> Result<&Server> {
+        let addr = master_of(&self.map, name)?;
+        self.masters
+            .get(addr)
+            .with_context(|| format!("no connection for master {addr}"))
+    }
+
+    /// `bench.name(what)`, or failing that `bench.name("what:<i>")` for the
+    /// first `i` whose name lives on the home master.
+    pub(crate) fn home_name(&self, bench: &Bench, what: &str) -> Result<String> {
+        for i in 0..PLACEMENT_TRIES {
+            let name = if i == 0 {
+                bench.name(what)
+            } else {
+                bench.name(&format!("{what}:{i}"))
+            };
+            if master_of(&self.map, &name)? == self.home {
+                return Ok(name);
+            }
+        }
+        bail!(
+            "no name for {what:?} on master {} in {PLACEMENT_TRIES} tries",
+            self.home
+        )
+    }
+
+    /// `CONFIG RESETSTAT` on every master.
+    pub(crate) async fn reset_stats(&self) -> Result<()> {
+        for server in self.masters.values() {
+            server.reset_stats().await?;
+        }
+        Ok(())
+    }
+
+    /// `INFO commandstats` of every master, added up. Replicas are left
+    /// out: what they run is replication, not requests.
+    pub(crate) async fn command_stats(&self) -> Result<CommandStats> {
+        let mut all = CommandStats::default();
+        for server in self.masters.values() {
+            all.merge(&server.command_stats().await?);
+        }
+        Ok(all)
+    }
+}
+
+/// The master owning the slot of the lock `name`'s key (default layout, no
+/// prefix, as the bench's clients use).
+fn master_of<'m>(map: &'m SlotMap, name: &str) -> Result<&'m str> {
+    let key = KeyLayout::default().lock_key(&LockName::new(name)?);
+    let slot = key_slot(&key);
+    map.master(slot)
+        .with_context(|| format!("no master serves slot {slot} (of {name:?})"))
+}
