@@ -70,12 +70,15 @@ fn pause_blocks_replies_until_resume() {
     let mut conn = client.get_connection().unwrap();
     conn.set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
+    assert!(!server.is_paused());
     server.pause();
+    assert!(server.is_paused());
     let started = Instant::now();
     let err = redis::cmd("PING").query::<String>(&mut conn).unwrap_err();
     assert!(err.is_timeout() || err.is_io_error(), "{err}");
     assert!(started.elapsed() < Duration::from_secs(2));
     server.resume();
+    assert!(!server.is_paused());
     assert_eq!(server.cmd(&["PING"]), pong());
 }
 

@@ -1,2 +1,4 @@
+#![allow(dead_code)]
+pub(crate) mod cluster;
 pub(crate) mod fake_node;
 pub(crate) mod harness;

@@ -1,0 +1,70 @@
+//! Starting a fixture cluster and connecting clients and harnesses to it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_redis_cluster::{ClientConfig, ClusterConfig, KeyLayout, LockClient, PubSubMode};
+use lock_testkit::fixtures::RedisCluster;
+
+use super::harness::ClusterHarness;
+
+/// The cluster configuration tests use: short timeouts, given pub/sub mode.
+pub(crate) fn config(cluster: &RedisCluster, mode: PubSubMode) -> ClusterConfig {
+    ClusterConfig::new(cluster.seed_urls())
+        .pubsub(mode)
+        .command_timeout(Duration::from_secs(3))
+        .connect_timeout(Duration::from_secs(1))
+}
+
+/// The URLs of the cluster's masters.
+pub(crate) fn master_urls(cluster: &RedisCluster) -> Vec<String> {
+    cluster
+        .master_ports()
+        .into_iter()
+        .map(|port| format!("redis://127.0.0.1:{port}/"))
+        .collect()
+}
+
+/// A conformance harness over `cluster` whose clients make reentrant
+/// (`fair == false`) or fair locks.
+pub(crate) async fn harness(
+    cluster: &RedisCluster,
+    mode: PubSubMode,
+    fair: bool,
+) -> Arc<ClusterHarness> {
+    let base = config(cluster, mode);
+    let sharded = mode != PubSubMode::Classic;
+    let connect = move |_seeds: Vec<String>, client: ClientConfig| {
+        let base = base.clone();
+        async move {
+            let connected = if fair {
+                lock_redis_cluster::connect_fair(base, client).await
+            } else {
+                lock_redis_cluster::connect(base, client).await
+            };
+            connected.expect("connect to the fixture cluster")
+        }
+    };
+    Arc::new(
+        ClusterHarness::new(
+            cluster.seed_urls(),
+            master_urls(cluster),
+            sharded,
+            KeyLayout::default(),
+            connect,
+        )
+        .await,
+    )
+}
+
+/// A client of `cluster` with `client` settings.
+pub(crate) async fn client(
+    cluster: &RedisCluster,
+    cfg: ClusterConfig,
+    client: ClientConfig,
+) -> LockClient {
+    let _ = cluster;
+    lock_redis_cluster::connect(cfg, client)
+        .await
+        .expect("connect to the fixture cluster")
+}

@@ -1,0 +1,98 @@
+//! The conformance suite (reentrant and fair) on a real 6-node cluster, and
+//! our slot function against the cluster's own.
+//!
+//! Each suite runs all its checks against one cluster (starting one per
+//! check would take minutes); the checks use unique lock names, so they do
+//! not see each other.
+
+mod common;
+
+use std::time::Duration;
+
+use lock_redis_cluster::slot::key_slot;
+use lock_redis_cluster::PubSubMode;
+use lock_testkit::conformance::run_checks;
+use lock_testkit::fixtures::RedisCluster;
+
+const CHECK_LIMIT: Duration = Duration::from_secs(60);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_conformance_with_sharded_pubsub() {
+    let cluster = RedisCluster::start();
+    let h = common::cluster::harness(&cluster, PubSubMode::Sharded, false).await;
+    let failed = run_checks(h, lock_testkit::conformance_checks!(), CHECK_LIMIT).await;
+    assert!(failed.is_empty(), "failed checks: {failed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrant_conformance_with_classic_pubsub() {
+    let cluster = RedisCluster::start();
+    let h = common::cluster::harness(&cluster, PubSubMode::Classic, false).await;
+    let failed = run_checks(h, lock_testkit::conformance_checks!(), CHECK_LIMIT).await;
+    assert!(failed.is_empty(), "failed checks: {failed:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_conformance_with_sharded_pubsub() {
+    let cluster = RedisCluster::start();
+    let h = common::cluster::harness(&cluster, PubSubMode::Auto, true).await;
+    let failed = run_checks(h, lock_testkit::fair_conformance_checks!(), CHECK_LIMIT).await;
+    assert!(failed.is_empty(), "failed checks: {failed:?}");
+}
+
+/// 10 000 random names, half of them with braces, hash to the slot
+/// `CLUSTER KEYSLOT` gives.
+#[tokio::test]
+async fn slots_match_cluster_keyslot() {
+    let cluster = RedisCluster::start();
+    let mut conn = redis::Client::open(cluster.seed_urls()[0].as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let names: Vec<String> = (0..10_000).map(random_name).collect();
+    let mut pipe = redis::pipe();
+    for name in &names {
+        pipe.cmd("CLUSTER").arg("KEYSLOT").arg(name);
+    }
+    let slots: Vec<u16> = pipe.query_async(&mut conn).await.unwrap();
+    for (name, slot) in names.iter().zip(slots) {
+        assert_eq!(key_slot(name), slot, "slot of {name:?}");
+    }
+
+    // Names with braces, as the crate docs promise: a well-formed tag
+    // works, a name whose keys would split across slots is refused.
+    let client = common::cluster::client(
+        &cluster,
+        common::cluster::config(&cluster, PubSubMode::Auto),
+        lock_redis_cluster::ClientConfig::default(),
+    )
+    .await;
+    let tagged = client.lock("{user:7}:orders").unwrap();
+    let guard = tagged.lock().await.unwrap();
+    assert!(tagged.is_locked().await.unwrap());
+    guard.unlock().await.unwrap();
+    let err = client
+        .lock("a{}b")
+        .unwrap()
+        .lock()
+        .await
+        .map(drop)
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+}
+
+fn random_name(i: usize) -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789:_-{}";
+    let len = fastrand::usize(0..24);
+    let mut name: String = (0..len)
+        .map(|_| char::from(ALPHABET[fastrand::usize(..ALPHABET.len())]))
+        .collect();
+    if i % 2 == 0 {
+        // A well-formed tag somewhere, sometimes empty, sometimes nested.
+        let at = fastrand::usize(..=name.len());
+        let tag = ["", "user:7", "{x", "a}b"][fastrand::usize(..4)];
+        name.insert_str(at, &format!("{{{tag}}}"));
+    }
+    name
+}
