@@ -46,16 +46,6 @@ pub(crate) struct Args {
     pub(crate) only: Vec<Workload>,
 }
 
-impl Args {
-    /// Whether any cluster workload runs.
-    pub(crate) fn wants_cluster(&self) -> bool {
-        self.only.is_empty()
-            || Workload::PER_KIND
-                .iter()
-                .any(|w| self.only.contains(&w.of(Kind::Cluster)))
-    }
-}
-
 /// A workload that `--only` can select.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Workload {
@@ -135,7 +125,6 @@ mod tests {
         assert_eq!(a.only, [Workload::W1, Workload::W2h, Workload::W5]);
         assert!(a.quick && !a.json && a.url.is_none());
         assert!(Args::try_parse_from(["lock-bench", "--only", "W9"]).is_err());
-        assert!(!a.wants_cluster());
     }
 
     #[test]
@@ -146,7 +135,6 @@ mod tests {
             a.only,
             [Workload::W1Fair, Workload::W2hCluster, Workload::W3Fair]
         );
-        assert!(a.wants_cluster());
         for w in a.only {
             assert!(Workload::from_str(&w.label(), true).is_ok(), "{w:?}");
         }
@@ -164,7 +152,5 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(a.cluster.len(), 2);
-        // No selection: every workload, the cluster's too.
-        assert!(a.wants_cluster());
     }
 }

@@ -1,6 +1,9 @@
 //! The cluster side of a run: its seeds, its masters (for command
 //! statistics and the raw baseline), and the one master that workloads on
-//! a single lock use.
+//! a single lock use. Without `--cluster`, a throw-away cluster of local
+//! `redis-server`s (3 masters with a replica each,
+//! [`RedisCluster::start`]) is started when the first cluster workload is
+//! about to run, and killed when the run ends.
 //!
 //! The slot map is read once, with the library's own
 //! [`ClusterTransport`], so raw baseline commands go exactly where the
@@ -10,14 +13,16 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use lock_redis::{KeyLayout, LockName, Transport};
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::{ClusterConfig, ClusterTransport, SlotMap};
+use lock_testkit::fixtures::RedisCluster;
 
 use crate::server::{CommandStats, Server};
-use crate::workloads::{Baseline, Bench};
+use crate::workloads::{bounded, Baseline, Bench};
 
 /// How many names [`Cluster::home_name`] tries before giving up; with `m`
 /// masters a name lands on the home master with chance `1/m`.
@@ -39,17 +44,49 @@ pub(crate) struct Cluster {
     pub(crate) publish: &'static str,
     /// The baseline of the cluster workloads, measured on its masters.
     pub(crate) baseline: Option<Baseline>,
+    /// The throw-away cluster, if the bench started it: dropping it kills
+    /// the nodes.
+    _fixture: Option<RedisCluster>,
 }
 
 impl Cluster {
+    /// The cluster at `seeds`, or with no seeds a throw-away one, with its
+    /// slot map read and the home master picked.
+    pub(crate) async fn set_up(bench: &Bench, seeds: Vec<String>) -> Result<Self> {
+        if !seeds.is_empty() {
+            return Self::discover(bench, seeds, None).await;
+        }
+        bench.progress("cluster: starting a throw-away cluster (3 masters with a replica each)");
+        // The fixture blocks while it waits for the cluster to settle.
+        let fixture = tokio::task::spawn_blocking(RedisCluster::start)
+            .await
+            .context("the throw-away cluster did not start (see the message above)")?;
+        bench.progress(&format!(
+            "cluster: up in {:.1} s",
+            fixture.startup_time().as_secs_f64()
+        ));
+        Self::discover(bench, fixture.seed_urls(), Some(fixture)).await
+    }
+
     /// Reads the slot map from `seeds` and picks the home master.
-    pub(crate) async fn discover(bench: &Bench, seeds: Vec<String>) -> Result<Self> {
+    async fn discover(
+        bench: &Bench,
+        seeds: Vec<String>,
+        fixture: Option<RedisCluster>,
+    ) -> Result<Self> {
         let Some(first) = seeds.first().cloned() else {
             bail!("a cluster needs at least one seed URL");
         };
-        let transport = ClusterTransport::connect(ClusterConfig::new(seeds.clone()))
-            .await
-            .with_context(|| format!("cannot read the cluster's slot map from {seeds:?}"))?;
+        let transport = bounded(
+            Duration::from_secs(30),
+            "reading the cluster's slot map",
+            async {
+                ClusterTransport::connect(ClusterConfig::new(seeds.clone()))
+                    .await
+                    .with_context(|| format!("cannot read the cluster's slot map from {seeds:?}"))
+            },
+        )
+        .await?;
         let map = transport.slot_map();
         let publish = if transport.is_sharded() {
             "SPUBLISH"
@@ -70,6 +107,7 @@ impl Cluster {
             home,
             publish,
             baseline: None,
+            _fixture: fixture,
         })
     }
 

@@ -35,7 +35,13 @@ pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> Result<()> {
     let args = cli::Args::parse();
-    // Started before the runtime and dropped (killed) after it.
+    // Started before the runtime and dropped (killed) after it. A
+    // throw-away cluster, when one is needed, is started by the workloads
+    // (see `cluster::Cluster::set_up`), so that its six idle nodes do not
+    // share the machine with the standalone workloads. A
+    // throw-away cluster, when one is needed, is started by the workloads
+    // (see `cluster::Cluster::set_up`), so that its six idle nodes do not
+    // share the machine with the standalone workloads.
     let (url, _server) = match &args.url {
         Some(url) => (url.clone(), None),
         None => {
@@ -48,13 +54,7 @@ fn main() -> Result<()> {
         .build()
         .context("cannot start the tokio runtime")?;
 
-    // No cluster is started here yet: give one with --cluster.
-    let cluster_seeds = if args.wants_cluster() {
-        args.cluster.clone()
-    } else {
-        Vec::new()
-    };
-    let mut bench = Bench::new(url, args.quick, cluster_seeds)?;
+    let mut bench = Bench::new(url, args.quick, args.cluster.clone())?;
     bench.progress(&format!(
         "{} run against {}",
         if args.quick { "quick" } else { "full" },

@@ -42,7 +42,8 @@ pub(crate) struct Bench {
     pub(crate) baseline: Option<Baseline>,
     /// Figures of the reentrant lock that later workloads compare with.
     pub(crate) reference: Reference,
-    /// The cluster's seed URLs; empty when no cluster workload runs.
+    /// The cluster's seed URLs (`--cluster`); empty to start a throw-away
+    /// cluster when a cluster workload runs.
     cluster_seeds: Vec<String>,
     /// Set up (with its own baseline) before the first cluster workload.
     pub(crate) cluster: Option<Cluster>,
@@ -78,7 +79,8 @@ impl Reference {
 
 impl Bench {
     /// A run against the server at `url`, and the cluster at
-    /// `cluster_seeds` if any cluster workload runs.
+    /// `cluster_seeds` (or a throw-away one when that is empty) if any
+    /// cluster workload runs.
     pub(crate) fn new(url: String, quick: bool, cluster_seeds: Vec<String>) -> Result<Self> {
         let server = Server::new(&url)?;
         let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
@@ -252,22 +254,14 @@ async fn per_kind(
     Ok(())
 }
 
-/// Reads the cluster's slot map and measures its baseline.
+/// Starts a cluster or reads the given one's slot map, and measures its
+/// baseline.
 async fn set_up_cluster(
     bench: &mut Bench,
     limit: Duration,
     emit: &mut dyn FnMut(&Report),
 ) -> Result<()> {
-    if bench.cluster_seeds.is_empty() {
-        bail!("a cluster workload was selected but no cluster was given (--cluster)");
-    }
-    let seeds = bench.cluster_seeds.clone();
-    let cluster = bounded(
-        Duration::from_secs(30),
-        "reading the cluster's slot map",
-        async { Cluster::discover(bench, seeds).await },
-    )
-    .await?;
+    let cluster = Cluster::set_up(bench, bench.cluster_seeds.clone()).await?;
     bench.progress(&format!(
         "cluster: masters {}; single-lock workloads on {}",
         cluster.masters().collect::<Vec<_>>().join(", "),
