@@ -148,6 +148,9 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         t.is_reference(implementation).then_some(Goal::AtMost(1.5)),
     );
     if t.kind != Kind::Reentrant {
+        if bench.reference.w2h_p50_us.is_none() {
+            r.note("W2H did not run, so there is no ratio to it");
+        }
         let vs_w2h = match (p50, bench.reference.w2h_p50_us) {
             (Some(p50), Some(w2h)) => Some(p50 / w2h),
             _ => None,

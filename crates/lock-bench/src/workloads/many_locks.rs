@@ -107,6 +107,9 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         t.is_reference(implementation).then_some(Goal::AtLeast(0.9)),
     );
     if t.kind != Kind::Reentrant {
+        if bench.reference.w3_per_s.is_none() {
+            r.note("W3 did not run, so there is no ratio to it");
+        }
         r.add(
             "rate_vs_w3",
             "acquisitions/s / W3 (reentrant, standalone) acquisitions/s",

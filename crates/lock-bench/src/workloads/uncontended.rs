@@ -81,6 +81,9 @@ async fn measure<L: Locker>(t: &Target<'_>, locker: &L) -> Result<Report> {
         t.is_reference(locker.name()).then_some(Goal::AtMost(1.1)),
     );
     let vs_w1 = bench.reference.w1_p50_us.map(|w1| s.p50_us / w1);
+    if t.kind != Kind::Reentrant && vs_w1.is_none() {
+        r.note("W1 did not run, so there is no ratio to it");
+    }
     match t.kind {
         Kind::Reentrant => {}
         Kind::Fair => {
