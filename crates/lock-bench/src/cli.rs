@@ -39,6 +39,11 @@ pub(crate) struct Args {
     #[arg(long, value_delimiter = ',', value_name = "URL")]
     pub(crate) cluster: Vec<String>,
 
+    /// Replicas per master of the throw-away cluster (not with --cluster).
+    /// 0 shows what replication costs when replicas share the machine.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) cluster_replicas: usize,
+
     /// Run only these workloads (comma-separated). The baseline always runs:
     /// every ratio refers to it (and the cluster baseline with a cluster
     /// workload).
@@ -152,5 +157,6 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(a.cluster.len(), 2);
+        assert_eq!(a.cluster_replicas, 1);
     }
 }

@@ -28,6 +28,16 @@ use crate::workloads::{bounded, Baseline, Bench};
 /// masters a name lands on the home master with chance `1/m`.
 const PLACEMENT_TRIES: usize = 10_000;
 
+/// Where the cluster comes from.
+#[derive(Debug, Clone)]
+pub(crate) enum ClusterSource {
+    /// `--cluster`: these seed URLs.
+    Given(Vec<String>),
+    /// A throw-away local cluster of 3 masters with `replicas` replicas
+    /// each (`--cluster-replicas`).
+    Throwaway { replicas: usize },
+}
+
 /// A Redis Cluster under test.
 pub(crate) struct Cluster {
     /// What lock clients are given (`ClusterConfig::new(seeds)`).
@@ -50,17 +60,25 @@ pub(crate) struct Cluster {
 }
 
 impl Cluster {
-    /// The cluster at `seeds`, or with no seeds a throw-away one, with its
-    /// slot map read and the home master picked.
-    pub(crate) async fn set_up(bench: &Bench, seeds: Vec<String>) -> Result<Self> {
-        if !seeds.is_empty() {
-            return Self::discover(bench, seeds, None).await;
-        }
-        bench.progress("cluster: starting a throw-away cluster (3 masters with a replica each)");
+    /// The cluster of `source`, started if need be, with its slot map read
+    /// and the home master picked.
+    pub(crate) async fn set_up(bench: &Bench, source: &ClusterSource) -> Result<Self> {
+        let replicas = match source {
+            ClusterSource::Given(seeds) => return Self::discover(bench, seeds.clone(), None).await,
+            ClusterSource::Throwaway { replicas } => *replicas,
+        };
+        bench.progress(&format!(
+            "cluster: starting a throw-away cluster (3 masters with {replicas} replica(s) each)"
+        ));
         // The fixture blocks while it waits for the cluster to settle.
-        let fixture = tokio::task::spawn_blocking(RedisCluster::start)
-            .await
-            .context("the throw-away cluster did not start (see the message above)")?;
+        let fixture = tokio::task::spawn_blocking(move || {
+            RedisCluster::builder()
+                .masters(3)
+                .replicas_per_master(replicas)
+                .start()
+        })
+        .await
+        .context("the throw-away cluster did not start (see the message above)")?;
         bench.progress(&format!(
             "cluster: up in {:.1} s",
             fixture.startup_time().as_secs_f64()

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::cli::Workload;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, ClusterSource};
 use crate::locker::Locker;
 use crate::report::Report;
 use crate::server::Server;
@@ -42,9 +42,8 @@ pub(crate) struct Bench {
     pub(crate) baseline: Option<Baseline>,
     /// Figures of the reentrant lock that later workloads compare with.
     pub(crate) reference: Reference,
-    /// The cluster's seed URLs (`--cluster`); empty to start a throw-away
-    /// cluster when a cluster workload runs.
-    cluster_seeds: Vec<String>,
+    /// Where the cluster workloads' cluster comes from.
+    cluster_source: ClusterSource,
     /// Set up (with its own baseline) before the first cluster workload.
     pub(crate) cluster: Option<Cluster>,
 }
@@ -78,10 +77,9 @@ impl Reference {
 }
 
 impl Bench {
-    /// A run against the server at `url`, and the cluster at
-    /// `cluster_seeds` (or a throw-away one when that is empty) if any
-    /// cluster workload runs.
-    pub(crate) fn new(url: String, quick: bool, cluster_seeds: Vec<String>) -> Result<Self> {
+    /// A run against the server at `url`, and the cluster of
+    /// `cluster_source` if any cluster workload runs.
+    pub(crate) fn new(url: String, quick: bool, cluster_source: ClusterSource) -> Result<Self> {
         let server = Server::new(&url)?;
         let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
         Ok(Self {
@@ -92,7 +90,7 @@ impl Bench {
             started: Instant::now(),
             baseline: None,
             reference: Reference::default(),
-            cluster_seeds,
+            cluster_source,
             cluster: None,
         })
     }
@@ -261,7 +259,7 @@ async fn set_up_cluster(
     limit: Duration,
     emit: &mut dyn FnMut(&Report),
 ) -> Result<()> {
-    let cluster = Cluster::set_up(bench, bench.cluster_seeds.clone()).await?;
+    let cluster = Cluster::set_up(bench, &bench.cluster_source).await?;
     bench.progress(&format!(
         "cluster: masters {}; single-lock workloads on {}",
         cluster.masters().collect::<Vec<_>>().join(", "),
