@@ -6,10 +6,10 @@ use crate::target::Kind;
 
 /// How close the lock library gets to the Redis round trip.
 ///
-/// Runs each workload against one Redis server and reports every figure
-/// also as a ratio to a baseline measured in the same run (PING and raw
-/// EVALSHA of the lock scripts), since absolute numbers depend on the
-/// machine. Progress goes to stderr.
+/// Runs each workload against one Redis server (the cluster variants against
+/// a Redis Cluster) and reports every figure also as a ratio to a baseline
+/// measured in the same run (PING and raw EVALSHA of the lock scripts),
+/// since absolute numbers depend on the machine. Progress goes to stderr.
 #[derive(Debug, Parser)]
 #[command(name = "lock-bench", version)]
 pub(crate) struct Args {
@@ -34,8 +34,8 @@ pub(crate) struct Args {
     /// URLs (comma-separated), e.g. redis://127.0.0.1:7000/. Use a
     /// dedicated cluster whose slots do not move during the run: the bench
     /// resets the masters' command statistics. Without it, a throw-away
-    /// local cluster (3 masters, 3 replicas) is started when a cluster
-    /// workload runs.
+    /// local cluster (3 masters, each with --cluster-replicas replicas) is
+    /// started when a cluster workload runs.
     #[arg(long, value_delimiter = ',', value_name = "URL")]
     pub(crate) cluster: Vec<String>,
 
