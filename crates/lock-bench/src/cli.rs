@@ -2,12 +2,14 @@
 
 use clap::{Parser, ValueEnum};
 
+use crate::target::Kind;
+
 /// How close the lock library gets to the Redis round trip.
 ///
-/// Runs each workload against one Redis server and reports every figure
-/// also as a ratio to a baseline measured in the same run (PING and raw
-/// EVALSHA of the lock scripts), since absolute numbers depend on the
-/// machine. Progress goes to stderr.
+/// Runs each workload against one Redis server (the cluster variants against
+/// a Redis Cluster) and reports every figure also as a ratio to a baseline
+/// measured in the same run (PING and raw EVALSHA of the lock scripts),
+/// since absolute numbers depend on the machine. Progress goes to stderr.
 #[derive(Debug, Parser)]
 #[command(name = "lock-bench", version)]
 pub(crate) struct Args {
@@ -28,8 +30,23 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) json: bool,
 
+    /// The Redis Cluster for W1-cluster, W2H-cluster and W3-cluster: seed
+    /// URLs (comma-separated), e.g. redis://127.0.0.1:7000/. Use a
+    /// dedicated cluster whose slots do not move during the run: the bench
+    /// resets the masters' command statistics. Without it, a throw-away
+    /// local cluster (3 masters, each with --cluster-replicas replicas) is
+    /// started when a cluster workload runs.
+    #[arg(long, value_delimiter = ',', value_name = "URL")]
+    pub(crate) cluster: Vec<String>,
+
+    /// Replicas per master of the throw-away cluster (not with --cluster).
+    /// 0 shows what replication costs when replicas share the machine.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) cluster_replicas: usize,
+
     /// Run only these workloads (comma-separated). The baseline always runs:
-    /// every ratio refers to it.
+    /// every ratio refers to it (and the cluster baseline with a cluster
+    /// workload).
     #[arg(long, value_delimiter = ',', ignore_case = true)]
     pub(crate) only: Vec<Workload>,
 }
@@ -51,6 +68,56 @@ pub(crate) enum Workload {
     W4,
     /// Thousands of waiters on one lock.
     W5,
+    /// W1 with the fair lock.
+    W1Fair,
+    /// W2H with the fair lock.
+    W2hFair,
+    /// W3 with the fair lock.
+    W3Fair,
+    /// W1 on a Redis Cluster.
+    W1Cluster,
+    /// W2H on a Redis Cluster.
+    W2hCluster,
+    /// W3 on a Redis Cluster.
+    W3Cluster,
+}
+
+impl Workload {
+    /// The workloads that run with every [`Kind`] of lock.
+    pub(crate) const PER_KIND: [Workload; 3] = [Self::W1, Self::W2h, Self::W3];
+
+    /// This workload (one of [`Workload::PER_KIND`]) with the `kind` lock:
+    /// `W1.of(Fair)` is `W1Fair`. Any other workload is itself.
+    pub(crate) fn of(self, kind: Kind) -> Self {
+        match (self, kind) {
+            (Self::W1, Kind::Fair) => Self::W1Fair,
+            (Self::W2h, Kind::Fair) => Self::W2hFair,
+            (Self::W3, Kind::Fair) => Self::W3Fair,
+            (Self::W1, Kind::Cluster) => Self::W1Cluster,
+            (Self::W2h, Kind::Cluster) => Self::W2hCluster,
+            (Self::W3, Kind::Cluster) => Self::W3Cluster,
+            (w, _) => w,
+        }
+    }
+
+    /// Its name in reports and progress: `W2H-fair`.
+    pub(crate) fn label(self) -> String {
+        let base = match self {
+            Self::Baseline => "baseline",
+            Self::W1 | Self::W1Fair | Self::W1Cluster => "W1",
+            Self::W2 => "W2",
+            Self::W2h | Self::W2hFair | Self::W2hCluster => "W2H",
+            Self::W3 | Self::W3Fair | Self::W3Cluster => "W3",
+            Self::W4 => "W4",
+            Self::W5 => "W5",
+        };
+        let kind = match self {
+            Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,
+            Self::W1Cluster | Self::W2hCluster | Self::W3Cluster => Kind::Cluster,
+            _ => Kind::Reentrant,
+        };
+        kind.workload(base)
+    }
 }
 
 #[cfg(test)]
@@ -63,5 +130,33 @@ mod tests {
         assert_eq!(a.only, [Workload::W1, Workload::W2h, Workload::W5]);
         assert!(a.quick && !a.json && a.url.is_none());
         assert!(Args::try_parse_from(["lock-bench", "--only", "W9"]).is_err());
+    }
+
+    #[test]
+    fn variants_are_selectable_by_their_report_names() {
+        let a =
+            Args::try_parse_from(["lock-bench", "--only", "W1-fair,W2H-cluster,w3-FAIR"]).unwrap();
+        assert_eq!(
+            a.only,
+            [Workload::W1Fair, Workload::W2hCluster, Workload::W3Fair]
+        );
+        for w in a.only {
+            assert!(Workload::from_str(&w.label(), true).is_ok(), "{w:?}");
+        }
+        assert_eq!(Workload::W2h.of(Kind::Fair).label(), "W2H-fair");
+        assert_eq!(Workload::W3.of(Kind::Cluster).label(), "W3-cluster");
+        assert_eq!(Workload::W4.of(Kind::Fair), Workload::W4);
+    }
+
+    #[test]
+    fn cluster_takes_comma_separated_seeds() {
+        let a = Args::try_parse_from([
+            "lock-bench",
+            "--cluster",
+            "redis://127.0.0.1:7000/,redis://127.0.0.1:7001/",
+        ])
+        .unwrap();
+        assert_eq!(a.cluster.len(), 2);
+        assert_eq!(a.cluster_replicas, 1);
     }
 }

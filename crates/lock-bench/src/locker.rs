@@ -1,10 +1,12 @@
 //! One face for the lock implementations under test, so W1, W2H and W3 run
-//! the same code against our library and against `rslock`.
+//! the same code against each lock of our library and against `rslock`.
 
 use std::future::Future;
 
 use anyhow::Result;
 use lock_redis::{Guard, LockClient};
+
+use crate::target::Kind;
 
 /// A client of some lock implementation: takes a named lock, waiting as
 /// long as it takes, and gives it back.
@@ -13,12 +15,12 @@ pub(crate) trait Locker: Clone + Send + Sync + 'static {
     type Held: Send + 'static;
 
     /// The implementation's name in reports.
-    const NAME: &'static str;
+    fn name(&self) -> &'static str;
 
     /// The commands this implementation's clients send to the server
     /// themselves (as opposed to commands its scripts run), lower case: a
     /// count of these is a count of requests.
-    const CLIENT_COMMANDS: &'static [&'static str];
+    fn client_commands(&self) -> &'static [&'static str];
 
     /// Takes the lock `name`, waiting as long as it takes. Callers bound
     /// the wait with a timeout.
@@ -32,27 +34,33 @@ pub(crate) trait Locker: Clone + Send + Sync + 'static {
 }
 
 /// Our library: `client.lock(name)?.lock()` (watchdog lease) and
-/// `guard.unlock()`.
+/// `guard.unlock()`, with any of its locks (the API is the same).
 #[derive(Clone, Debug)]
-pub(crate) struct Lib(pub(crate) LockClient);
+pub(crate) struct Lib {
+    pub(crate) client: LockClient,
+    kind: Kind,
+}
+
+impl Lib {
+    /// `client`, a client of the `kind` lock.
+    pub(crate) fn new(client: LockClient, kind: Kind) -> Self {
+        Self { client, kind }
+    }
+}
 
 impl Locker for Lib {
     type Held = Guard;
-    const NAME: &'static str = "lock-redis";
-    // `client` covers `CLIENT SETINFO` of new connections; `publish` is
-    // run by the release script, not sent.
-    const CLIENT_COMMANDS: &'static [&'static str] = &[
-        "evalsha",
-        "eval",
-        "ping",
-        "subscribe",
-        "unsubscribe",
-        "script",
-        "client",
-    ];
+
+    fn name(&self) -> &'static str {
+        self.kind.implementation()
+    }
+
+    fn client_commands(&self) -> &'static [&'static str] {
+        self.kind.client_commands()
+    }
 
     fn lock(&self, name: &str) -> impl Future<Output = Result<Guard>> + Send {
-        let lock = self.0.lock(name);
+        let lock = self.client.lock(name);
         async move { Ok(lock?.lock().await?) }
     }
 
@@ -61,7 +69,7 @@ impl Locker for Lib {
     }
 
     fn close(&self) -> impl Future<Output = ()> + Send {
-        let client = self.0.clone();
+        let client = self.client.clone();
         async move {
             if tokio::time::timeout(crate::CLOSE_TIMEOUT, client.close())
                 .await
@@ -89,10 +97,16 @@ pub(crate) struct RsLock {
 #[cfg(feature = "rslock")]
 impl Locker for RsLock {
     type Held = rslock::LockGuard;
-    const NAME: &'static str = "rslock";
-    // `set` (`SET NX PX`) is sent; its unlock script's `get`/`del` are not.
-    const CLIENT_COMMANDS: &'static [&'static str] =
-        &["set", "evalsha", "eval", "ping", "script", "client"];
+
+    fn name(&self) -> &'static str {
+        "rslock"
+    }
+
+    fn client_commands(&self) -> &'static [&'static str] {
+        // `set` (`SET NX PX`) is sent; its unlock script's `get`/`del` are
+        // not.
+        &["set", "evalsha", "eval", "ping", "script", "client"]
+    }
 
     fn lock(&self, name: &str) -> impl Future<Output = Result<rslock::LockGuard>> + Send {
         let manager = self.manager.clone();

@@ -9,11 +9,13 @@
 #![allow(clippy::print_stdout)]
 
 mod cli;
+mod cluster;
 mod latency;
 mod locker;
 mod report;
 mod rss;
 mod server;
+mod target;
 mod workloads;
 
 use std::time::Duration;
@@ -22,6 +24,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use lock_testkit::fixtures::RedisServer;
 
+use crate::cluster::ClusterSource;
 use crate::report::Report;
 use crate::workloads::Bench;
 
@@ -33,7 +36,10 @@ pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> Result<()> {
     let args = cli::Args::parse();
-    // Started before the runtime and dropped (killed) after it.
+    // Started before the runtime and dropped (killed) after it. A
+    // throw-away cluster, when one is needed, is started by the workloads
+    // (see `cluster::Cluster::set_up`), so that its idle nodes do not share
+    // the machine with the standalone workloads.
     let (url, _server) = match &args.url {
         Some(url) => (url.clone(), None),
         None => {
@@ -46,7 +52,14 @@ fn main() -> Result<()> {
         .build()
         .context("cannot start the tokio runtime")?;
 
-    let mut bench = Bench::new(url, args.quick)?;
+    let cluster = if args.cluster.is_empty() {
+        ClusterSource::Throwaway {
+            replicas: args.cluster_replicas,
+        }
+    } else {
+        ClusterSource::Given(args.cluster.clone())
+    };
+    let mut bench = Bench::new(url, args.quick, cluster)?;
     bench.progress(&format!(
         "{} run against {}",
         if args.quick { "quick" } else { "full" },

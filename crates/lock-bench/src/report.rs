@@ -76,11 +76,12 @@ impl Figure {
 /// The outcome of one workload with one implementation.
 #[derive(Debug, Clone)]
 pub(crate) struct Report {
-    /// `baseline`, `W1`, …
-    pub(crate) workload: &'static str,
+    /// `baseline`, `W1`, `W1-fair`, …
+    pub(crate) workload: String,
     /// A few words: "uncontended", "handoff", …
     pub(crate) title: &'static str,
-    /// `lock-redis`, `rslock` or `raw redis`.
+    /// `lock-redis`, `lock-fair`, `lock-redis-cluster`, `rslock` or
+    /// `raw redis`.
     pub(crate) implementation: &'static str,
     pub(crate) figures: Vec<Figure>,
     /// Anything a reader should know to interpret the figures.
@@ -89,12 +90,12 @@ pub(crate) struct Report {
 
 impl Report {
     pub(crate) fn new(
-        workload: &'static str,
+        workload: impl Into<String>,
         title: &'static str,
         implementation: &'static str,
     ) -> Self {
         Self {
-            workload,
+            workload: workload.into(),
             title,
             implementation,
             figures: Vec::new(),
@@ -120,18 +121,19 @@ impl Report {
         self
     }
 
-    /// Adds a figure with a goal.
+    /// Adds a figure with a goal (or with none, when `goal` is `None`: a
+    /// figure that has a goal for one lock only).
     pub(crate) fn add_goal(
         &mut self,
         key: impl Into<String>,
         label: impl Into<String>,
         value: impl Into<Option<f64>>,
         unit: Unit,
-        goal: Goal,
+        goal: impl Into<Option<Goal>>,
     ) -> &mut Self {
         self.add(key, label, value, unit);
         if let Some(figure) = self.figures.last_mut() {
-            figure.goal = Some(goal);
+            figure.goal = goal.into();
         }
         self
     }

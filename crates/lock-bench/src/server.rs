@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use redis::aio::MultiplexedConnection;
+use redis::{ConnectionAddr, IntoConnectionInfo};
 
 /// Every raw connection gives up on a reply after this long, so the bench
 /// never hangs on a frozen server.
@@ -24,6 +25,22 @@ pub(crate) struct Server {
 impl Server {
     pub(crate) fn new(url: &str) -> Result<Self> {
         let client = redis::Client::open(url).with_context(|| format!("bad redis URL {url:?}"))?;
+        Ok(Self { client })
+    }
+
+    /// The server at `addr` (`host:port`), reached with the credentials
+    /// and settings of `url`: how a cluster's nodes are reached from one
+    /// seed URL.
+    pub(crate) fn at(url: &str, addr: &str) -> Result<Self> {
+        let (host, port) = addr
+            .rsplit_once(':')
+            .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
+            .with_context(|| format!("bad node address {addr:?}"))?;
+        let info = url
+            .into_connection_info()
+            .with_context(|| format!("bad redis URL {url:?}"))?
+            .set_addr(ConnectionAddr::Tcp(host.to_owned(), port));
+        let client = redis::Client::open(info).context("bad node connection info")?;
         Ok(Self { client })
     }
 
@@ -60,15 +77,23 @@ impl Server {
     }
 }
 
-/// Calls per command since the last `CONFIG RESETSTAT`. Commands run by
-/// scripts (`redis.call`) count too, as Redis counts them.
+/// Calls per command since the last `CONFIG RESETSTAT`, and the server
+/// time they took. Commands run by scripts (`redis.call`) count too, as
+/// Redis counts them (and their time is also in the script's).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CommandStats(BTreeMap<String, u64>);
+pub(crate) struct CommandStats(BTreeMap<String, Calls>);
+
+/// One command's line of `INFO commandstats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Calls {
+    calls: u64,
+    usec: u64,
+}
 
 impl CommandStats {
-    /// Parses lines like `cmdstat_evalsha:calls=12,usec=…`.
+    /// Parses lines like `cmdstat_evalsha:calls=12,usec=30,…`.
     pub(crate) fn parse(info: &str) -> Self {
-        let mut calls = BTreeMap::new();
+        let mut stats = BTreeMap::new();
         for line in info.lines() {
             let Some(rest) = line.trim().strip_prefix("cmdstat_") else {
                 continue;
@@ -76,20 +101,39 @@ impl CommandStats {
             let Some((name, fields)) = rest.split_once(':') else {
                 continue;
             };
-            let count = fields
-                .split(',')
-                .find_map(|f| f.strip_prefix("calls="))
-                .and_then(|n| n.parse().ok());
-            if let Some(count) = count {
-                calls.insert(name.to_ascii_lowercase(), count);
+            let field = |key: &str| {
+                fields
+                    .split(',')
+                    .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+                    .and_then(|n| n.parse().ok())
+            };
+            if let Some(calls) = field("calls") {
+                let usec = field("usec").unwrap_or(0);
+                stats.insert(name.to_ascii_lowercase(), Calls { calls, usec });
             }
         }
-        Self(calls)
+        Self(stats)
+    }
+
+    /// Adds `other`'s calls to these: the statistics of several servers
+    /// (a cluster's masters) as one.
+    pub(crate) fn merge(&mut self, other: &CommandStats) {
+        for (name, n) in &other.0 {
+            let mine = self.0.entry(name.clone()).or_default();
+            mine.calls += n.calls;
+            mine.usec += n.usec;
+        }
     }
 
     /// Calls of one command (lower case, subcommands as `config|get`).
     pub(crate) fn calls(&self, command: &str) -> u64 {
-        self.0.get(command).copied().unwrap_or(0)
+        self.0.get(command).map_or(0, |c| c.calls)
+    }
+
+    /// Server time in microseconds spent in one command; for `evalsha`,
+    /// the whole time of the scripts it ran.
+    pub(crate) fn usec(&self, command: &str) -> u64 {
+        self.0.get(command).map_or(0, |c| c.usec)
     }
 
     /// Calls of every command but the bench's own measurement commands.
@@ -97,7 +141,7 @@ impl CommandStats {
         self.0
             .iter()
             .filter(|(name, _)| !MEASUREMENT_COMMANDS.contains(&name.as_str()))
-            .map(|(_, n)| n)
+            .map(|(_, n)| n.calls)
             .sum()
     }
 
@@ -110,7 +154,7 @@ impl CommandStats {
                 let base = name.split('|').next().unwrap_or(name);
                 commands.contains(&base)
             })
-            .map(|(_, n)| n)
+            .map(|(_, n)| n.calls)
             .sum()
     }
 }
@@ -135,5 +179,26 @@ mod tests {
         // info and config|resetstat are the bench's own.
         assert_eq!(s.total(), 43);
         assert_eq!(s.sum_of(&["evalsha", "script"]), 42);
+        assert_eq!(s.usec("evalsha"), 91);
+        assert_eq!(s.usec("ping"), 0);
+
+        let mut both = CommandStats::parse("cmdstat_evalsha:calls=2,usec=1\r\n");
+        both.merge(&s);
+        assert_eq!(both.calls("evalsha"), 42);
+        assert_eq!(both.usec("evalsha"), 92);
+        assert_eq!(both.calls("get"), 1);
+    }
+
+    #[test]
+    fn a_node_is_reached_with_the_seed_credentials() {
+        let s = Server::at("redis://u:p@127.0.0.1:7000/", "10.0.0.9:7005").unwrap();
+        let info = s.client.get_connection_info();
+        assert_eq!(
+            info.addr(),
+            &ConnectionAddr::Tcp("10.0.0.9".to_owned(), 7005)
+        );
+        assert_eq!(info.redis_settings().username(), Some("u"));
+        assert_eq!(info.redis_settings().password(), Some("p"));
+        assert!(Server::at("redis://127.0.0.1:7000/", "no-port").is_err());
     }
 }

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::{close_all, Bench};
 use crate::locker::Locker;
 use crate::report::{Goal, Report, Unit};
+use crate::target::Kind;
 use crate::LOCK_TIMEOUT;
 
 const CLIENTS: usize = 4;
@@ -27,7 +28,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     bench.progress(&format!(
         "W2 contended: {tasks} tasks ({CLIENTS} clients) on one lock for {window:?}"
     ));
-    let lockers = bench.lib_lockers(CLIENTS).await?;
+    let lockers = bench.target(Kind::Reentrant)?.lib_lockers(CLIENTS).await?;
     let name = Arc::new(bench.name("w2"));
     let barrier = Arc::new(Barrier::new(tasks + 1));
     let mut set = JoinSet::new();
@@ -78,7 +79,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     };
     let base = bench.baseline()?;
 
-    let mut r = Report::new("W2", "contended", crate::locker::Lib::NAME);
+    let mut r = Report::new("W2", "contended", Kind::Reentrant.implementation());
     r.add("tasks", "tasks (4 clients × 2)", tasks as f64, Unit::Count)
         .add("seconds", "window", window.as_secs_f64(), Unit::Seconds)
         .add("acquisitions", "acquisitions", total as f64, Unit::Count)

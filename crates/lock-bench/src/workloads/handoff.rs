@@ -2,7 +2,9 @@
 //! 1 ms, so every release has waiters. Measures how long the lock stands
 //! free between owners: from just before the holder calls `unlock()` to
 //! just after another task's `lock()` returns (goal: p50 ≤ 1.5 × PING p50),
-//! and how many Redis commands one handoff costs.
+//! and how many Redis commands one handoff costs. The fair and cluster
+//! variants are also compared with the reentrant lock's W2H on the
+//! standalone server (goal for the fair lock: p50 ≤ 1.2×).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
@@ -12,24 +14,28 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{close_all, Bench};
+use super::close_all;
 use crate::latency::Latencies;
-use crate::locker::{Lib, Locker};
+use crate::locker::Locker;
 use crate::report::{Goal, Report, Unit};
+use crate::target::{Kind, Target};
 use crate::LOCK_TIMEOUT;
 
 const CLIENTS: usize = 4;
 const TASKS: usize = 8;
 const HOLD: Duration = Duration::from_millis(1);
 
-pub(crate) async fn run(bench: &Bench) -> Result<Vec<Report>> {
+/// W2H with `t`'s lock (and with rslock next to the reentrant lock).
+pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     let mut reports = Vec::new();
-    let lib = bench.lib_lockers(CLIENTS).await?;
-    let result = measure(bench, &lib).await;
+    let lib = t.lib_lockers(CLIENTS).await?;
+    let result = measure(t, &lib).await;
     close_all(&lib).await;
     reports.push(result?);
     #[cfg(feature = "rslock")]
-    reports.push(measure(bench, &bench.rs_lockers(CLIENTS)).await?);
+    if t.kind == Kind::Reentrant {
+        reports.push(measure(t, &t.bench.rs_lockers(CLIENTS)).await?);
+    }
     Ok(reports)
 }
 
@@ -44,13 +50,16 @@ struct TaskResult {
     again: u64,
 }
 
-async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
+async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
+    let bench = t.bench;
+    let workload = t.workload("W2H");
+    let first = lockers.first().context("W2H needs a locker")?;
+    let (implementation, client_commands) = (first.name(), first.client_commands());
     let window = bench.pick(Duration::from_secs(5), Duration::from_secs(1));
     bench.progress(&format!(
-        "W2H handoff ({}): {TASKS} tasks ({CLIENTS} clients) holding one lock ~1 ms each, {window:?}",
-        L::NAME
+        "{workload} handoff ({implementation}): {TASKS} tasks ({CLIENTS} clients) holding one lock ~1 ms each, {window:?}"
     ));
-    let name = Arc::new(bench.name(&format!("w2h:{}", L::NAME)));
+    let name = Arc::new(t.pinned_name(&format!("w2h:{implementation}"))?);
     let last: LastRelease = Arc::default();
     let barrier = Arc::new(Barrier::new(TASKS + 1));
     let mut set = JoinSet::new();
@@ -86,7 +95,7 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
             anyhow::Ok(out)
         });
     }
-    bench.server.reset_stats().await?;
+    t.reset_stats().await?;
     barrier.wait().await;
     let mut handoffs = Latencies::default();
     let (mut acquisitions, mut again) = (0, 0);
@@ -96,16 +105,16 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         acquisitions += result.acquisitions;
         again += result.again;
     }
-    let commands = bench.server.command_stats().await?;
+    let commands = t.command_stats().await?;
 
     let count = handoffs.len() as f64;
     // With a polling lock, a short window may see no handoff at all.
     let s = handoffs.summary();
     let p50 = s.map(|s| s.p50_us);
-    let base = bench.baseline()?;
+    let base = t.baseline()?;
     let per_handoff = |n: u64| (count > 0.0).then(|| n as f64 / count);
 
-    let mut r = Report::new("W2H", "handoff", L::NAME);
+    let mut r = Report::new(&workload, "handoff", implementation);
     r.add(
         "acquisitions",
         "acquisitions",
@@ -131,20 +140,27 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         r.note("no task took the lock over from another within the window");
     }
     let vs_ping = p50.map(|p50| p50 / base.ping_p50_us);
-    if L::NAME == Lib::NAME {
+    r.add_goal(
+        "p50_vs_ping",
+        "handoff p50 / PING p50",
+        vs_ping,
+        Unit::Ratio,
+        t.is_reference(implementation).then_some(Goal::AtMost(1.5)),
+    );
+    if t.kind != Kind::Reentrant {
+        if bench.reference.w2h_p50_us.is_none() {
+            r.note("W2H did not run, so there is no ratio to it");
+        }
+        let vs_w2h = match (p50, bench.reference.w2h_p50_us) {
+            (Some(p50), Some(w2h)) => Some(p50 / w2h),
+            _ => None,
+        };
         r.add_goal(
-            "p50_vs_ping",
-            "handoff p50 / PING p50",
-            vs_ping,
+            "p50_vs_w2h",
+            "handoff p50 / W2H (reentrant, standalone) p50",
+            vs_w2h,
             Unit::Ratio,
-            Goal::AtMost(1.5),
-        );
-    } else {
-        r.add(
-            "p50_vs_ping",
-            "handoff p50 / PING p50",
-            vs_ping,
-            Unit::Ratio,
+            (t.kind == Kind::Fair).then_some(Goal::AtMost(1.2)),
         );
     }
     r.add(
@@ -162,7 +178,7 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
     .add(
         "requests_per_handoff",
         "client requests per handoff",
-        per_handoff(commands.sum_of(L::CLIENT_COMMANDS)),
+        per_handoff(commands.sum_of(client_commands)),
         Unit::Count,
     )
     .add(
@@ -178,8 +194,7 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         Unit::Count,
     );
     bench.progress(&format!(
-        "W2H ({}): {count} handoffs, p50 {} µs = {}× PING",
-        L::NAME,
+        "{workload} ({implementation}): {count} handoffs, p50 {} µs = {}× PING",
         p50.map_or_else(|| "n/a".to_owned(), |p| format!("{p:.0}")),
         vs_ping.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}")),
     ));

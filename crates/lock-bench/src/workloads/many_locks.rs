@@ -1,7 +1,10 @@
 //! W3 many locks: 32 tasks over 4 clients, each taking and giving back a
 //! lock picked at random out of 1 024, as fast as it can. Measures total
 //! throughput against the raw 32-connection `EVALSHA` pair throughput (goal
-//! ≥ 0.9×). Two tasks sometimes want the same lock; then one waits.
+//! ≥ 0.9×). Two tasks sometimes want the same lock; then one waits. The
+//! fair and cluster variants are also compared with the reentrant lock's
+//! W3 on the standalone server; on a cluster the names spread over every
+//! master, and so does the raw baseline's.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,35 +14,42 @@ use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use super::{close_all, Bench};
-use crate::locker::{Lib, Locker};
+use super::close_all;
+use crate::locker::Locker;
 use crate::report::{Goal, Report, Unit};
+use crate::target::{Kind, Target};
 use crate::LOCK_TIMEOUT;
 
 const CLIENTS: usize = 4;
 const TASKS: usize = 32;
 const NAMES: usize = 1_024;
 
-pub(crate) async fn run(bench: &Bench) -> Result<Vec<Report>> {
+/// W3 with `t`'s lock (and with rslock next to the reentrant lock).
+pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     let mut reports = Vec::new();
-    let lib = bench.lib_lockers(CLIENTS).await?;
-    let result = measure(bench, &lib).await;
+    let lib = t.lib_lockers(CLIENTS).await?;
+    let result = measure(t, &lib).await;
     close_all(&lib).await;
     reports.push(result?);
     #[cfg(feature = "rslock")]
-    reports.push(measure(bench, &bench.rs_lockers(CLIENTS)).await?);
+    if t.kind == Kind::Reentrant {
+        reports.push(measure(t, &t.bench.rs_lockers(CLIENTS)).await?);
+    }
     Ok(reports)
 }
 
-async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
+async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
+    let bench = t.bench;
+    let workload = t.workload("W3");
+    let first = lockers.first().context("W3 needs a locker")?;
+    let (implementation, client_commands) = (first.name(), first.client_commands());
     let window = bench.pick(Duration::from_secs(10), Duration::from_secs(1));
     bench.progress(&format!(
-        "W3 many locks ({}): {TASKS} tasks ({CLIENTS} clients) on {NAMES} random names, {window:?}",
-        L::NAME
+        "{workload} many locks ({implementation}): {TASKS} tasks ({CLIENTS} clients) on {NAMES} random names, {window:?}"
     ));
     let names: Arc<Vec<String>> = Arc::new(
         (0..NAMES)
-            .map(|i| bench.name(&format!("w3:{}:{i}", L::NAME)))
+            .map(|i| t.name(&format!("w3:{implementation}:{i}")))
             .collect(),
     );
     let barrier = Arc::new(Barrier::new(TASKS + 1));
@@ -69,7 +79,7 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
             anyhow::Ok(count)
         });
     }
-    bench.server.reset_stats().await?;
+    t.reset_stats().await?;
     barrier.wait().await;
     let started = Instant::now();
     let mut total = 0;
@@ -77,11 +87,11 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         total += count.context("a W3 task panicked")??;
     }
     let rate = total as f64 / started.elapsed().as_secs_f64();
-    let commands = bench.server.command_stats().await?;
-    let base = bench.baseline()?;
+    let commands = t.command_stats().await?;
+    let base = t.baseline()?;
     let ratio = rate / base.raw32_pairs_per_s;
 
-    let mut r = Report::new("W3", "many locks", L::NAME);
+    let mut r = Report::new(&workload, "many locks", implementation);
     r.add(
         "acquisitions",
         "acquisitions (each + release)",
@@ -89,31 +99,32 @@ async fn measure<L: Locker>(bench: &Bench, lockers: &[L]) -> Result<Report> {
         Unit::Count,
     )
     .add("acquisitions_per_s", "acquisitions/s", rate, Unit::PerSec);
-    if L::NAME == Lib::NAME {
-        r.add_goal(
-            "rate_vs_raw32",
-            "acquisitions/s / raw 32-connection pairs/s",
-            ratio,
-            Unit::Ratio,
-            Goal::AtLeast(0.9),
-        );
-    } else {
+    r.add_goal(
+        "rate_vs_raw32",
+        "acquisitions/s / raw 32-connection pairs/s",
+        ratio,
+        Unit::Ratio,
+        t.is_reference(implementation).then_some(Goal::AtLeast(0.9)),
+    );
+    if t.kind != Kind::Reentrant {
+        if bench.reference.w3_per_s.is_none() {
+            r.note("W3 did not run, so there is no ratio to it");
+        }
         r.add(
-            "rate_vs_raw32",
-            "acquisitions/s / raw 32-connection pairs/s",
-            ratio,
+            "rate_vs_w3",
+            "acquisitions/s / W3 (reentrant, standalone) acquisitions/s",
+            bench.reference.w3_per_s.map(|w3| rate / w3),
             Unit::Ratio,
         );
     }
     r.add(
         "requests_per_acquisition",
         "client requests per acquisition + release (raw: 2)",
-        commands.sum_of(L::CLIENT_COMMANDS) as f64 / total.max(1) as f64,
+        commands.sum_of(client_commands) as f64 / total.max(1) as f64,
         Unit::Count,
     );
     bench.progress(&format!(
-        "W3 ({}): {rate:.0} acquisitions/s = {ratio:.2}× raw",
-        L::NAME
+        "{workload} ({implementation}): {rate:.0} acquisitions/s = {ratio:.2}× raw"
     ));
     Ok(r)
 }

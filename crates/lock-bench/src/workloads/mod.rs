@@ -10,12 +10,13 @@ use std::future::Future;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use lock_redis::{ClientConfig, LockClient, RedisConfig};
 
 use crate::cli::Workload;
-use crate::locker::{Lib, Locker};
+use crate::cluster::{Cluster, ClusterSource};
+use crate::locker::Locker;
 use crate::report::Report;
 use crate::server::Server;
+use crate::target::{Kind, Target};
 
 mod baseline;
 mod contended;
@@ -37,14 +38,48 @@ pub(crate) struct Bench {
     /// share a key, even on a server given with `--url`.
     run_id: String,
     started: Instant,
-    /// Measured first; every ratio refers to it.
+    /// Measured first; every ratio of the standalone workloads refers to it.
     pub(crate) baseline: Option<Baseline>,
-    /// W2H's handoff p50 with our library, for W5's comparison.
-    pub(crate) handoff_p50_us: Option<f64>,
+    /// Figures of the reentrant lock that later workloads compare with.
+    pub(crate) reference: Reference,
+    /// Where the cluster workloads' cluster comes from.
+    cluster_source: ClusterSource,
+    /// Set up (with its own baseline) before the first cluster workload.
+    pub(crate) cluster: Option<Cluster>,
+}
+
+/// Figures of our reentrant lock on the standalone server that the other
+/// locks and W5 are compared with; `None` until measured (or when its
+/// workload was not selected).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Reference {
+    /// W1's pair p50.
+    pub(crate) w1_p50_us: Option<f64>,
+    /// W2H's handoff p50.
+    pub(crate) w2h_p50_us: Option<f64>,
+    /// W3's acquisitions per second.
+    pub(crate) w3_per_s: Option<f64>,
+}
+
+impl Reference {
+    /// Keeps the figures of `r` if it is one of the reference reports.
+    fn record(&mut self, r: &Report) {
+        if r.implementation != Kind::Reentrant.implementation() {
+            return;
+        }
+        match r.workload.as_str() {
+            "W1" => self.w1_p50_us = r.value("p50_us"),
+            "W2H" => self.w2h_p50_us = r.value("p50_us"),
+            "W3" => self.w3_per_s = r.value("acquisitions_per_s"),
+            _ => {}
+        }
+    }
 }
 
 impl Bench {
-    pub(crate) fn new(url: String, quick: bool) -> Result<Self> {
+    /// A run against the server at `url`, and the cluster of
+    /// `cluster_source` if any cluster workload runs.
+    pub(crate) fn new(url: String, quick: bool, cluster_source: ClusterSource) -> Result<Self> {
         let server = Server::new(&url)?;
         let run_id = uuid::Uuid::new_v4().simple().to_string()[..8].to_owned();
         Ok(Self {
@@ -54,7 +89,9 @@ impl Bench {
             run_id,
             started: Instant::now(),
             baseline: None,
-            handoff_p50_us: None,
+            reference: Reference::default(),
+            cluster_source,
+            cluster: None,
         })
     }
 
@@ -86,22 +123,9 @@ impl Bench {
             .context("the baseline must run before the other workloads")
     }
 
-    /// A client of our library with its own connections.
-    pub(crate) async fn lib_client(&self, config: ClientConfig) -> Result<LockClient> {
-        let connect = lock_redis::connect(RedisConfig::new(self.url.clone()), config);
-        match tokio::time::timeout(Duration::from_secs(15), connect).await {
-            Ok(client) => Ok(client.context("cannot connect a lock client")?),
-            Err(_) => bail!("connecting a lock client took over 15 s"),
-        }
-    }
-
-    /// `n` clients of our library with default settings.
-    pub(crate) async fn lib_lockers(&self, n: usize) -> Result<Vec<Lib>> {
-        let mut clients = Vec::with_capacity(n);
-        for _ in 0..n {
-            clients.push(Lib(self.lib_client(ClientConfig::default()).await?));
-        }
-        Ok(clients)
+    /// The workloads' view of the `kind` lock in this run.
+    pub(crate) fn target(&self, kind: Kind) -> Result<Target<'_>> {
+        Target::new(self, kind)
     }
 
     /// `n` rslock managers (one connection each), with a 30 s lock TTL
@@ -152,8 +176,9 @@ pub(crate) async fn close_all<L: Locker>(lockers: &[L]) {
     }
 }
 
-/// Runs the selected workloads in order (the baseline always, first) and
-/// hands each report to `emit` as soon as it is ready.
+/// Runs the selected workloads in order (the baseline always, first; the
+/// fair, then the cluster variants last) and hands each report to `emit`
+/// as soon as it is ready.
 pub(crate) async fn run_all(
     bench: &mut Bench,
     selected: &[Workload],
@@ -168,25 +193,16 @@ pub(crate) async fn run_all(
     emit(&report);
 
     if wants(Workload::W1) {
-        for r in bounded(limit, "W1", uncontended::run(bench)).await? {
-            emit(&r);
-        }
+        per_kind(bench, Kind::Reentrant, Workload::W1, limit, emit).await?;
     }
     if wants(Workload::W2) {
         emit(&bounded(limit, "W2", contended::run(bench)).await?);
     }
     if wants(Workload::W2h) {
-        for r in bounded(limit, "W2H", handoff::run(bench)).await? {
-            if r.implementation == Lib::NAME {
-                bench.handoff_p50_us = r.value("p50_us");
-            }
-            emit(&r);
-        }
+        per_kind(bench, Kind::Reentrant, Workload::W2h, limit, emit).await?;
     }
     if wants(Workload::W3) {
-        for r in bounded(limit, "W3", many_locks::run(bench)).await? {
-            emit(&r);
-        }
+        per_kind(bench, Kind::Reentrant, Workload::W3, limit, emit).await?;
     }
     if wants(Workload::W4) {
         emit(&bounded(limit, "W4", watchdog::run(bench)).await?);
@@ -194,5 +210,67 @@ pub(crate) async fn run_all(
     if wants(Workload::W5) {
         emit(&bounded(limit, "W5", waiters::run(bench)).await?);
     }
+    for kind in [Kind::Fair, Kind::Cluster] {
+        let chosen: Vec<Workload> = Workload::PER_KIND
+            .into_iter()
+            .filter(|w| wants(w.of(kind)))
+            .collect();
+        if chosen.is_empty() {
+            continue;
+        }
+        if kind == Kind::Cluster {
+            set_up_cluster(bench, limit, emit).await?;
+        }
+        for w in chosen {
+            per_kind(bench, kind, w, limit, emit).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs W1, W2H or W3 (`base`) with the `kind` lock, and keeps the
+/// reentrant lock's figures for the comparisons that follow.
+async fn per_kind(
+    bench: &mut Bench,
+    kind: Kind,
+    base: Workload,
+    limit: Duration,
+    emit: &mut dyn FnMut(&Report),
+) -> Result<()> {
+    let t = bench.target(kind)?;
+    let name = base.of(kind).label();
+    let reports = match base {
+        Workload::W1 => bounded(limit, &name, uncontended::run(&t)).await?,
+        Workload::W2h => bounded(limit, &name, handoff::run(&t)).await?,
+        Workload::W3 => bounded(limit, &name, many_locks::run(&t)).await?,
+        other => bail!("{other:?} does not run per lock kind"),
+    };
+    for r in &reports {
+        bench.reference.record(r);
+        emit(r);
+    }
+    Ok(())
+}
+
+/// Starts a cluster or reads the given one's slot map, and measures its
+/// baseline.
+async fn set_up_cluster(
+    bench: &mut Bench,
+    limit: Duration,
+    emit: &mut dyn FnMut(&Report),
+) -> Result<()> {
+    let cluster = Cluster::set_up(bench, &bench.cluster_source).await?;
+    bench.progress(&format!(
+        "cluster: masters {}; single-lock workloads on {}",
+        cluster.masters().collect::<Vec<_>>().join(", "),
+        cluster.home()
+    ));
+    bench.cluster = Some(cluster);
+    let (baseline, report) =
+        bounded(limit, "baseline-cluster", baseline::run_cluster(bench)).await?;
+    if let Some(cluster) = bench.cluster.as_mut() {
+        cluster.baseline = Some(baseline);
+    }
+    emit(&report);
     Ok(())
 }

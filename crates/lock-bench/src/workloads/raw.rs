@@ -1,5 +1,6 @@
 //! The physical limit of a lock operation: our acquire and release scripts
-//! sent as bare `EVALSHA`s with plain `redis`, no library in between.
+//! sent as bare `EVALSHA`s with plain `redis`, no library in between, to
+//! the standalone server or to the cluster master owning the lock.
 
 use anyhow::{bail, Context, Result};
 use lock_redis::lock_core::layout::UNLOCK_MESSAGE;
@@ -7,7 +8,34 @@ use lock_redis::scripts::{self, ScriptCall};
 use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner, RequestId};
 use redis::aio::MultiplexedConnection;
 
+use crate::cluster::Cluster;
 use crate::server::Server;
+
+/// Where raw locks live.
+#[derive(Clone, Copy)]
+pub(crate) enum Site<'a> {
+    /// Every lock on one server.
+    Server(&'a Server),
+    /// Each lock on the master owning its slot.
+    Cluster(&'a Cluster),
+}
+
+impl<'a> Site<'a> {
+    fn server_for(self, name: &str) -> Result<&'a Server> {
+        match self {
+            Self::Server(server) => Ok(server),
+            Self::Cluster(cluster) => cluster.server_for(name),
+        }
+    }
+
+    /// What the release script publishes with, as the library's does here.
+    fn publish(self) -> &'static str {
+        match self {
+            Self::Server(_) => "PUBLISH",
+            Self::Cluster(cluster) => cluster.publish,
+        }
+    }
+}
 
 /// One lock taken and given back with raw `EVALSHA`s, with exactly the
 /// KEYS and ARGV the library sends under its default configuration
@@ -19,13 +47,14 @@ pub(crate) struct RawLock {
     owner: String,
     lease_ms: String,
     latch_ms: String,
+    publish: &'static str,
 }
 
 impl RawLock {
-    /// A connection of its own for the lock `name`, with both scripts
-    /// loaded.
-    pub(crate) async fn new(server: &Server, name: &str) -> Result<Self> {
-        let mut conn = server.connect().await?;
+    /// A connection of its own to the server of the lock `name` on
+    /// `site`, with both scripts loaded.
+    pub(crate) async fn new(site: Site<'_>, name: &str) -> Result<Self> {
+        let mut conn = site.server_for(name)?.connect().await?;
         for script in [&*scripts::ACQUIRE, &*scripts::RELEASE] {
             scripts::load(&mut conn, script)
                 .await
@@ -39,6 +68,7 @@ impl RawLock {
             owner: Owner::new(uuid::Uuid::new_v4(), 1).field(),
             lease_ms: lease_millis(config.watchdog_timeout, "lease")?.to_string(),
             latch_ms: lease_millis(config.latch_ttl, "latch")?.to_string(),
+            publish: site.publish(),
         })
     }
 
@@ -92,7 +122,7 @@ impl RawLock {
                 UNLOCK_MESSAGE.to_owned(),
                 self.lease_ms.clone(),
                 self.owner.clone(),
-                "PUBLISH".to_owned(),
+                self.publish.to_owned(),
                 self.latch_ms.clone(),
             ],
         );

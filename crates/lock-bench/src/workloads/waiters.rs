@@ -19,11 +19,12 @@ use super::{wait_for, Bench};
 use crate::latency::Latencies;
 use crate::locker::{Lib, Locker};
 use crate::report::{Goal, Report, Unit};
+use crate::target::Kind;
 use crate::LOCK_TIMEOUT;
 
 pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     let sizes = bench.pick([1_000, 10_000], [100, 1_000]);
-    let mut r = Report::new("W5", "many waiters", Lib::NAME);
+    let mut r = Report::new("W5", "many waiters", Kind::Reentrant.implementation());
     for n in sizes {
         one_size(bench, n, &mut r).await?;
     }
@@ -33,8 +34,15 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
 
 async fn one_size(bench: &Bench, n: usize, r: &mut Report) -> Result<()> {
     bench.progress(&format!("W5 many waiters: {n} waiters on one lock"));
-    let holder = Lib(bench.lib_client(ClientConfig::default()).await?);
-    let waiters = Lib(bench.lib_client(ClientConfig::default()).await?);
+    let target = bench.target(Kind::Reentrant)?;
+    let holder = Lib::new(
+        target.lib_client(ClientConfig::default()).await?,
+        Kind::Reentrant,
+    );
+    let waiters = Lib::new(
+        target.lib_client(ClientConfig::default()).await?,
+        Kind::Reentrant,
+    );
     let result = measure(bench, n, &holder, &waiters, r).await;
     holder.close().await;
     waiters.close().await;
@@ -86,11 +94,11 @@ async fn measure(
     let enqueue = wait_for(
         deadline.saturating_duration_since(Instant::now()),
         "every waiter to try twice",
-        || waiters.0.stats().tries >= 2 * n as u64,
+        || waiters.client.stats().tries >= 2 * n as u64,
     )
     .await;
     if let Err(e) = enqueue {
-        let s = waiters.0.stats();
+        let s = waiters.client.stats();
         bail!(
             "{e}: {} tries by {n} waiters, {} subscriptions active",
             s.tries,
@@ -98,7 +106,7 @@ async fn measure(
         );
     }
     let enqueue_time = queued.elapsed();
-    let before = waiters.0.stats();
+    let before = waiters.client.stats();
 
     let released = Instant::now();
     *last_release.lock().unwrap_or_else(PoisonError::into_inner) = Some(released);
@@ -119,7 +127,7 @@ async fn measure(
             "{missing} waiters found no release before their acquisition: the lock was held twice?"
         );
     }
-    let after = waiters.0.stats();
+    let after = waiters.client.stats();
 
     let s = handoffs.summary().context("no handoffs")?;
     let base = bench.baseline()?;
@@ -158,7 +166,7 @@ async fn measure(
         .add_goal(
             k("p50_vs_w2h"),
             l("handoff p50 / W2H handoff p50"),
-            bench.handoff_p50_us.map(|w2h| s.p50_us / w2h),
+            bench.reference.w2h_p50_us.map(|w2h| s.p50_us / w2h),
             Unit::Ratio,
             Goal::AtMost(1.2),
         )

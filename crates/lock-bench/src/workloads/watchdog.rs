@@ -28,6 +28,7 @@ use super::{bounded, wait_for, Bench};
 use crate::locker::{Lib, Locker};
 use crate::report::{Goal, Report, Unit};
 use crate::rss::resident_bytes;
+use crate::target::Kind;
 use crate::LOCK_TIMEOUT;
 
 const WATCHDOG: Duration = Duration::from_secs(3);
@@ -37,7 +38,7 @@ const CONCURRENCY: usize = 64;
 
 pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     let sizes = bench.pick([10_000, 100_000], [1_000, 10_000]);
-    let mut r = Report::new("W4", "watchdog scale", Lib::NAME);
+    let mut r = Report::new("W4", "watchdog scale", Kind::Reentrant.implementation());
     r.add(
         "watchdog_timeout_s",
         "watchdog timeout (renewed every third)",
@@ -48,13 +49,14 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     let mut kept: Vec<Vec<Guard>> = Vec::new();
     for n in sizes {
         let client = bench
+            .target(Kind::Reentrant)?
             .lib_client(ClientConfig::default().watchdog_timeout(WATCHDOG))
             .await?;
         let result = one_size(bench, &client, n, &mut r).await;
         // Closed before the guards drop, so they send no releases (the
         // locks expire), and before the next size, so its watchdog does
         // not renew alongside.
-        Lib(client).close().await;
+        Lib::new(client, Kind::Reentrant).close().await;
         kept.push(result?);
     }
     drop(kept);
@@ -136,7 +138,7 @@ async fn one_size(
         .add(
             k("requests_per_tick"),
             l("client requests per tick (EVALSHA, PING, …)"),
-            per_tick(commands.sum_of(Lib::CLIENT_COMMANDS)),
+            per_tick(commands.sum_of(Kind::Reentrant.client_commands())),
             Unit::Count,
         )
         .add(
