@@ -17,14 +17,7 @@ fn run_status_and_force_unlock_on_a_cluster() {
     let nowhere = "redis://127.0.0.1:1";
 
     let dir = tempfile::tempdir().unwrap();
-    let script = "echo start >> f; sleep 0.3; echo end >> f";
-    let spawn = || {
-        let mut cmd = lockctl(nowhere);
-        cmd.args(global)
-            .args(["run", "cluster-job", "--", "sh", "-c", script])
-            .current_dir(dir.path());
-        Proc::spawn(cmd)
-    };
+    let spawn = || contender(nowhere, &global, "cluster-job", dir.path());
     let (a, b) = (spawn(), spawn());
     for proc in [a, b] {
         let (status, stderr) = proc.wait(PATIENCE);

@@ -14,13 +14,7 @@ use nix::sys::signal::Signal;
 fn contenders_run_their_commands_one_after_the_other() {
     let server = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
-    let script = "echo start >> f; sleep 0.3; echo end >> f";
-    let spawn = || {
-        let mut cmd = lockctl(&server.url());
-        cmd.args(["run", "job", "--", "sh", "-c", script])
-            .current_dir(dir.path());
-        Proc::spawn(cmd)
-    };
+    let spawn = || contender(&server.url(), &[], "job", dir.path());
     let (a, b) = (spawn(), spawn());
     for proc in [a, b] {
         let (status, stderr) = proc.wait(PATIENCE);

@@ -70,6 +70,20 @@ pub(crate) fn wait_until(what: &str, within: Duration, mut cond: impl FnMut() ->
     }
 }
 
+/// The command contenders run: appends `start` and, 0.3 s later, `end` to
+/// the file `f`, so interleaved runs show as `start start end end`.
+pub(crate) const CONTENDER_SCRIPT: &str = "echo start >> f; sleep 0.3; echo end >> f";
+
+/// Starts `lockctl --url <url> <global…> run <name> -- sh -c
+/// CONTENDER_SCRIPT` in `dir`.
+pub(crate) fn contender(url: &str, global: &[&str], name: &str, dir: &Path) -> Proc {
+    let mut cmd = lockctl(url);
+    cmd.args(global)
+        .args(["run", name, "--", "sh", "-c", CONTENDER_SCRIPT])
+        .current_dir(dir);
+    Proc::spawn(cmd)
+}
+
 /// A `lockctl` process that is killed (and reaped) when dropped.
 pub(crate) struct Proc {
     child: Option<Child>,
