@@ -13,6 +13,8 @@ pub mod fixtures;
 pub mod memory;
 #[cfg(feature = "model")]
 pub mod model;
+pub mod notices;
 
 pub use checker::{ExclusionChecker, Section};
 pub use memory::{InMemoryBackend, InMemoryServer};
+pub use notices::NoticeRecorder;

@@ -3,13 +3,12 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use lock_fair::{
-    AcquireOutcome, AcquireRequest, FairRedisBackend, KeyLayout, LockBackend, LockName, Notice,
-    NoticeSink, Owner, RedisConfig, ReleaseOutcome, ReleaseRequest,
+    AcquireOutcome, AcquireRequest, FairRedisBackend, KeyLayout, LockBackend, LockName, Owner,
+    RedisConfig, ReleaseOutcome, ReleaseRequest,
 };
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
@@ -238,29 +237,4 @@ impl Drop for RawSub {
 }
 
 /// Records every notice delivered to it.
-pub struct Notices {
-    rx: mpsc::UnboundedReceiver<Notice>,
-}
-
-struct Recorder(mpsc::UnboundedSender<Notice>);
-
-impl NoticeSink for Recorder {
-    fn deliver(&self, notice: Notice) {
-        let _ = self.0.send(notice);
-    }
-}
-
-impl Notices {
-    pub fn new() -> (Arc<dyn NoticeSink>, Self) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(Recorder(tx)), Self { rx })
-    }
-
-    /// The next notice, if one comes within `within`.
-    pub async fn next(&mut self, within: Duration) -> Option<Notice> {
-        tokio::time::timeout(within, self.rx.recv())
-            .await
-            .ok()
-            .flatten()
-    }
-}
+pub use lock_testkit::NoticeRecorder as Notices;

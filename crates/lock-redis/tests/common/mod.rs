@@ -3,16 +3,14 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code, unreachable_pub)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use lock_redis::{
-    AcquireOutcome, AcquireRequest, LockBackend, LockName, Notice, NoticeSink, Owner, RedisBackend,
-    RedisConfig, ReleaseOutcome, ReleaseRequest,
+    AcquireOutcome, AcquireRequest, LockBackend, LockName, Owner, RedisBackend, RedisConfig,
+    ReleaseOutcome, ReleaseRequest,
 };
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
-use tokio::sync::mpsc;
 
 /// Command and connect timeout of test backends.
 pub const TIMEOUT: Duration = Duration::from_millis(500);
@@ -104,50 +102,4 @@ pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bo
 }
 
 /// Records every notice delivered to it.
-pub struct Notices {
-    rx: mpsc::UnboundedReceiver<Notice>,
-}
-
-struct Recorder(mpsc::UnboundedSender<Notice>);
-
-impl NoticeSink for Recorder {
-    fn deliver(&self, notice: Notice) {
-        let _ = self.0.send(notice);
-    }
-}
-
-impl Notices {
-    pub fn new() -> (Arc<dyn NoticeSink>, Self) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(Recorder(tx)), Self { rx })
-    }
-
-    /// The next notice, if one comes within `within`.
-    pub async fn next(&mut self, within: Duration) -> Option<Notice> {
-        tokio::time::timeout(within, self.rx.recv())
-            .await
-            .ok()
-            .flatten()
-    }
-
-    /// Skips notices until one equal to `want` arrives; panics after
-    /// `within`.
-    pub async fn expect(&mut self, want: &Notice, within: Duration) {
-        let deadline = tokio::time::Instant::now() + within;
-        let mut seen = Vec::new();
-        loop {
-            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
-                Ok(Some(notice)) if &notice == want => return,
-                Ok(Some(other)) => seen.push(other),
-                _ => panic!("no {want:?} within {within:?}; saw {seen:?}"),
-            }
-        }
-    }
-
-    /// Asserts nothing arrives for `quiet`.
-    pub async fn expect_none(&mut self, quiet: Duration) {
-        if let Some(n) = self.next(quiet).await {
-            panic!("unexpected notice {n:?}");
-        }
-    }
-}
+pub use lock_testkit::NoticeRecorder as Notices;
