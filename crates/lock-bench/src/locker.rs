@@ -3,10 +3,11 @@
 
 use std::future::Future;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use lock_redis::{Guard, LockClient};
 
 use crate::target::Kind;
+use crate::LOCK_TIMEOUT;
 
 /// A client of some lock implementation: takes a named lock, waiting as
 /// long as it takes, and gives it back.
@@ -28,6 +29,16 @@ pub(crate) trait Locker: Clone + Send + Sync + 'static {
 
     /// Gives the lock back.
     fn unlock(&self, held: Self::Held) -> impl Future<Output = Result<()>> + Send;
+
+    /// [`Locker::unlock`], failing when it takes over [`LOCK_TIMEOUT`]
+    /// (a library bug, not a slow machine).
+    fn unlock_bounded(&self, held: Self::Held) -> impl Future<Output = Result<()>> + Send {
+        async move {
+            tokio::time::timeout(LOCK_TIMEOUT, self.unlock(held))
+                .await
+                .with_context(|| format!("unlock() took over {LOCK_TIMEOUT:?}"))?
+        }
+    }
 
     /// Ends the client (waits, bounded, for background work).
     fn close(&self) -> impl Future<Output = ()> + Send;
