@@ -95,29 +95,30 @@ impl Keyspace {
         Ok(next)
     }
 
-    fn hash(&mut self, key: &str) -> Result<Option<&mut BTreeMap<String, i64>>, WrongType> {
-        match self.live(key).map(|e| &mut e.value) {
-            None => Ok(None),
-            Some(Value::Hash(h)) => Ok(Some(h)),
-            Some(_) => Err(WrongType),
-        }
+    fn hash(
+        &mut self,
+        key: &str,
+        create: bool,
+    ) -> Result<Option<&mut BTreeMap<String, i64>>, WrongType> {
+        self.typed(
+            key,
+            create,
+            || Value::Hash(BTreeMap::new()),
+            |v| match v {
+                Value::Hash(h) => Some(h),
+                _ => None,
+            },
+        )
     }
 
     pub(crate) fn hexists(&mut self, key: &str, field: &str) -> Result<bool, WrongType> {
-        Ok(self.hash(key)?.is_some_and(|h| h.contains_key(field)))
+        Ok(self
+            .hash(key, false)?
+            .is_some_and(|h| h.contains_key(field)))
     }
 
     pub(crate) fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, WrongType> {
-        if self.hash(key)?.is_none() {
-            self.entries.insert(
-                key.to_owned(),
-                Entry {
-                    value: Value::Hash(BTreeMap::new()),
-                    expires_at: None,
-                },
-            );
-        }
-        let hash = self.hash(key)?.ok_or(WrongType)?;
+        let hash = self.hash(key, true)?.ok_or(WrongType)?;
         let count = hash.entry(field.to_owned()).or_insert(0);
         *count += by;
         Ok(*count)
@@ -125,7 +126,7 @@ impl Keyspace {
 
     pub(crate) fn hgetall(&mut self, key: &str) -> Result<Vec<(String, i64)>, WrongType> {
         Ok(self
-            .hash(key)?
+            .hash(key, false)?
             .map(|h| h.iter().map(|(f, c)| (f.clone(), *c)).collect())
             .unwrap_or_default())
     }
@@ -175,20 +176,39 @@ impl Keyspace {
         key: &str,
         create: bool,
     ) -> Result<Option<&mut VecDeque<String>>, WrongType> {
+        self.typed(
+            key,
+            create,
+            || Value::List(VecDeque::new()),
+            |v| match v {
+                Value::List(l) => Some(l),
+                _ => None,
+            },
+        )
+    }
+
+    /// The value at `key` as the type `pick` accepts (made with `empty`
+    /// first when missing and `create`); a value of another type is
+    /// [`WrongType`].
+    fn typed<T>(
+        &mut self,
+        key: &str,
+        create: bool,
+        empty: impl FnOnce() -> Value,
+        pick: impl FnOnce(&mut Value) -> Option<&mut T>,
+    ) -> Result<Option<&mut T>, WrongType> {
         if create && self.live(key).is_none() {
-            let value = Value::List(VecDeque::new());
             self.entries.insert(
                 key.to_owned(),
                 Entry {
-                    value,
+                    value: empty(),
                     expires_at: None,
                 },
             );
         }
-        match self.live(key).map(|e| &mut e.value) {
+        match self.live(key) {
             None => Ok(None),
-            Some(Value::List(l)) => Ok(Some(l)),
-            Some(_) => Err(WrongType),
+            Some(entry) => pick(&mut entry.value).map(Some).ok_or(WrongType),
         }
     }
 
@@ -246,21 +266,15 @@ impl Keyspace {
         key: &str,
         create: bool,
     ) -> Result<Option<&mut HashMap<String, i64>>, WrongType> {
-        if create && self.live(key).is_none() {
-            let value = Value::ZSet(HashMap::new());
-            self.entries.insert(
-                key.to_owned(),
-                Entry {
-                    value,
-                    expires_at: None,
-                },
-            );
-        }
-        match self.live(key).map(|e| &mut e.value) {
-            None => Ok(None),
-            Some(Value::ZSet(z)) => Ok(Some(z)),
-            Some(_) => Err(WrongType),
-        }
+        self.typed(
+            key,
+            create,
+            || Value::ZSet(HashMap::new()),
+            |v| match v {
+                Value::ZSet(z) => Some(z),
+                _ => None,
+            },
+        )
     }
 
     /// `ZSCORE key member`.
@@ -288,7 +302,7 @@ impl Keyspace {
     /// Writes a hash field directly (`HSET`), as another client would.
     pub(crate) fn hset(&mut self, key: &str, field: &str, value: i64) -> Result<(), WrongType> {
         self.hincrby(key, field, 0)?;
-        if let Some(h) = self.hash(key)? {
+        if let Some(h) = self.hash(key, false)? {
             h.insert(field.to_owned(), value);
         }
         Ok(())
