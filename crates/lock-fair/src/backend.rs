@@ -6,9 +6,10 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 use lock_core::layout::UNLOCK_MESSAGE;
 use lock_core::{
-    AcquireOutcome, AcquireRequest, KeyLayout, LockBackend, LockError, LockInfo, LockKind,
-    LockName, NoticeSink, Owner, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Topic,
+    AcquireOutcome, AcquireRequest, KeyLayout, LockBackend, LockInfo, LockKind, LockName,
+    NoticeSink, Owner, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Topic,
 };
+use lock_redis::backend::check_lease;
 use lock_redis::scripts::ScriptCall;
 use lock_redis::{RedisBackend, RedisConfig, Transport};
 
@@ -45,8 +46,8 @@ impl FairRedisBackend {
     /// ```
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a bad configuration (before any
-    /// I/O) or rejected credentials; a retryable [`LockError::Unavailable`]
+    /// [`LockError::InvalidArgument`](lock_core::LockError::InvalidArgument) for a bad configuration (before any
+    /// I/O) or rejected credentials; a retryable [`LockError::Unavailable`](lock_core::LockError::Unavailable)
     /// when the server cannot be reached within the command timeout.
     ///
     /// # Cancel safety
@@ -81,14 +82,6 @@ impl FairRedisBackend {
     }
 }
 
-fn check_lease(lease_ms: u64) -> Result<()> {
-    if lease_ms == 0 {
-        Err(LockError::invalid("lease must be at least 1 ms"))
-    } else {
-        Ok(())
-    }
-}
-
 #[async_trait]
 impl LockBackend for FairRedisBackend {
     /// Runs the fair `acquire.lua`: takes the lock when it is free and
@@ -99,8 +92,8 @@ impl LockBackend for FairRedisBackend {
     /// that waiter's deadline.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero lease (before any I/O);
-    /// [`LockError::WrongType`] for a non-hash value at the lock key
+    /// [`LockError::InvalidArgument`](lock_core::LockError::InvalidArgument) for a zero lease (before any I/O);
+    /// [`LockError::WrongType`](lock_core::LockError::WrongType) for a non-hash value at the lock key
     /// (nothing is written, the waiter is not queued); retryable errors as
     /// described in [`lock_redis::error`].
     ///
@@ -184,7 +177,7 @@ impl LockBackend for FairRedisBackend {
     /// and tells its head (after evicting stale heads).
     ///
     /// # Errors
-    /// [`LockError::WrongType`] for a non-hash value at the lock key (left
+    /// [`LockError::WrongType`](lock_core::LockError::WrongType) for a non-hash value at the lock key (left
     /// untouched); retryable errors as described in [`lock_redis::error`].
     ///
     /// # Cancel safety
@@ -272,7 +265,7 @@ impl LockBackend for FairRedisBackend {
     }
 
     /// Closes the pool and the pub/sub connection. Later calls fail with
-    /// [`LockError::Closed`].
+    /// [`LockError::Closed`](lock_core::LockError::Closed).
     ///
     /// # Cancel safety
     /// The backend is marked closed before the first await.

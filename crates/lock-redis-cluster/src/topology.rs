@@ -3,7 +3,7 @@
 //!
 //! The map is published through a [`watch`] channel so the pub/sub side can
 //! move subscriptions when slots move. Refreshes are single-flight and at
-//! most one per [`MIN_REFRESH_INTERVAL`]: during a failover every call fails
+//! most one per 100 ms: during a failover every call fails
 //! for a while, and they must not all ask every node for the map at once.
 
 use std::sync::Arc;

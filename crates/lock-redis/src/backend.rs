@@ -154,7 +154,12 @@ impl RedisBackend {
     }
 }
 
-fn check_lease(lease_ms: u64) -> Result<()> {
+/// Rejects a zero lease before any I/O (every lock script needs a lease of
+/// at least 1 ms).
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for `0`.
+pub fn check_lease(lease_ms: u64) -> Result<()> {
     if lease_ms == 0 {
         Err(LockError::invalid("lease must be at least 1 ms"))
     } else {

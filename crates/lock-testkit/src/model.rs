@@ -1,7 +1,7 @@
 //! Model-based testing (feature `model`): random sequences of acquire /
 //! release / force-unlock / inspect / advance-time by several clients and
 //! owners, run against the in-memory model and against a real store, must
-//! give the same observable results. A backend crate calls [`check`] from a
+//! give the same observable results. A backend crate compares [`in_memory`] with [`on_store`] in a
 //! `proptest!` with its own way to connect.
 //!
 //! Time: the model runs under paused tokio time, the real store in real

@@ -1,7 +1,7 @@
 //! The conformance suite: behaviour checks every backend must pass.
 //!
 //! Each check is a `pub async fn(&dyn Harness)`. A backend crate runs them
-//! all with [`conformance_tests!`](crate::conformance_tests), giving a
+//! all with [`conformance_tests!`](crate::conformance_tests)(crate::conformance_tests), giving a
 //! [`Harness`]: a way to connect new clients to one shared store, plus raw
 //! access to the store as another Redis client (or Redisson) would have.
 //!
@@ -236,12 +236,12 @@ macro_rules! __with_shared_checks {
     };
 }
 
-/// One conformance check, as [`conformance_checks!`] lists it.
+/// One conformance check, as [`conformance_checks!`](crate::conformance_checks) lists it.
 pub type Check = for<'a> fn(&'a dyn Harness) -> futures::future::BoxFuture<'a, ()>;
 
 /// The reentrant lock's checks as `(name, check)` pairs, for running them
 /// all against one expensive store (such as a cluster) in a single test
-/// rather than one store per test, as [`conformance_tests!`] does.
+/// rather than one store per test, as [`conformance_tests!`](crate::conformance_tests) does.
 ///
 /// ```
 /// let checks: Vec<(&str, lock_testkit::conformance::Check)> =
@@ -256,7 +256,7 @@ macro_rules! conformance_checks {
 }
 
 /// The fair lock's checks as `(name, check)` pairs; see
-/// [`conformance_checks!`].
+/// [`conformance_checks!`](crate::conformance_checks).
 #[macro_export]
 macro_rules! fair_conformance_checks {
     () => {
@@ -303,7 +303,7 @@ pub async fn run_checks(
     failed
 }
 
-/// Implementation detail of [`conformance_checks!`].
+/// Implementation detail of [`conformance_checks!`](crate::conformance_checks).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_list {
@@ -319,7 +319,7 @@ macro_rules! __conformance_list {
     }};
 }
 
-/// Implementation detail of [`conformance_tests!`].
+/// Implementation detail of [`conformance_tests!`](crate::conformance_tests).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_each {
