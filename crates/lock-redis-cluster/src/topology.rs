@@ -6,6 +6,7 @@
 //! most one per 100 ms: during a failover every call fails
 //! for a while, and they must not all ask every node for the map at once.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -180,15 +181,11 @@ pub(crate) struct Topology {
     map: watch::Sender<Arc<SlotMap>>,
     seeds: Vec<Addr>,
     /// Held while refreshing; the instant the last refresh ended.
-    refresh: Mutex<RefreshState>,
+    refresh: Mutex<Option<Instant>>,
+    /// Refreshes done so far (changed map or not). Read without the lock:
+    /// every call reads it, and must not wait for a refresh in progress.
+    rounds: AtomicU64,
     command_timeout: Duration,
-}
-
-#[derive(Default)]
-struct RefreshState {
-    /// Refreshes done so far (changed map or not).
-    rounds: u64,
-    last_end: Option<Instant>,
 }
 
 impl Topology {
@@ -196,7 +193,8 @@ impl Topology {
         Self {
             map: watch::Sender::new(Arc::new(SlotMap::empty())),
             seeds,
-            refresh: Mutex::new(RefreshState::default()),
+            refresh: Mutex::new(None),
+            rounds: AtomicU64::new(0),
             command_timeout,
         }
     }
@@ -213,8 +211,8 @@ impl Topology {
 
     /// The number of refreshes done so far; pass it to
     /// [`Topology::refresh`] to skip a refresh someone else did meanwhile.
-    pub(crate) async fn rounds(&self) -> u64 {
-        self.refresh.lock().await.rounds
+    pub(crate) fn rounds(&self) -> u64 {
+        self.rounds.load(Ordering::Acquire)
     }
 
     /// Records a `-MOVED` answer: `slot` is on `addr` now.
@@ -236,13 +234,13 @@ impl Topology {
     /// # Errors
     /// A retryable error when no node answered by `deadline`.
     pub(crate) async fn refresh(&self, nodes: &Nodes, seen: u64, deadline: Instant) -> Result<()> {
-        let Ok(mut state) = timeout_at(deadline, self.refresh.lock()).await else {
+        let Ok(mut last_end) = timeout_at(deadline, self.refresh.lock()).await else {
             return Err(LockError::timeout("waiting for a cluster topology refresh"));
         };
-        if state.rounds != seen {
+        if self.rounds() != seen {
             return Ok(());
         }
-        if let Some(last) = state.last_end {
+        if let Some(last) = *last_end {
             let next = last + MIN_REFRESH_INTERVAL;
             if next > deadline {
                 return Err(LockError::timeout("cluster topology refresh"));
@@ -250,18 +248,21 @@ impl Topology {
             sleep_until(next).await;
         }
         let result = self.fetch(nodes, deadline).await;
-        state.rounds += 1;
-        state.last_end = Some(Instant::now());
-        let map = result?;
-        self.map.send_if_modified(|current| {
-            if **current == map {
-                return false;
-            }
-            tracing::debug!(?map, "cluster topology changed");
-            *current = Arc::new(map);
-            true
+        *last_end = Some(Instant::now());
+        let installed = result.map(|map| {
+            self.map.send_if_modified(|current| {
+                if **current == map {
+                    return false;
+                }
+                tracing::debug!(?map, "cluster topology changed");
+                *current = Arc::new(map);
+                true
+            });
         });
-        Ok(())
+        // Counted whether or not it worked, after any new map is in place,
+        // so a caller that sees the count move also sees the map.
+        self.rounds.fetch_add(1, Ordering::AcqRel);
+        installed
     }
 
     async fn fetch(&self, nodes: &Nodes, deadline: Instant) -> Result<SlotMap> {

@@ -157,7 +157,7 @@ impl Inner {
     pub(crate) fn refresh_soon(self: &Arc<Self>) {
         let inner = self.clone();
         tokio::spawn(async move {
-            let seen = inner.topology.rounds().await;
+            let seen = inner.topology.rounds();
             let deadline = Instant::now() + inner.config.command_timeout;
             if let Err(e) = inner.topology.refresh(&inner.nodes, seen, deadline).await {
                 tracing::debug!(error = %e, "background cluster topology refresh failed");
@@ -189,7 +189,7 @@ impl Inner {
                 None => match self.topology.map().master_addr(slot) {
                     Some(addr) => (addr, false),
                     None => {
-                        let seen = self.topology.rounds().await;
+                        let seen = self.topology.rounds();
                         if let Err(e) = self.topology.refresh(&self.nodes, seen, deadline).await {
                             return Err(last_error.unwrap_or(e));
                         }
@@ -205,7 +205,7 @@ impl Inner {
                 },
             };
             let set = self.nodes.get(&addr)?;
-            let seen = self.topology.rounds().await;
+            let seen = self.topology.rounds();
             let mut lease = match set.get(deadline).await {
                 Ok(lease) => lease,
                 // Nothing was sent: the master is down or unreachable. Wait
