@@ -89,7 +89,7 @@ fn random_name(i: usize) -> String {
     let mut name: String = (0..len)
         .map(|_| char::from(ALPHABET[fastrand::usize(..ALPHABET.len())]))
         .collect();
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         // A well-formed tag somewhere, sometimes empty, sometimes nested.
         let at = fastrand::usize(..=name.len());
         let tag = ["", "user:7", "{x", "a}b"][fastrand::usize(..4)];
