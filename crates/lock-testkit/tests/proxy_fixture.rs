@@ -289,3 +289,16 @@ async fn kill_connections_closes_clients_and_new_ones_work() {
     let stats = proxy.stats();
     assert_eq!((stats.accepted, stats.open), (3, 1));
 }
+
+#[tokio::test]
+async fn the_url_carries_the_servers_password() {
+    let server = RedisServer::builder().password("s3cret").start();
+    let proxy = FaultProxy::in_front_of(&server);
+    assert_eq!(
+        proxy.url(),
+        format!("redis://:s3cret@127.0.0.1:{}/", proxy.port())
+    );
+    let mut conn = connect(&proxy, Duration::from_secs(5)).await;
+    let pong: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
+    assert_eq!(pong, "PONG");
+}
