@@ -4,6 +4,11 @@
 //!   semantics of the Redis scripts, for unit tests under paused time.
 //! - [`conformance`]: the behaviour checks every backend must pass.
 //! - [`ExclusionChecker`]: detects overlapping critical sections.
+//! - `fixtures` (feature `fixtures`): throw-away `redis-server` processes
+//!   and clusters with kill/pause/restart levers, and `FaultProxy`, a
+//!   fault-injecting TCP proxy in front of one of them that holds back a
+//!   chosen command, swallows its reply, partitions and heals, or kills
+//!   connections (see `fixtures::proxy`).
 #![deny(missing_docs)]
 
 pub mod checker;
