@@ -12,6 +12,10 @@ use crate::{duration, exit, output};
 /// The server used when neither `--url` nor `$REDIS_URL` says otherwise.
 pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
+/// The hidden subcommand `run` re-executes lockctl with to supervise its
+/// command (see `supervise.rs`).
+pub(crate) const SUPERVISE: &str = "__supervise";
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
@@ -81,8 +85,10 @@ pub(crate) enum Command {
     /// then SIGKILL 2 s later, and lockctl exits 76. SIGINT, SIGTERM and
     /// SIGHUP sent to lockctl are passed on to CMD; lockctl waits for CMD,
     /// releases the lock and exits with CMD's status (128+N when CMD died by
-    /// signal N). Only CMD itself is signalled: a CMD that starts children
-    /// should pass signals on (or `exec` its last program).
+    /// signal N). CMD runs in a process group of its own, and every signal
+    /// reaches the whole group, CMD's children too; whatever CMD leaves
+    /// running when it exits is killed (SIGKILL) before the lock is
+    /// released.
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
 
@@ -104,6 +110,10 @@ pub(crate) enum Command {
     /// ends).
     #[command(name = "force-unlock", after_help = EXIT_CODES)]
     ForceUnlock(ForceUnlockArgs),
+
+    /// Internal to `run`: starts and guards its command.
+    #[command(name = SUPERVISE, hide = true)]
+    Supervise(SuperviseArgs),
 }
 
 /// `lockctl run`.
@@ -130,6 +140,18 @@ pub(crate) struct RunArgs {
     /// and pass it to CMD as LOCK_TOKEN.
     #[arg(long)]
     pub(crate) fenced: bool,
+
+    /// The command to run and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) cmd: Vec<OsString>,
+}
+
+/// `lockctl __supervise`, as `run` starts it.
+#[derive(Debug, Args)]
+pub(crate) struct SuperviseArgs {
+    /// The pid of the `lockctl run` that started this supervisor.
+    #[arg(long, value_name = "PID")]
+    pub(crate) parent: i32,
 
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
