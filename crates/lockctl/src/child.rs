@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{self, ExitStatus};
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -136,6 +136,17 @@ impl Group {
             // group, if only as a zombie.
             let _ = killpg(self.id, signal);
         }
+    }
+
+    /// Stops the group (SIGTSTP, as Ctrl-Z would) and then lockctl itself
+    /// (SIGSTOP, as Ctrl-Z would have, had lockctl not caught it); when
+    /// lockctl is continued (`fg`, `bg`, SIGCONT), continues the group.
+    pub(crate) fn suspend(&self) {
+        self.signal(Signal::SIGTSTP);
+        // A signal to oneself is delivered before kill returns: lockctl is
+        // stopped here, and goes on from here when continued.
+        let _ = kill(Pid::this(), Signal::SIGSTOP);
+        self.signal(Signal::SIGCONT);
     }
 
     /// Waits for the command to exit and kills (SIGKILL) whatever it left

@@ -28,6 +28,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 use lock_core::{AcquireOptions, Guard, LockClient, LockName};
+use nix::sys::signal::Signal;
 
 use crate::child::{self, Group};
 use crate::cli::{Global, RunArgs};
@@ -96,7 +97,11 @@ async fn hold_and_run(
         ));
     };
 
-    let mut command = match child::spawn(&args.cmd, name.as_str(), guard.fencing_token()) {
+    // From here on Ctrl-Z must stop the command too (see signals.rs).
+    let spawned = signals
+        .catch_stop()
+        .and_then(|()| child::spawn(&args.cmd, name.as_str(), guard.fencing_token()));
+    let mut command = match spawned {
         Ok(command) => command,
         Err(failure) => {
             release(guard, name).await;
@@ -152,7 +157,10 @@ async fn wait_or_lose(
                 });
             }
             () = guard.lost() => return Ok(Ended::Lost),
-            signal = signals.recv() => command.signal(signal),
+            signal = signals.recv() => match signal {
+                Signal::SIGTSTP => command.suspend(),
+                signal => command.signal(signal),
+            },
         }
     }
 }

@@ -138,6 +138,27 @@ fn children_left_running_are_killed_when_the_command_exits() {
     assert_eq!(int(&server, &["EXISTS", "job"]), 0, "released");
 }
 
+#[test]
+fn ctrl_z_stops_the_command_along_with_lockctl() {
+    let server = RedisServer::start();
+    let family = Family::start(&server.url(), &[], SHELL_AND_GRANDCHILD);
+    let all = [family.lockctl.pid(), family.shell, family.grandchild];
+    let stopped = |pid| process_state(pid) == Some('T');
+    // What the terminal sends lockctl's process group on Ctrl-Z.
+    family.lockctl.signal(Signal::SIGTSTP);
+    wait_until("all three to stop", PATIENCE, || {
+        all.into_iter().all(stopped)
+    });
+    // What `fg` sends it.
+    family.lockctl.signal(Signal::SIGCONT);
+    wait_until("all three to go on", PATIENCE, || {
+        !all.into_iter().any(stopped)
+    });
+    family.lockctl.signal(Signal::SIGTERM);
+    let (status, stderr) = family.lockctl.wait(PATIENCE);
+    assert_eq!(code(status), 128 + 15, "{stderr}");
+}
+
 /// The race check: a supervisor that finds it is no longer the child of the
 /// lockctl that started it (which died before it could ask for the
 /// parent-death signal) starts nothing.

@@ -243,12 +243,16 @@ pub(crate) fn process_exists(pid: Pid) -> bool {
 /// Whether the process `pid` has ended: gone, or a zombie (dead, waiting
 /// for a parent that may be a container's init that never reaps).
 pub(crate) fn process_gone(pid: Pid) -> bool {
-    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return true;
-    };
+    matches!(process_state(pid), None | Some('Z' | 'X'))
+}
+
+/// The state letter `/proc/<pid>/stat` shows (`R`, `S`, `T` stopped, `Z`
+/// zombie, …), or `None` when there is no such process.
+pub(crate) fn process_state(pid: Pid) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // `pid (comm) state …`; comm may hold spaces and parentheses.
-    let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
-    matches!(state.and_then(|s| s.chars().next()), Some('Z' | 'X'))
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
 }
 
 /// Polls every 5 ms, for up to 2 s, until every one of `pids` has ended;
