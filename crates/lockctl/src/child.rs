@@ -138,6 +138,15 @@ impl Group {
         }
     }
 
+    /// Sends `signal`, one that asks the command to end (SIGINT, SIGTERM,
+    /// SIGHUP), to the group, and SIGCONT after it: a stopped command (by
+    /// SIGSTOP, or by SIGTTIN for reading the terminal from its background
+    /// group) would otherwise act on it only once someone continued it.
+    pub(crate) fn ask_to_end(&self, signal: Signal) {
+        self.signal(signal);
+        self.signal(Signal::SIGCONT);
+    }
+
     /// Stops the group (SIGTSTP, as Ctrl-Z would) and then lockctl itself
     /// (SIGSTOP, as Ctrl-Z would have, had lockctl not caught it); when
     /// lockctl is continued (`fg`, `bg`, SIGCONT), continues the group.
@@ -167,14 +176,15 @@ impl Group {
         }
     }
 
-    /// Stops the command: SIGTERM to the group, then SIGKILL after `grace`,
-    /// and waits for it to exit.
+    /// Stops the command: SIGTERM to the group (see
+    /// [`Group::ask_to_end`]), then SIGKILL after `grace`, and waits for it
+    /// to exit.
     ///
     /// # Cancel safety
     /// Not meant to be cancelled: a dropped call may leave the command
     /// running until the group is dropped (which kills it).
     pub(crate) async fn stop(&mut self, grace: Duration) -> io::Result<ExitStatus> {
-        self.signal(Signal::SIGTERM);
+        self.ask_to_end(Signal::SIGTERM);
         if let Ok(status) = tokio::time::timeout(grace, self.wait()).await {
             return status;
         }

@@ -159,7 +159,7 @@ async fn wait_or_lose(
             () = guard.lost() => return Ok(Ended::Lost),
             signal = signals.recv() => match signal {
                 Signal::SIGTSTP => command.suspend(),
-                signal => command.signal(signal),
+                signal => command.ask_to_end(signal),
             },
         }
     }

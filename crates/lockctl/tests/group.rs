@@ -159,6 +159,31 @@ fn ctrl_z_stops_the_command_along_with_lockctl() {
     assert_eq!(code(status), 128 + 15, "{stderr}");
 }
 
+#[test]
+fn a_stopped_command_still_acts_on_sigterm() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = lockctl(&server.url());
+    cmd.args([
+        "run",
+        "job",
+        "--",
+        "sh",
+        "-c",
+        "echo $$ > pid; kill -STOP $$",
+    ])
+    .current_dir(dir.path());
+    let lockctl = Proc::spawn(cmd);
+    let shell = read_pid(&dir.path().join("pid"));
+    let _cleanup = KillOnDrop(vec![shell]);
+    wait_until("the command to stop", PATIENCE, || {
+        process_state(shell) == Some('T')
+    });
+    lockctl.signal(Signal::SIGTERM);
+    let (status, stderr) = lockctl.wait(PATIENCE);
+    assert_eq!(code(status), 128 + 15, "{stderr}");
+}
+
 /// The race check: a supervisor that finds it is no longer the child of the
 /// lockctl that started it (which died before it could ask for the
 /// parent-death signal) starts nothing.
