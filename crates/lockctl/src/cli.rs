@@ -12,6 +12,10 @@ use crate::{duration, exit, output};
 /// The server used when neither `--url` nor `$REDIS_URL` says otherwise.
 pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 
+/// The hidden subcommand `run` re-executes lockctl with to supervise its
+/// command (see `supervise.rs`).
+pub(crate) const SUPERVISE: &str = "__supervise";
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
@@ -71,19 +75,47 @@ pub(crate) struct Global {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Take the lock, run CMD while holding it, release it when CMD exits.
+    /// Take the lock, run CMD while holding it, release it when CMD exits
     ///
     /// CMD runs with LOCK_NAME set to the lock's name (and LOCK_TOKEN to the
     /// fencing token with --fenced). Without --lease the watchdog keeps the
     /// lock while CMD runs; with --lease the lock is held for at most that
-    /// long. If the lock is lost while CMD runs (deleted, force-unlocked,
-    /// expired, or Redis unreachable until it expired), CMD gets SIGTERM,
-    /// then SIGKILL 2 s later, and lockctl exits 76. SIGINT, SIGTERM and
-    /// SIGHUP sent to lockctl are passed on to CMD; lockctl waits for CMD,
-    /// releases the lock and exits with CMD's status (128+N when CMD died by
-    /// signal N). Only CMD itself is signalled: a CMD that starts children
-    /// should pass signals on (or `exec` its last program).
-    #[command(after_help = EXIT_CODES)]
+    /// long.
+    ///
+    /// CMD runs in a process group of its own, and everything below applies
+    /// to the whole group: CMD and its children (unless they leave it, as
+    /// with setsid). That group is not the terminal's foreground group:
+    /// lockctl passes Ctrl-C and Ctrl-Z on to it, but a CMD that reads from
+    /// the terminal is stopped (SIGTTIN); give it its input by redirection.
+    ///
+    /// What happens to CMD, and to the lock, when:
+    ///   CMD exits (the          what it left running is killed (SIGKILL),
+    ///   normal end)             the lock released; lockctl exits with CMD's
+    ///                           status (128+N if CMD died by signal N)
+    ///   the lock is lost        (deleted, force-unlocked, expired, lease
+    ///                           over) SIGTERM, then SIGKILL 2 s later;
+    ///                           lockctl exits 76
+    ///   lockctl gets SIGINT,    passed on (followed by SIGCONT); lockctl
+    ///   SIGTERM or SIGHUP       waits for CMD, releases the lock and exits
+    ///                           with CMD's status
+    ///   lockctl gets SIGTSTP    CMD is stopped with lockctl and continued
+    ///   (Ctrl-Z)                with it; the lock may expire meanwhile
+    ///   lockctl fails           SIGKILL; the lock is released or expires
+    ///   lockctl is SIGKILLed    Linux: SIGKILL at once (a parent-death
+    ///   (kill -9, OOM killer)   signal), before the lock expires within
+    ///                           --watchdog-timeout (or --lease). Other
+    ///                           systems have no such signal: CMD runs on,
+    ///                           orphaned and unguarded
+    ///   lockctl is SIGSTOPped   nothing: a paused lockctl cannot police
+    ///                           CMD. Nobody renews the lock; once it
+    ///                           expires, another holder may enter beside
+    ///                           CMD. Only fencing tokens protect the
+    ///                           resource then (--fenced, LOCK_TOKEN).
+    ///                           Continued, lockctl finds the lock lost at
+    ///                           its next renewal and stops CMD (exit 76)
+    // Verbatim: the table needs its line breaks (and then the summary line
+    // its missing full stop, like the other commands' summaries).
+    #[command(after_help = EXIT_CODES, verbatim_doc_comment)]
     Run(RunArgs),
 
     /// Show whether the lock is held, by whom, for how long.
@@ -104,6 +136,10 @@ pub(crate) enum Command {
     /// ends).
     #[command(name = "force-unlock", after_help = EXIT_CODES)]
     ForceUnlock(ForceUnlockArgs),
+
+    /// Internal to `run`: starts and guards its command.
+    #[command(name = SUPERVISE, hide = true)]
+    Supervise(SuperviseArgs),
 }
 
 /// `lockctl run`.
@@ -130,6 +166,18 @@ pub(crate) struct RunArgs {
     /// and pass it to CMD as LOCK_TOKEN.
     #[arg(long)]
     pub(crate) fenced: bool,
+
+    /// The command to run and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub(crate) cmd: Vec<OsString>,
+}
+
+/// `lockctl __supervise`, as `run` starts it.
+#[derive(Debug, Args)]
+pub(crate) struct SuperviseArgs {
+    /// The pid of the `lockctl run` that started this supervisor.
+    #[arg(long, value_name = "PID")]
+    pub(crate) parent: i32,
 
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]

@@ -37,11 +37,16 @@ pub(crate) const NOT_FOUND: u8 = 127;
 pub(crate) fn of_status(status: ExitStatus) -> u8 {
     use std::os::unix::process::ExitStatusExt as _;
     match (status.code(), status.signal()) {
-        // Exit codes are 0..=255 on Unix; the fallback is unreachable.
-        (Some(code), _) => u8::try_from(code).unwrap_or(SOFTWARE),
+        (Some(code), _) => of_code(code),
         (None, Some(signal)) => of_signal(signal),
         (None, None) => SOFTWARE,
     }
+}
+
+/// A process's exit code as lockctl's.
+pub(crate) fn of_code(code: i32) -> u8 {
+    // Exit codes are 0..=255 on Unix; the fallback is unreachable.
+    u8::try_from(code).unwrap_or(SOFTWARE)
 }
 
 /// 128 + `signal`, as a shell reports death by a signal.

@@ -1,7 +1,8 @@
 #![doc = include_str!("../README.md")]
 // Module map: `cli` parses, `connect` makes the client, `run`, `status` and
-// `force_unlock` are the commands, `child` and `signals` serve `run`, and
-// `exit` and `output` turn every outcome into one stderr line and a code.
+// `force_unlock` are the commands, `child`, `signals` and `supervise` (the
+// process between `run` and its command) serve `run`, and `exit` and
+// `output` turn every outcome into one stderr line and a code.
 
 mod child;
 mod cli;
@@ -13,12 +14,13 @@ mod output;
 mod run;
 mod signals;
 mod status;
+mod supervise;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use cli::{Cli, Command};
+use cli::{Command, Global};
 use exit::Failure;
 
 fn main() -> ExitCode {
@@ -30,7 +32,19 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(code) => return ExitCode::from(code),
     };
-    // One thread: a handful of requests and one child at a time.
+    let command = match cli.command {
+        // Synchronous and single-threaded: it blocks every signal, which
+        // covers the whole process only if it has one thread.
+        Command::Supervise(args) => return ExitCode::from(supervise::run(&args)),
+        command => command,
+    };
+    // One thread: a handful of requests and one child at a time. It must
+    // stay so: `run` starts its command's supervisor from the task this
+    // thread runs, and on Linux the supervisor's parent-death signal fires
+    // when the thread that started it ends, not when the process does. The
+    // main thread ends only with the process; a worker thread of a
+    // multi-threaded runtime may end at any time and take the command with
+    // it.
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -41,7 +55,9 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::SOFTWARE);
         }
     };
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| runtime.block_on(dispatch(cli))));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+        runtime.block_on(dispatch(&cli.global, command))
+    }));
     let code = match outcome {
         Ok(Ok(code)) => code,
         Ok(Err(failure)) => {
@@ -56,10 +72,12 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-async fn dispatch(cli: Cli) -> Result<u8, Failure> {
-    match cli.command {
-        Command::Run(args) => run::run(&cli.global, args).await,
-        Command::Status(args) => status::run(&cli.global, args).await,
-        Command::ForceUnlock(args) => force_unlock::run(&cli.global, args).await,
+async fn dispatch(global: &Global, command: Command) -> Result<u8, Failure> {
+    match command {
+        Command::Run(args) => run::run(global, args).await,
+        Command::Status(args) => status::run(global, args).await,
+        Command::ForceUnlock(args) => force_unlock::run(global, args).await,
+        // Started before the runtime (see main); it would work here too.
+        Command::Supervise(args) => Ok(supervise::run(&args)),
     }
 }

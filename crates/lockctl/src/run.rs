@@ -16,18 +16,25 @@
 //!   on to the command, lockctl waits for it to exit, then releases. A
 //!   signal that arrives while still waiting for the lock just gives up.
 //! - lockctl itself dies (SIGKILL): nobody renews the lock, so it expires
-//!   within the watchdog timeout (or the lease); the command is orphaned.
+//!   within the watchdog timeout (or the lease). On Linux the command's
+//!   supervisor gets the parent-death signal and kills the command's group
+//!   at once (see `supervise.rs`); elsewhere the command runs on, orphaned.
+//!
+//! "The command" is its whole process group (see `child.rs`): signals,
+//! stops and kills reach a shell's children too, and whatever the command
+//! leaves running when it exits is killed before the lock is released.
 
 use std::process::ExitStatus;
 use std::time::Duration;
 
 use lock_core::{AcquireOptions, Guard, LockClient, LockName};
-use tokio::process::Child;
+use nix::sys::signal::Signal;
 
+use crate::child::{self, Group};
 use crate::cli::{Global, RunArgs};
 use crate::exit::{self, Failure};
 use crate::signals::Signals;
-use crate::{child, connect, duration, output};
+use crate::{connect, duration, output};
 
 /// How long releasing may take after the command exited. The release is
 /// retried on errors; if Redis is gone, the lock expires with its lease
@@ -90,18 +97,22 @@ async fn hold_and_run(
         ));
     };
 
-    let mut command = match child::spawn(&args.cmd, name.as_str(), guard.fencing_token()) {
+    // From here on Ctrl-Z must stop the command too (see signals.rs).
+    let spawned = signals
+        .catch_stop()
+        .and_then(|()| child::spawn(&args.cmd, name.as_str(), guard.fencing_token()));
+    let mut command = match spawned {
         Ok(command) => command,
         Err(failure) => {
             release(guard, name).await;
             return Err(failure);
         }
     };
-    match supervise(&mut command, &guard, signals).await? {
+    match wait_or_lose(&mut command, &guard, signals).await? {
         Ended::Exited(status) => finish(guard, name, status).await,
         Ended::Lost => {
             // The command first: it must not run on without the lock.
-            let stopped = child::stop(&mut command, child::STOP_GRACE).await;
+            let stopped = command.stop(child::STOP_GRACE).await;
             // The hold is gone already; dropping the guard just stops its
             // bookkeeping (its release finds nothing to release).
             drop(guard);
@@ -131,8 +142,8 @@ enum Ended {
 
 /// Waits for the command to exit or the lock to be lost, passing on the
 /// signals lockctl receives meanwhile.
-async fn supervise(
-    command: &mut Child,
+async fn wait_or_lose(
+    command: &mut Group,
     guard: &Guard,
     signals: &mut Signals,
 ) -> Result<Ended, Failure> {
@@ -140,13 +151,16 @@ async fn supervise(
         tokio::select! {
             status = command.wait() => {
                 return status.map(Ended::Exited).map_err(|e| {
-                    // Dropping the handle kills the command; the guard's
-                    // drop releases the lock.
+                    // Dropping the group kills it; the guard's drop
+                    // releases the lock.
                     Failure::new(exit::SOFTWARE, format!("cannot wait for the command: {e}"))
                 });
             }
             () = guard.lost() => return Ok(Ended::Lost),
-            signal = signals.recv() => child::signal(command, signal),
+            signal = signals.recv() => match signal {
+                Signal::SIGTSTP => command.suspend(),
+                signal => command.ask_to_end(signal),
+            },
         }
     }
 }

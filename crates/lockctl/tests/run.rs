@@ -176,7 +176,8 @@ fn a_killed_holder_frees_the_lock_within_the_watchdog_timeout() {
     // Someone else gets it straight away.
     let output = run(&server.url(), &["run", "job", "--wait", "0s", "--", "true"]);
     assert_eq!(code(output.status), 0, "{output:?}");
-    // The orphaned command ends by itself once released; be sure of it.
+    // The command died with its lockctl (tests/group.rs checks that);
+    // should it not have, it must not outlive the test.
     let _ = nix::sys::signal::kill(holder.command_pid(), Signal::SIGKILL);
 }
 

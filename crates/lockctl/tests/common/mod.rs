@@ -240,6 +240,50 @@ pub(crate) fn process_exists(pid: Pid) -> bool {
     kill(pid, None).is_ok()
 }
 
+/// Whether the process `pid` has ended: gone, or a zombie (dead, waiting
+/// for a parent that may be a container's init that never reaps).
+pub(crate) fn process_gone(pid: Pid) -> bool {
+    matches!(process_state(pid), None | Some('Z' | 'X'))
+}
+
+/// The state letter `/proc/<pid>/stat` shows (`R`, `S`, `T` stopped, `Z`
+/// zombie, …), or `None` when there is no such process.
+pub(crate) fn process_state(pid: Pid) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state …`; comm may hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.trim_start().chars().next()
+}
+
+/// Polls every 5 ms, for up to 2 s, until every one of `pids` has ended;
+/// returns how long that took from `since`, or `None` if some still run.
+pub(crate) fn all_gone_after(pids: &[Pid], since: Instant) -> Option<Duration> {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        if pids.iter().all(|&pid| process_gone(pid)) {
+            return Some(since.elapsed());
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kills (SIGKILL) the processes it names when dropped: a test that fails
+/// must not leave its commands running.
+pub(crate) struct KillOnDrop(pub(crate) Vec<Pid>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            if !process_gone(pid) {
+                let _ = kill(pid, Signal::SIGKILL);
+            }
+        }
+    }
+}
+
 pub(crate) fn layout() -> KeyLayout {
     KeyLayout::default()
 }
