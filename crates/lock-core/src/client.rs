@@ -85,10 +85,12 @@ impl LockClient {
     /// background work (watchdog, releases of dropped guards) runs there.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a bad configuration or when called
+    /// [`LockError::InvalidArgument`] for a bad configuration (see
+    /// [`ClientConfig::validate_for`], checked with the backend's
+    /// [command timeout](LockBackend::command_timeout)) or when called
     /// outside a tokio runtime.
     pub fn new(backend: Arc<dyn LockBackend>, config: ClientConfig) -> Result<Self> {
-        config.validate()?;
+        config.validate_for(backend.command_timeout())?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("LockClient::new must be called inside a tokio runtime")
         })?;
