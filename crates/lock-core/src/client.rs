@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::backend::LockBackend;
 use crate::config::{lease_millis, ClientConfig};
 use crate::error::{LockError, Result};
+use crate::holds::Holds;
 use crate::lock::Lock;
 use crate::owner::Owner;
 use crate::stats::{ClientStats, Stats};
@@ -38,6 +39,8 @@ pub(crate) struct ClientInner {
     pub(crate) config: ClientConfig,
     pub(crate) backend: Arc<dyn LockBackend>,
     pub(crate) waiters: Arc<WaiterRegistry>,
+    /// Every hold of this client's guards, by (lock name, owner).
+    pub(crate) holds: Arc<Holds>,
     pub(crate) watchdog: Watchdog,
     pub(crate) stats: Arc<Stats>,
     pub(crate) runtime: tokio::runtime::Handle,
@@ -104,9 +107,11 @@ impl LockClient {
         let stats = Arc::new(Stats::default());
         let waiters = Arc::new(WaiterRegistry::new(Arc::clone(&stats)));
         backend.set_notice_sink(Arc::clone(&waiters) as _);
+        let holds = Arc::new(Holds::new());
         let watchdog = Watchdog::start(
             &runtime,
             Arc::clone(&backend),
+            Arc::clone(&holds),
             config.watchdog_timeout,
             config.retry.clone(),
             Arc::clone(&stats),
@@ -117,6 +122,7 @@ impl LockClient {
                 config,
                 backend,
                 waiters,
+                holds,
                 watchdog,
                 stats,
                 runtime,

@@ -37,6 +37,7 @@ mod client;
 pub mod config;
 pub mod error;
 mod guard;
+mod holds;
 pub mod layout;
 mod lock;
 pub mod name;

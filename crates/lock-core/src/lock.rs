@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{ReleaseOutcome, ReleaseRequest, RenewTarget, Topic};
+use crate::backend::{ReleaseOutcome, ReleaseRequest, Topic};
 use crate::client::{ClientInner, LockClient};
 use crate::config::lease_millis;
 use crate::error::{LockError, Result};
@@ -315,7 +315,9 @@ impl Lock {
     /// Releases one hold of `owner` without a guard, as Redisson's `unlock()`
     /// does. Guards release themselves; this is for tools and for code that
     /// tracks owners itself. Returns `true`
-    /// when that was the last hold and the lock is now free.
+    /// when that was the last hold and the lock is now free: then (and on
+    /// [`LockError::NotHeld`]) every guard of `owner` on this lock is told
+    /// its lock is lost, and the watchdog stops renewing it.
     ///
     /// # Errors
     /// [`LockError::NotHeld`] when `owner` does not hold the lock; backend
@@ -326,17 +328,12 @@ impl Lock {
     pub async fn unlock_as(&self, owner: Owner) -> Result<bool> {
         let inner = self.inner();
         inner.check_open()?;
-        let target = RenewTarget {
-            name: self.name.clone(),
-            owner,
-        };
         let req = ReleaseRequest::new(self.name.clone(), owner, inner.watchdog_ms, inner.latch_ms);
-        let outcome = op::release(inner, req).await.map_err(op::join_error)??;
+        let outcome = op::release(inner, req, None)
+            .await
+            .map_err(op::join_error)??;
         match outcome {
-            ReleaseOutcome::Released => {
-                inner.watchdog.forget(&target);
-                Ok(true)
-            }
+            ReleaseOutcome::Released => Ok(true),
             ReleaseOutcome::StillHeld => Ok(false),
             ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
                 name: self.name.to_string(),
@@ -345,10 +342,12 @@ impl Lock {
     }
 
     /// Deletes the lock whoever holds it, and wakes its waiters. Returns
-    /// whether it was held. Watchdog holders find out through their
-    /// lost-lock signal at their next renewal; a holder with a fixed lease
-    /// (nothing renews it) only when that lease runs out, and its unlock
-    /// then fails with [`LockError::NotHeld`].
+    /// whether it was held. The holder's guards find out through their
+    /// lost-lock signal — all guards of that owner at once, fixed-lease
+    /// ones included — at the watchdog's next renewal of any of them, or
+    /// when a release by one of them is answered [`LockError::NotHeld`]; a
+    /// holder with only fixed leases (nothing renews them) learns it when
+    /// its leases run out or a release fails so.
     ///
     /// # Errors
     /// [`LockError::WrongType`]; backend errors.

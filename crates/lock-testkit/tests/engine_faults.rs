@@ -424,3 +424,73 @@ async fn latch_shorter_than_the_backoff_is_rejected() {
         .unwrap_err();
     assert!(err.to_string().contains("latch_ttl"), "{err}");
 }
+
+/// A partition: every call hangs until the 3 s command timeout. The lease
+/// deadline passes while the renewal sent at a third of it still waits for
+/// its reply; the loss is reported by the deadline, not when that renewal
+/// gives up 2.4 s later (issue 10, item 5).
+#[tokio::test(start_paused = true)]
+async fn loss_during_a_hanging_renewal_is_reported_on_time() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(config()).unwrap();
+    let g = c.lock("partition").unwrap().lock().await.unwrap();
+    let deadline = Instant::now() + WATCHDOG;
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::timeout_at(deadline, g.lost())
+        .await
+        .expect("lost() resolves by the lease deadline");
+    assert!(g.is_lost());
+    assert!(g.check().unwrap_err().is_lost());
+    assert_eq!(c.stats().watched, 0, "the watchdog dropped it on time");
+}
+
+/// `is_lost()` reads the deadline itself: true at the deadline even while
+/// the watchdog task is stuck in a renewal.
+#[tokio::test(start_paused = true)]
+async fn is_lost_turns_true_at_the_deadline_by_itself() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(config()).unwrap();
+    let g = c.lock("partition-poll").unwrap().lock().await.unwrap();
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(!g.is_lost());
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(
+        g.is_lost(),
+        "still held by the guard's account at its deadline"
+    );
+}
+
+/// The watchdog itself drops an overdue hold on time, racing the renewal
+/// that hangs, rather than after that renewal gives up.
+#[tokio::test(start_paused = true)]
+async fn watchdog_drops_an_overdue_hold_while_its_renewal_hangs() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(config()).unwrap();
+    let _g = c.lock("partition-drop").unwrap().lock().await.unwrap();
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::sleep(WATCHDOG + Duration::from_millis(1)).await;
+    assert_eq!(c.stats().watched, 0, "still renewing a lost hold");
+}
+
+/// Loss is reported a safety margin before the lease deadline (lease/100 +
+/// 2 ms by default), so a holder can stop before another client may take
+/// the lock (issue 10, item 12).
+#[tokio::test(start_paused = true)]
+async fn loss_is_reported_before_the_lease_deadline() {
+    let (_server, c) = setup();
+    let lease = Duration::from_secs(1);
+    let started = Instant::now();
+    let g = c
+        .lock("margin")
+        .unwrap()
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
+    g.lost().await;
+    assert_eq!(started.elapsed(), lease - Duration::from_millis(12));
+    assert!(g.is_lost());
+}

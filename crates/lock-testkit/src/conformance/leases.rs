@@ -158,3 +158,16 @@ pub async fn dropped_guard_releases_in_background(h: &dyn Harness) {
     .await;
     assert_eq!(a.stats().watched, 0);
 }
+
+/// Closing the client stops the watchdog, so nothing keeps its locks any
+/// more: every watchdog guard is told at once.
+pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
+    let a = client(h).await;
+    let g = a.lock(unique("closing")).unwrap().lock().await.unwrap();
+    a.close().await;
+    tokio::time::timeout(WATCHDOG, g.lost())
+        .await
+        .expect("a closed client's guard is told");
+    assert!(g.is_lost());
+    assert!(g.check().unwrap_err().is_lost());
+}
