@@ -206,8 +206,12 @@ impl LockClient {
     /// Closes the client: later operations fail with [`LockError::Closed`];
     /// requests already in flight — including background releases of guards
     /// dropped before — finish first ([`LockClient::settle`]); then the
-    /// watchdog stops (locks still held expire within `watchdog_timeout`)
-    /// and the backend's connections are closed. Unlock what you hold first.
+    /// watchdog stops and the backend's connections are closed. Unlock what
+    /// you hold first: nothing renews a lock any more once the watchdog
+    /// stops, so every guard of a lock it kept alive is told at once that
+    /// its lock is lost ([`crate::Guard::lost`]; the lock itself expires
+    /// within `watchdog_timeout`). Guards with only a fixed lease keep it
+    /// until it runs out; none can be released after the close.
     ///
     /// # Cancel safety
     /// The client is marked closed at once; dropping the future skips the

@@ -71,6 +71,10 @@ impl Guard {
             owner: req.owner,
         };
         let hold = inner.holds.register(target, deadline, watchdog);
+        if watchdog && inner.watchdog.is_stopped() {
+            // Closed meanwhile: nothing will renew it.
+            inner.holds.end(&hold);
+        }
         Self {
             inner,
             name: req.name,

@@ -327,6 +327,20 @@ impl Holds {
         }
     }
 
+    /// Ends every hold the watchdog keeps alive: it stopped, so nothing
+    /// renews them any more.
+    pub(crate) fn end_watched(&self) {
+        let watched: Vec<Arc<Hold>> = self
+            .table()
+            .values()
+            .filter(|entry| entry.watched > 0)
+            .map(|entry| Arc::clone(&entry.hold))
+            .collect();
+        for hold in watched {
+            self.end(&hold);
+        }
+    }
+
     /// How many holds the watchdog keeps alive.
     pub(crate) fn watched_len(&self) -> usize {
         self.watched.load(Ordering::Acquire)

@@ -18,17 +18,23 @@
 //! fixed-lease guards of the same owner alike), and the watchdog stops
 //! renewing it, when
 //! - a renewal reports the lock no longer held by its owner (expired,
-//!   force-unlocked, deleted), or
+//!   force-unlocked, deleted);
 //! - renewals keep failing until the lease deadline passes: the store may
-//!   already have expired the lock, so the holder must assume it has.
+//!   already have expired the lock, so the holder must assume it has; or
+//! - the watchdog stops ([`crate::LockClient::close`]): nothing renews the
+//!   hold any more.
 //!
 //! After a failed tick the next one comes sooner (the retry policy's
-//! backoff), and the task always wakes by the earliest lease deadline, so a
-//! lost lock is reported on time, not up to a tick late.
+//! backoff), and the task always wakes by the earliest lease deadline, also
+//! while a renewal call is still waiting for its reply (one stuck until its
+//! command timeout in a partition), so a lost lock is reported on time, not
+//! up to a tick or a command timeout late. Guards read the deadline
+//! themselves too ([`crate::Guard::is_lost`]), so they never depend on the
+//! task being scheduled in time.
 //!
 //! # Release
-//! The engine removes the entry *before* it sends the final release, so no
-//! renewal is started after an unlock. A renewal already in flight finds the
+//! The engine removes the last watchdog guard from the hold *before* it
+//! sends the final release, so no renewal is started after an unlock. A renewal already in flight finds the
 //! owner's field gone and changes nothing (the Redisson bug of a watchdog
 //! outliving its unlock cannot happen).
 
@@ -73,9 +79,17 @@ impl Watchdog {
         Self { holds, shutdown }
     }
 
-    /// Stops the task; renewals end.
+    /// Stops the task; renewals end, so every hold it kept alive is
+    /// reported lost (all guards of it are told).
     pub(crate) fn stop(&self) {
         self.shutdown.cancel();
+        self.holds.end_watched();
+    }
+
+    /// Whether [`Watchdog::stop`] was called: a watchdog hold registered
+    /// from now on is lost from the start.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.shutdown.is_cancelled()
     }
 
     /// How many locks are being kept alive.
@@ -123,11 +137,10 @@ impl Task {
                 _ = self.shutdown.cancelled() => return,
             }
             if Instant::now() >= tick {
-                failures = if self.renew_all().await {
-                    0
-                } else {
-                    failures + 1
+                let Some(renewed) = self.renew_on_time().await else {
+                    return;
                 };
+                failures = if renewed { 0 } else { failures + 1 };
                 // After a failure, try again sooner than a full interval, and
                 // ever more often as the earliest lease deadline nears, so a
                 // server that comes back just before it still saves the lock.
@@ -144,6 +157,23 @@ impl Task {
                 next_tick = Some(Instant::now() + pause);
             }
             self.holds.end_overdue();
+        }
+    }
+
+    /// [`Task::renew_all`], while ending the holds whose deadline passes
+    /// before it returns: a renewal that hangs until its command timeout
+    /// (a partition) must not delay the report of a loss. `None` when the
+    /// watchdog was stopped meanwhile.
+    async fn renew_on_time(&self) -> Option<bool> {
+        let renewal = self.renew_all();
+        tokio::pin!(renewal);
+        loop {
+            let overdue = self.holds.earliest_watched_loss();
+            tokio::select! {
+                renewed = &mut renewal => return Some(renewed),
+                _ = sleep_until_some(overdue) => self.holds.end_overdue(),
+                _ = self.shutdown.cancelled() => return None,
+            }
         }
     }
 
@@ -194,5 +224,13 @@ impl Task {
         }
         self.stats.renewed.add(renewed);
         all_ok
+    }
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
