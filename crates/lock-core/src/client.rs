@@ -113,6 +113,7 @@ impl LockClient {
             Arc::clone(&backend),
             Arc::clone(&holds),
             config.watchdog_timeout,
+            config.safety_margin(config.watchdog_timeout),
             config.retry.clone(),
             Arc::clone(&stats),
         );

@@ -137,6 +137,11 @@ pub struct ClientConfig {
     /// process died delays those behind it by at most this long. Default
     /// 5 s (Redisson's fixed default is 5 minutes).
     pub waiter_timeout: Duration,
+    /// Extra time, on top of the allowance for clock drift, by which a
+    /// guard reports its lock lost before the store may expire it: e.g. the
+    /// time the holder needs to stop its work. See
+    /// [`ClientConfig::safety_margin`]. Default 0.
+    pub loss_margin: Duration,
 }
 
 impl Default for ClientConfig {
@@ -147,6 +152,7 @@ impl Default for ClientConfig {
             latch_ttl: Duration::from_secs(30),
             no_ttl_recheck: Duration::from_secs(5),
             waiter_timeout: Duration::from_secs(5),
+            loss_margin: Duration::ZERO,
         }
     }
 }
@@ -180,6 +186,33 @@ impl ClientConfig {
     pub fn waiter_timeout(mut self, timeout: Duration) -> Self {
         self.waiter_timeout = timeout;
         self
+    }
+
+    /// Sets [`ClientConfig::loss_margin`].
+    pub fn loss_margin(mut self, margin: Duration) -> Self {
+        self.loss_margin = margin;
+        self
+    }
+
+    /// How long before a lease of `lease` ends its guard reports the lock
+    /// lost: `lease / 100 + 2 ms` (Redlock's allowance for the drift
+    /// between the client's clock and the store's) plus
+    /// [`ClientConfig::loss_margin`]. A holder that stops when told
+    /// ([`crate::Guard::lost`]) so stops before another client may take
+    /// the lock ([`crate::Guard::lease_deadline`]).
+    ///
+    /// ```
+    /// # use lock_core::ClientConfig;
+    /// # use std::time::Duration;
+    /// let config = ClientConfig::default();
+    /// assert_eq!(config.safety_margin(Duration::from_secs(30)), Duration::from_millis(302));
+    /// let config = config.loss_margin(Duration::from_secs(1));
+    /// assert_eq!(config.safety_margin(Duration::from_secs(30)), Duration::from_millis(1302));
+    /// ```
+    pub fn safety_margin(&self, lease: Duration) -> Duration {
+        (lease / 100)
+            .saturating_add(Duration::from_millis(2))
+            .saturating_add(self.loss_margin)
     }
 
     /// How long after its first send a request id may still be sent
@@ -252,6 +285,16 @@ impl ClientConfig {
             return Err(LockError::invalid(
                 "watchdog_timeout must be at least 3 ms (it is renewed every third of it)",
             ));
+        }
+        let margin = self.safety_margin(self.watchdog_timeout);
+        if margin > self.watchdog_timeout / 3 {
+            return Err(LockError::invalid(format!(
+                "loss_margin of {:?} (a safety margin of {margin:?} with the drift allowance) \
+                 leaves no room for renewals: the margin must be at most a third of \
+                 watchdog_timeout ({:?}); lower loss_margin or raise watchdog_timeout",
+                self.loss_margin,
+                self.watchdog_timeout / 3,
+            )));
         }
         if self.retry.attempts == 0 {
             return Err(LockError::invalid("retry.attempts must be at least 1"));

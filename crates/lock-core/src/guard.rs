@@ -65,7 +65,7 @@ impl Guard {
         watchdog: bool,
     ) -> Self {
         let lease = Duration::from_millis(req.lease_ms);
-        let deadline = Deadline::new(started, lease, Duration::ZERO);
+        let deadline = Deadline::new(started, lease, inner.config.safety_margin(lease));
         let target = RenewTarget {
             name: req.name.clone(),
             owner: req.owner,
@@ -108,9 +108,37 @@ impl Guard {
         self.fencing_token
     }
 
+    /// When the store may expire this guard's hold: after this instant
+    /// another client may hold the lock. Under the watchdog it moves later
+    /// with each successful renewal; with a fixed lease it is when the
+    /// acquisition was first sent plus the lease. Both are measured from
+    /// when the request was *sent* on this client's clock, so the store
+    /// keeps the hold at least until then (up to clock drift), unless it
+    /// is force-unlocked or deleted.
+    ///
+    /// The guard reports the loss a safety margin earlier
+    /// ([`crate::ClientConfig::safety_margin`]), so a holder that stops
+    /// when told ([`Guard::lost`]) has until this instant to finish: e.g. a
+    /// supervisor gives its child the time between the two to exit before
+    /// killing it.
+    ///
+    /// ```
+    /// # async fn demo(guard: lock_core::Guard) {
+    /// guard.lost().await;
+    /// // Ask the work to stop; it must be done by the deadline.
+    /// let grace = guard.lease_deadline().saturating_duration_since(tokio::time::Instant::now());
+    /// # let _ = grace; }
+    /// ```
+    pub fn lease_deadline(&self) -> Instant {
+        self.own_deadline
+            .unwrap_or_else(|| self.hold.deadline())
+            .expires
+    }
+
     /// Whether the lock is known to be gone: a renewal found it no longer
-    /// ours, renewals failed until its lease ran out, its fixed lease ran
-    /// out, a release by another guard of the same owner found it not held
+    /// ours, renewals failed until its lease (less the safety margin, see
+    /// [`Guard::lease_deadline`]) ran out, its fixed lease (less the margin)
+    /// ran out, a release by another guard of the same owner found it not held
     /// (or [`crate::Lock::unlock_as`] freed it), or the client was closed.
     /// Once `true`, it stays `true`. Cheap; makes no I/O.
     pub fn is_lost(&self) -> bool {

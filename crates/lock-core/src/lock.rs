@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use crate::backend::{ReleaseOutcome, ReleaseRequest, Topic};
 use crate::client::{ClientInner, LockClient};
-use crate::config::lease_millis;
+use crate::config::{lease_millis, ClientConfig};
 use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::name::LockName;
@@ -180,7 +180,7 @@ impl Lock {
         inner.check_open()?;
         let (lease_ms, watchdog) = match opts.lease {
             None => (inner.watchdog_ms, true),
-            Some(lease) => (lease_millis(lease, "lease")?, false),
+            Some(lease) => (fixed_lease_millis(&inner.config, lease)?, false),
         };
         let owner = self.resolve_owner(opts.owner)?;
         let deadline = match opts.wait {
@@ -416,6 +416,22 @@ impl Lock {
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         Ok(self.info().await?.ttl)
     }
+}
+
+/// A fixed lease in milliseconds, refused when it is not longer than its
+/// safety margin: its guard would be lost before it was handed out.
+fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
+    let ms = lease_millis(lease, "lease")?;
+    let lease = Duration::from_millis(ms);
+    let margin = config.safety_margin(lease);
+    if lease <= margin {
+        return Err(LockError::invalid(format!(
+            "lease of {lease:?} is not longer than its safety margin of {margin:?} \
+             (lease/100 + 2 ms + loss_margin), so it would be lost at once: \
+             use a longer lease or a smaller loss_margin"
+        )));
+    }
+    Ok(ms)
 }
 
 /// A deadline for waits too long to represent: effectively forever.

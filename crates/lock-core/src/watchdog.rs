@@ -57,12 +57,14 @@ pub(crate) struct Watchdog {
 
 impl Watchdog {
     /// Starts the watchdog task on `runtime`, renewing the watched holds of
-    /// `holds` for `lease` at a time.
+    /// `holds` for `lease` at a time; a hold is reported lost `margin`
+    /// before its lease ends.
     pub(crate) fn start(
         runtime: &tokio::runtime::Handle,
         backend: Arc<dyn LockBackend>,
         holds: Arc<Holds>,
         lease: Duration,
+        margin: Duration,
         retry: RetryPolicy,
         stats: Arc<Stats>,
     ) -> Self {
@@ -72,6 +74,7 @@ impl Watchdog {
             shutdown: shutdown.clone(),
             backend,
             lease,
+            margin,
             retry,
             stats,
         };
@@ -109,6 +112,8 @@ struct Task {
     shutdown: CancellationToken,
     backend: Arc<dyn LockBackend>,
     lease: Duration,
+    /// How long before a renewed lease ends its hold is reported lost.
+    margin: Duration,
     retry: RetryPolicy,
     stats: Arc<Stats>,
 }
@@ -203,7 +208,7 @@ impl Task {
                 return false;
             }
         };
-        let renewed_until = Deadline::new(sent, self.lease, Duration::ZERO);
+        let renewed_until = Deadline::new(sent, self.lease, self.margin);
         let mut all_ok = true;
         let mut renewed = 0;
         for (hold, result) in batch.iter().zip(results) {

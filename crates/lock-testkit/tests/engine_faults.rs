@@ -186,10 +186,12 @@ async fn renewals_failing_past_the_lease_fire_the_lost_signal() {
     tokio::time::timeout(WATCHDOG * 2, g.lost())
         .await
         .expect("lost signal fires once the lease deadline passes");
+    // Reported a safety margin before the deadline (9 ms + 2 ms here).
+    let lost_at = WATCHDOG - config().safety_margin(WATCHDOG);
     let after = acquired.elapsed();
-    assert!(after <= WATCHDOG, "lost reported late: {after:?}");
+    assert!(after <= lost_at, "lost reported late: {after:?}");
     assert!(
-        after >= WATCHDOG - Duration::from_millis(1),
+        after >= lost_at - Duration::from_millis(1),
         "lost reported early: {after:?}"
     );
     assert!(g.check().unwrap_err().is_lost());
@@ -493,4 +495,75 @@ async fn loss_is_reported_before_the_lease_deadline() {
     g.lost().await;
     assert_eq!(started.elapsed(), lease - Duration::from_millis(12));
     assert!(g.is_lost());
+}
+
+/// `loss_margin` moves the report earlier still; the deadline itself (when
+/// another client may hold the lock) is exposed, and under the watchdog it
+/// moves with each renewal.
+#[tokio::test(start_paused = true)]
+async fn loss_margin_is_configurable_and_the_deadline_is_exposed() {
+    let server = InMemoryServer::new();
+    let extra = Duration::from_millis(100);
+    let c = server.client_with(config().loss_margin(extra)).unwrap();
+    assert_eq!(
+        c.config().safety_margin(Duration::from_secs(1)),
+        Duration::from_millis(112)
+    );
+    let lock = c.lock("deadline").unwrap();
+    let lease = Duration::from_secs(1);
+    let started = Instant::now();
+    let g = lock.lock_with_lease(lease).await.unwrap();
+    assert_eq!(g.lease_deadline(), started + lease);
+    g.lost().await;
+    assert_eq!(started.elapsed(), lease - Duration::from_millis(112));
+    assert!(server.pttl("deadline") > 0, "the store still holds it");
+    drop(g);
+
+    let w = c.lock("deadline-watched").unwrap().lock().await.unwrap();
+    let first = w.lease_deadline();
+    assert_eq!(first, Instant::now() + WATCHDOG);
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(w.lease_deadline() >= first + WATCHDOG / 3, "renewed");
+    server.set_down(true);
+    w.lost().await;
+    let left = w.lease_deadline() - Instant::now();
+    assert_eq!(left, config().loss_margin(extra).safety_margin(WATCHDOG));
+    server.set_down(false);
+}
+
+/// A margin that leaves no lease is refused: a fixed lease not longer than
+/// its margin (lost at once), and a `loss_margin` that leaves no time for
+/// renewals within the watchdog timeout.
+#[tokio::test(start_paused = true)]
+async fn margins_that_leave_no_lease_are_rejected() {
+    let (_server, c) = setup();
+    let lock = c.lock("too-short").unwrap();
+    let err = lock
+        .lock_with_lease(Duration::from_millis(2))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    assert!(err.to_string().contains("margin"), "{err}");
+    lock.lock_with_lease(Duration::from_millis(3))
+        .await
+        .unwrap();
+
+    let server = InMemoryServer::new();
+    let err = server
+        .client_with(config().loss_margin(WATCHDOG / 3))
+        .unwrap_err();
+    assert!(err.to_string().contains("loss_margin"), "{err}");
+    server
+        .client_with(config().loss_margin(WATCHDOG / 4))
+        .unwrap();
+    let c = server
+        .client_with(config().loss_margin(Duration::from_millis(100)))
+        .unwrap();
+    let err = c
+        .lock("too-short")
+        .unwrap()
+        .lock_with_lease(Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
 }
