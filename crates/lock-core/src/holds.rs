@@ -100,17 +100,19 @@ impl Hold {
         *self.deadline_guard()
     }
 
+    /// Whether the hold is known lost or past its deadline.
+    fn overdue(&self) -> bool {
+        self.lost.is_cancelled() || Instant::now() >= self.deadline_guard().lost_at
+    }
+
     /// Whether the hold is known lost or past its deadline (then marked
     /// lost for good). Makes no I/O.
     pub(crate) fn is_lost(&self) -> bool {
-        if self.lost.is_cancelled() {
-            return true;
-        }
-        let overdue = Instant::now() >= self.deadline_guard().lost_at;
-        if overdue {
+        let lost = self.overdue();
+        if lost {
             self.lost.cancel();
         }
-        overdue
+        lost
     }
 
     /// Resolves once the hold is lost: told, or past its deadline (which
@@ -126,11 +128,11 @@ impl Hold {
     }
 
     /// Moves the deadline later (never earlier); refused, returning
-    /// `false`, once the hold is lost: a loss once reported stays.
+    /// `false`, once the hold is lost or overdue: a loss once reported
+    /// stays. The caller ends a refused hold.
     pub(crate) fn extend(&self, deadline: Deadline) -> bool {
         let mut current = self.deadline_guard();
         if self.lost.is_cancelled() || Instant::now() >= current.lost_at {
-            self.lost.cancel();
             return false;
         }
         *current = current.later(deadline);
@@ -183,10 +185,11 @@ impl Holds {
         let mut table = self.table();
         // Joining extends the entry's deadline; an entry that cannot be
         // extended has ended and makes way for a new generation.
-        if table
+        let ended = table
             .get(&target)
-            .is_some_and(|entry| !entry.hold.extend(deadline))
-        {
+            .filter(|entry| !entry.hold.extend(deadline))
+            .map(|entry| Arc::clone(&entry.hold));
+        if ended.is_some() {
             self.remove(&mut table, &target);
         }
         let entry = table
@@ -211,6 +214,9 @@ impl Holds {
             self.watched.fetch_add(1, Ordering::AcqRel);
         }
         drop(table);
+        if let Some(ended) = ended {
+            ended.lost.cancel();
+        }
         if first_watched {
             self.work.notify_one();
         }
@@ -278,21 +284,26 @@ impl Holds {
         if outcome == ReleaseOutcome::StillHeld {
             return;
         }
-        let current;
-        let hold = match hold {
-            Some(hold) => hold,
-            None => {
-                current = self.table().get(target).map(|e| Arc::clone(&e.hold));
-                match &current {
-                    Some(hold) => hold,
-                    None => return,
-                }
+        let mut table = self.table();
+        let current = table.get(target).map(|entry| Arc::clone(&entry.hold));
+        let ended = match (hold, current) {
+            // Entries leave the table with their last guard: guards remain.
+            (Some(hold), Some(current)) if Arc::ptr_eq(hold, &current) => current,
+            // No guard of it is left to tell (the usual last unlock).
+            (Some(hold), _) => {
+                drop(table);
+                hold.lost.cancel();
+                return;
             }
+            (None, Some(current)) => current,
+            (None, None) => return,
         };
-        if !hold.lost.is_cancelled() {
-            tracing::warn!(lock = %target.name, ?outcome, "the owner's hold ended under its guards; signalling loss");
+        self.remove(&mut table, target);
+        drop(table);
+        if !ended.lost.is_cancelled() {
+            tracing::warn!(lock = %target.name, ?outcome, "a release ended the owner's hold under its guards; signalling loss");
         }
-        self.end(hold);
+        ended.lost.cancel();
     }
 
     /// The holds the watchdog keeps alive, not known lost.
@@ -318,11 +329,13 @@ impl Holds {
         let overdue: Vec<Arc<Hold>> = self
             .table()
             .values()
-            .filter(|entry| entry.hold.is_lost())
+            .filter(|entry| entry.hold.overdue())
             .map(|entry| Arc::clone(&entry.hold))
             .collect();
         for hold in overdue {
-            tracing::warn!(lock = %hold.target.name, "lease ran out without a successful renewal; signalling loss");
+            if !hold.lost.is_cancelled() {
+                tracing::warn!(lock = %hold.target.name, "lease deadline passed without a successful renewal; signalling loss");
+            }
             self.end(&hold);
         }
     }

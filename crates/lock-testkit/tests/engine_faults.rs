@@ -544,9 +544,11 @@ async fn margins_that_leave_no_lease_are_rejected() {
         .unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");
     assert!(err.to_string().contains("margin"), "{err}");
-    lock.lock_with_lease(Duration::from_millis(3))
+    let g = lock
+        .lock_with_lease(Duration::from_millis(3))
         .await
         .unwrap();
+    assert!(!g.is_lost(), "a 3 ms lease is lost 2.03 ms in");
 
     let server = InMemoryServer::new();
     let err = server
