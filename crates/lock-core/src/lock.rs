@@ -67,11 +67,15 @@ impl Lock {
     }
 
     /// Takes the lock for `lease` at most, waiting as long as it takes. No
-    /// renewal: the lock expires after `lease` whatever happens.
+    /// renewal: the lock expires after `lease` whatever happens (unless the
+    /// same owner holds it longer through another guard). The guard reports
+    /// the loss a safety margin before the lease ends
+    /// ([`crate::ClientConfig::safety_margin`]).
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero or over-long lease, before
-    /// any I/O; otherwise as [`Lock::lock`].
+    /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
+    /// not longer than its safety margin, before any I/O; otherwise as
+    /// [`Lock::lock`].
     ///
     /// # Cancel safety
     /// As [`Lock::lock`].

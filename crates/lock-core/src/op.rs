@@ -9,6 +9,16 @@
 //!
 //! Transient failures are retried here, reusing the request id, so the
 //! backend's latch returns the first outcome instead of applying it twice.
+//! That holds only while the latch lives: a client refuses, when it is
+//! made, a `latch_ttl` shorter than the whole retry window (every attempt
+//! up to the backend's command timeout, plus the backoff between them; see
+//! [`crate::ClientConfig::validate_for`]).
+//!
+//! Every release's outcome goes to the client's table of holds (the
+//! `holds` module): a release that freed the lock or found it not held
+//! ends the owner's hold, and every guard left of it is told its lock is
+//! lost. A guard whose hold is already known lost sends no release at all:
+//! the owner's count in the store may belong to a newer hold by then.
 
 use std::sync::Arc;
 use std::time::Duration;
