@@ -34,9 +34,10 @@
 //!
 //! # Release
 //! The engine removes the last watchdog guard from the hold *before* it
-//! sends the final release, so no renewal is started after an unlock. A renewal already in flight finds the
-//! owner's field gone and changes nothing (the Redisson bug of a watchdog
-//! outliving its unlock cannot happen).
+//! sends the final release, so no renewal is started after an unlock. A
+//! renewal already in flight finds the owner's field gone and changes
+//! nothing (the Redisson bug of a watchdog outliving its unlock cannot
+//! happen).
 
 use std::sync::Arc;
 use std::time::Duration;
