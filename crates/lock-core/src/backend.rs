@@ -324,6 +324,16 @@ pub trait LockBackend: Send + Sync + 'static {
         LockKind::Reentrant
     }
 
+    /// The longest one call of this backend takes before it fails with a
+    /// timeout (getting a connection, following redirects and reloading a
+    /// script included), or `None` when its calls are not bounded or the
+    /// bound is not known. A client checks when it is made that its latch
+    /// outlives every attempt of a retried request
+    /// ([`crate::ClientConfig::validate_for`]).
+    fn command_timeout(&self) -> Option<Duration> {
+        None
+    }
+
     /// Fair locks: removes `owner` from the queue of `name` (a waiter that
     /// gave up), and tells the new queue head if the lock is free. Nothing
     /// for other kinds.

@@ -9,6 +9,7 @@ use uuid::Uuid;
 use crate::backend::LockBackend;
 use crate::config::{lease_millis, ClientConfig};
 use crate::error::{LockError, Result};
+use crate::holds::Holds;
 use crate::lock::Lock;
 use crate::owner::Owner;
 use crate::stats::{ClientStats, Stats};
@@ -38,6 +39,8 @@ pub(crate) struct ClientInner {
     pub(crate) config: ClientConfig,
     pub(crate) backend: Arc<dyn LockBackend>,
     pub(crate) waiters: Arc<WaiterRegistry>,
+    /// Every hold of this client's guards, by (lock name, owner).
+    pub(crate) holds: Arc<Holds>,
     pub(crate) watchdog: Watchdog,
     pub(crate) stats: Arc<Stats>,
     pub(crate) runtime: tokio::runtime::Handle,
@@ -85,10 +88,12 @@ impl LockClient {
     /// background work (watchdog, releases of dropped guards) runs there.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a bad configuration or when called
+    /// [`LockError::InvalidArgument`] for a bad configuration (see
+    /// [`ClientConfig::validate_for`], checked with the backend's
+    /// [command timeout](LockBackend::command_timeout)) or when called
     /// outside a tokio runtime.
     pub fn new(backend: Arc<dyn LockBackend>, config: ClientConfig) -> Result<Self> {
-        config.validate()?;
+        config.validate_for(backend.command_timeout())?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("LockClient::new must be called inside a tokio runtime")
         })?;
@@ -102,10 +107,13 @@ impl LockClient {
         let stats = Arc::new(Stats::default());
         let waiters = Arc::new(WaiterRegistry::new(Arc::clone(&stats)));
         backend.set_notice_sink(Arc::clone(&waiters) as _);
+        let holds = Arc::new(Holds::new());
         let watchdog = Watchdog::start(
             &runtime,
             Arc::clone(&backend),
+            Arc::clone(&holds),
             config.watchdog_timeout,
+            config.safety_margin(config.watchdog_timeout),
             config.retry.clone(),
             Arc::clone(&stats),
         );
@@ -115,6 +123,7 @@ impl LockClient {
                 config,
                 backend,
                 waiters,
+                holds,
                 watchdog,
                 stats,
                 runtime,
@@ -198,8 +207,12 @@ impl LockClient {
     /// Closes the client: later operations fail with [`LockError::Closed`];
     /// requests already in flight — including background releases of guards
     /// dropped before — finish first ([`LockClient::settle`]); then the
-    /// watchdog stops (locks still held expire within `watchdog_timeout`)
-    /// and the backend's connections are closed. Unlock what you hold first.
+    /// watchdog stops and the backend's connections are closed. Unlock what
+    /// you hold first: nothing renews a lock any more once the watchdog
+    /// stops, so every guard of a lock it kept alive is told at once that
+    /// its lock is lost ([`crate::Guard::lost`]; the lock itself expires
+    /// within `watchdog_timeout`). Guards with only a fixed lease keep it
+    /// until it runs out; none can be released after the close.
     ///
     /// # Cancel safety
     /// The client is marked closed at once; dropping the future skips the

@@ -79,12 +79,31 @@ impl RetryPolicy {
     /// The jittered backoff before retry number `retry` (1-based): a random
     /// value between half and all of `base * 2^(retry-1)`, capped.
     pub fn backoff(&self, retry: u32) -> Duration {
-        let exp = self
-            .base_backoff
-            .saturating_mul(1u32 << retry.saturating_sub(1).min(16));
-        let cap = exp.min(self.max_backoff);
-        let half = cap / 2;
+        let half = self.longest_backoff(retry) / 2;
         half + half.mul_f64(fastrand::f64())
+    }
+
+    /// The longest [`RetryPolicy::backoff`] before retry number `retry`.
+    fn longest_backoff(&self, retry: u32) -> Duration {
+        self.base_backoff
+            .saturating_mul(1u32 << retry.saturating_sub(1).min(16))
+            .min(self.max_backoff)
+    }
+
+    /// The longest time one operation can spend sleeping between its
+    /// attempts: the sum of the longest backoffs before each retry.
+    ///
+    /// ```
+    /// # use lock_core::RetryPolicy;
+    /// # use std::time::Duration;
+    /// // 50 + 100 + 200 ms before the second, third and fourth attempts.
+    /// assert_eq!(RetryPolicy::default().max_total_backoff(), Duration::from_millis(350));
+    /// assert_eq!(RetryPolicy::none().max_total_backoff(), Duration::ZERO);
+    /// ```
+    pub fn max_total_backoff(&self) -> Duration {
+        (1..self.attempts).fold(Duration::ZERO, |total, retry| {
+            total.saturating_add(self.longest_backoff(retry))
+        })
     }
 }
 
@@ -105,7 +124,9 @@ pub struct ClientConfig {
     /// How transient failures are retried.
     pub retry: RetryPolicy,
     /// How long the outcome of an acquire or release is kept for retries
-    /// (the latch keys' time to live). Must cover the whole retry window.
+    /// (the latch keys' time to live). Must cover the whole retry window
+    /// ([`ClientConfig::retry_window`]): a client whose backend reports its
+    /// command timeout refuses a shorter one. Default 30 s.
     pub latch_ttl: Duration,
     /// How long a waiter waits for a notice when the holder's key has no
     /// time to live (written by something other than a lock client). Bounds
@@ -116,6 +137,11 @@ pub struct ClientConfig {
     /// process died delays those behind it by at most this long. Default
     /// 5 s (Redisson's fixed default is 5 minutes).
     pub waiter_timeout: Duration,
+    /// Extra time, on top of the allowance for clock drift, by which a
+    /// guard reports its lock lost before the store may expire it: e.g. the
+    /// time the holder needs to stop its work. See
+    /// [`ClientConfig::safety_margin`]. Default 0.
+    pub loss_margin: Duration,
 }
 
 impl Default for ClientConfig {
@@ -126,6 +152,7 @@ impl Default for ClientConfig {
             latch_ttl: Duration::from_secs(30),
             no_ttl_recheck: Duration::from_secs(5),
             waiter_timeout: Duration::from_secs(5),
+            loss_margin: Duration::ZERO,
         }
     }
 }
@@ -161,6 +188,93 @@ impl ClientConfig {
         self
     }
 
+    /// Sets [`ClientConfig::loss_margin`].
+    pub fn loss_margin(mut self, margin: Duration) -> Self {
+        self.loss_margin = margin;
+        self
+    }
+
+    /// How long before a lease of `lease` ends its guard reports the lock
+    /// lost: `lease / 100 + 2 ms` (Redlock's allowance for the drift
+    /// between the client's clock and the store's) plus
+    /// [`ClientConfig::loss_margin`]. A holder that stops when told
+    /// ([`crate::Guard::lost`]) so stops before another client may take
+    /// the lock ([`crate::Guard::lease_deadline`]).
+    ///
+    /// ```
+    /// # use lock_core::ClientConfig;
+    /// # use std::time::Duration;
+    /// let config = ClientConfig::default();
+    /// assert_eq!(config.safety_margin(Duration::from_secs(30)), Duration::from_millis(302));
+    /// let config = config.loss_margin(Duration::from_secs(1));
+    /// assert_eq!(config.safety_margin(Duration::from_secs(30)), Duration::from_millis(1302));
+    /// ```
+    pub fn safety_margin(&self, lease: Duration) -> Duration {
+        (lease / 100)
+            .saturating_add(Duration::from_millis(2))
+            .saturating_add(self.loss_margin)
+    }
+
+    /// How long after its first send a request id may still be sent
+    /// again, on a backend whose calls take at most `command_timeout`:
+    /// every attempt of the retry policy, each up to `command_timeout`,
+    /// plus the longest backoff between them.
+    ///
+    /// ```
+    /// # use lock_core::ClientConfig;
+    /// # use std::time::Duration;
+    /// // 4 attempts × 3 s + 350 ms of backoff.
+    /// let window = ClientConfig::default().retry_window(Duration::from_secs(3));
+    /// assert_eq!(window, Duration::from_millis(12_350));
+    /// ```
+    pub fn retry_window(&self, command_timeout: Duration) -> Duration {
+        command_timeout
+            .saturating_mul(self.retry.attempts)
+            .saturating_add(self.retry.max_total_backoff())
+    }
+
+    /// [`ClientConfig::validate`], and, when retries are on (so requests
+    /// are latched), that [`ClientConfig::latch_ttl`] covers the
+    /// [retry window](ClientConfig::retry_window) of a backend whose calls
+    /// take at most `command_timeout` (`None`: unknown, only the backoff
+    /// is counted). A shorter latch could expire before the last retry of
+    /// a request runs, which would then apply it a second time.
+    /// [`crate::LockClient::new`] calls this with its backend's
+    /// [`crate::LockBackend::command_timeout`].
+    ///
+    /// ```
+    /// # use lock_core::ClientConfig;
+    /// # use std::time::Duration;
+    /// let config = ClientConfig::default();
+    /// assert!(config.validate_for(Some(Duration::from_secs(3))).is_ok());
+    /// // 4 × 10 s + 350 ms does not fit the default 30 s latch.
+    /// assert!(config.validate_for(Some(Duration::from_secs(10))).is_err());
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] naming the first bad field, or saying
+    /// how long `latch_ttl` must be.
+    pub fn validate_for(&self, command_timeout: Option<Duration>) -> Result<()> {
+        self.validate()?;
+        if self.retry.attempts <= 1 {
+            return Ok(());
+        }
+        let command_timeout = command_timeout.unwrap_or(Duration::ZERO);
+        let window = self.retry_window(command_timeout);
+        if self.latch_ttl < window {
+            return Err(LockError::invalid(format!(
+                "latch_ttl of {:?} does not cover the retry window of {window:?} \
+                 ({} attempts × a command timeout of {command_timeout:?} + up to {:?} of backoff), \
+                 so a late retry could apply a request twice: set latch_ttl to at least {window:?}, \
+                 or lower retry.attempts or the backend's command timeout",
+                self.latch_ttl,
+                self.retry.attempts,
+                self.retry.max_total_backoff(),
+            )));
+        }
+        Ok(())
+    }
+
     /// Checks every field.
     ///
     /// # Errors
@@ -171,6 +285,16 @@ impl ClientConfig {
             return Err(LockError::invalid(
                 "watchdog_timeout must be at least 3 ms (it is renewed every third of it)",
             ));
+        }
+        let margin = self.safety_margin(self.watchdog_timeout);
+        if margin > self.watchdog_timeout / 3 {
+            return Err(LockError::invalid(format!(
+                "loss_margin of {:?} (a safety margin of {margin:?} with the drift allowance) \
+                 leaves no room for renewals: the margin must be at most a third of \
+                 watchdog_timeout ({:?}); lower loss_margin or raise watchdog_timeout",
+                self.loss_margin,
+                self.watchdog_timeout / 3,
+            )));
         }
         if self.retry.attempts == 0 {
             return Err(LockError::invalid("retry.attempts must be at least 1"));

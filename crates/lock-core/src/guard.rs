@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::backend::{AcquireRequest, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::client::ClientInner;
 use crate::error::{LockError, Result};
+use crate::holds::{Deadline, Hold};
 use crate::name::LockName;
 use crate::op;
 use crate::owner::Owner;
@@ -21,10 +21,16 @@ use crate::owner::Owner;
 /// lock alive while the guard lives; with a lease it expires after the lease
 /// whatever happens.
 ///
+/// Guards of one owner on one lock share that owner's hold (one count in
+/// the store): when it is found gone — by a renewal, or a release answered
+/// "not held" — every one of them is told ([`Guard::lost`]).
+///
 /// # Dropping
 /// Dropping a guard stops its renewal at once and sends the release from a
 /// background task on the client's runtime; errors there are logged, and the
 /// lock then expires with its lease. Call [`Guard::unlock`] to see errors.
+/// A guard whose lock is already known lost sends no release: the owner may
+/// hold the lock again by then, and that newer hold is not this guard's.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct Guard {
@@ -33,11 +39,12 @@ pub struct Guard {
     owner: Owner,
     lease_ms: u64,
     fencing_token: Option<u64>,
-    /// Fires when the watchdog finds the lock gone or overdue.
-    lost: CancellationToken,
-    /// For a fixed lease: when it runs out, the lock is gone.
-    lease_deadline: Option<Instant>,
-    watchdog: bool,
+    /// The owner's hold on the lock, shared with the owner's other guards
+    /// of it: its lost signal fires for all of them.
+    hold: Arc<Hold>,
+    /// A fixed lease's own deadline; `None` under the watchdog, whose
+    /// guards go by the hold's deadline.
+    own_deadline: Option<Deadline>,
     released: bool,
 }
 
@@ -57,27 +64,31 @@ impl Guard {
         started: Instant,
         watchdog: bool,
     ) -> Self {
-        let (lost, lease_deadline) = if watchdog {
-            let target = RenewTarget {
-                name: req.name.clone(),
-                owner: req.owner,
-            };
-            (inner.watchdog.watch(target, started), None)
-        } else {
-            let lease = Duration::from_millis(req.lease_ms);
-            (CancellationToken::new(), Some(started + lease))
+        let lease = Duration::from_millis(req.lease_ms);
+        let deadline = Deadline::new(started, lease, inner.config.safety_margin(lease));
+        let target = RenewTarget {
+            name: req.name.clone(),
+            owner: req.owner,
         };
+        let hold = inner.holds.register(target, deadline, watchdog);
+        if watchdog && inner.watchdog.is_stopped() {
+            // Closed meanwhile: nothing will renew it.
+            inner.holds.end(&hold);
+        }
         Self {
             inner,
             name: req.name,
             owner: req.owner,
             lease_ms: req.lease_ms,
             fencing_token,
-            lost,
-            lease_deadline,
-            watchdog,
+            hold,
+            own_deadline: (!watchdog).then_some(deadline),
             released: false,
         }
+    }
+
+    fn watchdog(&self) -> bool {
+        self.own_deadline.is_none()
     }
 
     /// The lock's name.
@@ -97,14 +108,44 @@ impl Guard {
         self.fencing_token
     }
 
+    /// When the store may expire this guard's hold: after this instant
+    /// another client may hold the lock. Under the watchdog it moves later
+    /// with each successful renewal; with a fixed lease it is when the
+    /// acquisition was first sent plus the lease. Both are measured from
+    /// when the request was *sent* on this client's clock, so the store
+    /// keeps the hold at least until then (up to clock drift), unless it
+    /// is force-unlocked or deleted.
+    ///
+    /// The guard reports the loss a safety margin earlier
+    /// ([`crate::ClientConfig::safety_margin`]), so a holder that stops
+    /// when told ([`Guard::lost`]) has until this instant to finish: e.g. a
+    /// supervisor gives its child the time between the two to exit before
+    /// killing it.
+    ///
+    /// ```
+    /// # async fn demo(guard: lock_core::Guard) {
+    /// guard.lost().await;
+    /// // Ask the work to stop; it must be done by the deadline.
+    /// let grace = guard.lease_deadline().saturating_duration_since(tokio::time::Instant::now());
+    /// # let _ = grace; }
+    /// ```
+    pub fn lease_deadline(&self) -> Instant {
+        self.own_deadline
+            .unwrap_or_else(|| self.hold.deadline())
+            .expires
+    }
+
     /// Whether the lock is known to be gone: a renewal found it no longer
-    /// ours, renewals failed until its lease ran out, or its fixed lease
-    /// ran out. Cheap; makes no I/O.
+    /// ours, renewals failed until its lease (less the safety margin, see
+    /// [`Guard::lease_deadline`]) ran out, its fixed lease (less the margin)
+    /// ran out, a release by another guard of the same owner found it not held
+    /// (or [`crate::Lock::unlock_as`] freed it), or the client was closed.
+    /// Once `true`, it stays `true`. Cheap; makes no I/O.
     pub fn is_lost(&self) -> bool {
-        self.lost.is_cancelled()
+        self.hold_lost()
             || self
-                .lease_deadline
-                .is_some_and(|deadline| Instant::now() >= deadline)
+                .own_deadline
+                .is_some_and(|deadline| Instant::now() >= deadline.lost_at)
     }
 
     /// Resolves when the lock is lost (see [`Guard::is_lost`]). Use it to
@@ -123,13 +164,24 @@ impl Guard {
     /// # Cancel safety
     /// Cancel-safe; it only observes.
     pub async fn lost(&self) {
-        match self.lease_deadline {
+        match self.own_deadline {
             Some(deadline) => tokio::select! {
-                _ = self.lost.cancelled() => {}
-                _ = tokio::time::sleep_until(deadline) => {}
+                _ = self.hold.lost() => {}
+                _ = tokio::time::sleep_until(deadline.lost_at) => {}
             },
-            None => self.lost.cancelled().await,
+            None => self.hold.lost().await,
         }
+        self.hold_lost();
+    }
+
+    /// Whether the owner's hold is lost; if so, it leaves the table at
+    /// once (the watchdog would drop it at its next wake-up).
+    fn hold_lost(&self) -> bool {
+        let lost = self.hold.is_lost();
+        if lost {
+            self.inner.holds.end(&self.hold);
+        }
+        lost
     }
 
     /// `Err(LockLost)` once the lock is known to be lost (see
@@ -162,14 +214,18 @@ impl Guard {
     ///
     /// # Errors
     /// [`LockError::NotHeld`] when the lock was no longer ours: its lease
-    /// ran out, it was force-unlocked or deleted; backend errors that
-    /// outlived the retry policy (the lock then expires with its lease).
+    /// ran out, it was force-unlocked or deleted (nothing is sent when that
+    /// was known already, [`Guard::is_lost`]); backend errors that outlived
+    /// the retry policy (the lock then expires with its lease).
     ///
     /// # Cancel safety
     /// The release runs to completion even if this future is dropped.
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
-        let outcome = self.start_release().await.map_err(op::join_error)??;
+        let outcome = match self.start_release() {
+            Some(release) => release.await.map_err(op::join_error)??,
+            None => ReleaseOutcome::NotHeld,
+        };
         match outcome {
             ReleaseOutcome::Released | ReleaseOutcome::StillHeld => Ok(()),
             ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
@@ -178,14 +234,14 @@ impl Guard {
         }
     }
 
-    /// Stops renewal for this guard, then sends the release. Stopping first
-    /// means no renewal starts after the unlock.
-    fn start_release(&self) -> tokio::task::JoinHandle<Result<ReleaseOutcome>> {
-        if self.watchdog {
-            self.inner.watchdog.unwatch(&RenewTarget {
-                name: self.name.clone(),
-                owner: self.owner,
-            });
+    /// Leaves the owner's hold (stopping its renewal with the last watchdog
+    /// guard, so no renewal starts after the unlock), then sends the
+    /// release. Sends nothing when the hold is already lost: the owner's
+    /// count in the store may then belong to a newer hold.
+    fn start_release(&self) -> Option<tokio::task::JoinHandle<Result<ReleaseOutcome>>> {
+        if !self.inner.holds.unregister(&self.hold, self.watchdog()) {
+            tracing::debug!(lock = %self.name, "guard of a lost hold released; nothing to send");
+            return None;
         }
         let req = ReleaseRequest::new(
             self.name.clone(),
@@ -193,7 +249,7 @@ impl Guard {
             self.lease_ms,
             self.inner.latch_ms,
         );
-        op::release(&self.inner, req)
+        Some(op::release(&self.inner, req, Some(Arc::clone(&self.hold))))
     }
 }
 
@@ -203,6 +259,7 @@ impl Drop for Guard {
             return;
         }
         if self.inner.is_closed() {
+            self.inner.holds.unregister(&self.hold, self.watchdog());
             tracing::debug!(lock = %self.name, "guard dropped after close; lock expires with its lease");
             return;
         }

@@ -12,9 +12,10 @@
 //! - [`LockError`]: every failure, with retry classification.
 //!
 //! How waiting works (event-driven, time-to-live bounded, one wake-up per
-//! unlock) is documented in the `waiter` module; how leases are kept alive
-//! and loss is detected, in the `watchdog` module; how dropped futures never
-//! leave a lock held, in the `op` module. These are private modules: their
+//! unlock) is documented in the `waiter` module; how one owner's holds
+//! share one lost signal and deadline, in the `holds` module; how leases
+//! are kept alive and loss is detected, in the `watchdog` module; how
+//! dropped futures never leave a lock held, in the `op` module. These are private modules: their
 //! promises are the public behaviour of [`Lock`] and [`Guard`], and the
 //! conformance suite in `lock-testkit` checks them on every backend.
 //!
@@ -37,6 +38,7 @@ mod client;
 pub mod config;
 pub mod error;
 mod guard;
+mod holds;
 pub mod layout;
 mod lock;
 pub mod name;

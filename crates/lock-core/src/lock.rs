@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{ReleaseOutcome, ReleaseRequest, RenewTarget, Topic};
+use crate::backend::{ReleaseOutcome, ReleaseRequest, Topic};
 use crate::client::{ClientInner, LockClient};
-use crate::config::lease_millis;
+use crate::config::{lease_millis, ClientConfig};
 use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::name::LockName;
@@ -67,11 +67,15 @@ impl Lock {
     }
 
     /// Takes the lock for `lease` at most, waiting as long as it takes. No
-    /// renewal: the lock expires after `lease` whatever happens.
+    /// renewal: the lock expires after `lease` whatever happens (unless the
+    /// same owner holds it longer through another guard). The guard reports
+    /// the loss a safety margin before the lease ends
+    /// ([`crate::ClientConfig::safety_margin`]).
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero or over-long lease, before
-    /// any I/O; otherwise as [`Lock::lock`].
+    /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
+    /// not longer than its safety margin, before any I/O; otherwise as
+    /// [`Lock::lock`].
     ///
     /// # Cancel safety
     /// As [`Lock::lock`].
@@ -180,7 +184,7 @@ impl Lock {
         inner.check_open()?;
         let (lease_ms, watchdog) = match opts.lease {
             None => (inner.watchdog_ms, true),
-            Some(lease) => (lease_millis(lease, "lease")?, false),
+            Some(lease) => (fixed_lease_millis(&inner.config, lease)?, false),
         };
         let owner = self.resolve_owner(opts.owner)?;
         let deadline = match opts.wait {
@@ -315,7 +319,9 @@ impl Lock {
     /// Releases one hold of `owner` without a guard, as Redisson's `unlock()`
     /// does. Guards release themselves; this is for tools and for code that
     /// tracks owners itself. Returns `true`
-    /// when that was the last hold and the lock is now free.
+    /// when that was the last hold and the lock is now free: then (and on
+    /// [`LockError::NotHeld`]) every guard of `owner` on this lock is told
+    /// its lock is lost, and the watchdog stops renewing it.
     ///
     /// # Errors
     /// [`LockError::NotHeld`] when `owner` does not hold the lock; backend
@@ -326,17 +332,12 @@ impl Lock {
     pub async fn unlock_as(&self, owner: Owner) -> Result<bool> {
         let inner = self.inner();
         inner.check_open()?;
-        let target = RenewTarget {
-            name: self.name.clone(),
-            owner,
-        };
         let req = ReleaseRequest::new(self.name.clone(), owner, inner.watchdog_ms, inner.latch_ms);
-        let outcome = op::release(inner, req).await.map_err(op::join_error)??;
+        let outcome = op::release(inner, req, None)
+            .await
+            .map_err(op::join_error)??;
         match outcome {
-            ReleaseOutcome::Released => {
-                inner.watchdog.forget(&target);
-                Ok(true)
-            }
+            ReleaseOutcome::Released => Ok(true),
             ReleaseOutcome::StillHeld => Ok(false),
             ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
                 name: self.name.to_string(),
@@ -345,10 +346,12 @@ impl Lock {
     }
 
     /// Deletes the lock whoever holds it, and wakes its waiters. Returns
-    /// whether it was held. Watchdog holders find out through their
-    /// lost-lock signal at their next renewal; a holder with a fixed lease
-    /// (nothing renews it) only when that lease runs out, and its unlock
-    /// then fails with [`LockError::NotHeld`].
+    /// whether it was held. The holder's guards find out through their
+    /// lost-lock signal — all guards of that owner at once, fixed-lease
+    /// ones included — at the watchdog's next renewal of any of them, or
+    /// when a release by one of them is answered [`LockError::NotHeld`]; a
+    /// holder with only fixed leases (nothing renews them) learns it when
+    /// its leases run out or a release fails so.
     ///
     /// # Errors
     /// [`LockError::WrongType`]; backend errors.
@@ -417,6 +420,22 @@ impl Lock {
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         Ok(self.info().await?.ttl)
     }
+}
+
+/// A fixed lease in milliseconds, refused when it is not longer than its
+/// safety margin: its guard would be lost before it was handed out.
+fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
+    let ms = lease_millis(lease, "lease")?;
+    let lease = Duration::from_millis(ms);
+    let margin = config.safety_margin(lease);
+    if lease <= margin {
+        return Err(LockError::invalid(format!(
+            "lease of {lease:?} is not longer than its safety margin of {margin:?} \
+             (lease/100 + 2 ms + loss_margin), so it would be lost at once: \
+             use a longer lease or a smaller loss_margin"
+        )));
+    }
+    Ok(ms)
 }
 
 /// A deadline for waits too long to represent: effectively forever.

@@ -9,16 +9,29 @@
 //!
 //! Transient failures are retried here, reusing the request id, so the
 //! backend's latch returns the first outcome instead of applying it twice.
+//! That holds only while the latch lives: a client refuses, when it is
+//! made, a `latch_ttl` shorter than the whole retry window (every attempt
+//! up to the backend's command timeout, plus the backoff between them; see
+//! [`crate::ClientConfig::validate_for`]).
+//!
+//! Every release's outcome goes to the client's table of holds (the
+//! `holds` module): a release that freed the lock or found it not held
+//! ends the owner's hold, and every guard left of it is told its lock is
+//! lost. A guard whose hold is already known lost sends no release at all:
+//! the owner's count in the store may belong to a newer hold by then.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{AcquireOutcome, AcquireRequest, LockBackend, ReleaseOutcome, ReleaseRequest};
+use crate::backend::{
+    AcquireOutcome, AcquireRequest, LockBackend, ReleaseOutcome, ReleaseRequest, RenewTarget,
+};
 use crate::client::ClientInner;
 use crate::config::RetryPolicy;
 use crate::error::{LockError, Result};
+use crate::holds::Hold;
 use crate::stats::InFlight;
 
 /// Decides, after each failure of one operation, whether to try again, and
@@ -163,13 +176,20 @@ fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
 
 /// One release (with retries), run to completion in its own task. Awaiting
 /// the returned handle is optional: the release happens either way.
+///
+/// Its outcome is told to the client's table of holds: a release that
+/// freed the lock or found it not held ends the owner's hold, and every
+/// guard left of it learns that. `hold` is the generation a guard
+/// released; `None` (an unguarded release) means the current one.
 pub(crate) fn release(
     inner: &Arc<ClientInner>,
     req: ReleaseRequest,
+    hold: Option<Arc<Hold>>,
 ) -> tokio::task::JoinHandle<Result<ReleaseOutcome>> {
     let backend: Arc<dyn LockBackend> = Arc::clone(&inner.backend);
     let policy: RetryPolicy = inner.config.retry.clone();
     let in_flight = InFlight::start(&inner.stats);
+    let holds = Arc::clone(&inner.holds);
     inner.runtime.spawn(async move {
         let _in_flight = in_flight;
         let mut retry = Retry::new(&policy, "release");
@@ -179,8 +199,17 @@ pub(crate) fn release(
                 result => break result,
             }
         };
-        if let Err(e) = &result {
-            tracing::warn!(%e, lock = %req.name, "release failed; the lock expires with its lease");
+        match &result {
+            Ok(outcome) => {
+                let target = RenewTarget {
+                    name: req.name.clone(),
+                    owner: req.owner,
+                };
+                holds.released(&target, hold.as_ref(), *outcome);
+            }
+            Err(e) => {
+                tracing::warn!(%e, lock = %req.name, "release failed; the lock expires with its lease");
+            }
         }
         result
     })
@@ -227,7 +256,7 @@ impl Drop for PendingHold {
                 req.lease_ms,
                 self.inner.latch_ms,
             );
-            drop(release(&self.inner, undo));
+            drop(release(&self.inner, undo, None));
         }
     }
 }

@@ -7,143 +7,98 @@
 //! per script, pipelined), so 100 000 held locks cost a few round trips per
 //! tick. Re-entrant holds of one owner share one entry.
 //!
-//! Each entry remembers its *lease deadline*: when the last successful
-//! renewal (or the acquisition) was **sent**, plus the lease. Measuring from
-//! the send time keeps the deadline on the safe side of the store's own
-//! expiry.
+//! What it renews are the entries of the client's table of holds (the
+//! `holds` module) that have a watchdog guard. Each remembers its *lease
+//! deadline*: when the last successful renewal (or the acquisition) was
+//! **sent**, plus the lease. Measuring from the send time keeps the
+//! deadline on the safe side of the store's own expiry.
 //!
 //! # Lost locks
-//! An entry's lost signal fires, and the entry is dropped, when
+//! A hold's lost signal fires for every guard of it (watchdog and
+//! fixed-lease guards of the same owner alike), and the watchdog stops
+//! renewing it, when
 //! - a renewal reports the lock no longer held by its owner (expired,
-//!   force-unlocked, deleted), or
+//!   force-unlocked, deleted);
 //! - renewals keep failing until the lease deadline passes: the store may
-//!   already have expired the lock, so the holder must assume it has.
+//!   already have expired the lock, so the holder must assume it has; or
+//! - the watchdog stops ([`crate::LockClient::close`]): nothing renews the
+//!   hold any more.
 //!
 //! After a failed tick the next one comes sooner (the retry policy's
-//! backoff), and the task always wakes by the earliest lease deadline, so a
-//! lost lock is reported on time, not up to a tick late.
+//! backoff), and the task always wakes by the earliest lease deadline, also
+//! while a renewal call is still waiting for its reply (one stuck until its
+//! command timeout in a partition), so a lost lock is reported on time, not
+//! up to a tick or a command timeout late. Guards read the deadline
+//! themselves too ([`crate::Guard::is_lost`]), so they never depend on the
+//! task being scheduled in time.
 //!
 //! # Release
-//! The engine removes the entry *before* it sends the final release, so no
-//! renewal is started after an unlock. A renewal already in flight finds the
-//! owner's field gone and changes nothing (the Redisson bug of a watchdog
-//! outliving its unlock cannot happen).
+//! The engine removes the last watchdog guard from the hold *before* it
+//! sends the final release, so no renewal is started after an unlock. A
+//! renewal already in flight finds the owner's field gone and changes
+//! nothing (the Redisson bug of a watchdog outliving its unlock cannot
+//! happen).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{LockBackend, RenewTarget};
 use crate::config::RetryPolicy;
+use crate::holds::{Deadline, Hold, Holds};
 use crate::stats::Stats;
-
-struct Entry {
-    guards: usize,
-    lost: CancellationToken,
-    deadline: Instant,
-    generation: u64,
-}
-
-struct Shared {
-    entries: Mutex<HashMap<RenewTarget, Entry>>,
-    next_generation: std::sync::atomic::AtomicU64,
-    work: Notify,
-    shutdown: CancellationToken,
-    lease: Duration,
-}
-
-impl Shared {
-    fn entries(&self) -> MutexGuard<'_, HashMap<RenewTarget, Entry>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
 
 /// The client's handle on its watchdog task. Dropping it stops the task.
 pub(crate) struct Watchdog {
-    shared: Arc<Shared>,
+    holds: Arc<Holds>,
+    shutdown: CancellationToken,
 }
 
 impl Watchdog {
-    /// Starts the watchdog task on `runtime`.
+    /// Starts the watchdog task on `runtime`, renewing the watched holds of
+    /// `holds` for `lease` at a time; a hold is reported lost `margin`
+    /// before its lease ends.
     pub(crate) fn start(
         runtime: &tokio::runtime::Handle,
         backend: Arc<dyn LockBackend>,
+        holds: Arc<Holds>,
         lease: Duration,
+        margin: Duration,
         retry: RetryPolicy,
         stats: Arc<Stats>,
     ) -> Self {
-        let shared = Arc::new(Shared {
-            entries: Mutex::new(HashMap::new()),
-            next_generation: std::sync::atomic::AtomicU64::new(0),
-            work: Notify::new(),
-            shutdown: CancellationToken::new(),
-            lease,
-        });
+        let shutdown = CancellationToken::new();
         let task = Task {
-            shared: Arc::clone(&shared),
+            holds: Arc::clone(&holds),
+            shutdown: shutdown.clone(),
             backend,
+            lease,
+            margin,
             retry,
             stats,
         };
         runtime.spawn(task.run());
-        Self { shared }
+        Self { holds, shutdown }
     }
 
-    /// Starts (or shares) renewal of `target`, acquired with a request first
-    /// sent at `sent`. Returns the entry's lost signal.
-    pub(crate) fn watch(&self, target: RenewTarget, sent: Instant) -> CancellationToken {
-        let deadline = sent + self.shared.lease;
-        let mut entries = self.shared.entries();
-        let first = entries.is_empty();
-        let entry = entries.entry(target).or_insert_with(|| Entry {
-            guards: 0,
-            lost: CancellationToken::new(),
-            deadline,
-            generation: self
-                .shared
-                .next_generation
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
-        });
-        entry.guards += 1;
-        // A re-entrant acquisition set the lease again.
-        entry.deadline = entry.deadline.max(deadline);
-        let lost = entry.lost.clone();
-        drop(entries);
-        if first {
-            self.shared.work.notify_one();
-        }
-        lost
-    }
-
-    /// One guard of `target` is going away; renewal stops with the last.
-    pub(crate) fn unwatch(&self, target: &RenewTarget) {
-        let mut entries = self.shared.entries();
-        if let Some(entry) = entries.get_mut(target) {
-            entry.guards -= 1;
-            if entry.guards == 0 {
-                entries.remove(target);
-            }
-        }
-    }
-
-    /// The lock is no longer held by this owner at all (released to zero,
-    /// or released outside the guards): stop renewing it.
-    pub(crate) fn forget(&self, target: &RenewTarget) {
-        self.shared.entries().remove(target);
-    }
-
-    /// Stops the task; renewals end.
+    /// Stops the task; renewals end, so every hold it kept alive is
+    /// reported lost (all guards of it are told).
     pub(crate) fn stop(&self) {
-        self.shared.shutdown.cancel();
+        self.shutdown.cancel();
+        self.holds.end_watched();
+    }
+
+    /// Whether [`Watchdog::stop`] was called: a watchdog hold registered
+    /// from now on is lost from the start.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.shutdown.is_cancelled()
     }
 
     /// How many locks are being kept alive.
     pub(crate) fn len(&self) -> usize {
-        self.shared.entries().len()
+        self.holds.watched_len()
     }
 }
 
@@ -154,44 +109,51 @@ impl Drop for Watchdog {
 }
 
 struct Task {
-    shared: Arc<Shared>,
+    holds: Arc<Holds>,
+    shutdown: CancellationToken,
     backend: Arc<dyn LockBackend>,
+    lease: Duration,
+    /// How long before a renewed lease ends its hold is reported lost.
+    margin: Duration,
     retry: RetryPolicy,
     stats: Arc<Stats>,
 }
 
 impl Task {
     async fn run(self) {
-        let interval = self.shared.lease / 3;
+        let interval = self.lease / 3;
         let mut failures = 0u32;
         let mut next_tick: Option<Instant> = None;
         loop {
-            if self.shared.entries().is_empty() {
+            if self.holds.watched_len() == 0 {
                 next_tick = None;
                 tokio::select! {
-                    _ = self.shared.work.notified() => {}
-                    _ = self.shared.shutdown.cancelled() => return,
+                    _ = self.holds.work.notified() => {}
+                    _ = self.shutdown.cancelled() => return,
                 }
+                continue;
             }
             let tick = *next_tick.get_or_insert_with(|| Instant::now() + interval);
-            let wake_at = self.earliest_deadline().map_or(tick, |d| d.min(tick));
+            let wake_at = self
+                .holds
+                .earliest_watched_loss()
+                .map_or(tick, |d| d.min(tick));
             tokio::select! {
                 _ = tokio::time::sleep_until(wake_at) => {}
-                _ = self.shared.shutdown.cancelled() => return,
+                _ = self.shutdown.cancelled() => return,
             }
             if Instant::now() >= tick {
-                failures = if self.renew_all().await {
-                    0
-                } else {
-                    failures + 1
+                let Some(renewed) = self.renew_on_time().await else {
+                    return;
                 };
+                failures = if renewed { 0 } else { failures + 1 };
                 // After a failure, try again sooner than a full interval, and
                 // ever more often as the earliest lease deadline nears, so a
                 // server that comes back just before it still saves the lock.
                 let pause = if failures == 0 {
                     interval
                 } else {
-                    let to_deadline = self.earliest_deadline().map_or(interval, |d| {
+                    let to_deadline = self.holds.earliest_watched_loss().map_or(interval, |d| {
                         d.saturating_duration_since(Instant::now()) / 2
                     });
                     interval
@@ -200,27 +162,36 @@ impl Task {
                 };
                 next_tick = Some(Instant::now() + pause);
             }
-            self.expire_overdue();
+            self.holds.end_overdue();
         }
     }
 
-    fn earliest_deadline(&self) -> Option<Instant> {
-        self.shared.entries().values().map(|e| e.deadline).min()
+    /// [`Task::renew_all`], while ending the holds whose deadline passes
+    /// before it returns: a renewal that hangs until its command timeout
+    /// (a partition) must not delay the report of a loss. `None` when the
+    /// watchdog was stopped meanwhile.
+    async fn renew_on_time(&self) -> Option<bool> {
+        let renewal = self.renew_all();
+        tokio::pin!(renewal);
+        loop {
+            let overdue = self.holds.earliest_watched_loss();
+            tokio::select! {
+                renewed = &mut renewal => return Some(renewed),
+                _ = sleep_until_some(overdue) => self.holds.end_overdue(),
+                _ = self.shutdown.cancelled() => return None,
+            }
+        }
     }
 
-    /// Renews every entry once; returns whether the call went through.
+    /// Renews every watched hold once; returns whether the call went
+    /// through.
     async fn renew_all(&self) -> bool {
-        let batch: Vec<(RenewTarget, u64)> = self
-            .shared
-            .entries()
-            .iter()
-            .map(|(t, e)| (t.clone(), e.generation))
-            .collect();
+        let batch: Vec<Arc<Hold>> = self.holds.watched_holds();
         if batch.is_empty() {
             return true;
         }
-        let targets: Vec<RenewTarget> = batch.iter().map(|(t, _)| t.clone()).collect();
-        let lease_ms = self.shared.lease.as_millis() as u64;
+        let targets: Vec<RenewTarget> = batch.iter().map(|hold| hold.target.clone()).collect();
+        let lease_ms = self.lease.as_millis() as u64;
         let sent = Instant::now();
         self.stats.renew_calls.incr();
         let results = match self.backend.renew(&targets, lease_ms).await {
@@ -238,58 +209,34 @@ impl Task {
                 return false;
             }
         };
+        let renewed_until = Deadline::new(sent, self.lease, self.margin);
         let mut all_ok = true;
-        let mut lost = Vec::new();
         let mut renewed = 0;
-        {
-            let mut entries = self.shared.entries();
-            for ((target, generation), result) in batch.into_iter().zip(results) {
-                let Some(entry) = entries.get_mut(&target) else {
-                    continue;
-                };
-                if entry.generation != generation {
-                    continue;
+        for (hold, result) in batch.iter().zip(results) {
+            match result {
+                // A renewal landing after the hold was reported lost does
+                // not revive it.
+                Ok(true) if hold.extend(renewed_until) => renewed += 1,
+                Ok(true) => self.holds.end(hold),
+                Ok(false) => {
+                    tracing::warn!(lock = %hold.target.name, "watchdog: lock is no longer held; signalling loss");
+                    self.holds.end(hold);
                 }
-                match result {
-                    Ok(true) => {
-                        renewed += 1;
-                        entry.deadline = entry.deadline.max(sent + self.shared.lease);
-                    }
-                    Ok(false) => {
-                        tracing::warn!(lock = %target.name, "watchdog: lock is no longer held; signalling loss");
-                        if let Some(entry) = entries.remove(&target) {
-                            lost.push(entry.lost);
-                        }
-                    }
-                    Err(e) => {
-                        all_ok = false;
-                        tracing::debug!(%e, lock = %target.name, "watchdog: renewal of one lock failed");
-                    }
+                Err(e) => {
+                    all_ok = false;
+                    tracing::debug!(%e, lock = %hold.target.name, "watchdog: renewal of one lock failed");
                 }
             }
         }
         self.stats.renewed.add(renewed);
-        for token in lost {
-            token.cancel();
-        }
         all_ok
     }
+}
 
-    /// Drops every entry whose lease deadline has passed and signals loss.
-    fn expire_overdue(&self) {
-        let now = Instant::now();
-        let mut lost = Vec::new();
-        self.shared.entries().retain(|target, entry| {
-            if entry.deadline <= now {
-                tracing::warn!(lock = %target.name, "watchdog: lease ran out without a successful renewal");
-                lost.push(entry.lost.clone());
-                false
-            } else {
-                true
-            }
-        });
-        for token in lost {
-            token.cancel();
-        }
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }

@@ -1,6 +1,7 @@
 //! [`FairRedisBackend`]: the fair lock's scripts over a [`Transport`].
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -262,6 +263,10 @@ impl LockBackend for FairRedisBackend {
 
     fn unsubscribe(&self, topic: &Topic) {
         self.redis.unsubscribe(topic);
+    }
+
+    fn command_timeout(&self) -> Option<Duration> {
+        self.redis.command_timeout()
     }
 
     /// Closes the pool and the pub/sub connection. Later calls fail with

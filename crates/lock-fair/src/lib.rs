@@ -148,7 +148,7 @@ pub use lock_redis::{RedisConfig, Transport};
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect_client(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate()?;
+    client.validate_for(Some(redis.command_timeout))?;
     let backend = FairRedisBackend::connect(redis).await?;
     LockClient::new(std::sync::Arc::new(backend), client)
 }

@@ -154,7 +154,7 @@ pub async fn fair_backend(config: ClusterConfig) -> Result<lock_fair::FairRedisB
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate()?;
+    client.validate_for(Some(cluster.command_timeout))?;
     LockClient::new(Arc::new(backend(cluster).await?), client)
 }
 
@@ -166,6 +166,6 @@ pub async fn connect(cluster: ClusterConfig, client: ClientConfig) -> Result<Loc
 /// # Cancel safety
 /// As [`connect`].
 pub async fn connect_fair(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate()?;
+    client.validate_for(Some(cluster.command_timeout))?;
     LockClient::new(Arc::new(fair_backend(cluster).await?), client)
 }

@@ -508,6 +508,12 @@ impl Transport for ClusterTransport {
         u32::from(key_slot(key))
     }
 
+    /// [`ClusterConfig::command_timeout`]: one call, its redirects and
+    /// waits for a failover included, ends by then.
+    fn command_timeout(&self) -> Option<Duration> {
+        Some(self.inner.config.command_timeout)
+    }
+
     fn publish_command(&self) -> &'static str {
         self.publish
     }

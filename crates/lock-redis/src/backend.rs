@@ -343,6 +343,18 @@ impl LockBackend for RedisBackend {
         }
     }
 
+    /// The transport's command timeout, plus the replica wait of
+    /// [`RedisBackend::with_replica_sync`] when configured (an acquisition
+    /// waits for its replicas after its script ran).
+    fn command_timeout(&self) -> Option<Duration> {
+        let replica_wait = self.replica_sync.map_or(Duration::ZERO, |(_, wait)| wait);
+        Some(
+            self.transport
+                .command_timeout()?
+                .saturating_add(replica_wait),
+        )
+    }
+
     fn unsubscribe(&self, topic: &Topic) {
         if let Some(channel) = self.channel(topic) {
             self.transport.unsubscribe(channel);

@@ -136,7 +136,7 @@ pub use redis;
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate()?;
+    client.validate_for(Some(redis.command_timeout))?;
     let backend = RedisBackend::connect(redis).await?;
     LockClient::new(std::sync::Arc::new(backend), client)
 }

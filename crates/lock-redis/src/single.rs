@@ -191,6 +191,10 @@ impl Transport for SingleNode {
         }
     }
 
+    fn command_timeout(&self) -> Option<Duration> {
+        Some(self.command_timeout)
+    }
+
     fn publish_command(&self) -> &'static str {
         "PUBLISH"
     }

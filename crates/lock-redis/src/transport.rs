@@ -96,6 +96,13 @@ pub trait Transport: Send + Sync + 'static {
         0
     }
 
+    /// The longest one call ([`Transport::eval`], [`Transport::eval_batch`])
+    /// takes before it fails with a timeout, without the replica wait of
+    /// [`Transport::eval_and_wait`]; `None` when unbounded or unknown.
+    fn command_timeout(&self) -> Option<Duration> {
+        None
+    }
+
     /// The command the scripts publish unlock messages with: `PUBLISH` on
     /// one node, `SPUBLISH` with sharded pub/sub on a cluster. Subscribers
     /// must use the matching mode or notices are silently lost.

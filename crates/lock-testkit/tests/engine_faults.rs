@@ -186,10 +186,12 @@ async fn renewals_failing_past_the_lease_fire_the_lost_signal() {
     tokio::time::timeout(WATCHDOG * 2, g.lost())
         .await
         .expect("lost signal fires once the lease deadline passes");
+    // Reported a safety margin before the deadline (9 ms + 2 ms here).
+    let lost_at = WATCHDOG - config().safety_margin(WATCHDOG);
     let after = acquired.elapsed();
-    assert!(after <= WATCHDOG, "lost reported late: {after:?}");
+    assert!(after <= lost_at, "lost reported late: {after:?}");
     assert!(
-        after >= WATCHDOG - Duration::from_millis(1),
+        after >= lost_at - Duration::from_millis(1),
         "lost reported early: {after:?}"
     );
     assert!(g.check().unwrap_err().is_lost());
@@ -389,4 +391,181 @@ async fn closed_client_stops_renewing_and_guards_expire() {
     drop(g);
     tokio::time::sleep(WATCHDOG + Duration::from_millis(1)).await;
     assert_eq!(server.pttl("closing"), -2, "expired once renewals stopped");
+}
+
+/// A latch must outlive every attempt of a retried request, or a late retry
+/// runs it twice: 4 attempts of up to 10 s each (plus backoff) do not fit a
+/// 30 s latch, so such a client is refused, saying what to set.
+#[tokio::test(start_paused = true)]
+async fn latch_shorter_than_the_retry_window_is_rejected() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(10)));
+    let err = server.client_with(config()).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    let message = err.to_string();
+    assert!(message.contains("latch_ttl"), "{message}");
+    assert!(message.contains("40.35s"), "names the window: {message}");
+    // A latch as long as the window, fewer attempts, or no retries at all
+    // (no latch is written) are all fine.
+    let window = Duration::from_millis(40_350);
+    server.client_with(config().latch_ttl(window)).unwrap();
+    let mut two = RetryPolicy::default();
+    two.attempts = 2;
+    server.client_with(config().retry(two)).unwrap();
+    server
+        .client_with(config().retry(RetryPolicy::none()))
+        .unwrap();
+}
+
+/// Without a known command timeout only the backoff can be checked.
+#[tokio::test(start_paused = true)]
+async fn latch_shorter_than_the_backoff_is_rejected() {
+    let server = InMemoryServer::new();
+    let err = server
+        .client_with(config().latch_ttl(Duration::from_millis(100)))
+        .unwrap_err();
+    assert!(err.to_string().contains("latch_ttl"), "{err}");
+}
+
+/// A partition: every call hangs until the 3 s command timeout. The lease
+/// deadline passes while the renewal sent at a third of it still waits for
+/// its reply; the loss is reported by the deadline, not when that renewal
+/// gives up 2.4 s later (issue 10, item 5).
+#[tokio::test(start_paused = true)]
+async fn loss_during_a_hanging_renewal_is_reported_on_time() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(config()).unwrap();
+    let g = c.lock("partition").unwrap().lock().await.unwrap();
+    let deadline = Instant::now() + WATCHDOG;
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::timeout_at(deadline, g.lost())
+        .await
+        .expect("lost() resolves by the lease deadline");
+    assert!(g.is_lost());
+    assert!(g.check().unwrap_err().is_lost());
+    assert_eq!(c.stats().watched, 0, "the watchdog dropped it on time");
+}
+
+/// `is_lost()` reads the deadline itself: true at the deadline even while
+/// the watchdog task is stuck in a renewal.
+#[tokio::test(start_paused = true)]
+async fn is_lost_turns_true_at_the_deadline_by_itself() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(config()).unwrap();
+    let g = c.lock("partition-poll").unwrap().lock().await.unwrap();
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(!g.is_lost());
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(
+        g.is_lost(),
+        "still held by the guard's account at its deadline"
+    );
+}
+
+/// The watchdog itself drops an overdue hold on time, racing the renewal
+/// that hangs, rather than after that renewal gives up.
+#[tokio::test(start_paused = true)]
+async fn watchdog_drops_an_overdue_hold_while_its_renewal_hangs() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(config()).unwrap();
+    let _g = c.lock("partition-drop").unwrap().lock().await.unwrap();
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::sleep(WATCHDOG + Duration::from_millis(1)).await;
+    assert_eq!(c.stats().watched, 0, "still renewing a lost hold");
+}
+
+/// Loss is reported a safety margin before the lease deadline (lease/100 +
+/// 2 ms by default), so a holder can stop before another client may take
+/// the lock (issue 10, item 12).
+#[tokio::test(start_paused = true)]
+async fn loss_is_reported_before_the_lease_deadline() {
+    let (_server, c) = setup();
+    let lease = Duration::from_secs(1);
+    let started = Instant::now();
+    let g = c
+        .lock("margin")
+        .unwrap()
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
+    g.lost().await;
+    assert_eq!(started.elapsed(), lease - Duration::from_millis(12));
+    assert!(g.is_lost());
+}
+
+/// `loss_margin` moves the report earlier still; the deadline itself (when
+/// another client may hold the lock) is exposed, and under the watchdog it
+/// moves with each renewal.
+#[tokio::test(start_paused = true)]
+async fn loss_margin_is_configurable_and_the_deadline_is_exposed() {
+    let server = InMemoryServer::new();
+    let extra = Duration::from_millis(100);
+    let c = server.client_with(config().loss_margin(extra)).unwrap();
+    assert_eq!(
+        c.config().safety_margin(Duration::from_secs(1)),
+        Duration::from_millis(112)
+    );
+    let lock = c.lock("deadline").unwrap();
+    let lease = Duration::from_secs(1);
+    let started = Instant::now();
+    let g = lock.lock_with_lease(lease).await.unwrap();
+    assert_eq!(g.lease_deadline(), started + lease);
+    g.lost().await;
+    assert_eq!(started.elapsed(), lease - Duration::from_millis(112));
+    assert!(server.pttl("deadline") > 0, "the store still holds it");
+    drop(g);
+
+    let w = c.lock("deadline-watched").unwrap().lock().await.unwrap();
+    let first = w.lease_deadline();
+    assert_eq!(first, Instant::now() + WATCHDOG);
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(w.lease_deadline() >= first + WATCHDOG / 3, "renewed");
+    server.set_down(true);
+    w.lost().await;
+    let left = w.lease_deadline() - Instant::now();
+    assert_eq!(left, config().loss_margin(extra).safety_margin(WATCHDOG));
+    server.set_down(false);
+}
+
+/// A margin that leaves no lease is refused: a fixed lease not longer than
+/// its margin (lost at once), and a `loss_margin` that leaves no time for
+/// renewals within the watchdog timeout.
+#[tokio::test(start_paused = true)]
+async fn margins_that_leave_no_lease_are_rejected() {
+    let (_server, c) = setup();
+    let lock = c.lock("too-short").unwrap();
+    let err = lock
+        .lock_with_lease(Duration::from_millis(2))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    assert!(err.to_string().contains("margin"), "{err}");
+    let g = lock
+        .lock_with_lease(Duration::from_millis(3))
+        .await
+        .unwrap();
+    assert!(!g.is_lost(), "a 3 ms lease is lost 2.03 ms in");
+
+    let server = InMemoryServer::new();
+    let err = server
+        .client_with(config().loss_margin(WATCHDOG / 3))
+        .unwrap_err();
+    assert!(err.to_string().contains("loss_margin"), "{err}");
+    server
+        .client_with(config().loss_margin(WATCHDOG / 4))
+        .unwrap();
+    let c = server
+        .client_with(config().loss_margin(Duration::from_millis(100)))
+        .unwrap();
+    let err = c
+        .lock("too-short")
+        .unwrap()
+        .lock_with_lease(Duration::from_millis(100))
+        .await
+        .unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
 }

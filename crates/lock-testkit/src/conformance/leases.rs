@@ -158,3 +158,28 @@ pub async fn dropped_guard_releases_in_background(h: &dyn Harness) {
     .await;
     assert_eq!(a.stats().watched, 0);
 }
+
+/// Closing the client stops the watchdog, so nothing keeps its locks any
+/// more: every watchdog guard is told at once, and so is a fixed-lease
+/// guard of the same hold.
+pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
+    let a = client(h).await;
+    let lock = a.lock(unique("closing")).unwrap();
+    let g = lock.lock().await.unwrap();
+    let leased = lock
+        .acquire(
+            lock_core::AcquireOptions::new()
+                .owner(g.owner())
+                .lease(Duration::from_secs(20)),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    a.close().await;
+    assert!(g.is_lost(), "a closed client's watchdog guard is not told");
+    assert!(g.check().unwrap_err().is_lost());
+    assert!(leased.is_lost());
+    tokio::time::timeout(Duration::from_millis(10), g.lost())
+        .await
+        .expect("lost() resolves at once");
+}

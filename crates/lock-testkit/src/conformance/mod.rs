@@ -20,6 +20,7 @@ pub mod basics;
 pub mod cancellation;
 pub mod errors;
 pub mod fair;
+pub mod holds;
 pub mod layout;
 pub mod leases;
 pub mod waiting;
@@ -218,6 +219,12 @@ macro_rules! __with_shared_checks {
             leases::force_unlock_fires_holders_lost_signal,
             leases::leased_guard_is_lost_when_lease_ends,
             leases::dropped_guard_releases_in_background,
+            leases::close_tells_watchdog_guards,
+            holds::loss_is_told_to_every_guard_of_the_owner,
+            holds::not_held_release_tells_the_other_guards,
+            holds::unlock_as_of_the_last_hold_tells_the_guards,
+            holds::old_guard_dropped_after_reacquire_leaves_the_new_hold,
+            holds::expired_guard_dropped_after_reacquire_leaves_the_new_hold,
             errors::unlock_by_non_owner_is_not_held,
             errors::unlock_after_lease_ran_out_is_not_held,
             errors::invalid_arguments_fail_before_io,

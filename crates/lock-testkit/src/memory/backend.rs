@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
@@ -44,7 +45,16 @@ impl InMemoryBackend {
         if self.closed.load(Ordering::Acquire) {
             return Err(LockError::Closed);
         }
-        let latency = self.server.state().faults.latency;
+        let (latency, timeout) = {
+            let faults = &self.server.state().faults;
+            (faults.latency, faults.command_timeout)
+        };
+        if let Some(limit) = timeout.filter(|limit| latency > *limit) {
+            tokio::time::sleep(limit).await;
+            return Err(LockError::timeout(format!(
+                "in-memory server: no reply within the command timeout of {limit:?}"
+            )));
+        }
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
@@ -119,6 +129,10 @@ impl LockBackend for InMemoryBackend {
 
     fn kind(&self) -> LockKind {
         self.kind
+    }
+
+    fn command_timeout(&self) -> Option<Duration> {
+        self.server.state().faults.command_timeout
     }
 
     async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {

@@ -3,8 +3,9 @@
 //!
 //! [`InMemoryServer`] is the store; each [`InMemoryBackend`] is one client's
 //! connection to it. Many clients on one server contend exactly as clients
-//! of one Redis do. The server can inject faults (down, latency, failures,
-//! lost replies, lost notices) so error paths can be tested without one.
+//! of one Redis do. The server can inject faults (down, latency, command
+//! timeouts, failures, lost replies, lost notices) so error paths can be
+//! tested without one.
 
 mod backend;
 mod harness;

@@ -21,6 +21,8 @@ pub(crate) struct Faults {
     /// The next N calls are applied, then fail: the reply is "lost".
     pub(crate) fail_after: u32,
     pub(crate) drop_notices: bool,
+    /// Calls slower than this fail after it, without running.
+    pub(crate) command_timeout: Option<Duration>,
 }
 
 /// What one connection (one backend) is subscribed to.
@@ -324,6 +326,17 @@ impl InMemoryServer {
     /// a reply is lost: tests that retries never count twice.
     pub fn lose_next_replies(&self, n: u32) {
         self.state().faults.fail_after = n;
+    }
+
+    /// Bounds every backend call as a Redis backend's command timeout does:
+    /// a call whose [latency](InMemoryServer::set_latency) is longer fails
+    /// with a timeout error once `timeout` has passed, without running (its
+    /// request was lost on the way, as in a network partition). The backend
+    /// reports it as [`lock_core::LockBackend::command_timeout`], which a
+    /// client checks when it is made: set it before making clients. `None`
+    /// (the default): calls wait out any latency.
+    pub fn set_command_timeout(&self, timeout: Option<Duration>) {
+        self.state().faults.command_timeout = timeout;
     }
 
     /// While `true`, published notices reach nobody (a pub/sub outage).
