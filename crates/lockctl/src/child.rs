@@ -27,8 +27,21 @@ pub(crate) const LOCK_NAME: &str = "LOCK_NAME";
 /// The command's environment variable holding the fencing token.
 pub(crate) const LOCK_TOKEN: &str = "LOCK_TOKEN";
 
-/// How long a command told to stop (SIGTERM) gets before SIGKILL.
+/// The longest a command told to stop (SIGTERM) gets before SIGKILL.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// How long a command gets between SIGTERM and SIGKILL when the lock is
+/// lost, for a hold of `lease` kept by a client with `watchdog_timeout`.
+///
+/// The client reports the loss this much (plus its clock-drift allowance)
+/// before the lease ends, and the SIGKILL comes at the lease's end at the
+/// latest, so the command never runs beside the next holder. A quarter of
+/// the lease at most, so short leases still leave most of the lease to work
+/// in (and the client accepts the margin: it must stay under a third of the
+/// watchdog timeout).
+pub(crate) fn stop_grace(lease: Duration, watchdog_timeout: Duration) -> Duration {
+    STOP_GRACE.min(lease / 4).min(watchdog_timeout / 4)
+}
 
 /// The running command: its supervisor, which leads its process group.
 ///

@@ -93,8 +93,10 @@ pub(crate) enum Command {
     ///   normal end)             the lock released; lockctl exits with CMD's
     ///                           status (128+N if CMD died by signal N)
     ///   the lock is lost        (deleted, force-unlocked, expired, lease
-    ///                           over) SIGTERM, then SIGKILL 2 s later;
-    ///                           lockctl exits 76
+    ///                           over) SIGTERM, then SIGKILL by the lease's
+    ///                           end (loss is seen a grace of up to 2 s, a
+    ///                           quarter of the lease at most, before it);
+    ///                           lockctl exits 76 at once
     ///   lockctl gets SIGINT,    passed on (followed by SIGCONT); lockctl
     ///   SIGTERM or SIGHUP       waits for CMD, releases the lock and exits
     ///                           with CMD's status

@@ -29,7 +29,20 @@ const CONNECTIONS: usize = 1;
 /// Exit 64 for a bad URL or option (before any I/O), 69 when the server
 /// cannot be reached.
 pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Failure> {
-    let config = ClientConfig::default().watchdog_timeout(global.watchdog_timeout);
+    client_with(global, fair, ClientConfig::default()).await
+}
+
+/// As [`client`], starting from `config` (the watchdog timeout is set from
+/// the global options).
+///
+/// # Errors
+/// As [`client`].
+pub(crate) async fn client_with(
+    global: &Global,
+    fair: bool,
+    config: ClientConfig,
+) -> Result<LockClient, Failure> {
+    let config = config.watchdog_timeout(global.watchdog_timeout);
     config
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;

@@ -11,7 +11,13 @@
 //! - The lock is lost (the guard's lost signal: deleted or force-unlocked
 //!   and seen at the next renewal, renewals failing until the lease ran
 //!   out, or a fixed `--lease` running out): the command gets SIGTERM, then
-//!   SIGKILL after a grace period, and lockctl exits 76.
+//!   SIGKILL at the lease's end at the latest, and lockctl exits 76 without
+//!   waiting for the server. The client reports such a loss a grace period
+//!   (`child::stop_grace`: up to 2 s, at most a quarter of the lease) plus a
+//!   clock-drift allowance *before* the lease ends, so the command is gone
+//!   before another client can take the lock. (A lock deleted by someone
+//!   else, e.g. `force-unlock`, is gone at once: the command still gets the
+//!   grace, up to its lease's end.)
 //! - lockctl is told to stop (SIGINT, SIGTERM, SIGHUP): the signal is passed
 //!   on to the command, lockctl waits for it to exit, then releases. A
 //!   signal that arrives while still waiting for the lock just gives up.
@@ -27,7 +33,7 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, Guard, LockClient, LockName};
+use lock_core::{AcquireOptions, ClientConfig, Guard, LockClient, LockName};
 use nix::sys::signal::Signal;
 
 use crate::child::{self, Group};
@@ -57,12 +63,23 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
     // gives up cleanly (leaving the fair queue, undoing an acquisition on
     // the wire) instead of killing the process mid-request.
     let mut signals = Signals::install()?;
+    // Loss is reported `grace` (plus the drift allowance) before the lease
+    // ends, so the command can be stopped before anyone else can hold it.
+    let grace = child::stop_grace(
+        args.lease.unwrap_or(global.watchdog_timeout),
+        global.watchdog_timeout,
+    );
+    let config = ClientConfig::default().loss_margin(grace);
     let client = tokio::select! {
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        client = connect::client(global, args.fair) => client?,
+        client = connect::client_with(global, args.fair, config) => client?,
     };
-    let code = hold_and_run(&client, &name, &args, &mut signals).await;
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, client.close()).await;
+    let code = hold_and_run(&client, &name, &args, &mut signals, grace).await;
+    // Once the lock is known lost there is nothing left to release, and a
+    // frozen server would only delay the exit: close without waiting.
+    let lost = matches!(&code, Err(failure) if failure.code == exit::LOST);
+    let close_timeout = if lost { Duration::ZERO } else { CLOSE_TIMEOUT };
+    let _ = tokio::time::timeout(close_timeout, client.close()).await;
     code
 }
 
@@ -71,6 +88,7 @@ async fn hold_and_run(
     name: &LockName,
     args: &RunArgs,
     signals: &mut Signals,
+    grace: Duration,
 ) -> Result<u8, Failure> {
     let lock = client.lock(name)?;
     let mut opts = AcquireOptions::new();
@@ -111,8 +129,13 @@ async fn hold_and_run(
     match wait_or_lose(&mut command, &guard, signals).await? {
         Ended::Exited(status) => finish(guard, name, status).await,
         Ended::Lost => {
-            // The command first: it must not run on without the lock.
-            let stopped = command.stop(child::STOP_GRACE).await;
+            // The command first: it must not run on without the lock. The
+            // SIGKILL comes by the lease's end, when another client may
+            // take the lock.
+            let until_expiry = guard
+                .lease_deadline()
+                .saturating_duration_since(tokio::time::Instant::now());
+            let stopped = command.stop(grace.min(until_expiry)).await;
             // The hold is gone already; dropping the guard just stops its
             // bookkeeping (its release finds nothing to release).
             drop(guard);

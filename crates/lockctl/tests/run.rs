@@ -267,3 +267,57 @@ fn an_interrupted_wait_gives_up_and_leaves_the_fair_queue() {
     assert_eq!(code(status), 128 + 2, "{stderr}");
     assert_eq!(int(&server, &["LLEN", &queue]), 0, "left the queue");
 }
+
+#[test]
+fn a_frozen_server_stops_the_command_before_the_lease_ends() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = lockctl(&server.url());
+    cmd.args(["--watchdog-timeout", "1500ms", "run", "job", "--"])
+        .args([
+            "sh",
+            "-c",
+            // Ignores SIGTERM (its children too): only the SIGKILL at the
+            // lease's end stops it. Each beat is the wall clock in ns.
+            "trap '' TERM; echo $$ > pid; : > ready; \
+             while [ -e ready ]; do date +%s%N > beat.tmp; mv beat.tmp beat; sleep 0.01; done",
+        ])
+        .current_dir(dir.path());
+    let mut lockctl = Proc::spawn(cmd);
+    let ready = dir.path().join("ready");
+    wait_until("the command to start", PATIENCE, || ready.exists());
+    let pid = read_pid(&dir.path().join("pid"));
+
+    // Every renewal sent before the freeze was sent before `frozen`, so the
+    // lease ends by `frozen + 1500 ms` at the latest.
+    let frozen = std::time::SystemTime::now();
+    let frozen_at = Instant::now();
+    server.pause();
+    let exited = lockctl.exits_within(Duration::from_secs(5));
+    let took = frozen_at.elapsed();
+    server.resume();
+    assert!(exited, "lockctl still runs {took:?} after the freeze");
+    wait_until("the command to be gone", PATIENCE, || process_gone(pid));
+
+    let last_beat_ns: u128 = fs::read_to_string(dir.path().join("beat"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let frozen_ns = frozen
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let beat_after_freeze = Duration::from_nanos((last_beat_ns.saturating_sub(frozen_ns)) as u64);
+    assert!(
+        beat_after_freeze < Duration::from_millis(1500),
+        "the command still ran {beat_after_freeze:?} after the freeze, past the lease's end"
+    );
+    // No waiting for a server that cannot answer once the lock is lost.
+    assert!(
+        took < Duration::from_millis(2500),
+        "lockctl exited {took:?} after the freeze"
+    );
+    let (status, stderr) = lockctl.wait(PATIENCE);
+    assert_eq!(code(status), 76, "{stderr}");
+}
