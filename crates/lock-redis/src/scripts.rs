@@ -45,12 +45,32 @@ pub struct ScriptCall<'a> {
     pub keys: Vec<String>,
     /// `ARGV`.
     pub args: Vec<String>,
+    /// Whether running the call twice has the effect of running it once
+    /// and answers alike: a read, a renewal, or an acquire or release whose
+    /// request-id latch answers a repeat. Only such a call may be sent again
+    /// by a transport after its connection broke with the outcome unknown;
+    /// any other call (a release without a latch, a force unlock) could
+    /// count twice. `false` unless set with [`ScriptCall::idempotent`].
+    pub idempotent: bool,
 }
 
 impl<'a> ScriptCall<'a> {
-    /// A call of `script` with `keys` and `args`.
+    /// A call of `script` with `keys` and `args`, not
+    /// [idempotent](ScriptCall::idempotent).
     pub fn new(script: &'a Script, keys: Vec<String>, args: Vec<String>) -> Self {
-        Self { script, keys, args }
+        Self {
+            script,
+            keys,
+            args,
+            idempotent: false,
+        }
+    }
+
+    /// Sets [`ScriptCall::idempotent`](ScriptCall#structfield.idempotent).
+    #[must_use]
+    pub fn idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = idempotent;
+        self
     }
 
     /// The first key, or `""` for a call without keys.
