@@ -3,6 +3,7 @@
 //! | Redis says | [`LockError`] | retryable |
 //! | --- | --- | --- |
 //! | `WRONGTYPE` (a non-hash value at the lock key) | [`LockError::WrongType`] with the lock key | no |
+//! | `BADTOKEN` (a script found a fencing-token counter that is not an integer, before writing anything) | [`LockError::WrongType`] with the counter's key | no |
 //! | I/O error, connection refused / reset / closed | [`LockError::Unavailable`] | yes |
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
@@ -30,6 +31,11 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
         Some("WRONGTYPE") => {
             return LockError::WrongType {
                 key: first_key.to_owned(),
+            };
+        }
+        Some(BAD_TOKEN) => {
+            return LockError::WrongType {
+                key: bad_token_counter(err).unwrap_or(first_key).to_owned(),
             };
         }
         Some(
@@ -67,6 +73,19 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
         // failures (a closed multiplexed connection) are all transient.
         _ => LockError::unavailable(format!("redis connection failed: {err}"), source()),
     }
+}
+
+/// The error code of a fencing-token counter that does not hold an integer
+/// (see `scripts/common.lua`).
+const BAD_TOKEN: &str = "BADTOKEN";
+/// What follows the counter's key in a [`BAD_TOKEN`] error. Redis appends
+/// the script's name after it, and a key may hold spaces: the key is what
+/// comes before the last occurrence.
+const BAD_TOKEN_TAIL: &str = " does not hold an integer fencing token counter";
+
+fn bad_token_counter(err: &RedisError) -> Option<&str> {
+    let detail = err.detail()?;
+    detail.rfind(BAD_TOKEN_TAIL).map(|end| &detail[..end])
 }
 
 /// The error of a call that got no reply within `limit`.
@@ -122,6 +141,24 @@ mod tests {
         assert!(from_redis(&reset, "k").is_retryable());
         let timeout = RedisError::from(io::Error::from(io::ErrorKind::TimedOut));
         assert!(from_redis(&timeout, "k").is_timeout());
+    }
+
+    #[test]
+    fn bad_token_names_the_counter_even_with_spaces() {
+        let e = from_redis(&server_err("BADTOKEN"), "lock");
+        // No detail: the first key is the best guess.
+        assert!(matches!(e, LockError::WrongType { ref key } if key == "lock"));
+        let err = redis::make_extension_error(
+            "BADTOKEN".to_owned(),
+            Some(format!(
+                "redisson_lock_token:{{a b}}{BAD_TOKEN_TAIL} script: 0123, on @user_script:19."
+            )),
+        );
+        let e = from_redis(&err, "lock");
+        assert!(
+            matches!(e, LockError::WrongType { ref key } if key == "redisson_lock_token:{a b}"),
+            "{e:?}"
+        );
     }
 
     #[test]

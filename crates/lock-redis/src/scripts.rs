@@ -1,7 +1,9 @@
 //! The Lua scripts of the reentrant lock and how they are run.
 //!
 //! One script per operation, in `src/scripts/*.lua`; each file's header gives
-//! its KEYS, ARGV and replies. Keys and owner strings only ever travel in
+//! its KEYS, ARGV and replies; the helpers the writing scripts share are in
+//! `common.lua`, put in front of them ([`with_common`]). Keys and owner
+//! strings only ever travel in
 //! KEYS/ARGV, never in the script text, so the five scripts are hashed once
 //! and run by SHA1 with `EVALSHA`. When the server does not know a script
 //! (`NOSCRIPT`: restarted, failed over, or `SCRIPT FLUSH`ed) it is loaded with
@@ -13,9 +15,19 @@ use std::sync::LazyLock;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
 
+/// The helpers shared by the lock scripts that write holds (`common.lua`):
+/// put in front of this crate's acquire script and of the fair lock's
+/// acquire and release scripts, so each rule is written once.
+pub const COMMON_LUA: &str = include_str!("scripts/common.lua");
+
+/// `body` after [`COMMON_LUA`], as one script.
+pub fn with_common(body: &str) -> Script {
+    Script::new(&[COMMON_LUA, body].concat())
+}
+
 /// Takes or re-enters a lock (`acquire.lua`).
 pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/acquire.lua")));
+    LazyLock::new(|| with_common(include_str!("scripts/acquire.lua")));
 /// Gives back one hold (`release.lua`).
 pub static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));

@@ -1,5 +1,6 @@
 -- acquire: take a fair lock in arrival order, re-enter it as its owner, or
--- wait in its queue (Redisson's fair-lock layout). Runs after prelude.lua.
+-- wait in its queue (Redisson's fair-lock layout). Runs after lock-redis's
+-- common.lua and prelude.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
@@ -30,8 +31,10 @@
 --               is held (-1: no expiry), else the milliseconds until the
 --               queue head's deadline (the lock is free but another waiter
 --               is first; never negative).
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
--- aborts before writing anything but the eviction of stale heads.
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE, and a
+-- counter at KEYS[3] that is not an integer fails a fenced acquisition with
+-- BADTOKEN (see common.lua): either way the script aborts before writing
+-- anything but the eviction of stale heads (the waiter keeps its place).
 local latch_ttl = tonumber(ARGV[4])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[2])
@@ -42,13 +45,10 @@ end
 local now = server_now()
 evict(KEYS[4], KEYS[5], now)
 
-local function take()
+-- One more hold, with `token` taken before anything of ours was written.
+local function take(token)
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    local token = 0
-    if ARGV[3] == '1' then
-        token = redis.call('incr', KEYS[3])
-    end
     if latch_ttl > 0 then
         redis.call('set', KEYS[2], token, 'px', latch_ttl)
     end
@@ -58,15 +58,16 @@ end
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[4], 0)
     if (not head) or head == ARGV[2] then
+        local token = next_token(KEYS[3], ARGV[3])
         if head == ARGV[2] then
             redis.call('lpop', KEYS[4])
         end
         redis.call('zrem', KEYS[5], ARGV[2])
-        return take()
+        return take(token)
     end
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    return take()
+    return take(next_token(KEYS[3], ARGV[3]))
 end
 
 local queue_ms = tonumber(ARGV[5])

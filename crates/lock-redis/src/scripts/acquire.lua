@@ -1,4 +1,5 @@
 -- acquire: take a reentrant lock, or re-enter it as its owner (Redisson layout).
+-- Runs after common.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
@@ -13,8 +14,10 @@
 --               fencing token, or 0 when none was asked for. A repeated
 --               request (same latch key) returns its first reply unchanged.
 --   {0, pttl}   held by another owner; pttl is the lock's PTTL (-1: no expiry)
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
--- aborts before writing anything.
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE, and a
+-- counter at KEYS[3] that is not an integer fails a fenced acquisition with
+-- BADTOKEN (see common.lua): either way the script aborts before writing
+-- anything.
 local latch_ttl = tonumber(ARGV[4])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[2])
@@ -23,12 +26,9 @@ if latch_ttl > 0 then
     end
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = next_token(KEYS[3], ARGV[3])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    local token = 0
-    if ARGV[3] == '1' then
-        token = redis.call('incr', KEYS[3])
-    end
     if latch_ttl > 0 then
         redis.call('set', KEYS[2], token, 'px', latch_ttl)
     end

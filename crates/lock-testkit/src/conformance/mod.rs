@@ -84,6 +84,11 @@ pub fn key(h: &dyn Harness, name: &str) -> String {
     h.layout().lock_key(&lock_name(name))
 }
 
+/// The fencing-token counter of lock `name`.
+pub fn token_key(h: &dyn Harness, name: &str) -> String {
+    h.layout().token_key(&lock_name(name))
+}
+
 /// The unlock channel of lock `name`.
 pub fn channel(h: &dyn Harness, name: &str) -> String {
     h.layout().channel(&lock_name(name))
@@ -223,6 +228,7 @@ macro_rules! __with_shared_checks {
             errors::invalid_arguments_fail_before_io,
             errors::foreign_owner_is_rejected,
             errors::wrong_type_is_reported_and_left_untouched,
+            errors::bad_token_counter_fails_before_any_write,
             errors::closed_client_rejects_operations,
             cancellation::dropped_waiter_leaves_nothing_behind,
             cancellation::dropped_acquire_leaves_no_lock,

@@ -55,19 +55,24 @@ fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<Acqu
     Ok(token.map(|t| acquired(t.parse().unwrap_or(0))))
 }
 
-/// One more hold: count, lease, token, latch.
-fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<AcquireOutcome> {
+/// The next fencing token, or 0 when none was asked for (`next_token` of
+/// `common.lua`). Taken before anything else is written: a counter that is
+/// not an integer fails the script with nothing written.
+fn next_token(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<u64> {
+    if !req.fenced {
+        return Ok(0);
+    }
+    let counter = cx.layout.token_key(&req.name);
+    Ok(cx.keys.incr(&counter).map_err(wrong_type(&counter))? as u64)
+}
+
+/// One more hold, with `token` already taken: count, lease, latch.
+fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest, token: u64) -> Result<AcquireOutcome> {
     let lock = cx.layout.lock_key(&req.name);
     cx.keys
         .hincrby(&lock, &req.owner.field(), 1)
         .map_err(wrong_type(&lock))?;
     cx.keys.pexpire(&lock, req.lease_ms);
-    let token = if req.fenced {
-        let counter = cx.layout.token_key(&req.name);
-        cx.keys.incr(&counter).map_err(wrong_type(&lock))? as u64
-    } else {
-        0
-    };
     if req.latch_ttl_ms > 0 {
         let latch = cx
             .layout
@@ -166,7 +171,8 @@ pub(crate) fn acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<(Acquire
             .hexists(&lock, &req.owner.field())
             .map_err(wrong_type(&lock))?
     {
-        return Ok((take_hold(cx, req)?, None));
+        let token = next_token(cx, req)?;
+        return Ok((take_hold(cx, req, token)?, None));
     }
     let ttl = ttl_of(cx.keys.pttl(&lock));
     Ok((AcquireOutcome::Held { ttl }, None))
@@ -259,14 +265,16 @@ pub(crate) fn fair_acquire(
     let field = req.owner.field();
     let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
     if !cx.keys.exists(&lock) && head.as_ref().is_none_or(|h| *h == field) {
+        let token = next_token(cx, req)?;
         if head.is_some() {
             cx.keys.lpop(&queue).map_err(wrong_type(&lock))?;
         }
         cx.keys.zrem(&timeouts, &field).map_err(wrong_type(&lock))?;
-        return Ok((take_hold(cx, req)?, None));
+        return Ok((take_hold(cx, req, token)?, None));
     }
     if cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-        return Ok((take_hold(cx, req)?, None));
+        let token = next_token(cx, req)?;
+        return Ok((take_hold(cx, req, token)?, None));
     }
     if let Some(wait) = req.queue_ms.filter(|&ms| ms > 0) {
         let deadline = cx.now_ms + wait as i64;
