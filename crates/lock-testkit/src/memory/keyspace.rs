@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-/// A stored value.
+/// A stored value. Hash values are integers (hold counts): a hash with a
+/// text value, such as the `mode` field of a Redisson read-write lock, cannot
+/// be stored here; tests of such hashes run on a real server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Value {
     Str(String),
