@@ -11,7 +11,11 @@
 //! - [`LockBackend::try_acquire`] and [`LockBackend::release`] carry a request
 //!   id. Repeating a request with the same id must return the first outcome
 //!   without applying it twice (within `latch_ttl`), so the engine can retry
-//!   after an unknown outcome.
+//!   after an unknown outcome. Every outcome counts, "held" and "not held"
+//!   included, and a repeat writes nothing (a fair waiter is neither queued
+//!   again nor refreshed): a late duplicate of a request stuck on the wire
+//!   must not take a hold, or release one, after its owner moved on. A
+//!   repeated "held" reports the lock's time to live as of the repeat.
 //! - Subscriptions are ordered by call: [`LockBackend::subscribe`] registers
 //!   the topic *before it returns* and its future only waits for the store to
 //!   confirm; [`LockBackend::unsubscribe`] is synchronous. The engine calls

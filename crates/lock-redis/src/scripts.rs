@@ -16,8 +16,8 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
 
 /// The helpers shared by the lock scripts that write holds (`common.lua`):
-/// put in front of this crate's acquire script and of the fair lock's
-/// acquire and release scripts, so each rule is written once.
+/// put in front of this crate's acquire and release scripts and of the fair
+/// lock's, so each rule is written once.
 pub const COMMON_LUA: &str = include_str!("scripts/common.lua");
 
 /// `body` after [`COMMON_LUA`], as one script.
@@ -30,7 +30,7 @@ pub static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| with_common(include_str!("scripts/acquire.lua")));
 /// Gives back one hold (`release.lua`).
 pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/release.lua")));
+    LazyLock::new(|| with_common(include_str!("scripts/release.lua")));
 /// Extends the lease of many locks (`renew.lua`).
 pub static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/renew.lua")));

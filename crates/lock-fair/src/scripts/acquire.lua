@@ -25,19 +25,40 @@
 --
 -- Reply:
 --   {1, token}  acquired (first hold or one more hold); token is the new
---               fencing token, or 0 when none was asked for. A repeated
---               request (same latch key) returns its first reply unchanged.
---   {0, wait}   not taken (nothing latched). wait is the lock's PTTL when it
---               is held (-1: no expiry), else the milliseconds until the
---               queue head's deadline (the lock is free but another waiter
---               is first; never negative).
+--               fencing token, or 0 when none was asked for.
+--   {0, wait}   not taken. wait is the lock's PTTL when it is held (-1: no
+--               expiry), else the milliseconds until the queue head's
+--               deadline (the lock is free but another waiter is first;
+--               never negative).
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing — it neither takes the lock nor joins or
+-- refreshes the queue, so a late duplicate cannot queue a waiter that left —
+-- and returns {1, token} with its first token, or {0, wait} as of now.
 -- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE, and a
 -- counter at KEYS[3] that is not an integer fails a fenced acquisition with
 -- BADTOKEN (see common.lua): either way the script aborts before writing
 -- anything but the eviction of stale heads (the waiter keeps its place).
 local latch_ttl = tonumber(ARGV[4])
+
+-- How long a waiter that did not take the lock should wait (reply {0, wait}).
+local function wait_hint(now)
+    if redis.call('exists', KEYS[1]) == 1 then
+        return redis.call('pttl', KEYS[1])
+    end
+    -- Free, but another waiter is first: it has until its deadline to take it.
+    local first = redis.call('lindex', KEYS[4], 0)
+    local deadline = first and redis.call('zscore', KEYS[5], first)
+    if deadline then
+        return math.max(tonumber(deadline) - now, 0)
+    end
+    return 0
+end
+
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[2])
+    if latched == LATCH_HELD then
+        return {0, wait_hint(server_now())}
+    end
     if latched then
         return {1, tonumber(latched)}
     end
@@ -49,9 +70,7 @@ evict(KEYS[4], KEYS[5], now)
 local function take(token)
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[2], token, 'px', latch_ttl)
-    end
+    latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end
 
@@ -79,14 +98,5 @@ if queue_ms > 0 then
         redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
     end
 end
-if redis.call('exists', KEYS[1]) == 1 then
-    return {0, redis.call('pttl', KEYS[1])}
-end
--- Free, but another waiter is first: it has until its deadline to take it.
-local first = redis.call('lindex', KEYS[4], 0)
-local deadline = first and redis.call('zscore', KEYS[5], first)
-local remaining = 0
-if deadline then
-    remaining = math.max(tonumber(deadline) - now, 0)
-end
-return {0, remaining}
+latch(KEYS[2], LATCH_HELD, latch_ttl)
+return {0, wait_hint(now)}

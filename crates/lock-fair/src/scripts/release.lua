@@ -1,5 +1,6 @@
 -- release: give back one hold of a fair lock; when the last hold goes, tell
--- only the queue head, on its own channel. Runs after prelude.lua.
+-- only the queue head, on its own channel. Runs after lock-redis's
+-- common.lua and prelude.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
@@ -17,27 +18,32 @@
 --   1    released: the last hold is gone, the key deleted, and the queue head
 --        (after evicting stale heads), if any, told; nobody else is
 --   0    still held: one hold fewer, lease set again
---   nil  not held by this owner (not latched)
--- A repeated request (same latch key) returns its first reply (0 or 1).
+--   nil  not held by this owner (nothing written but the eviction and the
+--        latch)
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing and returns its first reply, nil
+-- included.
 -- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
 -- aborts before writing anything but the eviction of stale heads.
 local latch_ttl = tonumber(ARGV[5])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[3])
+    if latched == LATCH_NOT_HELD then
+        return nil
+    end
     if latched then
         return tonumber(latched)
     end
 end
 evict(KEYS[4], KEYS[5], server_now())
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
     redis.call('pexpire', KEYS[1], ARGV[2])
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[3], 0, 'px', latch_ttl)
-    end
+    latch(KEYS[3], 0, latch_ttl)
     return 0
 end
 redis.call('del', KEYS[1])
@@ -45,7 +51,5 @@ local head = redis.call('lindex', KEYS[4], 0)
 if head then
     redis.call(ARGV[4], KEYS[2] .. ':' .. head, ARGV[1])
 end
-if latch_ttl > 0 then
-    redis.call('set', KEYS[3], 1, 'px', latch_ttl)
-end
+latch(KEYS[3], 1, latch_ttl)
 return 1

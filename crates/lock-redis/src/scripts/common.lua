@@ -11,6 +11,26 @@
 --     hold an integer fails the script with the error
 --     "BADTOKEN <counter> does not hold an integer fencing token counter";
 --     an out-of-memory refusal fails it with Redis's own OOM error.
+-- latch(key, value, ttl)
+--     keeps `value`, the outcome of one request, under the request's latch
+--     key `key` for `ttl` ms (no latch when `ttl` is 0), so that the request
+--     sent again gets the same answer and writes nothing. Every outcome is
+--     latched: LATCH_HELD for an acquisition that found the lock held,
+--     LATCH_NOT_HELD for a release by an owner that did not hold it, the
+--     token or 0/1 otherwise. Written with redis.pcall: a server out of
+--     memory refuses SET, and an outcome that needed no other refused write
+--     (a release of the last hold, "held", "not held") must still be
+--     answered; such a request is then not recognised if sent again.
+--
+-- Why latch "held" and "not held" too: a request stuck on the wire can
+-- arrive after its owner moved on (its retry found the lock held, the owner
+-- then took the lock with a new request; or its release found nothing and
+-- the owner then took the lock again). Run afresh it would take a second
+-- hold under one guard, or release the newer hold. lock-core's reconcile()
+-- (op.rs) stays sound: it repeats an acquisition whose reply was lost;
+-- "acquired" means the request took the lock (first run or the repeat) and
+-- is undone; "held" means it ran without taking it (first run or the
+-- repeat itself), and a late original can no longer take it afterwards.
 local function next_token(counter, fenced)
     if fenced ~= '1' then
         return 0
@@ -23,5 +43,14 @@ local function next_token(counter, fenced)
         error({err = 'BADTOKEN ' .. counter .. ' does not hold an integer fencing token counter'})
     end
     return token
+end
+
+local LATCH_HELD = 'held'
+local LATCH_NOT_HELD = 'not held'
+
+local function latch(key, value, ttl)
+    if ttl > 0 then
+        redis.pcall('set', key, value, 'px', ttl)
+    end
 end
 

@@ -1,4 +1,5 @@
 -- release: give back one hold of a reentrant lock (Redisson's unlock script).
+-- Runs after common.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
@@ -12,31 +13,33 @@
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, the message published
 --   0    still held: one hold fewer, lease set again
---   nil  not held by this owner (nothing written, not latched)
--- A repeated request (same latch key) returns its first reply (0 or 1).
+--   nil  not held by this owner (nothing written but the latch)
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing and returns its first reply, nil
+-- included.
 -- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
 -- aborts before writing anything.
 local latch_ttl = tonumber(ARGV[5])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[3])
+    if latched == LATCH_NOT_HELD then
+        return nil
+    end
     if latched then
         return tonumber(latched)
     end
 end
 if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
     redis.call('pexpire', KEYS[1], ARGV[2])
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[3], 0, 'px', latch_ttl)
-    end
+    latch(KEYS[3], 0, latch_ttl)
     return 0
 end
 redis.call('del', KEYS[1])
 redis.call(ARGV[4], KEYS[2], ARGV[1])
-if latch_ttl > 0 then
-    redis.call('set', KEYS[3], 1, 'px', latch_ttl)
-end
+latch(KEYS[3], 1, latch_ttl)
 return 1

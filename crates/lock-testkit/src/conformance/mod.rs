@@ -20,6 +20,7 @@ pub mod basics;
 pub mod cancellation;
 pub mod errors;
 pub mod fair;
+pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod waiting;
@@ -184,6 +185,7 @@ macro_rules! __fair_checks {
             fair::release_wakes_only_the_queue_head,
             fair::dead_waiter_is_skipped_within_the_waiter_timeout,
             fair::live_waiter_keeps_its_place_past_the_waiter_timeout,
+            fair::a_late_duplicate_does_not_queue_a_waiter_that_left,
         }
     };
 }
@@ -229,6 +231,9 @@ macro_rules! __with_shared_checks {
             errors::foreign_owner_is_rejected,
             errors::wrong_type_is_reported_and_left_untouched,
             errors::bad_token_counter_fails_before_any_write,
+            latches::a_repeated_held_attempt_takes_nothing,
+            latches::a_repeated_not_held_release_frees_nothing,
+            latches::repeated_requests_return_their_first_outcome,
             errors::closed_client_rejects_operations,
             cancellation::dropped_waiter_leaves_nothing_behind,
             cancellation::dropped_acquire_leaves_no_lock,

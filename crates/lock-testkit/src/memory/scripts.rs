@@ -42,8 +42,21 @@ fn acquired(token: u64) -> AcquireOutcome {
 
 // ---- steps shared by both kinds ----
 
-/// A repeated acquire request returns its first outcome.
-fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<AcquireOutcome>> {
+/// The latch value of an acquisition that found the lock held
+/// (`LATCH_HELD` of `common.lua`).
+const LATCH_HELD: &str = "held";
+/// The latch value of a release by an owner that did not hold the lock
+/// (`LATCH_NOT_HELD` of `common.lua`).
+const LATCH_NOT_HELD: &str = "not held";
+
+/// What a latch says an acquire request did the first time.
+enum LatchedAcquire {
+    Acquired(u64),
+    Held,
+}
+
+/// The first outcome of a repeated acquire request, if latched.
+fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<LatchedAcquire>> {
     if req.latch_ttl_ms == 0 {
         return Ok(None);
     }
@@ -51,8 +64,29 @@ fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<Acqu
         .layout
         .acquire_latch(&req.name, &req.request_id.to_string());
     let lock = cx.layout.lock_key(&req.name);
-    let token = cx.keys.get(&latch).map_err(wrong_type(&lock))?;
-    Ok(token.map(|t| acquired(t.parse().unwrap_or(0))))
+    let value = cx.keys.get(&latch).map_err(wrong_type(&lock))?;
+    Ok(value.map(|v| {
+        if v == LATCH_HELD {
+            LatchedAcquire::Held
+        } else {
+            LatchedAcquire::Acquired(v.parse().unwrap_or(0))
+        }
+    }))
+}
+
+/// `latch()` of `common.lua`: keeps a request's outcome for its repeats.
+fn latch(cx: &mut Ctx<'_>, key: &str, value: &str, ttl_ms: u64) {
+    if ttl_ms > 0 {
+        cx.keys.set(key, value.to_owned(), Some(ttl_ms));
+    }
+}
+
+/// Latches "held" for an acquire request that did not take the lock.
+fn latch_held(cx: &mut Ctx<'_>, req: &AcquireRequest) {
+    let key = cx
+        .layout
+        .acquire_latch(&req.name, &req.request_id.to_string());
+    latch(cx, &key, LATCH_HELD, req.latch_ttl_ms);
 }
 
 /// The next fencing token, or 0 when none was asked for (`next_token` of
@@ -73,13 +107,10 @@ fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest, token: u64) -> Result<Acqui
         .hincrby(&lock, &req.owner.field(), 1)
         .map_err(wrong_type(&lock))?;
     cx.keys.pexpire(&lock, req.lease_ms);
-    if req.latch_ttl_ms > 0 {
-        let latch = cx
-            .layout
-            .acquire_latch(&req.name, &req.request_id.to_string());
-        cx.keys
-            .set(&latch, token.to_string(), Some(req.latch_ttl_ms));
-    }
+    let key = cx
+        .layout
+        .acquire_latch(&req.name, &req.request_id.to_string());
+    latch(cx, &key, &token.to_string(), req.latch_ttl_ms);
     Ok(acquired(token))
 }
 
@@ -92,45 +123,44 @@ fn latched_release(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<Option<Rele
         .layout
         .unlock_latch(&req.name, &req.request_id.to_string());
     let lock = cx.layout.lock_key(&req.name);
-    Ok(cx.keys.get(&latch).map_err(wrong_type(&lock))?.map(|v| {
-        if v == "1" {
-            ReleaseOutcome::Released
-        } else {
-            ReleaseOutcome::StillHeld
-        }
-    }))
+    Ok(cx
+        .keys
+        .get(&latch)
+        .map_err(wrong_type(&lock))?
+        .map(|v| match v.as_str() {
+            "1" => ReleaseOutcome::Released,
+            LATCH_NOT_HELD => ReleaseOutcome::NotHeld,
+            _ => ReleaseOutcome::StillHeld,
+        }))
 }
 
 /// Releases one hold; on the last one deletes the lock. Latches the outcome.
 fn drop_hold(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
     let lock = cx.layout.lock_key(&req.name);
     let field = req.owner.field();
-    if !cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-        return Ok(ReleaseOutcome::NotHeld);
-    }
-    let left = cx
+    let outcome = if !cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
+        ReleaseOutcome::NotHeld
+    } else if cx
         .keys
         .hincrby(&lock, &field, -1)
-        .map_err(wrong_type(&lock))?;
-    let outcome = if left > 0 {
+        .map_err(wrong_type(&lock))?
+        > 0
+    {
         cx.keys.pexpire(&lock, req.lease_ms);
         ReleaseOutcome::StillHeld
     } else {
         cx.keys.del(&lock);
         ReleaseOutcome::Released
     };
-    if req.latch_ttl_ms > 0 {
-        let latch = cx
-            .layout
-            .unlock_latch(&req.name, &req.request_id.to_string());
-        let value = if outcome == ReleaseOutcome::Released {
-            "1"
-        } else {
-            "0"
-        };
-        cx.keys
-            .set(&latch, value.to_owned(), Some(req.latch_ttl_ms));
-    }
+    let key = cx
+        .layout
+        .unlock_latch(&req.name, &req.request_id.to_string());
+    let value = match outcome {
+        ReleaseOutcome::Released => "1",
+        ReleaseOutcome::StillHeld => "0",
+        ReleaseOutcome::NotHeld => LATCH_NOT_HELD,
+    };
+    latch(cx, &key, value, req.latch_ttl_ms);
     Ok(outcome)
 }
 
@@ -160,10 +190,19 @@ fn holders(cx: &mut Ctx<'_>, lock: &str) -> Result<(Vec<Holder>, Option<Duration
 // ---- reentrant (lock-redis/src/scripts/*.lua) ----
 
 pub(crate) fn acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<(AcquireOutcome, Publish)> {
-    if let Some(first) = latched_acquire(cx, req)? {
-        return Ok((first, None));
-    }
     let lock = cx.layout.lock_key(&req.name);
+    match latched_acquire(cx, req)? {
+        Some(LatchedAcquire::Acquired(token)) => return Ok((acquired(token), None)),
+        Some(LatchedAcquire::Held) => {
+            // The lock's current ttl; 0 (look again) when it is gone.
+            let pttl = match cx.keys.pttl(&lock) {
+                -2 => 0,
+                pttl => pttl,
+            };
+            return Ok((AcquireOutcome::Held { ttl: ttl_of(pttl) }, None));
+        }
+        None => {}
+    }
     let free = !cx.keys.exists(&lock);
     if free
         || cx
@@ -174,6 +213,7 @@ pub(crate) fn acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<(Acquire
         let token = next_token(cx, req)?;
         return Ok((take_hold(cx, req, token)?, None));
     }
+    latch_held(cx, req);
     let ttl = ttl_of(cx.keys.pttl(&lock));
     Ok((AcquireOutcome::Held { ttl }, None))
 }
@@ -249,12 +289,33 @@ fn head_channel(cx: &mut Ctx<'_>, name: &LockName) -> Result<Publish> {
     Ok(head.map(|field| format!("{}:{field}", cx.layout.channel(name))))
 }
 
+/// How long a fair waiter that did not take the lock should wait: the
+/// lock's PTTL when held, else the time until the queue head's deadline.
+fn fair_wait_hint(cx: &mut Ctx<'_>, name: &LockName) -> Result<i64> {
+    let lock = cx.layout.lock_key(name);
+    if cx.keys.exists(&lock) {
+        return Ok(cx.keys.pttl(&lock));
+    }
+    let (queue, timeouts) = (cx.layout.queue_key(name), cx.layout.timeout_key(name));
+    let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
+    let deadline = match head {
+        Some(h) => cx.keys.zscore(&timeouts, &h).map_err(wrong_type(&lock))?,
+        None => None,
+    };
+    Ok(deadline.map_or(0, |d| (d - cx.now_ms).max(0)))
+}
+
 pub(crate) fn fair_acquire(
     cx: &mut Ctx<'_>,
     req: &AcquireRequest,
 ) -> Result<(AcquireOutcome, Publish)> {
-    if let Some(first) = latched_acquire(cx, req)? {
-        return Ok((first, None));
+    match latched_acquire(cx, req)? {
+        Some(LatchedAcquire::Acquired(token)) => return Ok((acquired(token), None)),
+        Some(LatchedAcquire::Held) => {
+            let ttl = ttl_of(fair_wait_hint(cx, &req.name)?);
+            return Ok((AcquireOutcome::Held { ttl }, None));
+        }
+        None => {}
     }
     evict(cx, &req.name)?;
     let lock = cx.layout.lock_key(&req.name);
@@ -289,17 +350,9 @@ pub(crate) fn fair_acquire(
             .zadd(&timeouts, deadline, &field)
             .map_err(wrong_type(&lock))?;
     }
-    let hint = if cx.keys.exists(&lock) {
-        cx.keys.pttl(&lock)
-    } else {
-        let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
-        let deadline = match head {
-            Some(h) => cx.keys.zscore(&timeouts, &h).map_err(wrong_type(&lock))?,
-            None => None,
-        };
-        deadline.map_or(0, |d| (d - cx.now_ms).max(0))
-    };
-    Ok((AcquireOutcome::Held { ttl: ttl_of(hint) }, None))
+    latch_held(cx, req);
+    let ttl = ttl_of(fair_wait_hint(cx, &req.name)?);
+    Ok((AcquireOutcome::Held { ttl }, None))
 }
 
 pub(crate) fn fair_release(
