@@ -16,8 +16,8 @@ use redis::aio::ConnectionLike;
 use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
 
 /// The helpers shared by the lock scripts that write holds (`common.lua`):
-/// put in front of this crate's acquire and release scripts and of the fair
-/// lock's, so each rule is written once.
+/// put in front of this crate's acquire, release and renew scripts and of
+/// the fair lock's acquire and release, so each rule is written once.
 pub const COMMON_LUA: &str = include_str!("scripts/common.lua");
 
 /// `body` after [`COMMON_LUA`], as one script.
@@ -33,7 +33,7 @@ pub static RELEASE: LazyLock<Script> =
     LazyLock::new(|| with_common(include_str!("scripts/release.lua")));
 /// Extends the lease of many locks (`renew.lua`).
 pub static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/renew.lua")));
+    LazyLock::new(|| with_common(include_str!("scripts/renew.lua")));
 /// Deletes a lock whoever holds it (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("scripts/force_unlock.lua")));

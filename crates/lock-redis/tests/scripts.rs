@@ -68,7 +68,7 @@ async fn release_counts_down_then_frees_and_publishes() {
         ReleaseOutcome::StillHeld
     );
     assert_eq!(env.server.cmd(&["HGET", "rel", &a.field()]), bulk("1"));
-    // The lease was set again.
+    // The lease was extended (never shortened).
     assert!(int(env.server.cmd(&["PTTL", "rel"])) > 5_000);
     env.notices.expect_none(Duration::from_millis(100)).await;
 

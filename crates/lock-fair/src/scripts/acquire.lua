@@ -7,7 +7,9 @@
 -- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
--- ARGV[1]  lease in milliseconds (>= 1)
+-- ARGV[1]  lease in milliseconds (>= 1): the lock expires no earlier than
+--          this from now (never sooner than it already would; see extend()
+--          in common.lua)
 -- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
 -- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
@@ -68,8 +70,9 @@ evict(KEYS[4], KEYS[5], now)
 
 -- One more hold, with `token` taken before anything of ours was written.
 local function take(token)
+    local pttl = redis.call('pttl', KEYS[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    extend(KEYS[1], ARGV[1], pttl)
     latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end

@@ -9,7 +9,9 @@
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
 -- ARGV[1]  unlock message ("0": wake one waiter)
--- ARGV[2]  lease in milliseconds, set again when holds remain
+-- ARGV[2]  lease in milliseconds: when holds remain, the lock expires no
+--          earlier than this from now (never sooner than it already would;
+--          see extend() in common.lua)
 -- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
@@ -17,7 +19,7 @@
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, and the queue head
 --        (after evicting stale heads), if any, told; nobody else is
---   0    still held: one hold fewer, lease set again
+--   0    still held: one hold fewer, lease extended
 --   nil  not held by this owner (nothing written but the eviction and the
 --        latch)
 -- Every outcome is latched (see latch() in common.lua): a repeated request
@@ -40,9 +42,10 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
+local pttl = redis.call('pttl', KEYS[1])
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+    extend(KEYS[1], ARGV[2], pttl)
     latch(KEYS[3], 0, latch_ttl)
     return 0
 end

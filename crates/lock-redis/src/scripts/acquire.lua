@@ -4,7 +4,9 @@
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
 -- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
--- ARGV[1]  lease in milliseconds (>= 1)
+-- ARGV[1]  lease in milliseconds (>= 1): the lock expires no earlier than
+--          this from now (never sooner than it already would; see extend()
+--          in common.lua)
 -- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
 -- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
@@ -36,8 +38,9 @@ if latch_ttl > 0 then
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local token = next_token(KEYS[3], ARGV[3])
+    local pttl = redis.call('pttl', KEYS[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
+    extend(KEYS[1], ARGV[1], pttl)
     latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end

@@ -21,6 +21,15 @@
 --     memory refuses SET, and an outcome that needed no other refused write
 --     (a release of the last hold, "held", "not held") must still be
 --     answered; such a request is then not recognised if sent again.
+-- extend(lock, lease, pttl)
+--     sets the expiry of the lock hash `lock`, whose PTTL was `pttl` before
+--     this script wrote its hold, to `lease` ms from now, unless it would
+--     expire later anyway: PEXPIRE max(pttl, lease). A new lock (pttl -2)
+--     gets `lease`; a lock without expiry (pttl -1) keeps none. Acquire,
+--     re-entry, partial release and renewal all go through it, so one
+--     owner's holds with different leases (a short re-entry, a watchdog
+--     renewal, the release of either) never shorten the time another guard
+--     of that owner was promised. (Redisson sets the newest lease.)
 --
 -- Why latch "held" and "not held" too: a request stuck on the wire can
 -- arrive after its owner moved on (its retry found the lock held, the owner
@@ -51,6 +60,12 @@ local LATCH_NOT_HELD = 'not held'
 local function latch(key, value, ttl)
     if ttl > 0 then
         redis.pcall('set', key, value, 'px', ttl)
+    end
+end
+
+local function extend(lock, lease, pttl)
+    if pttl ~= -1 then
+        redis.call('pexpire', lock, math.max(pttl, tonumber(lease)))
     end
 end
 

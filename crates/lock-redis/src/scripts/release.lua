@@ -5,14 +5,16 @@
 -- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
 -- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  unlock message ("0": wake one waiter per client)
--- ARGV[2]  lease in milliseconds, set again when holds remain
+-- ARGV[2]  lease in milliseconds: when holds remain, the lock expires no
+--          earlier than this from now (never sooner than it already would;
+--          see extend() in common.lua)
 -- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
 --
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, the message published
---   0    still held: one hold fewer, lease set again
+--   0    still held: one hold fewer, lease extended
 --   nil  not held by this owner (nothing written but the latch)
 -- Every outcome is latched (see latch() in common.lua): a repeated request
 -- (same latch key) writes nothing and returns its first reply, nil
@@ -33,9 +35,10 @@ if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
     latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
+local pttl = redis.call('pttl', KEYS[1])
 local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
 if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
+    extend(KEYS[1], ARGV[2], pttl)
     latch(KEYS[3], 0, latch_ttl)
     return 0
 end

@@ -100,13 +100,24 @@ fn next_token(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<u64> {
     Ok(cx.keys.incr(&counter).map_err(wrong_type(&counter))? as u64)
 }
 
+/// `extend()` of `common.lua`: after a write to the hold of `lock`, whose
+/// PTTL was `pttl` before it, the lock expires `lease_ms` from now unless it
+/// would expire later anyway; a lock without expiry keeps none.
+fn extend(cx: &mut Ctx<'_>, lock: &str, lease_ms: u64, pttl: i64) {
+    if pttl != -1 {
+        let lease = i64::try_from(lease_ms).unwrap_or(i64::MAX);
+        cx.keys.pexpire(lock, pttl.max(lease) as u64);
+    }
+}
+
 /// One more hold, with `token` already taken: count, lease, latch.
 fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest, token: u64) -> Result<AcquireOutcome> {
     let lock = cx.layout.lock_key(&req.name);
+    let pttl = cx.keys.pttl(&lock);
     cx.keys
         .hincrby(&lock, &req.owner.field(), 1)
         .map_err(wrong_type(&lock))?;
-    cx.keys.pexpire(&lock, req.lease_ms);
+    extend(cx, &lock, req.lease_ms, pttl);
     let key = cx
         .layout
         .acquire_latch(&req.name, &req.request_id.to_string());
@@ -138,6 +149,7 @@ fn latched_release(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<Option<Rele
 fn drop_hold(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
     let lock = cx.layout.lock_key(&req.name);
     let field = req.owner.field();
+    let pttl = cx.keys.pttl(&lock);
     let outcome = if !cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
         ReleaseOutcome::NotHeld
     } else if cx
@@ -146,7 +158,7 @@ fn drop_hold(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
         .map_err(wrong_type(&lock))?
         > 0
     {
-        cx.keys.pexpire(&lock, req.lease_ms);
+        extend(cx, &lock, req.lease_ms, pttl);
         ReleaseOutcome::StillHeld
     } else {
         cx.keys.del(&lock);
@@ -235,7 +247,8 @@ pub(crate) fn renew(cx: &mut Ctx<'_>, targets: &[RenewTarget], lease_ms: u64) ->
             let held = cx.keys.type_of(&lock) == "hash"
                 && cx.keys.hexists(&lock, &t.owner.field()).unwrap_or(false);
             if held {
-                cx.keys.pexpire(&lock, lease_ms);
+                let pttl = cx.keys.pttl(&lock);
+                extend(cx, &lock, lease_ms, pttl);
             }
             Ok(held)
         })
