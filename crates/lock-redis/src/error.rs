@@ -8,6 +8,7 @@
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
+//! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`, `NOPERM`), invalid URL | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
 //! | the backend was closed | [`LockError::Closed`] | no |
@@ -43,6 +44,11 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
             | "NOSCRIPT"),
         ) => {
             return LockError::unavailable(format!("redis is not ready ({code}): {err}"), source());
+        }
+        Some("OOM") => {
+            return LockError::OutOfMemory {
+                message: format!("redis is at maxmemory and refused a write: {err}"),
+            };
         }
         Some("WRONGPASS" | "NOAUTH" | "NOPERM") => {
             return LockError::invalid(format!(
@@ -165,6 +171,13 @@ mod tests {
     fn unknown_error_replies_are_protocol_errors() {
         let e = from_redis(&server_err("WHATEVER"), "k");
         assert!(matches!(e, LockError::Protocol { .. }));
+    }
+
+    #[test]
+    fn oom_is_typed_and_not_retryable() {
+        let e = from_redis(&server_err("OOM"), "k");
+        assert!(e.is_out_of_memory(), "{e:?}");
+        assert!(!e.is_retryable());
     }
 
     #[test]

@@ -25,7 +25,10 @@
 -- Every outcome is latched (see latch() in common.lua): a repeated request
 -- (same latch key) writes nothing and returns its first reply, nil
 -- included.
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
+-- Out of memory (see common.lua): releasing the last hold writes nothing
+-- Redis refuses and succeeds; a partial release fails at HINCRBY with
+-- nothing written.
+-- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything but the eviction of stale heads.
 local latch_ttl = tonumber(ARGV[5])
 if latch_ttl > 0 then
@@ -38,17 +41,19 @@ if latch_ttl > 0 then
     end
 end
 evict(KEYS[4], KEYS[5], server_now())
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
     latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
-local pttl = redis.call('pttl', KEYS[1])
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
+if tonumber(held) > 1 then
+    local pttl = redis.call('pttl', KEYS[1])
+    redis.call('hincrby', KEYS[1], ARGV[3], -1)
     extend(KEYS[1], ARGV[2], pttl)
     latch(KEYS[3], 0, latch_ttl)
     return 0
 end
+-- The last hold: nothing below is refused when the server is out of memory.
 redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[4], 0)
 if head then

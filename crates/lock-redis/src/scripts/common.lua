@@ -31,6 +31,23 @@
 --     renewal, the release of either) never shorten the time another guard
 --     of that owner was promised. (Redisson sets the newest lease.)
 --
+-- Out of memory. A server at maxmemory with the noeviction policy refuses,
+-- inside a script (these scripts declare no flags, so Redis checks each
+-- command, not the script as a whole), every command that may grow memory,
+-- with "OOM command not allowed when used memory > 'maxmemory'". Measured
+-- on redis 7.0.15 with CONFIG SET maxmemory 1, inside EVALSHA:
+--   refused:  HINCRBY, HSET, SET, INCR, RPUSH, LPUSH, ZADD, ZINCRBY
+--   allowed:  DEL, PUBLISH (SPUBLISH alike), PEXPIRE, PERSIST, HDEL, LPOP,
+--             LREM, ZREM, and every read (GET, HGET, HEXISTS, EXISTS, PTTL,
+--             LINDEX, ZSCORE, TYPE, TIME)
+-- Lua does not roll back, so each script reaches its first refusable write
+-- before writing anything else of its own: an acquisition (INCR of the
+-- token, then HINCRBY), a partial release (HINCRBY) and joining a fair
+-- queue (RPUSH, ZADD) fail whole, mapped to LockError::OutOfMemory. A
+-- release of the last hold only frees memory: it reads the count (HGET),
+-- then DELs and PUBLISHes, and latches with pcall, so it succeeds. Renewal
+-- only sets expiries and succeeds too.
+--
 -- Why latch "held" and "not held" too: a request stuck on the wire can
 -- arrive after its owner moved on (its retry found the lock held, the owner
 -- then took the lock with a new request; or its release found nothing and

@@ -119,6 +119,11 @@ impl Keyspace {
             .is_some_and(|h| h.contains_key(field)))
     }
 
+    /// `HGET`: the field's count, `None` when the key or field is missing.
+    pub(crate) fn hget(&mut self, key: &str, field: &str) -> Result<Option<i64>, WrongType> {
+        Ok(self.hash(key, false)?.and_then(|h| h.get(field).copied()))
+    }
+
     pub(crate) fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, WrongType> {
         let hash = self.hash(key, true)?.ok_or(WrongType)?;
         let count = hash.entry(field.to_owned()).or_insert(0);

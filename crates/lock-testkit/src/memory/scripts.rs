@@ -145,24 +145,25 @@ fn latched_release(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<Option<Rele
         }))
 }
 
-/// Releases one hold; on the last one deletes the lock. Latches the outcome.
+/// Releases one hold; on the last one deletes the lock (without a write
+/// Redis refuses when out of memory). Latches the outcome.
 fn drop_hold(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
     let lock = cx.layout.lock_key(&req.name);
     let field = req.owner.field();
-    let pttl = cx.keys.pttl(&lock);
-    let outcome = if !cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-        ReleaseOutcome::NotHeld
-    } else if cx
-        .keys
-        .hincrby(&lock, &field, -1)
-        .map_err(wrong_type(&lock))?
-        > 0
-    {
-        extend(cx, &lock, req.lease_ms, pttl);
-        ReleaseOutcome::StillHeld
-    } else {
-        cx.keys.del(&lock);
-        ReleaseOutcome::Released
+    let outcome = match cx.keys.hget(&lock, &field).map_err(wrong_type(&lock))? {
+        None => ReleaseOutcome::NotHeld,
+        Some(count) if count > 1 => {
+            let pttl = cx.keys.pttl(&lock);
+            cx.keys
+                .hincrby(&lock, &field, -1)
+                .map_err(wrong_type(&lock))?;
+            extend(cx, &lock, req.lease_ms, pttl);
+            ReleaseOutcome::StillHeld
+        }
+        Some(_) => {
+            cx.keys.del(&lock);
+            ReleaseOutcome::Released
+        }
     };
     let key = cx
         .layout
