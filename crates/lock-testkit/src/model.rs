@@ -8,7 +8,11 @@
 //! time. Leases, waiter timeouts and time steps sit on a 100 ms grid offset
 //! by 50 ms (150/350/950 ms; steps of 0–300 ms in 100 ms units), so no
 //! operation lands within 50 ms of an expiry in either world and both agree
-//! on what has expired.
+//! on what has expired. One exception: a fair waiter queued behind one with
+//! a longer waiter timeout takes that waiter's deadline + its own, which
+//! lands on the grid; an operation at exactly that time sees it expired in
+//! both worlds, because the real run only ever lags the model more as it
+//! goes (its steps take at least their model time).
 
 use std::future::Future;
 use std::sync::Arc;

@@ -14,8 +14,10 @@
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
 -- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
 -- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
---          join the queue's tail (or, when already queued, keep the place
---          and move the deadline to server now + this); "0" never queues
+--          join the queue's tail (or, when already queued, keep the place)
+--          with the deadline server now + this, or, behind a waiter whose
+--          deadline lies beyond that (a Redisson waiter), that deadline +
+--          this; "0" never queues
 --
 -- Order: latch check, evict stale heads, then
 --   the lock is free and (nobody queued, or we are the head): take it, leave
@@ -92,14 +94,39 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     return take(next_token(KEYS[3], ARGV[3]))
 end
 
+-- The deadline of the waiter just ahead of us: our predecessor when we are
+-- queued, else the tail we are about to join behind. nil when there is none.
+local function deadline_ahead()
+    local ahead
+    local at = redis.call('lpos', KEYS[4], ARGV[2])
+    if at then
+        ahead = at > 0 and redis.call('lindex', KEYS[4], at - 1)
+    else
+        ahead = redis.call('lindex', KEYS[4], -1)
+    end
+    local score = ahead and redis.call('zscore', KEYS[5], ahead)
+    return score and tonumber(score)
+end
+
 local queue_ms = tonumber(ARGV[5])
 if queue_ms > 0 then
-    if redis.call('zscore', KEYS[5], ARGV[2]) then
-        redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
-    else
-        redis.call('rpush', KEYS[4], ARGV[2])
-        redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
+    -- Our deadline is now + the waiter timeout, unless the waiter ahead of
+    -- us has one beyond that (a Redisson waiter's: its join time + the
+    -- lock's PTTL + its wait time, 5 minutes by default; or one of ours
+    -- behind such a waiter): then that deadline + the waiter timeout. A
+    -- Redisson waiter that takes the lock or gives up moves every deadline
+    -- behind it up by its wait time (ZINCRBY -wait); ours then still lies
+    -- beyond the new head's, so it stays live and keeps its place, while a
+    -- dead waiter of ours is evicted soon after the one ahead is gone.
+    local deadline = now + queue_ms
+    local ahead = deadline_ahead()
+    if ahead and ahead > deadline then
+        deadline = ahead + queue_ms
     end
+    if not redis.call('zscore', KEYS[5], ARGV[2]) then
+        redis.call('rpush', KEYS[4], ARGV[2])
+    end
+    redis.call('zadd', KEYS[5], deadline, ARGV[2])
 end
 latch(KEYS[2], LATCH_HELD, latch_ttl)
 return {0, wait_hint(now)}

@@ -319,6 +319,28 @@ fn fair_wait_hint(cx: &mut Ctx<'_>, name: &LockName) -> Result<i64> {
     Ok(deadline.map_or(0, |d| (d - cx.now_ms).max(0)))
 }
 
+/// The deadline of the waiter just ahead of `field`: its predecessor when
+/// queued, else the tail it would join behind (`deadline_ahead` of the fair
+/// `acquire.lua`).
+fn deadline_ahead(cx: &mut Ctx<'_>, name: &LockName, field: &str) -> Result<Option<i64>> {
+    let lock = cx.layout.lock_key(name);
+    let queue = cx
+        .keys
+        .list_all(&cx.layout.queue_key(name))
+        .map_err(wrong_type(&lock))?;
+    let ahead = match queue.iter().position(|f| f == field) {
+        Some(at) => at.checked_sub(1).map(|i| &queue[i]),
+        None => queue.last(),
+    };
+    match ahead {
+        Some(ahead) => cx
+            .keys
+            .zscore(&cx.layout.timeout_key(name), ahead)
+            .map_err(wrong_type(&lock)),
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn fair_acquire(
     cx: &mut Ctx<'_>,
     req: &AcquireRequest,
@@ -352,7 +374,14 @@ pub(crate) fn fair_acquire(
         return Ok((take_hold(cx, req, token)?, None));
     }
     if let Some(wait) = req.queue_ms.filter(|&ms| ms > 0) {
-        let deadline = cx.now_ms + wait as i64;
+        // Behind a waiter whose deadline lies beyond ours (a Redisson
+        // waiter's), stay that far ahead plus the waiter timeout: see
+        // acquire.lua.
+        let wait = i64::try_from(wait).unwrap_or(i64::MAX);
+        let mut deadline = cx.now_ms + wait;
+        if let Some(ahead) = deadline_ahead(cx, &req.name, &field)?.filter(|&d| d > deadline) {
+            deadline = ahead + wait;
+        }
         let queued = cx
             .keys
             .zscore(&timeouts, &field)
