@@ -41,7 +41,7 @@ pub enum LockError {
     /// A key of the lock holds a value of another type: the lock key holds
     /// something that is not a lock, or the fencing-token counter does not
     /// hold an integer. It is left untouched, and nothing else was written.
-    #[error("key {key:?} holds a value of another type than the lock expects (WRONGTYPE); it was left untouched")]
+    #[error("key {key:?} holds a value that is not a lock or its fencing-token counter (WRONGTYPE); it was left untouched")]
     WrongType {
         /// The offending key.
         key: String,
