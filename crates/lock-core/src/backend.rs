@@ -11,7 +11,16 @@
 //! - [`LockBackend::try_acquire`] and [`LockBackend::release`] carry a request
 //!   id. Repeating a request with the same id must return the first outcome
 //!   without applying it twice (within `latch_ttl`), so the engine can retry
-//!   after an unknown outcome.
+//!   after an unknown outcome. Every outcome counts, "held" and "not held"
+//!   included, and a repeat writes nothing (a fair waiter is neither queued
+//!   again nor refreshed): a late duplicate of a request stuck on the wire
+//!   must not take a hold, or release one, after its owner moved on. A
+//!   repeated "held" reports the lock's time to live as of the repeat.
+//! - Leases only ever grow: acquisition, re-entry, partial release and
+//!   renewal set a lock's time to live to the larger of what it has left and
+//!   the requested lease (a lock without expiry keeps none). So one owner's
+//!   holds with different leases never shorten what another guard of the
+//!   same owner was promised.
 //! - Subscriptions are ordered by call: [`LockBackend::subscribe`] registers
 //!   the topic *before it returns* and its future only waits for the store to
 //!   confirm; [`LockBackend::unsubscribe`] is synchronous. The engine calls
@@ -64,7 +73,9 @@ pub struct AcquireRequest {
     pub name: LockName,
     /// Who takes it.
     pub owner: Owner,
-    /// The key's time to live once taken, in milliseconds (≥ 1).
+    /// The key's time to live once taken, in milliseconds (≥ 1): the lock
+    /// expires no earlier than this from now. A lease never shortens the
+    /// lock's time to live (see the module docs).
     pub lease_ms: u64,
     /// Identifies this acquisition across retries.
     pub request_id: RequestId,
@@ -130,7 +141,8 @@ pub struct ReleaseRequest {
     pub name: LockName,
     /// Whose hold is released.
     pub owner: Owner,
-    /// The lease to set again when holds remain, in milliseconds.
+    /// When holds remain, the lock expires no earlier than this from now,
+    /// in milliseconds (never sooner than it already would).
     pub lease_ms: u64,
     /// Identifies this release across retries.
     pub request_id: RequestId,
@@ -296,8 +308,8 @@ pub trait LockBackend: Send + Sync + 'static {
     /// As [`LockBackend::try_acquire`].
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome>;
 
-    /// Extends the lease of every target that its owner still holds.
-    /// Returns one entry per target, in order: `Ok(true)` renewed,
+    /// Extends the lease of every target that its owner still holds to at
+    /// least `lease_ms` from now (never shortening it). Returns one entry per target, in order: `Ok(true)` renewed,
     /// `Ok(false)` no longer held by that owner, `Err` not known (the batch
     /// holding that target failed).
     ///

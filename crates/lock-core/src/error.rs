@@ -38,9 +38,10 @@ pub enum LockError {
         message: String,
     },
 
-    /// The key where the lock lives holds a value of another type. It is
-    /// left untouched.
-    #[error("key {key:?} holds a value that is not a lock (WRONGTYPE); it was left untouched")]
+    /// A key of the lock holds a value of another type: the lock key holds
+    /// something that is not a lock, or the fencing-token counter does not
+    /// hold an integer. It is left untouched, and nothing else was written.
+    #[error("key {key:?} holds a value that is not a lock or its fencing-token counter (WRONGTYPE); it was left untouched")]
     WrongType {
         /// The offending key.
         key: String,
@@ -82,6 +83,22 @@ pub enum LockError {
         wanted: u32,
         /// The replicas that acknowledged in time.
         acked: u32,
+    },
+
+    /// The store is out of memory (Redis at `maxmemory` with the
+    /// `noeviction` policy) and refused a write the operation needed: taking
+    /// or re-entering a lock, or releasing one hold of several. Nothing was
+    /// written; the outcome is known. Releasing a lock's last hold and
+    /// renewing leases need no such write and still succeed.
+    ///
+    /// Not retryable: the state lasts until memory is freed (keys expire,
+    /// an operator acts, the policy changes), which takes far longer than
+    /// the engine's retry backoff, and retrying would only add load to a
+    /// server already in trouble. The caller may try again later.
+    #[error("lock backend is out of memory and refused the write: {message}")]
+    OutOfMemory {
+        /// What the store said.
+        message: String,
     },
 
     /// The client was closed; no further operation is possible.
@@ -159,6 +176,11 @@ impl LockError {
     pub fn is_wrong_type(&self) -> bool {
         matches!(self, Self::WrongType { .. })
     }
+
+    /// Whether the store was out of memory and refused the write.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, Self::OutOfMemory { .. })
+    }
 }
 
 /// Shorthand for results of lock operations.
@@ -181,6 +203,11 @@ mod tests {
         assert!(LockError::WrongType { key: "a".into() }.is_wrong_type());
         assert!(!LockError::Closed.is_retryable());
         assert!(!LockError::protocol("p").is_retryable());
+        let oom = LockError::OutOfMemory {
+            message: "OOM".into(),
+        };
+        assert!(oom.is_out_of_memory());
+        assert!(!oom.is_retryable());
     }
 
     #[test]

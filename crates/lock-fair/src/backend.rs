@@ -123,7 +123,8 @@ impl LockBackend for FairRedisBackend {
                 req.latch_ttl_ms.to_string(),
                 req.queue_ms.unwrap_or(0).to_string(),
             ],
-        );
+        )
+        .idempotent(req.latch_ttl_ms > 0);
         lock_redis::replies::acquire(&self.transport().eval(call).await?)
     }
 
@@ -156,7 +157,8 @@ impl LockBackend for FairRedisBackend {
                 self.publish_command(),
                 req.latch_ttl_ms.to_string(),
             ],
-        );
+        )
+        .idempotent(req.latch_ttl_ms > 0);
         lock_redis::replies::release(&self.transport().eval(call).await?)
     }
 
@@ -217,7 +219,8 @@ impl LockBackend for FairRedisBackend {
                 layout.timeout_key(name),
             ],
             vec![],
-        );
+        )
+        .idempotent(true);
         replies::inspect(&self.transport().eval(call).await?)
     }
 

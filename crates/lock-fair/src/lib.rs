@@ -47,7 +47,9 @@
 //!   the queue's head, the caller takes it (and leaves the queue). If the
 //!   caller holds it, it re-enters. Otherwise a waiting caller joins the
 //!   queue's tail with deadline now + waiter timeout, or — already queued —
-//!   keeps its place and moves its deadline to now + waiter timeout; it is
+//!   keeps its place and moves its deadline to now + waiter timeout (behind
+//!   a waiter whose deadline lies beyond that, such as a Redisson waiter:
+//!   that deadline + waiter timeout; see *Mixed queues* below); it is
 //!   told how long to wait (the holder's remaining time, or, when the lock
 //!   is free but another waiter is first, the time until that waiter's
 //!   deadline). A non-blocking try never joins the queue.
@@ -66,7 +68,10 @@
 //! order they joined the queue; a holder's re-entry never waits. A waiter
 //! that dies (process killed, network gone) stops refreshing and holds up
 //! those behind it for at most [`ClientConfig::waiter_timeout`] (default
-//! 5 s) after its last refresh, then is evicted.
+//! 5 s) after its last refresh, then is evicted — or, when at that refresh
+//! the waiter ahead of it had a later deadline (a Redisson waiter, or one
+//! with a longer waiter timeout), for at most the waiter timeout past that
+//! deadline (earlier when a Redisson waiter moves it, see below).
 //!
 //! ## Compatibility with Redisson, and where we differ
 //!
@@ -85,12 +90,26 @@
 //!   Redisson waiter sharing our queue is evicted later than Redisson alone
 //!   would evict it, never earlier: safe, at worst slower to clear a dead
 //!   Redisson waiter.
-//! - **Mixed queues.** The other way round, a Redisson acquisition (or a
-//!   Redisson waiter giving up) moves our waiters' deadlines, which are only
-//!   seconds ahead, into the past: they are evicted by the next script and
-//!   join again at the tail on their next refresh. Mutual exclusion is never
+//! - **Mixed queues.** The other way round, a Redisson waiter that takes the
+//!   lock or gives up moves the deadline of every waiter behind it earlier
+//!   by its wait time (`ZINCRBY -wait`, 5 minutes by default). A deadline of
+//!   ours, only seconds ahead, would then lie in the past: evicted by the
+//!   next script, our waiter would join again at the tail. So a waiter of
+//!   ours behind a waiter whose deadline lies beyond its own (a Redisson
+//!   waiter, or one of ours queued behind one) takes that deadline + its
+//!   waiter timeout instead, whenever it joins or refreshes. After the
+//!   decrement its deadline still lies a waiter timeout past what is left
+//!   of the one ahead: it stays live and keeps its place, and refreshes as
+//!   usual; a waiter of ours that died is evicted soon after the one ahead
+//!   is gone (its deadline is frozen at its last refresh). What remains: a
+//!   Redisson waiter whose deadline is *(join time + the lock's TTL then +
+//!   wait time)*, and that takes the lock more than *(the lock's TTL then +
+//!   our waiter timeout)* after it joined (because the holder's watchdog
+//!   kept renewing), still moves our waiter behind it into the past: that
+//!   waiter is evicted and joins again at the tail on its next attempt.
+//!   Mutual exclusion is never
 //!   affected (it rests on the lock hash alone), but arrival order across
-//!   Redisson and our clients is only best effort.
+//!   Redisson and our clients stays best effort in those cases.
 //! - **Wait hint.** A queued caller is told the lock's remaining time when
 //!   it is held, and otherwise (free, but another waiter is first) the time
 //!   until the head's deadline, by which the head has taken the lock or been
@@ -99,10 +118,11 @@
 //! - **Force unlock** tells the queue head even when no lock existed (after
 //!   evicting stale heads), so a waiter that missed a notice is not left
 //!   waiting for its recheck.
-//! - **Retries.** Acquire and release keep their outcome in a latch key for
+//! - **Retries.** Acquire and release keep every outcome in a latch key for
 //!   the retry window, like our reentrant lock (Redisson latches unlocks
-//!   only). A queued ("held") outcome is not latched: repeating it only
-//!   refreshes the deadline.
+//!   only). A queued ("held") outcome is latched too: a repeat writes
+//!   nothing — it neither takes the lock nor queues or refreshes the waiter —
+//!   so a late duplicate cannot queue a waiter that already left.
 //!
 //! ## Errors
 //!

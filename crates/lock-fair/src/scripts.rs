@@ -4,7 +4,9 @@
 //! `src/scripts/*.lua`; each file's header gives its KEYS, ARGV and replies.
 //! The four writing scripts start with `prelude.lua` (the server clock and
 //! the eviction of stale queue heads), joined in at compile time, so the
-//! eviction is written once. Renewal is the reentrant lock's own script
+//! eviction is written once; acquire and release also start with the
+//! reentrant lock's shared helpers ([`lock_redis::scripts::COMMON_LUA`]:
+//! fencing tokens, leases, latches), so both kinds follow the same rules. Renewal is the reentrant lock's own script
 //! ([`lock_redis::scripts::RENEW`]): the lock hash is the same.
 //!
 //! Calls go through [`lock_redis::Transport::eval`] like every other script:
@@ -13,6 +15,7 @@
 use std::sync::LazyLock;
 
 use lock_redis::redis::Script;
+use lock_redis::scripts::with_common;
 
 macro_rules! with_prelude {
     ($file:literal) => {
@@ -24,9 +27,9 @@ macro_rules! with_prelude {
 }
 
 /// Takes, re-enters, or queues for a fair lock (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| Script::new(with_prelude!("acquire.lua")));
+pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| with_common(with_prelude!("acquire.lua")));
 /// Gives back one hold and tells the queue head (`release.lua`).
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| Script::new(with_prelude!("release.lua")));
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| with_common(with_prelude!("release.lua")));
 /// Removes a waiter from the queue (`leave_queue.lua`).
 pub static LEAVE_QUEUE: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_prelude!("leave_queue.lua")));

@@ -402,13 +402,16 @@ async fn repeated_requests_return_the_first_outcome() {
     assert_eq!(must_acquire(&env.backend, &first).await, Some(token));
     assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
 
-    // A queued outcome is not latched: repeating it keeps one place.
+    // A queued outcome is latched too: repeating it keeps one place and
+    // writes nothing (the deadline is not refreshed).
     let queued = wait_req(&n, b, LEASE);
     must_wait(&env.backend, &queued).await;
+    let deadline = deadlines(&env.server, &n);
     must_wait(&env.backend, &queued).await;
     assert_eq!(queue(&env.server, &n), vec![b.field()]);
+    assert_eq!(deadlines(&env.server, &n), deadline);
     let latch = layout().acquire_latch(&n, &queued.request_id.to_string());
-    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(0));
+    assert_eq!(env.server.cmd(&["GET", &latch]), bulk("held"));
 
     // A second, distinct acquisition counts; a repeated release does not
     // count twice.

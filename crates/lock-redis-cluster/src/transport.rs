@@ -56,6 +56,14 @@ enum Op<'a> {
     EvalWait(&'a ScriptCall<'a>, u32, Duration),
 }
 
+impl Op<'_> {
+    fn call(&self) -> &ScriptCall<'_> {
+        match self {
+            Op::Eval(call) | Op::EvalWait(call, _, _) => call,
+        }
+    }
+}
+
 impl ClusterTransport {
     /// Connects: validates `config`, reads the slot map from the seeds,
     /// picks the pub/sub mode and starts the pub/sub side. Must be called
@@ -270,10 +278,11 @@ impl Inner {
                     // Once per call: the first call on a connection to a
                     // master that just died fails this way, and the next
                     // attempt (a new connection) finds out whether it is
-                    // down and waits for the failover. Sending again is safe:
-                    // the scripts' request-id latches make a repeated
-                    // acquire or release return the first outcome.
-                    if std::mem::take(&mut resend_broken) {
+                    // down and waits for the failover. Only an idempotent
+                    // call is sent again (its latch answers a repeated
+                    // acquire or release with the first outcome); any other
+                    // may have run, and a second run would count twice.
+                    if op.call().idempotent && std::mem::take(&mut resend_broken) {
                         last_error = Some(from_redis(&err, first_key));
                         continue;
                     }

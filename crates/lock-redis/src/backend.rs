@@ -197,7 +197,8 @@ impl LockBackend for RedisBackend {
                 if req.fenced { "1" } else { "0" }.to_owned(),
                 req.latch_ttl_ms.to_string(),
             ],
-        );
+        )
+        .idempotent(req.latch_ttl_ms > 0);
         self.acquire_synced(call, req).await
     }
 
@@ -227,7 +228,8 @@ impl LockBackend for RedisBackend {
                 self.transport.publish_command().to_owned(),
                 req.latch_ttl_ms.to_string(),
             ],
-        );
+        )
+        .idempotent(req.latch_ttl_ms > 0);
         replies::release(&self.transport.eval(call).await?)
     }
 
@@ -267,7 +269,8 @@ impl LockBackend for RedisBackend {
                 let args = std::iter::once(lease.clone())
                     .chain(chunk.iter().map(|&i| targets[i].owner.field()))
                     .collect();
-                calls.push(ScriptCall::new(&scripts::RENEW, chunk_keys, args));
+                // A renewal only ever extends a lease: repeating it is harmless.
+                calls.push(ScriptCall::new(&scripts::RENEW, chunk_keys, args).idempotent(true));
                 members.push(chunk);
             }
         }
@@ -325,7 +328,8 @@ impl LockBackend for RedisBackend {
     /// # Cancel safety
     /// Read-only: safe to drop.
     async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
-        let call = ScriptCall::new(&scripts::INSPECT, vec![self.layout.lock_key(name)], vec![]);
+        let call = ScriptCall::new(&scripts::INSPECT, vec![self.layout.lock_key(name)], vec![])
+            .idempotent(true);
         replies::inspect(&self.transport.eval(call).await?)
     }
 

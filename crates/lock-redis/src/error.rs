@@ -3,10 +3,12 @@
 //! | Redis says | [`LockError`] | retryable |
 //! | --- | --- | --- |
 //! | `WRONGTYPE` (a non-hash value at the lock key) | [`LockError::WrongType`] with the lock key | no |
+//! | `BADTOKEN` (a script found a fencing-token counter that is not an integer, before writing anything) | [`LockError::WrongType`] with the counter's key | no |
 //! | I/O error, connection refused / reset / closed | [`LockError::Unavailable`] | yes |
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
+//! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`, `NOPERM`), invalid URL | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
 //! | the backend was closed | [`LockError::Closed`] | no |
@@ -32,11 +34,21 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
                 key: first_key.to_owned(),
             };
         }
+        Some(BAD_TOKEN) => {
+            return LockError::WrongType {
+                key: bad_token_counter(err).unwrap_or(first_key).to_owned(),
+            };
+        }
         Some(
             code @ ("BUSY" | "TRYAGAIN" | "CLUSTERDOWN" | "LOADING" | "MASTERDOWN" | "READONLY"
             | "NOSCRIPT"),
         ) => {
             return LockError::unavailable(format!("redis is not ready ({code}): {err}"), source());
+        }
+        Some("OOM") => {
+            return LockError::OutOfMemory {
+                message: format!("redis is at maxmemory and refused a write: {err}"),
+            };
         }
         Some("WRONGPASS" | "NOAUTH" | "NOPERM") => {
             return LockError::invalid(format!(
@@ -67,6 +79,19 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
         // failures (a closed multiplexed connection) are all transient.
         _ => LockError::unavailable(format!("redis connection failed: {err}"), source()),
     }
+}
+
+/// The error code of a fencing-token counter that does not hold an integer
+/// (see `scripts/common.lua`).
+const BAD_TOKEN: &str = "BADTOKEN";
+/// What follows the counter's key in a [`BAD_TOKEN`] error. Redis appends
+/// the script's name after it, and a key may hold spaces: the key is what
+/// comes before the last occurrence.
+const BAD_TOKEN_TAIL: &str = " does not hold an integer fencing token counter";
+
+fn bad_token_counter(err: &RedisError) -> Option<&str> {
+    let detail = err.detail()?;
+    detail.rfind(BAD_TOKEN_TAIL).map(|end| &detail[..end])
 }
 
 /// The error of a call that got no reply within `limit`.
@@ -125,9 +150,34 @@ mod tests {
     }
 
     #[test]
+    fn bad_token_names_the_counter_even_with_spaces() {
+        let e = from_redis(&server_err("BADTOKEN"), "lock");
+        // No detail: the first key is the best guess.
+        assert!(matches!(e, LockError::WrongType { ref key } if key == "lock"));
+        let err = redis::make_extension_error(
+            "BADTOKEN".to_owned(),
+            Some(format!(
+                "redisson_lock_token:{{a b}}{BAD_TOKEN_TAIL} script: 0123, on @user_script:19."
+            )),
+        );
+        let e = from_redis(&err, "lock");
+        assert!(
+            matches!(e, LockError::WrongType { ref key } if key == "redisson_lock_token:{a b}"),
+            "{e:?}"
+        );
+    }
+
+    #[test]
     fn unknown_error_replies_are_protocol_errors() {
         let e = from_redis(&server_err("WHATEVER"), "k");
         assert!(matches!(e, LockError::Protocol { .. }));
+    }
+
+    #[test]
+    fn oom_is_typed_and_not_retryable() {
+        let e = from_redis(&server_err("OOM"), "k");
+        assert!(e.is_out_of_memory(), "{e:?}");
+        assert!(!e.is_retryable());
     }
 
     #[test]

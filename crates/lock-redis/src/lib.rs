@@ -47,9 +47,9 @@
 //!
 //! | item | key |
 //! | --- | --- |
-//! | lock | hash `<prefix><name>`: field `<client-uuid>:<owner-id>` → hold count |
+//! | lock | hash `<prefix><name>`: field `<client-uuid>:<owner-id>` → hold count; PTTL only ever extended (to the longest lease of the owner's holds); fields that are not counts (a Redisson read-write lock's `mode`) are skipped by inspection |
 //! | unlock channel | `redisson_lock__channel:{<prefix><name>}`, message `0` (wake one) / `1` (wake all) |
-//! | unlock / acquire latches | `redisson_unlock_latch:{…}:<request-id>` / `redisson_lock_latch:{…}:<request-id>` |
+//! | unlock / acquire latches | `redisson_unlock_latch:{…}:<request-id>` → `1` / `0` / `not held`; `redisson_lock_latch:{…}:<request-id>` → token / `held`: every outcome of a request |
 //! | fencing counter | `redisson_lock_token:{<prefix><name>}` (never expires) |
 //!
 //! (See [`KeyLayout`] for names that contain `{`.) Each operation is one Lua
@@ -61,7 +61,8 @@
 //! | situation | error | [`LockError::is_retryable`] |
 //! | --- | --- | --- |
 //! | bad configuration, rejected credentials, zero lease | [`LockError::InvalidArgument`] | no |
-//! | a non-hash value at the lock key | [`LockError::WrongType`] (value left untouched) | no |
+//! | a non-hash value at the lock key, a fencing counter that is not an integer | [`LockError::WrongType`] naming the key (value left untouched, nothing written) | no |
+//! | `OOM` at `maxmemory` (`noeviction`): acquire, re-entry, partial release (the last release and renewals still work) | [`LockError::OutOfMemory`] (nothing written) | no |
 //! | server down, connection refused or reset | [`LockError::Unavailable`] | yes |
 //! | no reply within `command_timeout` | [`LockError::Unavailable`], [`LockError::is_timeout`] | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY` | [`LockError::Unavailable`] | yes |
@@ -72,7 +73,9 @@
 //! with the same request id, and the latches make a repeated acquire or
 //! release return the first outcome instead of counting twice. (The one
 //! exception is `NOSCRIPT`, answered by loading the script and running it
-//! once more.) Unlocking a lock the owner does not hold is not an error here:
+//! once more; a cluster transport also sends an
+//! [idempotent](scripts::ScriptCall::idempotent) call once more after its
+//! connection broke.) Unlocking a lock the owner does not hold is not an error here:
 //! [`LockBackend::release`] returns [`ReleaseOutcome::NotHeld`].
 //!
 //! ## Notices

@@ -81,7 +81,8 @@ pub fn force_unlock(reply: &Value) -> Result<bool> {
     }
 }
 
-/// `{HGETALL flat array, PTTL}`.
+/// `{HGETALL flat array, PTTL}`. Fields whose value is not a count (such
+/// as the `mode` field of a Redisson read-write lock) are skipped.
 pub fn inspect(reply: &Value) -> Result<LockInfo> {
     let bad = || bad_reply("inspect", reply);
     let Value::Array(items) = reply else {
@@ -105,13 +106,16 @@ pub fn inspect(reply: &Value) -> Result<LockInfo> {
             .ok_or_else(bad)?,
         _ => return Err(bad()),
     };
-    let holders = pairs
+    // A hash may hold fields that are not counts: Redisson's read-write
+    // lock keeps `mode` = `read`/`write` beside its counted fields. They are
+    // skipped; the lock is held by its counted fields.
+    let holders: Vec<Holder> = pairs
         .into_iter()
-        .map(|(field, count)| {
-            let count = count.parse::<u64>().map_err(|_| bad())?;
-            Ok(Holder { field, count })
+        .filter_map(|(field, count)| {
+            let count = count.parse::<u64>().ok()?;
+            Some(Holder { field, count })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     let ttl = if holders.is_empty() { None } else { ttl(pttl) };
     Ok(LockInfo {
         holders,
@@ -206,10 +210,29 @@ mod tests {
         assert_eq!(inspect(&persistent).unwrap().ttl, None);
         let odd = Value::Array(vec![Value::Array(vec![bulk("u:1")]), Value::Int(-1)]);
         assert!(inspect(&odd).is_err());
-        let not_a_count = Value::Array(vec![
-            Value::Array(vec![bulk("u:1"), bulk("x")]),
-            Value::Int(-1),
+        // Redisson's read-write lock: `mode` is not a count, and skipped.
+        let rw = Value::Array(vec![
+            Value::Array(vec![
+                bulk("mode"),
+                bulk("write"),
+                bulk("u:1:write"),
+                bulk("1"),
+            ]),
+            Value::Int(700),
         ]);
-        assert!(inspect(&not_a_count).is_err());
+        let info = inspect(&rw).unwrap();
+        assert_eq!(
+            info.holders,
+            vec![Holder {
+                field: "u:1:write".into(),
+                count: 1
+            }]
+        );
+        assert_eq!(info.ttl, Some(Duration::from_millis(700)));
+        let only_mode = Value::Array(vec![
+            Value::Array(vec![bulk("mode"), bulk("read")]),
+            Value::Int(700),
+        ]);
+        assert_eq!(inspect(&only_mode).unwrap(), LockInfo::default());
     }
 }

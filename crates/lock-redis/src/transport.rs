@@ -46,7 +46,10 @@ pub trait PubSubHandler: Send + Sync + 'static {
 /// Every call is bounded by the transport's own timeouts and maps failures
 /// to [`lock_core::LockError`] (see [`crate::error`]); a transport never
 /// retries, except that a script the server does not know (`NOSCRIPT`) is
-/// loaded and run once more.
+/// loaded and run once more. A call whose outcome is unknown (its
+/// connection broke after the send) may be sent again only when it is
+/// [idempotent](ScriptCall::idempotent): a second run of any other call
+/// could count a hold twice.
 #[async_trait]
 pub trait Transport: Send + Sync + 'static {
     /// Runs one script on the node owning its keys.

@@ -173,3 +173,38 @@ async fn names_with_braces_keep_their_hash_tag() {
         bulk("1")
     );
 }
+
+/// A Redisson read-write lock held for writing is a hash with a `mode`
+/// field (`write`) beside its counted fields. Inspection skips what is not a
+/// count and reports the lock held by its counted fields, instead of failing
+/// with a protocol error (issue 10, item 8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_read_write_lock_is_reported_held() {
+    let env = env().await;
+    let n = name("rw");
+    let writer = "6d9f6e5c-2f4e-4b1e-9d39-2b8f4f1f7a10:1:write";
+    env.server
+        .cmd(&["HSET", "rw", "mode", "write", writer, "1"]);
+    env.server.cmd(&["PEXPIRE", "rw", "30000"]);
+
+    let info = env.backend.inspect(&n).await.unwrap();
+    assert_eq!(
+        info.holders,
+        vec![lock_redis::Holder {
+            field: writer.to_owned(),
+            count: 1
+        }]
+    );
+    assert!(info.ttl.is_some_and(|t| t > Duration::from_secs(25)));
+
+    let client = lock_redis::connect(config(&env.server), lock_redis::ClientConfig::default())
+        .await
+        .unwrap();
+    let lock = client.lock("rw").unwrap();
+    assert!(lock.is_locked().await.unwrap());
+    assert_eq!(lock.info().await.unwrap().holders, info.holders);
+    assert_eq!(lock.hold_count(client.new_owner()).await.unwrap(), 0);
+    // And it excludes us, untouched.
+    assert!(lock.try_lock().await.unwrap().is_none());
+    assert_eq!(env.server.cmd(&["HGET", "rw", "mode"]), bulk("write"));
+}

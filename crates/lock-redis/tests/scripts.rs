@@ -68,7 +68,7 @@ async fn release_counts_down_then_frees_and_publishes() {
         ReleaseOutcome::StillHeld
     );
     assert_eq!(env.server.cmd(&["HGET", "rel", &a.field()]), bulk("1"));
-    // The lease was set again.
+    // The lease was extended (never shortened).
     assert!(int(env.server.cmd(&["PTTL", "rel"])) > 5_000);
     env.notices.expect_none(Duration::from_millis(100)).await;
 
@@ -105,9 +105,10 @@ async fn release_by_non_owner_is_not_held_and_changes_nothing() {
         ReleaseOutcome::NotHeld
     );
     assert_eq!(env.server.cmd(&["HGET", "other", &a.field()]), bulk("1"));
-    // NotHeld is not latched: nothing written for the request.
+    // Nothing written but the request's latch, which answers a repeat.
     let latch = KeyLayout::default().unlock_latch(&n, &req.request_id.to_string());
-    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(0));
+    assert_eq!(env.server.cmd(&["GET", &latch]), bulk("not held"));
+    assert_eq!(env.server.cmd(&["HLEN", "other"]), Value::Int(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -168,7 +169,7 @@ async fn repeated_requests_return_the_first_outcome() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn held_outcomes_are_not_latched() {
+async fn held_outcomes_are_latched() {
     let env = env().await;
     let n = name("held-latch");
     let (a, b) = (owner(), owner());
@@ -178,9 +179,24 @@ async fn held_outcomes_are_not_latched() {
         env.backend.try_acquire(&attempt).await.unwrap(),
         AcquireOutcome::Held { .. }
     ));
+    let latch = KeyLayout::default().acquire_latch(&n, &attempt.request_id.to_string());
+    assert_eq!(env.server.cmd(&["GET", &latch]), bulk("held"));
     must_release(&env.backend, &release(&n, a, 10_000)).await;
-    // The same request id tries again and now gets the lock.
-    must_acquire(&env.backend, &attempt).await;
+    // The same request id again (a late duplicate) takes nothing: the lock
+    // is gone, so it is told to look again at once.
+    assert_eq!(
+        env.backend.try_acquire(&attempt).await.unwrap(),
+        AcquireOutcome::Held {
+            ttl: Some(Duration::ZERO)
+        }
+    );
+    assert_eq!(env.server.cmd(&["EXISTS", "held-latch"]), Value::Int(0));
+    // A lock without expiry is reported as such.
+    env.server.cmd(&["HSET", "held-latch", "someone:1", "1"]);
+    assert_eq!(
+        env.backend.try_acquire(&attempt).await.unwrap(),
+        AcquireOutcome::Held { ttl: None }
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

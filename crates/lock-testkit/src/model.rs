@@ -1,6 +1,6 @@
 //! Model-based testing (feature `model`): random sequences of acquire /
-//! release / force-unlock / inspect / advance-time by several clients and
-//! owners, run against the in-memory model and against a real store, must
+//! release / force-unlock / inspect / advance-time / repeat-a-request by
+//! several clients and owners, run against the in-memory model and against a real store, must
 //! give the same observable results. A backend crate compares [`in_memory`] with [`on_store`] in a
 //! `proptest!` with its own way to connect.
 //!
@@ -8,7 +8,11 @@
 //! time. Leases, waiter timeouts and time steps sit on a 100 ms grid offset
 //! by 50 ms (150/350/950 ms; steps of 0–300 ms in 100 ms units), so no
 //! operation lands within 50 ms of an expiry in either world and both agree
-//! on what has expired.
+//! on what has expired. One exception: a fair waiter queued behind one with
+//! a longer waiter timeout takes that waiter's deadline + its own, which
+//! lands on the grid; an operation at exactly that time sees it expired in
+//! both worlds, because the real run only ever lags the model more as it
+//! goes (its steps take at least their model time).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -78,6 +82,10 @@ pub enum Op {
         /// How many steps.
         steps: u64,
     },
+    /// The last acquire or release sent again with the same request id (a
+    /// retry, or a late duplicate): its latch must answer alike in both
+    /// worlds, whatever happened in between.
+    Repeat,
 }
 
 /// Random operations.
@@ -94,6 +102,7 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => (0..2usize).prop_map(|lock| Op::ForceUnlock { lock }),
         2 => (0..2usize).prop_map(|lock| Op::Inspect { lock }),
         2 => (0..4u64).prop_map(|steps| Op::Advance { steps }),
+        1 => Just(Op::Repeat),
     ]
 }
 
@@ -130,6 +139,23 @@ pub enum Seen {
     },
     /// Time passed.
     Advanced,
+    /// A repeat with no request sent before it.
+    NothingToRepeat,
+}
+
+/// The last request a run sent, for [`Op::Repeat`].
+enum Sent {
+    Acquire(usize, AcquireRequest),
+    Release(usize, ReleaseRequest),
+}
+
+async fn acquire_seen(backend: &dyn LockBackend, req: &AcquireRequest) -> Seen {
+    match backend.try_acquire(req).await.expect("acquire") {
+        AcquireOutcome::Acquired { fencing_token } => Seen::Acquired(fencing_token),
+        AcquireOutcome::Held { ttl } => Seen::Held {
+            has_ttl: ttl.is_some(),
+        },
+    }
 }
 
 fn owner(client: usize, id: u64) -> Owner {
@@ -162,6 +188,7 @@ where
     Fut: Future<Output = ()>,
 {
     let mut seen = Vec::new();
+    let mut last: Option<Sent> = None;
     for op in ops {
         let s = match *op {
             Op::Acquire {
@@ -180,12 +207,9 @@ where
                     30_000,
                 )
                 .queue(queue.map(|q| DURATIONS_MS[q]));
-                match backends[client].try_acquire(&req).await.expect("acquire") {
-                    AcquireOutcome::Acquired { fencing_token } => Seen::Acquired(fencing_token),
-                    AcquireOutcome::Held { ttl } => Seen::Held {
-                        has_ttl: ttl.is_some(),
-                    },
-                }
+                let s = acquire_seen(&*backends[client], &req).await;
+                last = Some(Sent::Acquire(client, req));
+                s
             }
             Op::Release {
                 client,
@@ -194,7 +218,9 @@ where
             } => {
                 let req =
                     ReleaseRequest::new(name(lock), owner(client, id), DURATIONS_MS[2], 30_000);
-                Seen::Release(backends[client].release(&req).await.expect("release"))
+                let s = Seen::Release(backends[client].release(&req).await.expect("release"));
+                last = Some(Sent::Release(client, req));
+                s
             }
             Op::Leave {
                 client,
@@ -218,6 +244,13 @@ where
                 advance(Duration::from_millis(100 * steps)).await;
                 Seen::Advanced
             }
+            Op::Repeat => match &last {
+                Some(Sent::Acquire(client, req)) => acquire_seen(&*backends[*client], req).await,
+                Some(Sent::Release(client, req)) => {
+                    Seen::Release(backends[*client].release(req).await.expect("release"))
+                }
+                None => Seen::NothingToRepeat,
+            },
         };
         seen.push(s);
     }

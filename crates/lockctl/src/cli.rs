@@ -21,7 +21,7 @@ Exit codes:
   0       success (run: the command's own code is passed through)
   64      usage: bad flag, duration, URL or lock name
   65      the key holds something that is not a lock
-  69      Redis unreachable or not answering
+  69      Redis unreachable, not answering, or out of memory
   70      internal error
   75      run: lock not acquired within --wait
   76      run: lock lost while the command ran (the command was stopped)

@@ -17,7 +17,8 @@ use lock_core::LockError;
 pub(crate) const USAGE: u8 = 64;
 /// The key holds something that is not a lock (`EX_DATAERR`).
 pub(crate) const DATA: u8 = 65;
-/// Redis could not be reached or did not answer (`EX_UNAVAILABLE`).
+/// Redis could not be reached, did not answer, or is out of memory
+/// (`EX_UNAVAILABLE`).
 pub(crate) const UNAVAILABLE: u8 = 69;
 /// A bug or an answer lockctl does not understand (`EX_SOFTWARE`).
 pub(crate) const SOFTWARE: u8 = 70;
@@ -99,7 +100,8 @@ fn code_of(err: &LockError) -> u8 {
     match err {
         LockError::InvalidArgument { .. } => USAGE,
         LockError::WrongType { .. } => DATA,
-        LockError::Unavailable { .. } => UNAVAILABLE,
+        // Redis at maxmemory refused the write: it cannot serve locks now.
+        LockError::Unavailable { .. } | LockError::OutOfMemory { .. } => UNAVAILABLE,
         // Taken and given back for want of replicas: nothing is held, and
         // trying later may work, which is what "not acquired" says.
         LockError::NotReplicated { .. } => NOT_ACQUIRED,
@@ -137,6 +139,13 @@ mod tests {
             UNAVAILABLE
         );
         assert_eq!(Failure::from(LockError::timeout("slow")).code, UNAVAILABLE);
+        assert_eq!(
+            Failure::from(LockError::OutOfMemory {
+                message: "OOM".into()
+            })
+            .code,
+            UNAVAILABLE
+        );
         assert_eq!(
             Failure::from(LockError::WrongType { key: "k".into() }).code,
             DATA

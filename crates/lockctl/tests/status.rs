@@ -51,6 +51,21 @@ fn status_shows_what_redis_shows() {
     );
 }
 
+/// A Redisson read-write lock (a hash with a `mode` field beside its
+/// counts) is shown held by its counted fields, not a protocol error.
+#[test]
+fn status_of_a_redisson_read_write_lock() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let writer = "6d9f6e5c-2f4e-4b1e-9d39-2b8f4f1f7a10:1:write";
+    server.cmd(&["HSET", "rw", "mode", "write", writer, "2"]);
+    let status = status_json(&url, &["rw"]);
+    assert_eq!(
+        status,
+        json!({"name": "rw", "locked": true, "holders": [{"field": writer, "count": 2}], "ttl_ms": null, "queue": []})
+    );
+}
+
 #[test]
 fn fair_status_shows_the_queue() {
     let server = RedisServer::start();

@@ -1,18 +1,23 @@
 -- acquire: take a fair lock in arrival order, re-enter it as its owner, or
--- wait in its queue (Redisson's fair-lock layout). Runs after prelude.lua.
+-- wait in its queue (Redisson's fair-lock layout). Runs after lock-redis's
+-- common.lua and prelude.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
 -- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
--- ARGV[1]  lease in milliseconds (>= 1)
+-- ARGV[1]  lease in milliseconds (>= 1): the lock expires no earlier than
+--          this from now (never sooner than it already would; see extend()
+--          in common.lua)
 -- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
 -- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
 -- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
---          join the queue's tail (or, when already queued, keep the place
---          and move the deadline to server now + this); "0" never queues
+--          join the queue's tail (or, when already queued, keep the place)
+--          with the deadline server now + this, or, behind a waiter whose
+--          deadline lies beyond that (a Redisson waiter), that deadline +
+--          this; "0" never queues
 --
 -- Order: latch check, evict stale heads, then
 --   the lock is free and (nobody queued, or we are the head): take it, leave
@@ -24,17 +29,40 @@
 --
 -- Reply:
 --   {1, token}  acquired (first hold or one more hold); token is the new
---               fencing token, or 0 when none was asked for. A repeated
---               request (same latch key) returns its first reply unchanged.
---   {0, wait}   not taken (nothing latched). wait is the lock's PTTL when it
---               is held (-1: no expiry), else the milliseconds until the
---               queue head's deadline (the lock is free but another waiter
---               is first; never negative).
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
--- aborts before writing anything but the eviction of stale heads.
+--               fencing token, or 0 when none was asked for.
+--   {0, wait}   not taken. wait is the lock's PTTL when it is held (-1: no
+--               expiry), else the milliseconds until the queue head's
+--               deadline (the lock is free but another waiter is first;
+--               never negative).
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing — it neither takes the lock nor joins or
+-- refreshes the queue, so a late duplicate cannot queue a waiter that left —
+-- and returns {1, token} with its first token, or {0, wait} as of now.
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE, and a
+-- counter at KEYS[3] that is not an integer fails a fenced acquisition with
+-- BADTOKEN (see common.lua): either way the script aborts before writing
+-- anything but the eviction of stale heads (the waiter keeps its place).
 local latch_ttl = tonumber(ARGV[4])
+
+-- How long a waiter that did not take the lock should wait (reply {0, wait}).
+local function wait_hint(now)
+    if redis.call('exists', KEYS[1]) == 1 then
+        return redis.call('pttl', KEYS[1])
+    end
+    -- Free, but another waiter is first: it has until its deadline to take it.
+    local first = redis.call('lindex', KEYS[4], 0)
+    local deadline = first and redis.call('zscore', KEYS[5], first)
+    if deadline then
+        return math.max(tonumber(deadline) - now, 0)
+    end
+    return 0
+end
+
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[2])
+    if latched == LATCH_HELD then
+        return {0, wait_hint(server_now())}
+    end
     if latched then
         return {1, tonumber(latched)}
     end
@@ -42,50 +70,63 @@ end
 local now = server_now()
 evict(KEYS[4], KEYS[5], now)
 
-local function take()
+-- One more hold, with `token` taken before anything of ours was written.
+local function take(token)
+    local pttl = redis.call('pttl', KEYS[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    local token = 0
-    if ARGV[3] == '1' then
-        token = redis.call('incr', KEYS[3])
-    end
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[2], token, 'px', latch_ttl)
-    end
+    extend(KEYS[1], ARGV[1], pttl)
+    latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end
 
 if redis.call('exists', KEYS[1]) == 0 then
     local head = redis.call('lindex', KEYS[4], 0)
     if (not head) or head == ARGV[2] then
+        local token = next_token(KEYS[3], ARGV[3])
         if head == ARGV[2] then
             redis.call('lpop', KEYS[4])
         end
         redis.call('zrem', KEYS[5], ARGV[2])
-        return take()
+        return take(token)
     end
 end
 if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-    return take()
+    return take(next_token(KEYS[3], ARGV[3]))
+end
+
+-- The deadline of the waiter just ahead of us: our predecessor when we are
+-- queued, else the tail we are about to join behind. nil when there is none.
+local function deadline_ahead()
+    local ahead
+    local at = redis.call('lpos', KEYS[4], ARGV[2])
+    if at then
+        ahead = at > 0 and redis.call('lindex', KEYS[4], at - 1)
+    else
+        ahead = redis.call('lindex', KEYS[4], -1)
+    end
+    local score = ahead and redis.call('zscore', KEYS[5], ahead)
+    return score and tonumber(score)
 end
 
 local queue_ms = tonumber(ARGV[5])
 if queue_ms > 0 then
-    if redis.call('zscore', KEYS[5], ARGV[2]) then
-        redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
-    else
-        redis.call('rpush', KEYS[4], ARGV[2])
-        redis.call('zadd', KEYS[5], now + queue_ms, ARGV[2])
+    -- Our deadline is now + the waiter timeout, unless the waiter ahead of
+    -- us has one beyond that (a Redisson waiter's: its join time + the
+    -- lock's PTTL + its wait time, 5 minutes by default; or one of ours
+    -- behind such a waiter): then that deadline + the waiter timeout. A
+    -- Redisson waiter that takes the lock or gives up moves every deadline
+    -- behind it up by its wait time (ZINCRBY -wait); ours then still lies
+    -- beyond the new head's, so it stays live and keeps its place, while a
+    -- dead waiter of ours is evicted soon after the one ahead is gone.
+    local deadline = now + queue_ms
+    local ahead = deadline_ahead()
+    if ahead and ahead > deadline then
+        deadline = ahead + queue_ms
     end
+    if not redis.call('zscore', KEYS[5], ARGV[2]) then
+        redis.call('rpush', KEYS[4], ARGV[2])
+    end
+    redis.call('zadd', KEYS[5], deadline, ARGV[2])
 end
-if redis.call('exists', KEYS[1]) == 1 then
-    return {0, redis.call('pttl', KEYS[1])}
-end
--- Free, but another waiter is first: it has until its deadline to take it.
-local first = redis.call('lindex', KEYS[4], 0)
-local deadline = first and redis.call('zscore', KEYS[5], first)
-local remaining = 0
-if deadline then
-    remaining = math.max(tonumber(deadline) - now, 0)
-end
-return {0, remaining}
+latch(KEYS[2], LATCH_HELD, latch_ttl)
+return {0, wait_hint(now)}

@@ -1,5 +1,6 @@
 -- release: give back one hold of a fair lock; when the last hold goes, tell
--- only the queue head, on its own channel. Runs after prelude.lua.
+-- only the queue head, on its own channel. Runs after lock-redis's
+-- common.lua and prelude.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
@@ -8,7 +9,9 @@
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
 -- ARGV[1]  unlock message ("0": wake one waiter)
--- ARGV[2]  lease in milliseconds, set again when holds remain
+-- ARGV[2]  lease in milliseconds: when holds remain, the lock expires no
+--          earlier than this from now (never sooner than it already would;
+--          see extend() in common.lua)
 -- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
@@ -16,36 +19,45 @@
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, and the queue head
 --        (after evicting stale heads), if any, told; nobody else is
---   0    still held: one hold fewer, lease set again
---   nil  not held by this owner (not latched)
--- A repeated request (same latch key) returns its first reply (0 or 1).
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
+--   0    still held: one hold fewer, lease extended
+--   nil  not held by this owner (nothing written but the eviction and the
+--        latch)
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing and returns its first reply, nil
+-- included.
+-- Out of memory (see common.lua): releasing the last hold writes nothing
+-- Redis refuses and succeeds; a partial release fails at HINCRBY with
+-- nothing written.
+-- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything but the eviction of stale heads.
 local latch_ttl = tonumber(ARGV[5])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[3])
+    if latched == LATCH_NOT_HELD then
+        return nil
+    end
     if latched then
         return tonumber(latched)
     end
 end
 evict(KEYS[4], KEYS[5], server_now())
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
+    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[3], 0, 'px', latch_ttl)
-    end
+if tonumber(held) > 1 then
+    local pttl = redis.call('pttl', KEYS[1])
+    redis.call('hincrby', KEYS[1], ARGV[3], -1)
+    extend(KEYS[1], ARGV[2], pttl)
+    latch(KEYS[3], 0, latch_ttl)
     return 0
 end
+-- The last hold: nothing below is refused when the server is out of memory.
 redis.call('del', KEYS[1])
 local head = redis.call('lindex', KEYS[4], 0)
 if head then
     redis.call(ARGV[4], KEYS[2] .. ':' .. head, ARGV[1])
 end
-if latch_ttl > 0 then
-    redis.call('set', KEYS[3], 1, 'px', latch_ttl)
-end
+latch(KEYS[3], 1, latch_ttl)
 return 1

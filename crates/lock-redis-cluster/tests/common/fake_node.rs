@@ -1,12 +1,17 @@
 //! A scripted stand-in for cluster nodes: answers `CLUSTER SLOTS` with a
 //! map the test sets, `EVALSHA` with replies the test scripts, everything
-//! else with `+OK`; records every command it gets.
+//! else with `+OK`; records every command it gets. A scripted [`HANG_UP`]
+//! reply closes the connection instead of answering (the command was
+//! received and logged: a connection that broke after the send).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
+
+/// A scripted `EVALSHA` reply that closes the connection without answering.
+pub(crate) const HANG_UP: &str = "<hang up>";
 
 /// Decides the reply (raw RESP) to one `EVALSHA` from the node's log so far.
 pub(crate) type Script = Box<dyn FnMut(&[Vec<String>]) -> String + Send>;
@@ -119,6 +124,9 @@ async fn serve(stream: TcpStream, state: Arc<Mutex<State>>) {
                 _ => "+OK\r\n".to_owned(),
             }
         };
+        if reply == HANG_UP {
+            return;
+        }
         if write.write_all(reply.as_bytes()).await.is_err() {
             return;
         }

@@ -1,37 +1,48 @@
 -- acquire: take a reentrant lock, or re-enter it as its owner (Redisson layout).
+-- Runs after common.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
 -- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
--- ARGV[1]  lease in milliseconds (>= 1)
+-- ARGV[1]  lease in milliseconds (>= 1): the lock expires no earlier than
+--          this from now (never sooner than it already would; see extend()
+--          in common.lua)
 -- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
 -- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
 --
 -- Reply:
 --   {1, token}  acquired (first hold or one more hold); token is the new
---               fencing token, or 0 when none was asked for. A repeated
---               request (same latch key) returns its first reply unchanged.
+--               fencing token, or 0 when none was asked for.
 --   {0, pttl}   held by another owner; pttl is the lock's PTTL (-1: no expiry)
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
--- aborts before writing anything.
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing and returns {1, token} with its first
+-- token, or {0, pttl} with the lock's current PTTL (0 when it is gone).
+-- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE, and a
+-- counter at KEYS[3] that is not an integer fails a fenced acquisition with
+-- BADTOKEN (see common.lua): either way the script aborts before writing
+-- anything.
 local latch_ttl = tonumber(ARGV[4])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[2])
+    if latched == LATCH_HELD then
+        local pttl = redis.call('pttl', KEYS[1])
+        if pttl == -2 then
+            pttl = 0
+        end
+        return {0, pttl}
+    end
     if latched then
         return {1, tonumber(latched)}
     end
 end
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local token = next_token(KEYS[3], ARGV[3])
+    local pttl = redis.call('pttl', KEYS[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
-    redis.call('pexpire', KEYS[1], ARGV[1])
-    local token = 0
-    if ARGV[3] == '1' then
-        token = redis.call('incr', KEYS[3])
-    end
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[2], token, 'px', latch_ttl)
-    end
+    extend(KEYS[1], ARGV[1], pttl)
+    latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end
+latch(KEYS[2], LATCH_HELD, latch_ttl)
 return {0, redis.call('pttl', KEYS[1])}

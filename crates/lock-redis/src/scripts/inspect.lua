@@ -4,7 +4,9 @@
 --
 -- Reply: {fields, pttl}
 --   fields  HGETALL of the lock as a flat array: field1, count1, field2, ...
---           (empty when free)
+--           (empty when free). A value may be other than a count: a
+--           Redisson read-write lock keeps `mode` = `read`/`write` beside
+--           its counted fields; the reply decoder skips such fields.
 --   pttl    PTTL of the lock: -2 missing, -1 no expiry, else milliseconds
 --   error "WRONGTYPE ..." when KEYS[1] holds a value that is not a hash
 local kind = redis.call('type', KEYS[1])['ok']

@@ -1,42 +1,53 @@
 -- release: give back one hold of a reentrant lock (Redisson's unlock script).
+-- Runs after common.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
 -- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  unlock message ("0": wake one waiter per client)
--- ARGV[2]  lease in milliseconds, set again when holds remain
+-- ARGV[2]  lease in milliseconds: when holds remain, the lock expires no
+--          earlier than this from now (never sooner than it already would;
+--          see extend() in common.lua)
 -- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
 --
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, the message published
---   0    still held: one hold fewer, lease set again
---   nil  not held by this owner (nothing written, not latched)
--- A repeated request (same latch key) returns its first reply (0 or 1).
--- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE: the script
+--   0    still held: one hold fewer, lease extended
+--   nil  not held by this owner (nothing written but the latch)
+-- Every outcome is latched (see latch() in common.lua): a repeated request
+-- (same latch key) writes nothing and returns its first reply, nil
+-- included.
+-- Out of memory (see common.lua): releasing the last hold writes nothing
+-- Redis refuses and succeeds; a partial release fails at HINCRBY with
+-- nothing written.
+-- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything.
 local latch_ttl = tonumber(ARGV[5])
 if latch_ttl > 0 then
     local latched = redis.call('get', KEYS[3])
+    if latched == LATCH_NOT_HELD then
+        return nil
+    end
     if latched then
         return tonumber(latched)
     end
 end
-if redis.call('hexists', KEYS[1], ARGV[3]) == 0 then
+local held = redis.call('hget', KEYS[1], ARGV[3])
+if not held then
+    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
     return nil
 end
-local count = redis.call('hincrby', KEYS[1], ARGV[3], -1)
-if count > 0 then
-    redis.call('pexpire', KEYS[1], ARGV[2])
-    if latch_ttl > 0 then
-        redis.call('set', KEYS[3], 0, 'px', latch_ttl)
-    end
+if tonumber(held) > 1 then
+    local pttl = redis.call('pttl', KEYS[1])
+    redis.call('hincrby', KEYS[1], ARGV[3], -1)
+    extend(KEYS[1], ARGV[2], pttl)
+    latch(KEYS[3], 0, latch_ttl)
     return 0
 end
+-- The last hold: nothing below is refused when the server is out of memory.
 redis.call('del', KEYS[1])
 redis.call(ARGV[4], KEYS[2], ARGV[1])
-if latch_ttl > 0 then
-    redis.call('set', KEYS[3], 1, 'px', latch_ttl)
-end
+latch(KEYS[3], 1, latch_ttl)
 return 1

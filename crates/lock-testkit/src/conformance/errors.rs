@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use lock_core::{AcquireOptions, LockError, MAX_LEASE, MAX_NAME_LEN};
 
-use super::{client, key, leftover_keys, unique, Harness};
+use super::{client, key, leftover_keys, token_key, unique, Harness};
 
 /// Releasing as an owner that does not hold the lock fails with NotHeld and
 /// changes nothing.
@@ -101,6 +101,48 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
     is_wrong_type(lock.unlock_as(a.new_owner()).await.unwrap_err());
     assert_eq!(h.get_string(&k).await.as_deref(), Some("precious"));
     assert_eq!(a.stats().subscriptions_active, 0);
+}
+
+/// A fencing-token counter that does not hold an integer fails a fenced
+/// acquisition with a typed error naming the counter, before anything is
+/// written: no hold without a guard (first hold or re-entry), no queue
+/// entry, the counter left as it was (issue 10, item 7).
+pub async fn bad_token_counter_fails_before_any_write(h: &dyn Harness) {
+    let a = client(h).await;
+    let name = unique("bad-token");
+    let counter = token_key(h, &name);
+    h.set_string(&counter, "not a number").await;
+    let lock = a.lock(&name).unwrap();
+    let is_bad_counter = |e: LockError| {
+        assert!(
+            matches!(&e, LockError::WrongType { key } if *key == counter),
+            "{e:?}"
+        );
+    };
+    let fenced = AcquireOptions::new().fenced();
+    is_bad_counter(lock.acquire(fenced.clone().no_wait()).await.unwrap_err());
+    is_bad_counter(
+        lock.acquire(fenced.clone().wait(Duration::from_millis(300)))
+            .await
+            .unwrap_err(),
+    );
+    assert!(!lock.is_locked().await.unwrap(), "a hold without a guard");
+    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+
+    // A fenced re-entry fails the same way and leaves the first hold alone.
+    let g = lock.lock().await.unwrap();
+    is_bad_counter(
+        lock.acquire(fenced.owner(g.owner()).no_wait())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(
+        h.get_string(&counter).await.as_deref(),
+        Some("not a number")
+    );
 }
 
 /// After close, operations fail with Closed.

@@ -210,3 +210,29 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
     held.unlock().await.unwrap();
     waiter.await.unwrap().unwrap().unlock().await.unwrap();
 }
+
+/// A waiting attempt that queued, sent again (a late duplicate) after its
+/// waiter gave up and left the queue, does not queue it again: the latch
+/// answers "held" and nothing is written (issue 10, item 2).
+pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "late-queue").await;
+    let backend = b.backend().as_ref();
+    let waiter = b.new_owner();
+    let lock_name = LockName::new(&name).unwrap();
+    let attempt = lock_core::AcquireRequest::new(lock_name.clone(), waiter, 10_000, false, 30_000)
+        .queue(Some(10_000));
+    let is_held = |o| assert!(matches!(o, lock_core::AcquireOutcome::Held { .. }), "{o:?}");
+    is_held(backend.try_acquire(&attempt).await.unwrap());
+    assert_eq!(h.list(&queue_key(h, &name)).await, vec![waiter.field()]);
+    backend.leave_queue(&lock_name, &waiter).await.unwrap();
+    is_held(backend.try_acquire(&attempt).await.unwrap());
+    assert!(
+        h.list(&queue_key(h, &name)).await.is_empty(),
+        "queued again"
+    );
+    assert_eq!(
+        h.zscore(&timeout_key(h, &name), &waiter.field()).await,
+        None
+    );
+    held.unlock().await.unwrap();
+}

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{client, eventually, key, unique, Harness, WATCHDOG};
+use super::{client, config, eventually, key, unique, Harness, WATCHDOG};
 
 /// A fixed lease ends the hold: another client takes the lock afterwards,
 /// and not before.
@@ -182,4 +182,89 @@ pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
     tokio::time::timeout(Duration::from_millis(10), g.lost())
         .await
         .expect("lost() resolves at once");
+}
+
+/// (a) A re-entry with a shorter lease does not shorten the owner's hold:
+/// the lock lives until the longest lease given (issue 10, item 3).
+pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
+    let (a, b) = (client(h).await, client(h).await);
+    let name = unique("short-reentry");
+    let lock = a.lock(&name).unwrap();
+    let g = lock.lock_with_lease(Duration::from_secs(3)).await.unwrap();
+    let inner = lock
+        .acquire(
+            lock_core::AcquireOptions::new()
+                .owner(g.owner())
+                .lease(Duration::from_millis(200)),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(
+        b.lock(&name).unwrap().try_lock().await.unwrap().is_none(),
+        "another client took a lock whose first guard holds it for 3 s"
+    );
+    assert!(h.pttl(&key(h, &name)).await > 2_000);
+    assert!(g.check().is_ok());
+    drop(inner);
+    g.unlock().await.unwrap();
+    eventually(Duration::from_secs(1), "both holds released", || async {
+        !lock.is_locked().await.unwrap()
+    })
+    .await;
+}
+
+/// (b) Releasing a short-leased re-entry of a watchdog hold leaves the
+/// watchdog's lease in place, not the re-entry's.
+pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness) {
+    // A long watchdog timeout: no renewal tick comes to the rescue during
+    // the check (the first one is a second away).
+    let a = h
+        .client(config().watchdog_timeout(Duration::from_secs(3)))
+        .await;
+    let b = client(h).await;
+    let name = unique("short-reentry-watchdog");
+    let lock = a.lock(&name).unwrap();
+    let g = lock.lock().await.unwrap();
+    let inner = lock
+        .acquire(
+            lock_core::AcquireOptions::new()
+                .owner(g.owner())
+                .lease(Duration::from_millis(100)),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    inner.unlock().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        b.lock(&name).unwrap().try_lock().await.unwrap().is_none(),
+        "another client took a lock a watchdog guard holds"
+    );
+    assert!(h.pttl(&key(h, &name)).await > 2_000);
+    assert!(!g.is_lost());
+    g.unlock().await.unwrap();
+}
+
+/// (c) A watchdog re-entry of a longer fixed-lease hold neither shortens it
+/// while renewed nor when released: the fixed-lease guard still holds the
+/// lock until its own lease ends, and its unlock succeeds.
+pub async fn watchdog_reentry_does_not_shorten_a_longer_lease(h: &dyn Harness) {
+    let (a, b) = (client(h).await, client(h).await);
+    let name = unique("watchdog-reentry");
+    let lock = a.lock(&name).unwrap();
+    let g = lock.lock_with_lease(Duration::from_secs(3)).await.unwrap();
+    let inner = lock.lock_as(g.owner()).await.unwrap();
+    // At least one renewal tick (every WATCHDOG / 3) while both are held.
+    tokio::time::sleep(WATCHDOG / 2).await;
+    assert!(h.pttl(&key(h, &name)).await > 2_000, "renewal shortened it");
+    inner.unlock().await.unwrap();
+    tokio::time::sleep(WATCHDOG + Duration::from_millis(300)).await;
+    assert!(
+        b.lock(&name).unwrap().try_lock().await.unwrap().is_none(),
+        "another client took a lock held for 3 s"
+    );
+    assert!(g.check().is_ok());
+    g.unlock().await.unwrap();
 }

@@ -21,6 +21,7 @@ pub mod cancellation;
 pub mod errors;
 pub mod fair;
 pub mod holds;
+pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod waiting;
@@ -83,6 +84,11 @@ pub fn unique(prefix: &str) -> String {
 /// The key of lock `name` under the harness's layout.
 pub fn key(h: &dyn Harness, name: &str) -> String {
     h.layout().lock_key(&lock_name(name))
+}
+
+/// The fencing-token counter of lock `name`.
+pub fn token_key(h: &dyn Harness, name: &str) -> String {
+    h.layout().token_key(&lock_name(name))
 }
 
 /// The unlock channel of lock `name`.
@@ -180,6 +186,7 @@ macro_rules! __fair_checks {
             fair::release_wakes_only_the_queue_head,
             fair::dead_waiter_is_skipped_within_the_waiter_timeout,
             fair::live_waiter_keeps_its_place_past_the_waiter_timeout,
+            fair::a_late_duplicate_does_not_queue_a_waiter_that_left,
         }
     };
 }
@@ -225,11 +232,18 @@ macro_rules! __with_shared_checks {
             holds::unlock_as_of_the_last_hold_tells_the_guards,
             holds::old_guard_dropped_after_reacquire_leaves_the_new_hold,
             holds::expired_guard_dropped_after_reacquire_leaves_the_new_hold,
+            leases::short_reentry_does_not_shorten_the_hold,
+            leases::releasing_a_short_reentry_keeps_the_watchdog_lease,
+            leases::watchdog_reentry_does_not_shorten_a_longer_lease,
             errors::unlock_by_non_owner_is_not_held,
             errors::unlock_after_lease_ran_out_is_not_held,
             errors::invalid_arguments_fail_before_io,
             errors::foreign_owner_is_rejected,
             errors::wrong_type_is_reported_and_left_untouched,
+            errors::bad_token_counter_fails_before_any_write,
+            latches::a_repeated_held_attempt_takes_nothing,
+            latches::a_repeated_not_held_release_frees_nothing,
+            latches::repeated_requests_return_their_first_outcome,
             errors::closed_client_rejects_operations,
             cancellation::dropped_waiter_leaves_nothing_behind,
             cancellation::dropped_acquire_leaves_no_lock,

@@ -42,8 +42,21 @@ fn acquired(token: u64) -> AcquireOutcome {
 
 // ---- steps shared by both kinds ----
 
-/// A repeated acquire request returns its first outcome.
-fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<AcquireOutcome>> {
+/// The latch value of an acquisition that found the lock held
+/// (`LATCH_HELD` of `common.lua`).
+const LATCH_HELD: &str = "held";
+/// The latch value of a release by an owner that did not hold the lock
+/// (`LATCH_NOT_HELD` of `common.lua`).
+const LATCH_NOT_HELD: &str = "not held";
+
+/// What a latch says an acquire request did the first time.
+enum LatchedAcquire {
+    Acquired(u64),
+    Held,
+}
+
+/// The first outcome of a repeated acquire request, if latched.
+fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<LatchedAcquire>> {
     if req.latch_ttl_ms == 0 {
         return Ok(None);
     }
@@ -51,30 +64,64 @@ fn latched_acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<Option<Acqu
         .layout
         .acquire_latch(&req.name, &req.request_id.to_string());
     let lock = cx.layout.lock_key(&req.name);
-    let token = cx.keys.get(&latch).map_err(wrong_type(&lock))?;
-    Ok(token.map(|t| acquired(t.parse().unwrap_or(0))))
+    let value = cx.keys.get(&latch).map_err(wrong_type(&lock))?;
+    Ok(value.map(|v| {
+        if v == LATCH_HELD {
+            LatchedAcquire::Held
+        } else {
+            LatchedAcquire::Acquired(v.parse().unwrap_or(0))
+        }
+    }))
 }
 
-/// One more hold: count, lease, token, latch.
-fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<AcquireOutcome> {
+/// `latch()` of `common.lua`: keeps a request's outcome for its repeats.
+fn latch(cx: &mut Ctx<'_>, key: &str, value: &str, ttl_ms: u64) {
+    if ttl_ms > 0 {
+        cx.keys.set(key, value.to_owned(), Some(ttl_ms));
+    }
+}
+
+/// Latches "held" for an acquire request that did not take the lock.
+fn latch_held(cx: &mut Ctx<'_>, req: &AcquireRequest) {
+    let key = cx
+        .layout
+        .acquire_latch(&req.name, &req.request_id.to_string());
+    latch(cx, &key, LATCH_HELD, req.latch_ttl_ms);
+}
+
+/// The next fencing token, or 0 when none was asked for (`next_token` of
+/// `common.lua`). Taken before anything else is written: a counter that is
+/// not an integer fails the script with nothing written.
+fn next_token(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<u64> {
+    if !req.fenced {
+        return Ok(0);
+    }
+    let counter = cx.layout.token_key(&req.name);
+    Ok(cx.keys.incr(&counter).map_err(wrong_type(&counter))? as u64)
+}
+
+/// `extend()` of `common.lua`: after a write to the hold of `lock`, whose
+/// PTTL was `pttl` before it, the lock expires `lease_ms` from now unless it
+/// would expire later anyway; a lock without expiry keeps none.
+fn extend(cx: &mut Ctx<'_>, lock: &str, lease_ms: u64, pttl: i64) {
+    if pttl != -1 {
+        let lease = i64::try_from(lease_ms).unwrap_or(i64::MAX);
+        cx.keys.pexpire(lock, pttl.max(lease) as u64);
+    }
+}
+
+/// One more hold, with `token` already taken: count, lease, latch.
+fn take_hold(cx: &mut Ctx<'_>, req: &AcquireRequest, token: u64) -> Result<AcquireOutcome> {
     let lock = cx.layout.lock_key(&req.name);
+    let pttl = cx.keys.pttl(&lock);
     cx.keys
         .hincrby(&lock, &req.owner.field(), 1)
         .map_err(wrong_type(&lock))?;
-    cx.keys.pexpire(&lock, req.lease_ms);
-    let token = if req.fenced {
-        let counter = cx.layout.token_key(&req.name);
-        cx.keys.incr(&counter).map_err(wrong_type(&lock))? as u64
-    } else {
-        0
-    };
-    if req.latch_ttl_ms > 0 {
-        let latch = cx
-            .layout
-            .acquire_latch(&req.name, &req.request_id.to_string());
-        cx.keys
-            .set(&latch, token.to_string(), Some(req.latch_ttl_ms));
-    }
+    extend(cx, &lock, req.lease_ms, pttl);
+    let key = cx
+        .layout
+        .acquire_latch(&req.name, &req.request_id.to_string());
+    latch(cx, &key, &token.to_string(), req.latch_ttl_ms);
     Ok(acquired(token))
 }
 
@@ -87,45 +134,46 @@ fn latched_release(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<Option<Rele
         .layout
         .unlock_latch(&req.name, &req.request_id.to_string());
     let lock = cx.layout.lock_key(&req.name);
-    Ok(cx.keys.get(&latch).map_err(wrong_type(&lock))?.map(|v| {
-        if v == "1" {
-            ReleaseOutcome::Released
-        } else {
-            ReleaseOutcome::StillHeld
-        }
-    }))
+    Ok(cx
+        .keys
+        .get(&latch)
+        .map_err(wrong_type(&lock))?
+        .map(|v| match v.as_str() {
+            "1" => ReleaseOutcome::Released,
+            LATCH_NOT_HELD => ReleaseOutcome::NotHeld,
+            _ => ReleaseOutcome::StillHeld,
+        }))
 }
 
-/// Releases one hold; on the last one deletes the lock. Latches the outcome.
+/// Releases one hold; on the last one deletes the lock (without a write
+/// Redis refuses when out of memory). Latches the outcome.
 fn drop_hold(cx: &mut Ctx<'_>, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
     let lock = cx.layout.lock_key(&req.name);
     let field = req.owner.field();
-    if !cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-        return Ok(ReleaseOutcome::NotHeld);
-    }
-    let left = cx
-        .keys
-        .hincrby(&lock, &field, -1)
-        .map_err(wrong_type(&lock))?;
-    let outcome = if left > 0 {
-        cx.keys.pexpire(&lock, req.lease_ms);
-        ReleaseOutcome::StillHeld
-    } else {
-        cx.keys.del(&lock);
-        ReleaseOutcome::Released
+    let outcome = match cx.keys.hget(&lock, &field).map_err(wrong_type(&lock))? {
+        None => ReleaseOutcome::NotHeld,
+        Some(count) if count > 1 => {
+            let pttl = cx.keys.pttl(&lock);
+            cx.keys
+                .hincrby(&lock, &field, -1)
+                .map_err(wrong_type(&lock))?;
+            extend(cx, &lock, req.lease_ms, pttl);
+            ReleaseOutcome::StillHeld
+        }
+        Some(_) => {
+            cx.keys.del(&lock);
+            ReleaseOutcome::Released
+        }
     };
-    if req.latch_ttl_ms > 0 {
-        let latch = cx
-            .layout
-            .unlock_latch(&req.name, &req.request_id.to_string());
-        let value = if outcome == ReleaseOutcome::Released {
-            "1"
-        } else {
-            "0"
-        };
-        cx.keys
-            .set(&latch, value.to_owned(), Some(req.latch_ttl_ms));
-    }
+    let key = cx
+        .layout
+        .unlock_latch(&req.name, &req.request_id.to_string());
+    let value = match outcome {
+        ReleaseOutcome::Released => "1",
+        ReleaseOutcome::StillHeld => "0",
+        ReleaseOutcome::NotHeld => LATCH_NOT_HELD,
+    };
+    latch(cx, &key, value, req.latch_ttl_ms);
     Ok(outcome)
 }
 
@@ -155,10 +203,19 @@ fn holders(cx: &mut Ctx<'_>, lock: &str) -> Result<(Vec<Holder>, Option<Duration
 // ---- reentrant (lock-redis/src/scripts/*.lua) ----
 
 pub(crate) fn acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<(AcquireOutcome, Publish)> {
-    if let Some(first) = latched_acquire(cx, req)? {
-        return Ok((first, None));
-    }
     let lock = cx.layout.lock_key(&req.name);
+    match latched_acquire(cx, req)? {
+        Some(LatchedAcquire::Acquired(token)) => return Ok((acquired(token), None)),
+        Some(LatchedAcquire::Held) => {
+            // The lock's current ttl; 0 (look again) when it is gone.
+            let pttl = match cx.keys.pttl(&lock) {
+                -2 => 0,
+                pttl => pttl,
+            };
+            return Ok((AcquireOutcome::Held { ttl: ttl_of(pttl) }, None));
+        }
+        None => {}
+    }
     let free = !cx.keys.exists(&lock);
     if free
         || cx
@@ -166,8 +223,10 @@ pub(crate) fn acquire(cx: &mut Ctx<'_>, req: &AcquireRequest) -> Result<(Acquire
             .hexists(&lock, &req.owner.field())
             .map_err(wrong_type(&lock))?
     {
-        return Ok((take_hold(cx, req)?, None));
+        let token = next_token(cx, req)?;
+        return Ok((take_hold(cx, req, token)?, None));
     }
+    latch_held(cx, req);
     let ttl = ttl_of(cx.keys.pttl(&lock));
     Ok((AcquireOutcome::Held { ttl }, None))
 }
@@ -189,7 +248,8 @@ pub(crate) fn renew(cx: &mut Ctx<'_>, targets: &[RenewTarget], lease_ms: u64) ->
             let held = cx.keys.type_of(&lock) == "hash"
                 && cx.keys.hexists(&lock, &t.owner.field()).unwrap_or(false);
             if held {
-                cx.keys.pexpire(&lock, lease_ms);
+                let pttl = cx.keys.pttl(&lock);
+                extend(cx, &lock, lease_ms, pttl);
             }
             Ok(held)
         })
@@ -243,12 +303,55 @@ fn head_channel(cx: &mut Ctx<'_>, name: &LockName) -> Result<Publish> {
     Ok(head.map(|field| format!("{}:{field}", cx.layout.channel(name))))
 }
 
+/// How long a fair waiter that did not take the lock should wait: the
+/// lock's PTTL when held, else the time until the queue head's deadline.
+fn fair_wait_hint(cx: &mut Ctx<'_>, name: &LockName) -> Result<i64> {
+    let lock = cx.layout.lock_key(name);
+    if cx.keys.exists(&lock) {
+        return Ok(cx.keys.pttl(&lock));
+    }
+    let (queue, timeouts) = (cx.layout.queue_key(name), cx.layout.timeout_key(name));
+    let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
+    let deadline = match head {
+        Some(h) => cx.keys.zscore(&timeouts, &h).map_err(wrong_type(&lock))?,
+        None => None,
+    };
+    Ok(deadline.map_or(0, |d| (d - cx.now_ms).max(0)))
+}
+
+/// The deadline of the waiter just ahead of `field`: its predecessor when
+/// queued, else the tail it would join behind (`deadline_ahead` of the fair
+/// `acquire.lua`).
+fn deadline_ahead(cx: &mut Ctx<'_>, name: &LockName, field: &str) -> Result<Option<i64>> {
+    let lock = cx.layout.lock_key(name);
+    let queue = cx
+        .keys
+        .list_all(&cx.layout.queue_key(name))
+        .map_err(wrong_type(&lock))?;
+    let ahead = match queue.iter().position(|f| f == field) {
+        Some(at) => at.checked_sub(1).map(|i| &queue[i]),
+        None => queue.last(),
+    };
+    match ahead {
+        Some(ahead) => cx
+            .keys
+            .zscore(&cx.layout.timeout_key(name), ahead)
+            .map_err(wrong_type(&lock)),
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn fair_acquire(
     cx: &mut Ctx<'_>,
     req: &AcquireRequest,
 ) -> Result<(AcquireOutcome, Publish)> {
-    if let Some(first) = latched_acquire(cx, req)? {
-        return Ok((first, None));
+    match latched_acquire(cx, req)? {
+        Some(LatchedAcquire::Acquired(token)) => return Ok((acquired(token), None)),
+        Some(LatchedAcquire::Held) => {
+            let ttl = ttl_of(fair_wait_hint(cx, &req.name)?);
+            return Ok((AcquireOutcome::Held { ttl }, None));
+        }
+        None => {}
     }
     evict(cx, &req.name)?;
     let lock = cx.layout.lock_key(&req.name);
@@ -259,17 +362,26 @@ pub(crate) fn fair_acquire(
     let field = req.owner.field();
     let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
     if !cx.keys.exists(&lock) && head.as_ref().is_none_or(|h| *h == field) {
+        let token = next_token(cx, req)?;
         if head.is_some() {
             cx.keys.lpop(&queue).map_err(wrong_type(&lock))?;
         }
         cx.keys.zrem(&timeouts, &field).map_err(wrong_type(&lock))?;
-        return Ok((take_hold(cx, req)?, None));
+        return Ok((take_hold(cx, req, token)?, None));
     }
     if cx.keys.hexists(&lock, &field).map_err(wrong_type(&lock))? {
-        return Ok((take_hold(cx, req)?, None));
+        let token = next_token(cx, req)?;
+        return Ok((take_hold(cx, req, token)?, None));
     }
     if let Some(wait) = req.queue_ms.filter(|&ms| ms > 0) {
-        let deadline = cx.now_ms + wait as i64;
+        // Behind a waiter whose deadline lies beyond ours (a Redisson
+        // waiter's), stay that far ahead plus the waiter timeout: see
+        // acquire.lua.
+        let wait = i64::try_from(wait).unwrap_or(i64::MAX);
+        let mut deadline = cx.now_ms + wait;
+        if let Some(ahead) = deadline_ahead(cx, &req.name, &field)?.filter(|&d| d > deadline) {
+            deadline = ahead + wait;
+        }
         let queued = cx
             .keys
             .zscore(&timeouts, &field)
@@ -281,17 +393,9 @@ pub(crate) fn fair_acquire(
             .zadd(&timeouts, deadline, &field)
             .map_err(wrong_type(&lock))?;
     }
-    let hint = if cx.keys.exists(&lock) {
-        cx.keys.pttl(&lock)
-    } else {
-        let head = cx.keys.list_head(&queue).map_err(wrong_type(&lock))?;
-        let deadline = match head {
-            Some(h) => cx.keys.zscore(&timeouts, &h).map_err(wrong_type(&lock))?,
-            None => None,
-        };
-        deadline.map_or(0, |d| (d - cx.now_ms).max(0))
-    };
-    Ok((AcquireOutcome::Held { ttl: ttl_of(hint) }, None))
+    latch_held(cx, req);
+    let ttl = ttl_of(fair_wait_hint(cx, &req.name)?);
+    Ok((AcquireOutcome::Held { ttl }, None))
 }
 
 pub(crate) fn fair_release(

@@ -1,0 +1,74 @@
+//! A connection that breaks after a script was sent: the transport sends it
+//! once more only when running it twice is harmless (a latched acquire or
+//! release, a renewal, a read). Scripted fake nodes stand in for the
+//! cluster, so the send can be observed.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::fake_node::{FakeNode, HANG_UP};
+use lock_redis_cluster::{
+    ClusterConfig, ClusterTransport, KeyLayout, LockBackend, LockName, Owner, PubSubMode,
+    RedisBackend, ReleaseOutcome, ReleaseRequest,
+};
+
+/// A reentrant backend on a one-node fake cluster whose first `EVALSHA`
+/// hangs up and whose next ones answer `:0` (release: still held).
+async fn backend() -> (FakeNode, RedisBackend) {
+    let node = FakeNode::start().await;
+    node.set_slots(&[(0, 16383, node.port)]);
+    node.queue(&[HANG_UP]);
+    node.on_evalsha(|_| ":0\r\n".to_owned());
+    let transport = ClusterTransport::connect(
+        ClusterConfig::new([node.url()])
+            .pubsub(PubSubMode::Classic)
+            .command_timeout(Duration::from_secs(2)),
+    )
+    .await
+    .expect("connect to the fake cluster");
+    let backend = RedisBackend::with_transport(Arc::new(transport), KeyLayout::default());
+    (node, backend)
+}
+
+fn release(latch_ttl_ms: u64) -> ReleaseRequest {
+    ReleaseRequest::new(
+        LockName::new("orders").unwrap(),
+        Owner::parse_field("00000000-0000-0000-0000-000000000001:1").unwrap(),
+        10_000,
+        latch_ttl_ms,
+    )
+}
+
+/// With retries off there is no latch: a second send would release a
+/// second hold (issue 10, item 1). The broken call is reported, not resent.
+#[tokio::test]
+async fn an_unlatched_release_is_sent_once() {
+    let (node, backend) = backend().await;
+    let err = backend.release(&release(0)).await.unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert_eq!(node.count("EVALSHA"), 1, "the release was sent again");
+}
+
+/// A latched release is sent once more: its latch answers a repeat.
+#[tokio::test]
+async fn a_latched_release_is_sent_again() {
+    let (node, backend) = backend().await;
+    let outcome = backend.release(&release(30_000)).await.unwrap();
+    assert_eq!(outcome, ReleaseOutcome::StillHeld);
+    assert_eq!(node.count("EVALSHA"), 2);
+}
+
+/// A force unlock has no latch: never sent twice (a second one could
+/// delete the next holder's lock).
+#[tokio::test]
+async fn a_force_unlock_is_sent_once() {
+    let (node, backend) = backend().await;
+    let err = backend
+        .force_unlock(&LockName::new("orders").unwrap())
+        .await
+        .unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    assert_eq!(node.count("EVALSHA"), 1);
+}

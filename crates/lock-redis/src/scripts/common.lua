@@ -1,0 +1,88 @@
+-- common: helpers shared by the lock scripts of lock-redis and lock-fair.
+-- It is not a script of its own: it is put in front of every lock script
+-- that uses it when the scripts are built (src/scripts.rs here, and
+-- lock-fair's src/scripts.rs), so each rule is written once.
+--
+-- next_token(counter, fenced)
+--     the next fencing token from the counter `counter` (INCR), or 0 when
+--     `fenced` is not '1'. Callers take the token before writing anything
+--     else: Lua does not roll back, so a failure after a hold was written
+--     would leave a hold nobody has a guard for. A counter that does not
+--     hold an integer fails the script with the error
+--     "BADTOKEN <counter> does not hold an integer fencing token counter";
+--     an out-of-memory refusal fails it with Redis's own OOM error.
+-- latch(key, value, ttl)
+--     keeps `value`, the outcome of one request, under the request's latch
+--     key `key` for `ttl` ms (no latch when `ttl` is 0), so that the request
+--     sent again gets the same answer and writes nothing. Every outcome is
+--     latched: LATCH_HELD for an acquisition that found the lock held,
+--     LATCH_NOT_HELD for a release by an owner that did not hold it, the
+--     token or 0/1 otherwise. Written with redis.pcall: a server out of
+--     memory refuses SET, and an outcome that needed no other refused write
+--     (a release of the last hold, "held", "not held") must still be
+--     answered; such a request is then not recognised if sent again.
+-- extend(lock, lease, pttl)
+--     sets the expiry of the lock hash `lock`, whose PTTL was `pttl` before
+--     this script wrote its hold, to `lease` ms from now, unless it would
+--     expire later anyway: PEXPIRE max(pttl, lease). A new lock (pttl -2)
+--     gets `lease`; a lock without expiry (pttl -1) keeps none. Acquire,
+--     re-entry, partial release and renewal all go through it, so one
+--     owner's holds with different leases (a short re-entry, a watchdog
+--     renewal, the release of either) never shorten the time another guard
+--     of that owner was promised. (Redisson sets the newest lease.)
+--
+-- Out of memory. A server at maxmemory with the noeviction policy refuses,
+-- inside a script (these scripts declare no flags, so Redis checks each
+-- command, not the script as a whole), every command that may grow memory,
+-- with "OOM command not allowed when used memory > 'maxmemory'". Measured
+-- on redis 7.0.15 with CONFIG SET maxmemory 1, inside EVALSHA:
+--   refused:  HINCRBY, HSET, SET, INCR, RPUSH, LPUSH, ZADD, ZINCRBY
+--   allowed:  DEL, PUBLISH (SPUBLISH alike), PEXPIRE, PERSIST, HDEL, LPOP,
+--             LREM, ZREM, and every read (GET, HGET, HEXISTS, EXISTS, PTTL,
+--             LINDEX, ZSCORE, TYPE, TIME)
+-- Lua does not roll back, so each script reaches its first refusable write
+-- before writing anything else of its own: an acquisition (INCR of the
+-- token, then HINCRBY), a partial release (HINCRBY) and joining a fair
+-- queue (RPUSH, ZADD) fail whole, mapped to LockError::OutOfMemory. A
+-- release of the last hold only frees memory: it reads the count (HGET),
+-- then DELs and PUBLISHes, and latches with pcall, so it succeeds. Renewal
+-- only sets expiries and succeeds too.
+--
+-- Why latch "held" and "not held" too: a request stuck on the wire can
+-- arrive after its owner moved on (its retry found the lock held, the owner
+-- then took the lock with a new request; or its release found nothing and
+-- the owner then took the lock again). Run afresh it would take a second
+-- hold under one guard, or release the newer hold. lock-core's reconcile()
+-- (op.rs) stays sound: it repeats an acquisition whose reply was lost;
+-- "acquired" means the request took the lock (first run or the repeat) and
+-- is undone; "held" means it ran without taking it (first run or the
+-- repeat itself), and a late original can no longer take it afterwards.
+local function next_token(counter, fenced)
+    if fenced ~= '1' then
+        return 0
+    end
+    local token = redis.pcall('incr', counter)
+    if type(token) == 'table' then
+        if string.sub(token.err, 1, 4) == 'OOM ' then
+            error(token)
+        end
+        error({err = 'BADTOKEN ' .. counter .. ' does not hold an integer fencing token counter'})
+    end
+    return token
+end
+
+local LATCH_HELD = 'held'
+local LATCH_NOT_HELD = 'not held'
+
+local function latch(key, value, ttl)
+    if ttl > 0 then
+        redis.pcall('set', key, value, 'px', ttl)
+    end
+end
+
+local function extend(lock, lease, pttl)
+    if pttl ~= -1 then
+        redis.call('pexpire', lock, math.max(pttl, tonumber(lease)))
+    end
+end
+
