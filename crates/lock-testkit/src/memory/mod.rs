@@ -7,10 +7,13 @@
 //! lost replies, lost notices) so error paths can be tested without one.
 
 mod backend;
+mod commands;
 mod harness;
 mod keyspace;
+mod reply;
 mod scripts;
 mod server;
 
 pub use backend::InMemoryBackend;
+pub use reply::ScriptReply;
 pub use server::InMemoryServer;
