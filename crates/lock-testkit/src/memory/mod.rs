@@ -10,6 +10,7 @@ mod backend;
 mod commands;
 mod harness;
 mod keyspace;
+mod lua;
 mod reply;
 mod scripts;
 mod server;

@@ -14,7 +14,10 @@ pub(super) fn hset(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
     if args.len() % 2 == 1 {
         return Err(Failure::arity("hset"));
     }
-    let hash = cx.keys.hash_at(&args[1], true)?.ok_or_else(Failure::syntax)?;
+    let hash = cx
+        .keys
+        .hash_at(&args[1], true)?
+        .ok_or_else(Failure::syntax)?;
     let added = args[2..]
         .chunks_exact(2)
         .filter(|pair| hash.insert(&pair[0], pair[1].clone()))
@@ -23,7 +26,10 @@ pub(super) fn hset(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 }
 
 pub(super) fn hsetnx(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
-    let hash = cx.keys.hash_at(&args[1], true)?.ok_or_else(Failure::syntax)?;
+    let hash = cx
+        .keys
+        .hash_at(&args[1], true)?
+        .ok_or_else(Failure::syntax)?;
     if hash.get(&args[2]).is_some() {
         return Ok(ScriptReply::Int(0));
     }
@@ -48,11 +54,15 @@ pub(super) fn hexists(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 
 pub(super) fn hincrby(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
     let by = int_arg(&args[3])?;
-    let hash = cx.keys.hash_at(&args[1], true)?.ok_or_else(Failure::syntax)?;
+    let hash = cx
+        .keys
+        .hash_at(&args[1], true)?
+        .ok_or_else(Failure::syntax)?;
     let old = match hash.get(&args[2]) {
         None => 0,
-        Some(v) => number::parse_int(v)
-            .ok_or_else(|| Failure::new("ERR hash value is not an integer"))?,
+        Some(v) => {
+            number::parse_int(v).ok_or_else(|| Failure::new("ERR hash value is not an integer"))?
+        }
     };
     let new = old
         .checked_add(by)
@@ -62,12 +72,7 @@ pub(super) fn hincrby(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 }
 
 /// The fields and/or values of the hash at `key`, in its order.
-fn listing(
-    cx: &mut Ctx<'_>,
-    key: &[u8],
-    fields: bool,
-    values: bool,
-) -> Outcome {
+fn listing(cx: &mut Ctx<'_>, key: &[u8], fields: bool, values: bool) -> Outcome {
     let mut items = Vec::new();
     if let Some(hash) = cx.keys.hash_at(key, false)? {
         for (f, v) in hash.iter() {
@@ -137,10 +142,19 @@ mod tests {
         assert_eq!(b.run("HINCRBY h f -3"), int(-2));
         assert_eq!(b.run("HGET h f"), bulk("-2"));
         b.run("HSET h s write");
-        assert_eq!(b.run("HINCRBY h s 1"), err("ERR hash value is not an integer"));
-        assert_eq!(b.run("HINCRBY h f x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("HINCRBY h s 1"),
+            err("ERR hash value is not an integer")
+        );
+        assert_eq!(
+            b.run("HINCRBY h f x"),
+            err("ERR value is not an integer or out of range")
+        );
         b.run("HSET h m 9223372036854775807");
-        assert_eq!(b.run("HINCRBY h m 1"), err("ERR increment or decrement would overflow"));
+        assert_eq!(
+            b.run("HINCRBY h m 1"),
+            err("ERR increment or decrement would overflow")
+        );
     }
 
     #[test]

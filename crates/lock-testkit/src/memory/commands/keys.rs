@@ -119,7 +119,11 @@ pub(super) fn pttl(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 /// Seconds, rounded to the nearest, as Redis rounds them.
 pub(super) fn ttl(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
     let ms = cx.keys.remaining_ms(&args[1]);
-    Ok(ScriptReply::Int(if ms < 0 { ms } else { (ms + 500) / 1000 }))
+    Ok(ScriptReply::Int(if ms < 0 {
+        ms
+    } else {
+        (ms + 500) / 1000
+    }))
 }
 
 pub(super) fn persist(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
@@ -186,7 +190,11 @@ mod tests {
         let mut b = Bench::default();
         b.run("SET k v");
         assert_eq!(b.run("PEXPIRE k 100 XX"), int(0));
-        assert_eq!(b.run("PEXPIRE k 100 GT"), int(0), "no expiry counts as infinite");
+        assert_eq!(
+            b.run("PEXPIRE k 100 GT"),
+            int(0),
+            "no expiry counts as infinite"
+        );
         assert_eq!(b.run("PEXPIRE k 100 NX"), int(1));
         assert_eq!(b.run("PEXPIRE k 200 NX"), int(0));
         assert_eq!(b.run("PEXPIRE k 50 GT"), int(0));
@@ -194,7 +202,10 @@ mod tests {
         assert_eq!(b.run("PEXPIRE k 300 LT"), int(0));
         assert_eq!(b.run("PEXPIRE k 150 LT"), int(1));
         assert_eq!(b.run("PTTL k"), int(150));
-        assert_eq!(b.run("PEXPIRE k x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("PEXPIRE k x"),
+            err("ERR value is not an integer or out of range")
+        );
         assert_eq!(b.run("PEXPIRE k 1 YY"), err("ERR Unsupported option YY"));
         assert_eq!(
             b.run("PEXPIRE k 1 NX XX"),

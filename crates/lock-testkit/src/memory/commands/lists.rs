@@ -45,7 +45,10 @@ pub(super) fn lpop(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 }
 
 fn push(cx: &mut Ctx<'_>, args: &[Vec<u8>], front: bool) -> Outcome {
-    let list = cx.keys.list_at(&args[1], true)?.ok_or_else(Failure::syntax)?;
+    let list = cx
+        .keys
+        .list_at(&args[1], true)?
+        .ok_or_else(Failure::syntax)?;
     for value in &args[2..] {
         if front {
             list.push_front(value.clone());
@@ -101,7 +104,11 @@ pub(super) fn lrem(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 /// elements, negative indexes counting from the end, as Redis clamps it.
 pub(super) fn clamp_range(start: i64, stop: i64, len: usize) -> Option<(usize, usize)> {
     let len = i64::try_from(len).unwrap_or(i64::MAX);
-    let start = if start < 0 { (len + start).max(0) } else { start };
+    let start = if start < 0 {
+        (len + start).max(0)
+    } else {
+        start
+    };
     let stop = if stop < 0 { len + stop } else { stop };
     if start > stop || start >= len {
         return None;
@@ -144,8 +151,15 @@ mod tests {
         assert_eq!(b.run("LINDEX q 0"), bulk("y"));
         assert_eq!(b.run("LINDEX q -1"), bulk("b"));
         assert_eq!(b.run("LINDEX q 9"), ScriptReply::Nil);
-        assert_eq!(b.run("LINDEX nope x"), ScriptReply::Nil, "key first, then index");
-        assert_eq!(b.run("LINDEX q x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("LINDEX nope x"),
+            ScriptReply::Nil,
+            "key first, then index"
+        );
+        assert_eq!(
+            b.run("LINDEX q x"),
+            err("ERR value is not an integer or out of range")
+        );
         assert_eq!(b.run("LLEN q"), int(4));
         assert_eq!(b.run("LPOP q"), bulk("y"));
         assert_eq!(b.run("LPOP q 0"), array(&[]));
@@ -154,7 +168,10 @@ mod tests {
         assert_eq!(b.run("EXISTS q"), int(0));
         assert_eq!(b.run("LPOP q"), ScriptReply::Nil);
         assert_eq!(b.run("LPOP q 2"), ScriptReply::Nil);
-        assert_eq!(b.run("LPOP q -1"), err("ERR value is out of range, must be positive"));
+        assert_eq!(
+            b.run("LPOP q -1"),
+            err("ERR value is out of range, must be positive")
+        );
     }
 
     #[test]
@@ -167,7 +184,10 @@ mod tests {
         assert_eq!(b.run("LRANGE q 3 1"), array(&[]));
         assert_eq!(b.run("LRANGE q 4 9"), array(&[]));
         assert_eq!(b.run("LRANGE nope 0 -1"), array(&[]));
-        assert_eq!(b.run("LRANGE nope a 1"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("LRANGE nope a 1"),
+            err("ERR value is not an integer or out of range")
+        );
     }
 
     #[test]
@@ -189,7 +209,15 @@ mod tests {
     fn wrong_type() {
         let mut b = Bench::default();
         b.run("SET s v");
-        for cmd in ["LINDEX s 0", "LPOP s", "RPUSH s a", "LPUSH s a", "LREM s 0 a", "LRANGE s 0 1", "LLEN s"] {
+        for cmd in [
+            "LINDEX s 0",
+            "LPOP s",
+            "RPUSH s a",
+            "LPUSH s a",
+            "LREM s 0 a",
+            "LRANGE s 0 1",
+            "LLEN s",
+        ] {
             assert_eq!(b.run(cmd), err(WRONGTYPE), "{cmd}");
         }
     }

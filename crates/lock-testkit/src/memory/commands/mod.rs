@@ -70,7 +70,9 @@ impl Failure {
     }
 
     pub(crate) fn arity(name: &str) -> Self {
-        Failure(format!("ERR wrong number of arguments for '{name}' command"))
+        Failure(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        ))
     }
 }
 

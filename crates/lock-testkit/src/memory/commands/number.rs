@@ -97,7 +97,7 @@ fn strip_fraction_zeros(s: &str) -> &str {
 /// x86-64 result, `i64::MIN`).
 pub(crate) fn truncate_to_int(d: f64) -> i64 {
     const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-    if d.is_nan() || d >= LIMIT || d < -LIMIT {
+    if d.is_nan() || !(-LIMIT..LIMIT).contains(&d) {
         i64::MIN
     } else {
         d as i64
@@ -208,7 +208,12 @@ mod tests {
         assert_eq!(parse_double(b"1e3"), Some(1000.0));
         assert_eq!(parse_double(b"0e5"), Some(0.0));
         for bad in [&b""[..], b"nan", b" 1", b"1x", b"1e400", b"1e-400"] {
-            assert_eq!(parse_double(bad), None, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                parse_double(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 

@@ -6,7 +6,10 @@ use crate::memory::reply::ScriptReply;
 
 /// `[seconds, microseconds]` of the server clock, as bulk strings.
 pub(super) fn time(cx: &mut Ctx<'_>, _args: &[Vec<u8>]) -> Outcome {
-    let (secs, micros) = (cx.now_us.div_euclid(1_000_000), cx.now_us.rem_euclid(1_000_000));
+    let (secs, micros) = (
+        cx.now_us.div_euclid(1_000_000),
+        cx.now_us.rem_euclid(1_000_000),
+    );
     Ok(ScriptReply::Array(vec![
         ScriptReply::bulk(secs.to_string()),
         ScriptReply::bulk(micros.to_string()),
@@ -84,6 +87,9 @@ mod tests {
         assert_eq!(b.run("PING"), ScriptReply::Status("PONG".into()));
         assert_eq!(b.run("PING hi"), bulk("hi"));
         assert_eq!(b.run("ECHO hi"), bulk("hi"));
-        assert_eq!(b.run("PING a b"), err("ERR wrong number of arguments for 'ping' command"));
+        assert_eq!(
+            b.run("PING a b"),
+            err("ERR wrong number of arguments for 'ping' command")
+        );
     }
 }

@@ -153,16 +153,33 @@ mod tests {
         assert_eq!(b.run("GET k"), bulk("v"));
         assert_eq!(b.run("SET k w NX"), ScriptReply::Nil);
         assert_eq!(b.run("SET j w XX"), ScriptReply::Nil);
-        assert_eq!(b.run("SET k x NX GET"), bulk("v"), "GET answers even when NX aborts");
+        assert_eq!(
+            b.run("SET k x NX GET"),
+            bulk("v"),
+            "GET answers even when NX aborts"
+        );
         assert_eq!(b.run("SET k w XX GET"), bulk("v"));
-        assert_eq!(b.run("MGET k j"), ScriptReply::Array(vec![bulk("w"), ScriptReply::Nil]));
+        assert_eq!(
+            b.run("MGET k j"),
+            ScriptReply::Array(vec![bulk("w"), ScriptReply::Nil])
+        );
         assert_eq!(b.run("SET k v NX XX"), err("ERR syntax error"));
         assert_eq!(b.run("SET k v PX"), err("ERR syntax error"));
         assert_eq!(b.run("SET k v PX 1 EX 1"), err("ERR syntax error"));
-        assert_eq!(b.run("SET k v PX x PX 5"), ScriptReply::ok(), "the last one counts");
+        assert_eq!(
+            b.run("SET k v PX x PX 5"),
+            ScriptReply::ok(),
+            "the last one counts"
+        );
         assert_eq!(b.run("SET k v PX 1 KEEPTTL"), err("ERR syntax error"));
-        assert_eq!(b.run("SET k v PX x"), err("ERR value is not an integer or out of range"));
-        assert_eq!(b.run("SET k v PX 0"), err("ERR invalid expire time in 'set' command"));
+        assert_eq!(
+            b.run("SET k v PX x"),
+            err("ERR value is not an integer or out of range")
+        );
+        assert_eq!(
+            b.run("SET k v PX 0"),
+            err("ERR invalid expire time in 'set' command")
+        );
         b.run("HSET h f v");
         assert_eq!(b.run("GET h"), err(WRONGTYPE));
         assert_eq!(b.run("SET h v GET"), err(WRONGTYPE));
@@ -200,19 +217,34 @@ mod tests {
         b.run("PEXPIRE c 50");
         b.run("INCR c");
         assert_eq!(b.run("PTTL c"), int(50), "INCR keeps the expiry");
-        assert_eq!(b.run("INCRBY c x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("INCRBY c x"),
+            err("ERR value is not an integer or out of range")
+        );
         b.run("SET s abc");
-        assert_eq!(b.run("INCR s"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("INCR s"),
+            err("ERR value is not an integer or out of range")
+        );
         b.run("SET s 01");
-        assert_eq!(b.run("INCR s"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("INCR s"),
+            err("ERR value is not an integer or out of range")
+        );
         b.run("SET m 9223372036854775807");
-        assert_eq!(b.run("INCR m"), err("ERR increment or decrement would overflow"));
+        assert_eq!(
+            b.run("INCR m"),
+            err("ERR increment or decrement would overflow")
+        );
         assert_eq!(
             b.run("DECRBY m -9223372036854775808"),
             err("ERR decrement would overflow")
         );
         b.run("HSET h f 1");
         assert_eq!(b.run("INCR h"), err(WRONGTYPE));
-        assert_eq!(b.run("INCRBY h x"), err("ERR value is not an integer or out of range"));
+        assert_eq!(
+            b.run("INCRBY h x"),
+            err("ERR value is not an integer or out of range")
+        );
     }
 }

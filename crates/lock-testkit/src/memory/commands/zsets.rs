@@ -58,7 +58,7 @@ pub(super) fn zadd(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (f.gt && f.nx) || (f.lt && f.nx) || (f.gt && f.lt) {
+    if (f.nx && (f.gt || f.lt)) || (f.gt && f.lt) {
         return Err(Failure::new(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
@@ -74,7 +74,10 @@ pub(super) fn zadd(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
         .collect::<Result<Vec<f64>, Failure>>()?;
     let (mut added, mut updated, mut processed, mut last) = (0, 0, 0, 0.0);
     if cx.keys.value(&args[1]).is_some() || !f.xx {
-        let zset = cx.keys.zset_at(&args[1], true)?.ok_or_else(Failure::syntax)?;
+        let zset = cx
+            .keys
+            .zset_at(&args[1], true)?
+            .ok_or_else(Failure::syntax)?;
         for (pair, &score) in pairs.chunks_exact(2).zip(&scores) {
             match add_one(zset, &pair[1], score, &f)? {
                 Added::New(s) => {
@@ -145,7 +148,10 @@ fn add_one(zset: &mut ZSet, member: &[u8], score: f64, f: &AddFlags) -> Result<A
 
 pub(super) fn zincrby(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
     let by = float_arg(&args[2])?;
-    let zset = cx.keys.zset_at(&args[1], true)?.ok_or_else(Failure::syntax)?;
+    let zset = cx
+        .keys
+        .zset_at(&args[1], true)?
+        .ok_or_else(Failure::syntax)?;
     let flags = AddFlags {
         incr: true,
         ..AddFlags::default()
@@ -225,7 +231,7 @@ fn range_generic(cx: &mut Ctx<'_>, args: &[Vec<u8>], preset: Option<By>) -> Outc
     while let Some(opt) = args.get(i) {
         if is_opt(opt, "withscores") {
             withscores = true;
-        } else if is_opt(opt, "limit") && args.len() - i - 1 >= 2 {
+        } else if is_opt(opt, "limit") && args.len() - i > 2 {
             offset = int_arg(&args[i + 1])?;
             limit = int_arg(&args[i + 2])?;
             i += 2;
@@ -356,7 +362,10 @@ mod tests {
             b.run("ZINCRBY z -inf a"),
             err("ERR resulting score is not a number (NaN)")
         );
-        assert_eq!(b.run("ZINCRBY z x a"), err("ERR value is not a valid float"));
+        assert_eq!(
+            b.run("ZINCRBY z x a"),
+            err("ERR value is not a valid float")
+        );
     }
 
     #[test]
@@ -368,8 +377,14 @@ mod tests {
         assert_eq!(b.run("ZRANGE z 0 1 REV"), array(&["d", "c"]));
         assert_eq!(b.run("ZRANGE z (1 3 BYSCORE"), array(&["b", "c"]));
         assert_eq!(b.run("ZRANGE z 3 (1 BYSCORE REV"), array(&["c", "b"]));
-        assert_eq!(b.run("ZRANGE z -inf +inf BYSCORE LIMIT 1 2"), array(&["b", "c"]));
-        assert_eq!(b.run("ZRANGE z 0 -1 LIMIT 0 -1"), array(&["a", "b", "c", "d"]));
+        assert_eq!(
+            b.run("ZRANGE z -inf +inf BYSCORE LIMIT 1 2"),
+            array(&["b", "c"])
+        );
+        assert_eq!(
+            b.run("ZRANGE z 0 -1 LIMIT 0 -1"),
+            array(&["a", "b", "c", "d"])
+        );
         assert_eq!(
             b.run("ZRANGE z 0 -1 LIMIT 0 1"),
             err("ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
@@ -382,7 +397,10 @@ mod tests {
         assert_eq!(b.run("ZRANGEBYSCORE z 0 10 LIMIT -1 1"), array(&[]));
         assert_eq!(b.run("ZRANGEBYSCORE z 0 10 LIMIT 3 -1"), array(&["d"]));
         assert_eq!(b.run("ZRANGEBYSCORE z 0 10 REV"), err("ERR syntax error"));
-        assert_eq!(b.run("ZRANGEBYSCORE z x 10"), err("ERR min or max is not a float"));
+        assert_eq!(
+            b.run("ZRANGEBYSCORE z x 10"),
+            err("ERR min or max is not a float")
+        );
         assert_eq!(b.run("ZRANGEBYSCORE nope 0 1"), array(&[]));
         assert_eq!(b.run("ZCOUNT z (1 3"), int(2));
         assert_eq!(b.run("ZCOUNT z 0 +inf"), int(4));

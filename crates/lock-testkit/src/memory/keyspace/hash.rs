@@ -48,7 +48,9 @@ impl Hash {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))
+        self.fields
+            .iter()
+            .map(|(f, v)| (f.as_slice(), v.as_slice()))
     }
 }
 

@@ -45,7 +45,11 @@ impl Keyspace {
         };
         match self.string_at(key.as_bytes())? {
             Some(s) => *s = next.to_string().into_bytes(),
-            None => self.put(key.as_bytes(), Value::Str(next.to_string().into_bytes()), None),
+            None => self.put(
+                key.as_bytes(),
+                Value::Str(next.to_string().into_bytes()),
+                None,
+            ),
         }
         Ok(next)
     }
@@ -73,7 +77,11 @@ impl Keyspace {
     pub(crate) fn hgetall(&mut self, key: &str) -> Result<Vec<(String, i64)>, WrongType> {
         let mut fields: Vec<(String, i64)> = self
             .hash_at(key.as_bytes(), false)?
-            .map(|h| h.iter().map(|(f, v)| (text(f), int(v).unwrap_or(0))).collect())
+            .map(|h| {
+                h.iter()
+                    .map(|(f, v)| (text(f), int(v).unwrap_or(0)))
+                    .collect()
+            })
             .unwrap_or_default();
         fields.sort();
         Ok(fields)
