@@ -24,10 +24,8 @@ pub(super) fn lpop(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
     let count = match args.get(2) {
         None => None,
         Some(arg) => {
-            let n = int_arg(arg)?;
-            let n = usize::try_from(n)
-                .map_err(|_| Failure::new("ERR value is out of range, must be positive"))?;
-            Some(n)
+            let n = super::number::parse_int(arg).and_then(|n| usize::try_from(n).ok());
+            Some(n.ok_or_else(|| Failure::new("ERR value is out of range, must be positive"))?)
         }
     };
     let Some(list) = cx.keys.list_at(&args[1], false)? else {
@@ -171,6 +169,11 @@ mod tests {
         assert_eq!(
             b.run("LPOP q -1"),
             err("ERR value is out of range, must be positive")
+        );
+        assert_eq!(
+            b.run("LPOP q x"),
+            err("ERR value is out of range, must be positive"),
+            "any bad count gets this text"
         );
     }
 

@@ -21,8 +21,8 @@
 --             ({err=..., source=..., line=...})
 local where = ...
 
-local error, type, tostring, select, ipairs, pairs, setmetatable, xpcall =
-    error, type, tostring, select, ipairs, pairs, setmetatable, xpcall
+local error, type, tostring, select, ipairs, pairs, setmetatable, rawget =
+    error, type, tostring, select, ipairs, pairs, setmetatable, rawget
 local sub, find, gsub = string.sub, string.find, string.gsub
 local G = _G
 
@@ -95,11 +95,18 @@ end
 
 local raw_pcall, raw_xpcall = pcall, xpcall
 
+-- Redis 7.0's pcall hands a script the message of an {err=...} error
+-- (what redis.call raised before 7.0), not the table; xpcall's handler
+-- gets the table.
 local function settle(ok, ...)
     if ok then
         return ok, ...
     end
-    return false, take_raised((...))
+    local err = take_raised((...))
+    if type(err) == 'table' and type(rawget(err, 'err')) == 'string' then
+        err = rawget(err, 'err')
+    end
+    return false, err
 end
 
 base.pcall = function(f, ...)
