@@ -53,9 +53,12 @@ impl State {
         self.epoch_ms + self.started.elapsed().as_millis() as i64
     }
 
-    /// The store's clock in microseconds since the Unix epoch.
-    pub(crate) fn now_us(&self) -> i64 {
-        self.epoch_ms * 1000 + self.started.elapsed().as_micros() as i64
+    /// The store's clock in microseconds since the Unix epoch, and the
+    /// instant it was read at.
+    fn clock(&self) -> (i64, tokio::time::Instant) {
+        let now = tokio::time::Instant::now();
+        let elapsed = i64::try_from((now - self.started).as_micros()).unwrap_or(i64::MAX);
+        (self.epoch_ms * 1000 + elapsed, now)
     }
 
     /// Runs a Lua script as `EVAL` does, on this state. Returns the reply
@@ -69,7 +72,7 @@ impl State {
         keys: &[Vec<u8>],
         argv: &[Vec<u8>],
     ) -> (ScriptReply, Vec<Published>) {
-        let now_us = self.now_us();
+        let (now_us, now) = self.clock();
         let State {
             keys: keyspace,
             faults,
@@ -97,6 +100,7 @@ impl State {
         let mut cx = Ctx {
             keys: keyspace,
             now_us,
+            now,
             published: Vec::new(),
             receivers: &receivers,
         };

@@ -1,9 +1,6 @@
 //! Commands on any key: DEL EXISTS TYPE, and expiry (PEXPIRE PEXPIREAT
 //! EXPIRE EXPIREAT PTTL TTL PERSIST).
 
-use tokio::time::Instant;
-
-use super::strings::deadline;
 use super::{int_arg, is_opt, Ctx, Failure, Outcome};
 use crate::memory::reply::ScriptReply;
 
@@ -88,7 +85,7 @@ fn expire_generic(
     let Some(current) = cx.keys.expiry(key) else {
         return Ok(ScriptReply::Int(0));
     };
-    let current = current.map(|at| epoch_ms(cx, at));
+    let current = current.map(|at| cx.epoch_ms(at));
     let refused = (nx && current.is_some())
         || (xx && current.is_none())
         || (gt && current.is_none_or(|c| when <= c))
@@ -99,26 +96,19 @@ fn expire_generic(
     if when <= cx.now_ms() {
         cx.keys.remove_key(key);
     } else {
-        let at = deadline(cx, when);
+        let at = cx.deadline(when);
         cx.keys.set_expiry(key, Some(at));
     }
     Ok(ScriptReply::Int(1))
 }
 
-/// A deadline in epoch milliseconds on the server clock.
-fn epoch_ms(cx: &Ctx<'_>, at: Instant) -> i64 {
-    let ahead = at.saturating_duration_since(Instant::now()).as_millis();
-    cx.now_ms()
-        .saturating_add(i64::try_from(ahead).unwrap_or(i64::MAX))
-}
-
 pub(super) fn pttl(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
-    Ok(ScriptReply::Int(cx.keys.remaining_ms(&args[1])))
+    Ok(ScriptReply::Int(cx.pttl(&args[1])))
 }
 
 /// Seconds, rounded to the nearest, as Redis rounds them.
 pub(super) fn ttl(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
-    let ms = cx.keys.remaining_ms(&args[1]);
+    let ms = cx.pttl(&args[1]);
     Ok(ScriptReply::Int(if ms < 0 {
         ms
     } else {

@@ -16,6 +16,10 @@ mod server;
 mod strings;
 mod zsets;
 
+use std::time::Duration;
+
+use tokio::time::Instant;
+
 use super::keyspace::{Keyspace, WrongType};
 use super::reply::ScriptReply;
 
@@ -33,8 +37,11 @@ pub(crate) struct Published {
 pub(crate) struct Ctx<'a> {
     pub(crate) keys: &'a mut Keyspace,
     /// The server clock, microseconds since the Unix epoch (`TIME`, and the
-    /// base of `*EXPIREAT` and relative expiries).
+    /// base of `*EXPIREAT` and relative expiries)...
     pub(crate) now_us: i64,
+    /// ... read at this instant: the two map expiry deadlines (instants) to
+    /// and from the whole epoch milliseconds Redis keeps.
+    pub(crate) now: Instant,
     /// Messages published so far by this script.
     pub(crate) published: Vec<Published>,
     /// How many receivers a published message reaches (`PUBLISH`'s reply).
@@ -45,6 +52,36 @@ impl Ctx<'_> {
     /// The server clock in milliseconds since the Unix epoch.
     pub(crate) fn now_ms(&self) -> i64 {
         self.now_us.div_euclid(1000)
+    }
+
+    /// The instant of the epoch time `ms` (now when it has passed: the key
+    /// is expired at once).
+    pub(crate) fn deadline(&self, ms: i64) -> Instant {
+        let ahead = ms.saturating_mul(1000).saturating_sub(self.now_us);
+        self.now + Duration::from_micros(u64::try_from(ahead).unwrap_or(0))
+    }
+
+    /// The epoch time of `at`, in whole milliseconds: rounded to the
+    /// nearest, so a deadline made by [`Ctx::deadline`] under an earlier
+    /// reading of the clock maps back to the same millisecond.
+    pub(crate) fn epoch_ms(&self, at: Instant) -> i64 {
+        let micros = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+        let offset = if at >= self.now {
+            micros(at - self.now)
+        } else {
+            -micros(self.now - at)
+        };
+        (self.now_us.saturating_add(offset) + 500).div_euclid(1000)
+    }
+
+    /// `PTTL`: -2 missing, -1 no expiry, else the milliseconds left, as
+    /// Redis counts them (deadline minus now, in whole milliseconds).
+    pub(crate) fn pttl(&mut self, key: &[u8]) -> i64 {
+        match self.keys.expiry(key) {
+            None => -2,
+            Some(None) => -1,
+            Some(Some(at)) => (self.epoch_ms(at) - self.now_ms()).max(0),
+        }
     }
 }
 
@@ -229,6 +266,7 @@ pub(crate) mod testing {
             let mut cx = Ctx {
                 keys: &mut self.keys,
                 now_us: self.now_us,
+                now: Instant::now(),
                 published: Vec::new(),
                 receivers: &receivers,
             };

@@ -1,9 +1,5 @@
 //! String commands: GET SET INCR INCRBY DECR DECRBY MGET.
 
-use std::time::Duration;
-
-use tokio::time::Instant;
-
 use super::{int_arg, is_opt, number, Ctx, Failure, Outcome};
 use crate::memory::keyspace::Value;
 use crate::memory::reply::ScriptReply;
@@ -65,7 +61,7 @@ pub(super) fn set(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
         return Ok(old.unwrap_or(ScriptReply::Nil));
     }
     let expires_at = match expire_at {
-        Some(ms) => Some(deadline(cx, ms)),
+        Some(ms) => Some(cx.deadline(ms)),
         None if keep => cx.keys.expiry(&args[1]).flatten(),
         None => None,
     };
@@ -90,13 +86,6 @@ fn expire_at(cx: &Ctx<'_>, unit: &str, value: &[u8]) -> Result<i64, Failure> {
     } else {
         ms.checked_add(cx.now_ms()).ok_or_else(invalid)
     }
-}
-
-/// The instant of the epoch time `ms` on the server clock (now when it has
-/// passed: the key is expired at once).
-pub(super) fn deadline(cx: &Ctx<'_>, ms: i64) -> Instant {
-    let ahead = u64::try_from(ms.saturating_sub(cx.now_ms())).unwrap_or(0);
-    Instant::now() + Duration::from_millis(ahead)
 }
 
 /// Adds `by` to the integer at `key` (0 when missing), keeping its expiry.

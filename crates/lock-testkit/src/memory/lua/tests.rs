@@ -37,6 +37,7 @@ impl Redis {
         let mut cx = Ctx {
             keys: &mut self.keys,
             now_us: self.now_us,
+            now: tokio::time::Instant::now(),
             published: Vec::new(),
             receivers: &receivers,
         };
