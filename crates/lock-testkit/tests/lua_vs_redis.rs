@@ -355,6 +355,19 @@ const SEMANTICS: &[&str] = &[
     "return string.rep('x', 3)",
     "return string.rep()",
     "return {type(redis.call('get', 'nokey')), redis.call('set', 'a', '1')['ok'], redis.call('type', 'a')['ok']}",
+    // Shaped like Redisson's read-write lock and semaphore scripts.
+    "redis.call('hset', 'rw', 'mode', 'write'); redis.call('hset', 'rw', ARGV[1] .. ':write', 1); \
+     redis.call('hincrby', 'rw', ARGV[1] .. ':write', 1); redis.call('pexpire', 'rw', 30000); \
+     return {redis.call('hget', 'rw', 'mode'), redis.call('hlen', 'rw'), redis.call('hkeys', 'rw'), \
+     redis.call('hvals', 'rw'), redis.call('hdel', 'rw', 'mode'), redis.call('pttl', 'rw')}",
+    "redis.call('zadd', 'sem', 100, 'p1'); redis.call('zadd', 'sem', 200, 'p2'); \
+     redis.call('zadd', 'sem', 300, 'p3'); \
+     local expired = redis.call('zrangebyscore', 'sem', 0, 250, 'limit', 0, -1); \
+     local removed = redis.call('zrem', 'sem', unpack(expired)); \
+     redis.call('incrby', 'permits', removed); \
+     return {removed, redis.call('zcount', 'sem', 0, '+inf'), redis.call('zrange', 'sem', 0, 0, 'WITHSCORES'), \
+     redis.call('zincrby', 'sem', -tonumber('50'), 'p3'), redis.call('get', 'permits'), \
+     math.max(tonumber(redis.call('zscore', 'sem', 'p3')), 10)}",
 ];
 
 #[test]
