@@ -445,7 +445,12 @@ fn command() -> impl Strategy<Value = Vec<&'static str>> {
         // depend on when each side reads its clock.
         (
             key(),
-            prop::sample::select(vec!["1000", "4102444800000", "4102444900000"]),
+            prop::sample::select(vec![
+                "1000",
+                "4102444800000",
+                "4102444900000",
+                "9223372036854775807",
+            ]),
             prop::sample::select(vec!["gt", "lt", "nx", "xx"]),
             prop::bool::ANY,
         )

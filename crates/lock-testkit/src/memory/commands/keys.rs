@@ -109,11 +109,12 @@ pub(super) fn pttl(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
 /// Seconds, rounded to the nearest, as Redis rounds them.
 pub(super) fn ttl(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
     let ms = cx.pttl(&args[1]);
-    Ok(ScriptReply::Int(if ms < 0 {
+    let seconds = if ms < 0 {
         ms
     } else {
-        (ms + 500) / 1000
-    }))
+        ms.saturating_add(500) / 1000
+    };
+    Ok(ScriptReply::Int(seconds))
 }
 
 pub(super) fn persist(cx: &mut Ctx<'_>, args: &[Vec<u8>]) -> Outcome {
@@ -213,5 +214,21 @@ mod tests {
             b.run("PEXPIRE k 9223372036854775807"),
             err("ERR invalid expire time in 'pexpire' command")
         );
+        assert_eq!(
+            b.run("EXPIRE k -9223372036854775808"),
+            err("ERR invalid expire time in 'expire' command")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_farthest_deadline_redis_takes() {
+        let mut b = Bench::default();
+        b.run("SET k v");
+        assert_eq!(b.run("PEXPIREAT k 9223372036854775807"), int(1));
+        let ms = i64::MAX - b.now_us / 1000;
+        assert_eq!(b.run("PTTL k"), int(ms));
+        assert_eq!(b.run("TTL k"), int((ms + 500) / 1000));
+        assert_eq!(b.run("SET k v PXAT 9223372036854775807"), ScriptReply::ok());
+        assert_eq!(b.run("EXISTS k"), int(1));
     }
 }

@@ -57,21 +57,33 @@ impl Ctx<'_> {
     /// The instant of the epoch time `ms` (now when it has passed: the key
     /// is expired at once).
     pub(crate) fn deadline(&self, ms: i64) -> Instant {
-        let ahead = ms.saturating_mul(1000).saturating_sub(self.now_us);
-        self.now + Duration::from_micros(u64::try_from(ahead).unwrap_or(0))
+        // In i128 microseconds: Redis takes deadlines up to i64::MAX ms.
+        let ahead = (i128::from(ms) * 1000 - i128::from(self.now_us)).max(0);
+        let ahead = Duration::new(
+            u64::try_from(ahead / 1_000_000).unwrap_or(u64::MAX),
+            u32::try_from(ahead % 1_000_000 * 1000).unwrap_or(0),
+        );
+        // Where an Instant cannot reach that far, a century is as good as
+        // never for a test.
+        let century = Duration::from_secs(100 * 365 * 24 * 3600);
+        self.now
+            .checked_add(ahead)
+            .or_else(|| self.now.checked_add(century))
+            .unwrap_or(self.now)
     }
 
     /// The epoch time of `at`, in whole milliseconds: rounded to the
     /// nearest, so a deadline made by [`Ctx::deadline`] under an earlier
     /// reading of the clock maps back to the same millisecond.
     pub(crate) fn epoch_ms(&self, at: Instant) -> i64 {
-        let micros = |d: Duration| i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+        let micros = |d: Duration| i128::try_from(d.as_micros()).unwrap_or(i128::MAX);
         let offset = if at >= self.now {
             micros(at - self.now)
         } else {
             -micros(self.now - at)
         };
-        (self.now_us.saturating_add(offset) + 500).div_euclid(1000)
+        let ms = (i128::from(self.now_us) + offset + 500).div_euclid(1000);
+        i64::try_from(ms).unwrap_or(i64::MAX)
     }
 
     /// `PTTL`: -2 missing, -1 no expiry, else the milliseconds left, as
