@@ -17,8 +17,8 @@ const SANDBOX_CHUNK: &str = "=redis_sandbox";
 
 /// A Lua state with Redis's sandbox, and the scripts compiled so far.
 ///
-/// Not `Sync`-sensitive: it lives inside the store's state, behind the
-/// store's mutex, so one script runs at a time, as in Redis.
+/// It lives in the store's state, behind the store's mutex, so one script
+/// runs at a time and sees no other client's writes midway, as in Redis.
 pub(crate) struct ScriptEngine {
     lua: Lua,
     /// The globals scripts read (KEYS and ARGV are set here per run).
@@ -136,16 +136,22 @@ impl ScriptEngine {
         self.globals.raw_set("KEYS", self.strings(keys)?)?;
         self.globals.raw_set("ARGV", self.strings(argv)?)?;
         let cx = RefCell::new(cx);
+        // A command never calls back into Lua, so the borrow cannot clash;
+        // if it ever did, it would be an error reply, not a panic.
+        let borrow = || {
+            cx.try_borrow_mut()
+                .map_err(|_| mlua::Error::RecursiveMutCallback)
+        };
         let (ok, value) = self.lua.scope(|scope| {
             let call = scope.create_function(|lua, args: MultiValue| {
-                let (value, failed) = dispatch(lua, &mut cx.borrow_mut(), args)?;
+                let (value, failed) = dispatch(lua, &mut **borrow()?, args)?;
                 if failed {
                     return raise(&self.internals, value);
                 }
                 Ok(value)
             })?;
             let pcall = scope.create_function(|lua, args: MultiValue| {
-                Ok(dispatch(lua, &mut cx.borrow_mut(), args)?.0)
+                Ok(dispatch(lua, &mut **borrow()?, args)?.0)
             })?;
             self.library.raw_set("call", call)?;
             self.library.raw_set("pcall", pcall)?;
