@@ -1,20 +1,54 @@
-//! A model of the part of a Redis keyspace the lock scripts touch: strings,
-//! hashes and sorted-set-free expiry, with Redis's reply conventions.
+//! A model of a Redis keyspace: byte-string keys holding strings, hashes,
+//! lists or sorted sets, each with an optional expiry, with Redis's data
+//! model (hash values are strings, sorted-set scores are doubles) so the
+//! command layer ([`super::commands`]) can answer as Redis does.
+//!
+//! Expiry is lazy, as Redis does it on access: a key whose deadline has
+//! passed is dropped when it is next looked at. Deadlines are
+//! `tokio::time::Instant`s, so paused time drives them.
+//!
+//! The twins of the Lua scripts use the narrower string/integer API of
+//! `twins.rs` on top of this one.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::time::Duration;
+mod hash;
+mod twins;
+mod zset;
+
+use std::collections::{HashMap, VecDeque};
 
 use tokio::time::Instant;
 
-/// A stored value. Hash values are integers (hold counts): a hash with a
-/// text value, such as the `mode` field of a Redisson read-write lock, cannot
-/// be stored here; tests of such hashes run on a real server.
-#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) use hash::Hash;
+pub(crate) use zset::ZSet;
+
+/// A stored value.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Value {
-    Str(String),
-    Hash(BTreeMap<String, i64>),
-    List(VecDeque<String>),
-    ZSet(HashMap<String, i64>),
+    Str(Vec<u8>),
+    Hash(Hash),
+    List(VecDeque<Vec<u8>>),
+    ZSet(ZSet),
+}
+
+impl Value {
+    /// The name `TYPE` answers.
+    pub(crate) fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+            Value::List(_) => "list",
+            Value::ZSet(_) => "zset",
+        }
+    }
+
+    fn is_empty_collection(&self) -> bool {
+        match self {
+            Value::Str(_) => false,
+            Value::Hash(h) => h.is_empty(),
+            Value::List(l) => l.is_empty(),
+            Value::ZSet(z) => z.is_empty(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -30,11 +64,11 @@ pub(crate) struct WrongType;
 /// Keys with lazy expiry, as Redis does it on access.
 #[derive(Debug, Default)]
 pub(crate) struct Keyspace {
-    entries: HashMap<String, Entry>,
+    entries: HashMap<Vec<u8>, Entry>,
 }
 
 impl Keyspace {
-    fn live(&mut self, key: &str) -> Option<&mut Entry> {
+    fn live(&mut self, key: &[u8]) -> Option<&mut Entry> {
         let expired = self
             .entries
             .get(key)
@@ -46,103 +80,37 @@ impl Keyspace {
         self.entries.get_mut(key)
     }
 
-    pub(crate) fn exists(&mut self, key: &str) -> bool {
-        self.live(key).is_some()
+    /// The live value at `key`.
+    pub(crate) fn value(&mut self, key: &[u8]) -> Option<&mut Value> {
+        self.live(key).map(|e| &mut e.value)
     }
 
-    /// `TYPE`: "none", "string" or "hash".
-    pub(crate) fn type_of(&mut self, key: &str) -> &'static str {
-        match self.live(key).map(|e| &e.value) {
-            None => "none",
-            Some(Value::Str(_)) => "string",
-            Some(Value::Hash(_)) => "hash",
-            Some(Value::List(_)) => "list",
-            Some(Value::ZSet(_)) => "zset",
-        }
+    /// `TYPE`: "none", or the value's type name.
+    pub(crate) fn kind_of(&mut self, key: &[u8]) -> &'static str {
+        self.value(key).map_or("none", |v| v.type_name())
     }
 
-    pub(crate) fn get(&mut self, key: &str) -> Result<Option<String>, WrongType> {
-        match self.live(key).map(|e| &e.value) {
-            None => Ok(None),
-            Some(Value::Str(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(WrongType),
-        }
+    /// Stores `value` at `key`, replacing any old value and its expiry.
+    pub(crate) fn put(&mut self, key: &[u8], value: Value, expires_at: Option<Instant>) {
+        self.entries
+            .insert(key.to_vec(), Entry { value, expires_at });
     }
 
-    /// `SET key value [PX ms]`.
-    pub(crate) fn set(&mut self, key: &str, value: String, px: Option<u64>) {
-        let expires_at = px.map(|ms| Instant::now() + Duration::from_millis(ms));
-        self.entries.insert(
-            key.to_owned(),
-            Entry {
-                value: Value::Str(value),
-                expires_at,
-            },
-        );
+    /// Deletes `key`; returns whether it existed.
+    pub(crate) fn remove_key(&mut self, key: &[u8]) -> bool {
+        self.live(key).is_some() && self.entries.remove(key).is_some()
     }
 
-    pub(crate) fn incr(&mut self, key: &str) -> Result<i64, WrongType> {
-        let next = match self.get(key)? {
-            None => 1,
-            Some(s) => s.parse::<i64>().map_err(|_| WrongType)? + 1,
-        };
-        let expires_at = self.live(key).and_then(|e| e.expires_at);
-        self.entries.insert(
-            key.to_owned(),
-            Entry {
-                value: Value::Str(next.to_string()),
-                expires_at,
-            },
-        );
-        Ok(next)
+    /// `None` when `key` is missing, else its deadline (`None`: persistent).
+    pub(crate) fn expiry(&mut self, key: &[u8]) -> Option<Option<Instant>> {
+        self.live(key).map(|e| e.expires_at)
     }
 
-    fn hash(
-        &mut self,
-        key: &str,
-        create: bool,
-    ) -> Result<Option<&mut BTreeMap<String, i64>>, WrongType> {
-        self.typed(
-            key,
-            create,
-            || Value::Hash(BTreeMap::new()),
-            |v| match v {
-                Value::Hash(h) => Some(h),
-                _ => None,
-            },
-        )
-    }
-
-    pub(crate) fn hexists(&mut self, key: &str, field: &str) -> Result<bool, WrongType> {
-        Ok(self
-            .hash(key, false)?
-            .is_some_and(|h| h.contains_key(field)))
-    }
-
-    /// `HGET`: the field's count, `None` when the key or field is missing.
-    pub(crate) fn hget(&mut self, key: &str, field: &str) -> Result<Option<i64>, WrongType> {
-        Ok(self.hash(key, false)?.and_then(|h| h.get(field).copied()))
-    }
-
-    pub(crate) fn hincrby(&mut self, key: &str, field: &str, by: i64) -> Result<i64, WrongType> {
-        let hash = self.hash(key, true)?.ok_or(WrongType)?;
-        let count = hash.entry(field.to_owned()).or_insert(0);
-        *count += by;
-        Ok(*count)
-    }
-
-    pub(crate) fn hgetall(&mut self, key: &str) -> Result<Vec<(String, i64)>, WrongType> {
-        Ok(self
-            .hash(key, false)?
-            .map(|h| h.iter().map(|(f, c)| (f.clone(), *c)).collect())
-            .unwrap_or_default())
-    }
-
-    /// `PEXPIRE`; returns whether the key existed.
-    pub(crate) fn pexpire(&mut self, key: &str, ms: u64) -> bool {
+    /// Sets or clears `key`'s deadline; returns whether the key exists.
+    pub(crate) fn set_expiry(&mut self, key: &[u8], at: Option<Instant>) -> bool {
         match self.live(key) {
             Some(e) => {
-                e.expires_at = Some(Instant::now() + Duration::from_millis(ms));
+                e.expires_at = at;
                 true
             }
             None => false,
@@ -150,39 +118,91 @@ impl Keyspace {
     }
 
     /// `PTTL`: -2 missing, -1 no expiry, else remaining milliseconds.
-    pub(crate) fn pttl(&mut self, key: &str) -> i64 {
-        match self.live(key) {
+    pub(crate) fn remaining_ms(&mut self, key: &[u8]) -> i64 {
+        match self.expiry(key) {
             None => -2,
-            Some(Entry {
-                expires_at: None, ..
-            }) => -1,
-            Some(Entry {
-                expires_at: Some(at),
-                ..
-            }) => at.saturating_duration_since(Instant::now()).as_millis() as i64,
+            Some(None) => -1,
+            Some(Some(at)) => {
+                let ms = at.saturating_duration_since(Instant::now()).as_millis();
+                i64::try_from(ms).unwrap_or(i64::MAX)
+            }
         }
     }
 
-    /// `DEL`; returns whether the key existed.
-    pub(crate) fn del(&mut self, key: &str) -> bool {
-        self.live(key).is_some() && self.entries.remove(key).is_some()
-    }
-
-    /// Every live key.
-    pub(crate) fn keys(&mut self) -> Vec<String> {
+    /// Every live key, sorted.
+    pub(crate) fn live_keys(&mut self) -> Vec<Vec<u8>> {
         let now = Instant::now();
         self.entries
             .retain(|_, e| e.expires_at.is_none_or(|at| at > now));
-        let mut keys: Vec<String> = self.entries.keys().cloned().collect();
+        let mut keys: Vec<Vec<u8>> = self.entries.keys().cloned().collect();
         keys.sort();
         keys
     }
 
-    fn list(
+    /// Drops `key` if it holds an empty hash, list or sorted set: Redis
+    /// never keeps an empty collection.
+    pub(crate) fn drop_if_empty(&mut self, key: &[u8]) {
+        if self.value(key).is_some_and(|v| v.is_empty_collection()) {
+            self.entries.remove(key);
+        }
+    }
+
+    /// The value at `key` as the type `pick` accepts (made with `empty`
+    /// first when missing and `create`); a value of another type is
+    /// [`WrongType`]. A collection made here and left empty must be
+    /// dropped with [`Keyspace::drop_if_empty`].
+    fn typed<T>(
         &mut self,
-        key: &str,
+        key: &[u8],
         create: bool,
-    ) -> Result<Option<&mut VecDeque<String>>, WrongType> {
+        empty: impl FnOnce() -> Value,
+        pick: impl FnOnce(&mut Value) -> Option<&mut T>,
+    ) -> Result<Option<&mut T>, WrongType> {
+        if create && self.live(key).is_none() {
+            self.put(key, empty(), None);
+        }
+        match self.live(key) {
+            None => Ok(None),
+            Some(entry) => pick(&mut entry.value).map(Some).ok_or(WrongType),
+        }
+    }
+
+    /// The string at `key`.
+    pub(crate) fn string_at(&mut self, key: &[u8]) -> Result<Option<&mut Vec<u8>>, WrongType> {
+        self.typed(
+            key,
+            false,
+            || Value::Str(Vec::new()),
+            |v| match v {
+                Value::Str(s) => Some(s),
+                _ => None,
+            },
+        )
+    }
+
+    /// The hash at `key`; an empty one is made when missing and `create`.
+    pub(crate) fn hash_at(
+        &mut self,
+        key: &[u8],
+        create: bool,
+    ) -> Result<Option<&mut Hash>, WrongType> {
+        self.typed(
+            key,
+            create,
+            || Value::Hash(Hash::default()),
+            |v| match v {
+                Value::Hash(h) => Some(h),
+                _ => None,
+            },
+        )
+    }
+
+    /// The list at `key`; an empty one is made when missing and `create`.
+    pub(crate) fn list_at(
+        &mut self,
+        key: &[u8],
+        create: bool,
+    ) -> Result<Option<&mut VecDeque<Vec<u8>>>, WrongType> {
         self.typed(
             key,
             create,
@@ -194,130 +214,29 @@ impl Keyspace {
         )
     }
 
-    /// The value at `key` as the type `pick` accepts (made with `empty`
-    /// first when missing and `create`); a value of another type is
-    /// [`WrongType`].
-    fn typed<T>(
+    /// The sorted set at `key`; an empty one is made when missing and
+    /// `create`.
+    pub(crate) fn zset_at(
         &mut self,
-        key: &str,
+        key: &[u8],
         create: bool,
-        empty: impl FnOnce() -> Value,
-        pick: impl FnOnce(&mut Value) -> Option<&mut T>,
-    ) -> Result<Option<&mut T>, WrongType> {
-        if create && self.live(key).is_none() {
-            self.entries.insert(
-                key.to_owned(),
-                Entry {
-                    value: empty(),
-                    expires_at: None,
-                },
-            );
-        }
-        match self.live(key) {
-            None => Ok(None),
-            Some(entry) => pick(&mut entry.value).map(Some).ok_or(WrongType),
-        }
-    }
-
-    /// Drops `key` if it is an empty list or sorted set, as Redis does.
-    fn drop_if_empty(&mut self, key: &str) {
-        let empty = match self.live(key).map(|e| &e.value) {
-            Some(Value::List(l)) => l.is_empty(),
-            Some(Value::ZSet(z)) => z.is_empty(),
-            _ => false,
-        };
-        if empty {
-            self.entries.remove(key);
-        }
-    }
-
-    /// `LINDEX key 0`.
-    pub(crate) fn list_head(&mut self, key: &str) -> Result<Option<String>, WrongType> {
-        Ok(self.list(key, false)?.and_then(|l| l.front().cloned()))
-    }
-
-    /// `LRANGE key 0 -1`.
-    pub(crate) fn list_all(&mut self, key: &str) -> Result<Vec<String>, WrongType> {
-        Ok(self
-            .list(key, false)?
-            .map(|l| l.iter().cloned().collect())
-            .unwrap_or_default())
-    }
-
-    /// `LPOP key`.
-    pub(crate) fn lpop(&mut self, key: &str) -> Result<Option<String>, WrongType> {
-        let head = self.list(key, false)?.and_then(VecDeque::pop_front);
-        self.drop_if_empty(key);
-        Ok(head)
-    }
-
-    /// `RPUSH key value`.
-    pub(crate) fn rpush(&mut self, key: &str, value: &str) -> Result<(), WrongType> {
-        if let Some(l) = self.list(key, true)? {
-            l.push_back(value.to_owned());
-        }
-        Ok(())
-    }
-
-    /// `LREM key 0 value`.
-    pub(crate) fn lrem(&mut self, key: &str, value: &str) -> Result<(), WrongType> {
-        if let Some(l) = self.list(key, false)? {
-            l.retain(|v| v != value);
-        }
-        self.drop_if_empty(key);
-        Ok(())
-    }
-
-    fn zset(
-        &mut self,
-        key: &str,
-        create: bool,
-    ) -> Result<Option<&mut HashMap<String, i64>>, WrongType> {
+    ) -> Result<Option<&mut ZSet>, WrongType> {
         self.typed(
             key,
             create,
-            || Value::ZSet(HashMap::new()),
+            || Value::ZSet(ZSet::default()),
             |v| match v {
                 Value::ZSet(z) => Some(z),
                 _ => None,
             },
         )
     }
-
-    /// `ZSCORE key member`.
-    pub(crate) fn zscore(&mut self, key: &str, member: &str) -> Result<Option<i64>, WrongType> {
-        Ok(self.zset(key, false)?.and_then(|z| z.get(member).copied()))
-    }
-
-    /// `ZADD key score member`.
-    pub(crate) fn zadd(&mut self, key: &str, score: i64, member: &str) -> Result<(), WrongType> {
-        if let Some(z) = self.zset(key, true)? {
-            z.insert(member.to_owned(), score);
-        }
-        Ok(())
-    }
-
-    /// `ZREM key member`.
-    pub(crate) fn zrem(&mut self, key: &str, member: &str) -> Result<(), WrongType> {
-        if let Some(z) = self.zset(key, false)? {
-            z.remove(member);
-        }
-        self.drop_if_empty(key);
-        Ok(())
-    }
-
-    /// Writes a hash field directly (`HSET`), as another client would.
-    pub(crate) fn hset(&mut self, key: &str, field: &str, value: i64) -> Result<(), WrongType> {
-        self.hincrby(key, field, 0)?;
-        if let Some(h) = self.hash(key, false)? {
-            h.insert(field.to_owned(), value);
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[tokio::test(start_paused = true)]
@@ -361,5 +280,24 @@ mod tests {
         assert_eq!(ks.incr("c"), Ok(2));
         ks.hset("h", "f", 1).unwrap();
         assert_eq!(ks.incr("h"), Err(WrongType));
+    }
+
+    #[test]
+    fn hash_values_are_strings() {
+        let mut ks = Keyspace::default();
+        let h = ks.hash_at(b"rw", true).unwrap().unwrap();
+        h.insert(b"mode", b"write".to_vec());
+        assert_eq!(ks.kind_of(b"rw"), "hash");
+        let h = ks.hash_at(b"rw", false).unwrap().unwrap();
+        assert_eq!(h.get(b"mode"), Some(&b"write"[..]));
+    }
+
+    #[test]
+    fn empty_collections_are_dropped() {
+        let mut ks = Keyspace::default();
+        ks.zset_at(b"z", true).unwrap();
+        ks.drop_if_empty(b"z");
+        assert_eq!(ks.kind_of(b"z"), "none");
+        assert!(ks.live_keys().is_empty());
     }
 }

@@ -9,7 +9,10 @@ use lock_core::{
 };
 
 use super::backend::InMemoryBackend;
+use super::commands::{Ctx, Published};
 use super::keyspace::{Keyspace, WrongType};
+use super::lua::ScriptEngine;
+use super::reply::ScriptReply;
 
 /// Faults the server injects into backend calls, to test error paths.
 #[derive(Debug, Clone, Default)]
@@ -42,6 +45,8 @@ pub(crate) struct State {
     /// by tokio time since (so it follows paused time).
     epoch_ms: i64,
     started: tokio::time::Instant,
+    /// The Lua engine, made by the first script run.
+    scripts: Option<ScriptEngine>,
 }
 
 impl State {
@@ -49,6 +54,75 @@ impl State {
     pub(crate) fn now_ms(&self) -> i64 {
         self.epoch_ms + self.started.elapsed().as_millis() as i64
     }
+
+    /// The store's clock in microseconds since the Unix epoch, and the
+    /// instant it was read at.
+    fn clock(&self) -> (i64, tokio::time::Instant) {
+        let now = tokio::time::Instant::now();
+        let elapsed = i64::try_from((now - self.started).as_micros()).unwrap_or(i64::MAX);
+        (self.epoch_ms * 1000 + elapsed, now)
+    }
+
+    /// Runs a Lua script as `EVAL` does, on this state. Returns the reply
+    /// and the messages it published, for the caller to deliver once it
+    /// has released the state's lock. A `PUBLISH` answers how many
+    /// connections are subscribed to the channel (0 while notices are
+    /// dropped).
+    pub(crate) fn eval(
+        &mut self,
+        source: &[u8],
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+    ) -> (ScriptReply, Vec<Published>) {
+        let (now_us, now) = self.clock();
+        let State {
+            keys: keyspace,
+            faults,
+            connections,
+            scripts,
+            ..
+        } = self;
+        let engine = match scripts {
+            Some(engine) => engine,
+            None => match ScriptEngine::new() {
+                Ok(engine) => scripts.insert(engine),
+                Err(e) => {
+                    let error = format!("ERR in-memory script engine unavailable: {e}");
+                    return (ScriptReply::Error(error), Vec::new());
+                }
+            },
+        };
+        let receivers = |p: &Published| {
+            if faults.drop_notices {
+                return 0;
+            }
+            let n = subscribers(connections, &String::from_utf8_lossy(&p.channel));
+            i64::try_from(n).unwrap_or(i64::MAX)
+        };
+        let mut cx = Ctx {
+            keys: keyspace,
+            now_us,
+            now,
+            published: Vec::new(),
+            receivers: &receivers,
+        };
+        let reply = engine.eval(&mut cx, source, keys, argv);
+        (reply, cx.published)
+    }
+}
+
+/// How many of `connections` are subscribed to `channel`.
+fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
+    connections
+        .iter()
+        .filter_map(Weak::upgrade)
+        .filter(|c| {
+            c.lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .channels
+                .contains_key(channel)
+        })
+        .count()
 }
 
 /// An in-memory lock store with the observable behaviour of a Redis server
@@ -101,6 +175,7 @@ impl InMemoryServer {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as i64),
                 started: tokio::time::Instant::now(),
+                scripts: None,
             })),
             layout: KeyLayout::default(),
             kind: LockKind::Reentrant,
@@ -219,19 +294,43 @@ impl InMemoryServer {
         deliveries.len()
     }
 
+    /// Runs the Lua script `source` with `keys` and `args` on this store as
+    /// another client's `EVAL` would (Redis 7.0's scripting: `redis.call`,
+    /// `redis.pcall`, its sandbox and its reply conversion; see the
+    /// commands it knows in the module docs), without injected faults.
+    /// Messages the script publishes are delivered after the store's lock
+    /// is released, like [`InMemoryServer::publish`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use lock_testkit::memory::ScriptReply;
+    /// let server = lock_testkit::InMemoryServer::new();
+    /// let script = "redis.call('hset', KEYS[1], 'mode', ARGV[1]); return redis.call('hget', KEYS[1], 'mode')";
+    /// let reply = server.eval(script, &["rw"], &["write"]);
+    /// assert_eq!(reply, ScriptReply::Bulk(b"write".to_vec()));
+    /// # }
+    /// ```
+    pub fn eval<K: AsRef<[u8]>, A: AsRef<[u8]>>(
+        &self,
+        source: &str,
+        keys: &[K],
+        args: &[A],
+    ) -> ScriptReply {
+        let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
+        let (reply, published) = self.state().eval(source.as_bytes(), &keys, &args);
+        for message in published {
+            self.publish(
+                &String::from_utf8_lossy(&message.channel),
+                &String::from_utf8_lossy(&message.message),
+            );
+        }
+        reply
+    }
+
     /// How many connections are subscribed to `channel` (`PUBSUB NUMSUB`).
     pub fn subscribers(&self, channel: &str) -> usize {
-        self.state()
-            .connections
-            .iter()
-            .filter_map(Weak::upgrade)
-            .filter(|c| {
-                c.lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .channels
-                    .contains_key(channel)
-            })
-            .count()
+        subscribers(&self.state().connections, channel)
     }
 
     /// Tells every connection its notices may have been lost, as a Redis

@@ -1,0 +1,570 @@
+//! The in-memory Lua engine against redis-server: the kinds' real scripts,
+//! a set of scripts probing Redis's scripting semantics, and random
+//! sequences of plain commands run through `EVAL` on both, comparing
+//! replies and the resulting keyspaces (key, type, value; times within a
+//! tolerance, since the two clocks are read a few milliseconds apart).
+
+use std::time::Duration;
+
+use lock_testkit::fixtures::redis::{self, ConnectionLike, Value};
+use lock_testkit::fixtures::RedisServer;
+use lock_testkit::memory::ScriptReply;
+use lock_testkit::InMemoryServer;
+use proptest::prelude::*;
+
+/// A writing lock script as lock-redis builds it: the shared helpers
+/// (`common.lua`), then the file.
+macro_rules! with_common {
+    ($($part:expr),+) => {
+        concat!(include_str!("../../lock-redis/src/scripts/common.lua"), $($part),+)
+    };
+}
+
+const ACQUIRE: &str = with_common!(include_str!("../../lock-redis/src/scripts/acquire.lua"));
+const RELEASE: &str = with_common!(include_str!("../../lock-redis/src/scripts/release.lua"));
+const RENEW: &str = with_common!(include_str!("../../lock-redis/src/scripts/renew.lua"));
+const FORCE_UNLOCK: &str = include_str!("../../lock-redis/src/scripts/force_unlock.lua");
+const INSPECT: &str = include_str!("../../lock-redis/src/scripts/inspect.lua");
+
+/// A fair-lock script as lock-fair builds it: the prelude, then the file
+/// (the writing ones behind the shared helpers too).
+macro_rules! fair {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../lock-fair/src/scripts/prelude.lua"),
+            include_str!(concat!("../../lock-fair/src/scripts/", $file))
+        )
+    };
+}
+
+const FAIR_ACQUIRE: &str = with_common!(fair!("acquire.lua"));
+const FAIR_RELEASE: &str = with_common!(fair!("release.lua"));
+const FAIR_LEAVE: &str = fair!("leave_queue.lua");
+const FAIR_FORCE_UNLOCK: &str = fair!("force_unlock.lua");
+const FAIR_INSPECT: &str = include_str!("../../lock-fair/src/scripts/inspect.lua");
+
+/// Reads one key the same way on both sides: type, value, PTTL.
+const DUMP: &str = "
+local kind = redis.call('type', KEYS[1])['ok']
+local value = false
+if kind == 'string' then value = redis.call('get', KEYS[1])
+elseif kind == 'hash' then value = redis.call('hgetall', KEYS[1])
+elseif kind == 'list' then value = redis.call('lrange', KEYS[1], 0, -1)
+elseif kind == 'zset' then value = redis.call('zrange', KEYS[1], 0, -1, 'withscores')
+end
+return {kind, value, redis.call('pttl', KEYS[1])}";
+
+/// Times (PTTLs, deadlines, epoch milliseconds) differ between the two
+/// sides by the time between the two calls.
+const TOLERANCE_MS: i64 = 250;
+
+/// One redis-server and one in-memory store, run side by side.
+struct Pair {
+    redis: RedisServer,
+    conn: redis::Connection,
+    memory: InMemoryServer,
+}
+
+impl Pair {
+    fn new() -> Self {
+        let redis = RedisServer::start();
+        let conn = redis.client().get_connection().expect("connect");
+        Self {
+            redis,
+            conn,
+            memory: InMemoryServer::new(),
+        }
+    }
+
+    /// Empties both sides.
+    fn reset(&mut self) {
+        self.redis.cmd(&["FLUSHALL"]);
+        self.memory = InMemoryServer::new();
+    }
+
+    fn redis_eval(&mut self, script: &str, keys: &[&str], args: &[&str]) -> ScriptReply {
+        let mut cmd = redis::cmd("EVAL");
+        cmd.arg(script).arg(keys.len()).arg(keys).arg(args);
+        let value = self
+            .conn
+            .req_command(&cmd)
+            .unwrap_or_else(|e| panic!("EVAL on redis-server: {e}"));
+        from_redis(value)
+    }
+
+    /// Runs `script` on both sides; panics unless the replies agree.
+    fn eval(&mut self, script: &str, keys: &[&str], args: &[&str]) -> ScriptReply {
+        let expected = self.redis_eval(script, keys, args);
+        let actual = self.memory.eval(script, keys, args);
+        assert!(
+            same(&expected, &actual),
+            "script {:.60?} KEYS {keys:?} ARGV {args:?}\n redis: {expected:?}\nmemory: {actual:?}",
+            script.trim_start()
+        );
+        actual
+    }
+
+    /// Panics unless both sides hold the same keys with the same types,
+    /// values and (within tolerance) time to live.
+    fn same_keyspace(&mut self) {
+        let Value::Array(keys) = self.redis.cmd(&["KEYS", "*"]) else {
+            panic!("KEYS * is an array")
+        };
+        let mut redis_keys: Vec<String> = keys
+            .into_iter()
+            .map(|k| match k {
+                Value::BulkString(b) => String::from_utf8(b).expect("utf-8 key"),
+                other => panic!("key {other:?}"),
+            })
+            .collect();
+        redis_keys.sort();
+        assert_eq!(redis_keys, self.memory.keys(), "the same keys");
+        for key in &redis_keys {
+            self.eval(DUMP, &[key], &[]);
+        }
+    }
+}
+
+/// A redis-rs reply as a [`ScriptReply`].
+fn from_redis(value: Value) -> ScriptReply {
+    match value {
+        Value::Nil => ScriptReply::Nil,
+        Value::Int(i) => ScriptReply::Int(i),
+        Value::BulkString(b) => ScriptReply::Bulk(b),
+        Value::Okay => ScriptReply::Status("OK".into()),
+        Value::SimpleString(s) => ScriptReply::Status(s),
+        Value::Array(items) => ScriptReply::Array(items.into_iter().map(from_redis).collect()),
+        Value::ServerError(e) => ScriptReply::Error(match e.details() {
+            Some(detail) => format!("{} {detail}", e.code()),
+            None => e.code().to_owned(),
+        }),
+        other => panic!("a RESP2 server sent {other:?}"),
+    }
+}
+
+/// Equal, except that numbers that look like times (>= 1000, as integers
+/// or as bulk strings) may differ by [`TOLERANCE_MS`].
+fn same(a: &ScriptReply, b: &ScriptReply) -> bool {
+    let close =
+        |x: i64, y: i64| x == y || (x >= 1000 && y >= 1000 && (x - y).abs() <= TOLERANCE_MS);
+    let number = |bytes: &[u8]| std::str::from_utf8(bytes).ok()?.parse::<f64>().ok();
+    match (a, b) {
+        (ScriptReply::Int(x), ScriptReply::Int(y)) => close(*x, *y),
+        (ScriptReply::Bulk(x), ScriptReply::Bulk(y)) => {
+            x == y
+                || matches!((number(x), number(y)), (Some(p), Some(q))
+                    if p.fract() == 0.0 && q.fract() == 0.0 && close(p as i64, q as i64))
+        }
+        (ScriptReply::Array(x), ScriptReply::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| same(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+// ---- the kinds' scripts ----
+
+struct Reentrant<'a> {
+    lock: &'a str,
+    latch: &'a str,
+    token: &'a str,
+    unlatch: &'a str,
+    channel: &'a str,
+}
+
+const R: Reentrant<'static> = Reentrant {
+    lock: "job",
+    latch: "redisson_lock_latch:{job}:r",
+    token: "redisson_lock_token:{job}",
+    unlatch: "redisson_unlock_latch:{job}:r",
+    channel: "redisson_lock__channel:{job}",
+};
+
+const A: &str = "a0a0a0a0-0000-0000-0000-000000000000:1";
+const B: &str = "b0b0b0b0-0000-0000-0000-000000000000:7";
+const C: &str = "c0c0c0c0-0000-0000-0000-000000000000:3";
+
+fn acquire(p: &mut Pair, owner: &str, fenced: &str, latch_ttl: &str, request: &str) -> ScriptReply {
+    let latch = format!("{}{request}", R.latch);
+    p.eval(
+        ACQUIRE,
+        &[R.lock, &latch, R.token],
+        &["30000", owner, fenced, latch_ttl],
+    )
+}
+
+fn release(p: &mut Pair, owner: &str, latch_ttl: &str, request: &str) -> ScriptReply {
+    let unlatch = format!("{}{request}", R.unlatch);
+    p.eval(
+        RELEASE,
+        &[R.lock, R.channel, &unlatch],
+        &["0", "30000", owner, "PUBLISH", latch_ttl],
+    )
+}
+
+#[test]
+fn reentrant_scripts_agree_with_redis() {
+    let mut p = Pair::new();
+    let one = |n| ScriptReply::Array(vec![ScriptReply::Int(1), ScriptReply::Int(n)]);
+    // Acquire, a repeated request, re-entry, held by another.
+    assert_eq!(acquire(&mut p, A, "1", "5000", "1"), one(1));
+    assert_eq!(acquire(&mut p, A, "1", "5000", "1"), one(1));
+    assert_eq!(acquire(&mut p, A, "1", "5000", "2"), one(2));
+    acquire(&mut p, B, "0", "0", "3");
+    p.same_keyspace();
+    // Inspect, renew.
+    p.eval(INSPECT, &[R.lock], &[]);
+    p.eval(RENEW, &[R.lock, "missing"], &["60000", A, A]);
+    p.eval(RENEW, &[R.lock], &["60000", B]);
+    p.same_keyspace();
+    // Release: one hold, a repeated request, not the holder, the last hold.
+    assert_eq!(release(&mut p, A, "5000", "u1"), ScriptReply::Int(0));
+    assert_eq!(release(&mut p, A, "5000", "u1"), ScriptReply::Int(0));
+    assert_eq!(release(&mut p, B, "5000", "u2"), ScriptReply::Nil);
+    assert_eq!(release(&mut p, A, "0", "u3"), ScriptReply::Int(1));
+    p.same_keyspace();
+    // Force unlock.
+    acquire(&mut p, B, "0", "0", "4");
+    p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
+    p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "SPUBLISH"]);
+    p.same_keyspace();
+    // A value of another type at the lock key: errors, nothing written.
+    p.redis.cmd(&["SET", R.lock, "not a lock"]);
+    p.memory.set_string(R.lock, "not a lock");
+    assert!(acquire(&mut p, A, "1", "5000", "5").is_error());
+    assert!(release(&mut p, A, "5000", "u4").is_error());
+    p.eval(INSPECT, &[R.lock], &[]);
+    p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
+    p.eval(RENEW, &[R.lock], &["60000", A]);
+    p.same_keyspace();
+}
+
+struct Fair<'a> {
+    queue: &'a str,
+    timeouts: &'a str,
+}
+
+const F: Fair<'static> = Fair {
+    queue: "redisson_lock_queue:{job}",
+    timeouts: "redisson_lock_timeout:{job}",
+};
+
+fn fair_acquire(p: &mut Pair, owner: &str, queue_ms: &str) -> ScriptReply {
+    p.eval(
+        FAIR_ACQUIRE,
+        &[R.lock, R.latch, R.token, F.queue, F.timeouts],
+        &["30000", owner, "1", "0", queue_ms],
+    )
+}
+
+fn fair_release(p: &mut Pair, owner: &str) -> ScriptReply {
+    p.eval(
+        FAIR_RELEASE,
+        &[R.lock, R.channel, R.unlatch, F.queue, F.timeouts],
+        &["0", "30000", owner, "PUBLISH", "0"],
+    )
+}
+
+#[test]
+fn fair_scripts_agree_with_redis() {
+    let mut p = Pair::new();
+    // A holds; B and C queue in order.
+    fair_acquire(&mut p, A, "30000");
+    fair_acquire(&mut p, B, "30000");
+    fair_acquire(&mut p, C, "60000");
+    fair_acquire(&mut p, B, "40000");
+    p.eval(FAIR_INSPECT, &[R.lock, F.queue, F.timeouts], &[]);
+    p.same_keyspace();
+    // A releases: the head (B) is told; C may not jump the queue.
+    assert_eq!(fair_release(&mut p, A), ScriptReply::Int(1));
+    fair_acquire(&mut p, C, "60000");
+    fair_acquire(&mut p, B, "30000");
+    fair_acquire(&mut p, B, "30000");
+    p.same_keyspace();
+    // C gives up; renewal of the fair lock is the reentrant script's.
+    p.eval(
+        FAIR_LEAVE,
+        &[R.lock, R.channel, F.queue, F.timeouts],
+        &[C, "PUBLISH"],
+    );
+    p.eval(RENEW, &[R.lock], &["60000", B]);
+    // A waiter with a deadline about to pass is evicted by the next call.
+    fair_acquire(&mut p, C, "1");
+    std::thread::sleep(Duration::from_millis(20));
+    fair_acquire(&mut p, A, "30000");
+    p.eval(FAIR_INSPECT, &[R.lock, F.queue, F.timeouts], &[]);
+    p.same_keyspace();
+    // Force unlock tells the head; the queue stays.
+    p.eval(
+        FAIR_FORCE_UNLOCK,
+        &[R.lock, R.channel, F.queue, F.timeouts],
+        &["0", "PUBLISH"],
+    );
+    fair_release(&mut p, B);
+    p.eval(
+        FAIR_LEAVE,
+        &[R.lock, R.channel, F.queue, F.timeouts],
+        &[A, "PUBLISH"],
+    );
+    p.same_keyspace();
+    assert!(
+        p.memory.keys().iter().all(|k| k == R.token),
+        "{:?}",
+        p.memory.keys()
+    );
+}
+
+// ---- scripting semantics ----
+
+/// Scripts whose replies (errors included, with their `script: <sha1>, on
+/// @user_script:<line>.` suffix) must be identical.
+const SEMANTICS: &[&str] = &[
+    "return redis.call('incr', KEYS[1])",
+    "local function f()\n return redis.call('incr', KEYS[1])\nend\nreturn f()",
+    "return redis.pcall('incr', KEYS[1])",
+    "local ok, e = pcall(redis.call, 'incr', KEYS[1]); return {tostring(ok), type(e), e}",
+    "local ok, e = pcall(function() error({err='x'}) end); return {type(e), e}",
+    "local ok, e = xpcall(function() return redis.call('incr', KEYS[1]) end, function(e) return type(e) end); return e",
+    "local ok, e = pcall(redis.call, 'foo'); return {type(e), e}",
+    "return redis.call('foo')",
+    "return redis.pcall('foo')",
+    "return redis.call('get')",
+    "return redis.call()",
+    "return redis.call('get', {})",
+    "return redis.call('set', 'n', true)",
+    "return nil + 1",
+    "return 1 +",
+    "x = 1",
+    "return y",
+    "error('boom')",
+    "error(nil)",
+    "error(123)",
+    "error({err='MY boom'})",
+    "error('a\\nb')",
+    "string.foo = 1",
+    "rawset(_G, 'x', 1)",
+    "return loadstring('x = 1')()",
+    "return os",
+    "return require",
+    "return redis.error_reply('oops')",
+    "return redis.error_reply('my oops here')",
+    "return redis.error_reply('x\\ny\\r\\n')",
+    "return redis.error_reply(1)",
+    "return redis.status_reply('FINE')",
+    "return {err='plain'}",
+    "return {err='multi\\nline'}",
+    "return {1,2,nil,4}",
+    "return {1.9, -1.9, true, false, 'x', {ok='S'}}",
+    "return {2^63, 0/0, 1e300, -2^63}",
+    "return {{1,{2}}, {}, {a=1}, {ok=1}, {err=1}, {ok='x', err='y'}, {1,{err='inner'}}}",
+    "local out = {} for _, n in ipairs({1e20, 3.0, -0.0, 1/0, -1/0, 0.1, 1e-5, 2^70, 1e16, 1e17, 123456789012345678}) do redis.call('set','n', n); table.insert(out, redis.call('get','n')) end return out",
+    "return redis.sha1hex('abc')",
+    "return redis.log(redis.LOG_WARNING)",
+    "return #KEYS .. ' ' .. #ARGV .. ' ' .. KEYS[1] .. ARGV[2]",
+    "return string.rep('x', 3)",
+    "return string.rep()",
+    "return {type(redis.call('get', 'nokey')), redis.call('set', 'a', '1')['ok'], redis.call('type', 'a')['ok']}",
+    // Shaped like Redisson's read-write lock and semaphore scripts.
+    "redis.call('hset', 'rw', 'mode', 'write'); redis.call('hset', 'rw', ARGV[1] .. ':write', 1); \
+     redis.call('hincrby', 'rw', ARGV[1] .. ':write', 1); redis.call('pexpire', 'rw', 30000); \
+     return {redis.call('hget', 'rw', 'mode'), redis.call('hlen', 'rw'), redis.call('hkeys', 'rw'), \
+     redis.call('hvals', 'rw'), redis.call('hdel', 'rw', 'mode'), redis.call('pttl', 'rw')}",
+    "redis.call('zadd', 'sem', 100, 'p1'); redis.call('zadd', 'sem', 200, 'p2'); \
+     redis.call('zadd', 'sem', 300, 'p3'); \
+     local expired = redis.call('zrangebyscore', 'sem', 0, 250, 'limit', 0, -1); \
+     local removed = redis.call('zrem', 'sem', unpack(expired)); \
+     redis.call('incrby', 'permits', removed); \
+     return {removed, redis.call('zcount', 'sem', 0, '+inf'), redis.call('zrange', 'sem', 0, 0, 'WITHSCORES'), \
+     redis.call('zincrby', 'sem', -tonumber('50'), 'p3'), redis.call('get', 'permits'), \
+     math.max(tonumber(redis.call('zscore', 'sem', 'p3')), 10)}",
+];
+
+#[test]
+fn scripting_semantics_agree_with_redis() {
+    let mut p = Pair::new();
+    for script in SEMANTICS {
+        p.redis.cmd(&["HSET", "h", "f", "1"]);
+        p.memory.eval(
+            "redis.call('hset', 'h', 'f', '1')",
+            &[] as &[&str],
+            &[] as &[&str],
+        );
+        p.eval(script, &["h", "k2"], &["a1", "a2"]);
+    }
+    p.same_keyspace();
+}
+
+// ---- random sequences of plain commands ----
+
+fn word() -> impl Strategy<Value = &'static str> {
+    prop::sample::select(vec![
+        "a",
+        "b",
+        "c",
+        "f",
+        "g",
+        "1",
+        "-2",
+        "0",
+        "10",
+        "x",
+        "0.5",
+        "2.5",
+        "-inf",
+        "+inf",
+        "(1",
+        "9223372036854775807",
+        "01",
+    ])
+}
+
+/// Words that make a command, arity-correct most of the time; times long
+/// enough that nothing expires while a case runs.
+fn command() -> impl Strategy<Value = Vec<&'static str>> {
+    let key = || prop::sample::select(vec!["a", "b", "c"]);
+    let words = || prop::collection::vec(word(), 0..4);
+    let ttl = || prop::sample::select(vec!["10000", "20000", "-1", "0", "x"]);
+    prop_oneof![
+        (key(), word()).prop_map(|(k, v)| vec!["set", k, v]),
+        (
+            key(),
+            word(),
+            prop::sample::select(vec!["nx", "xx", "get", "keepttl", "px", "ex"]),
+            ttl()
+        )
+            .prop_map(|(k, v, o, t)| vec!["set", k, v, o, t]),
+        key().prop_map(|k| vec!["get", k]),
+        (key(), key()).prop_map(|(k, j)| vec!["mget", k, j]),
+        key().prop_map(|k| vec!["incr", k]),
+        key().prop_map(|k| vec!["decr", k]),
+        (key(), word()).prop_map(|(k, n)| vec!["incrby", k, n]),
+        (key(), word()).prop_map(|(k, n)| vec!["decrby", k, n]),
+        (key(), key()).prop_map(|(k, j)| vec!["del", k, j]),
+        (key(), key()).prop_map(|(k, j)| vec!["exists", k, j, k]),
+        key().prop_map(|k| vec!["type", k]),
+        (key(), ttl(), words()).prop_map(|(k, t, mut w)| {
+            let mut c = vec!["pexpire", k, t];
+            w.truncate(1);
+            c.extend(w.iter().map(|_| "nx"));
+            c
+        }),
+        (key(), prop::sample::select(vec!["xx", "nx"]))
+            .prop_map(|(k, o)| vec!["expire", k, "30", o]),
+        // GT and LT compare deadlines: absolute ones, so the answer does not
+        // depend on when each side reads its clock.
+        (
+            key(),
+            prop::sample::select(vec![
+                "1000",
+                "4102444800000",
+                "4102444900000",
+                "9223372036854775807",
+            ]),
+            prop::sample::select(vec!["gt", "lt", "nx", "xx"]),
+            prop::bool::ANY,
+        )
+            .prop_map(|(k, t, o, plain)| {
+                let mut c = vec!["pexpireat", k, t];
+                if !plain {
+                    c.push(o);
+                }
+                c
+            }),
+        key().prop_map(|k| vec!["pttl", k]),
+        key().prop_map(|k| vec!["ttl", k]),
+        key().prop_map(|k| vec!["persist", k]),
+        (key(), word(), word()).prop_map(|(k, f, v)| vec!["hset", k, f, v]),
+        (key(), word(), word()).prop_map(|(k, f, v)| vec!["hsetnx", k, f, v]),
+        (key(), word()).prop_map(|(k, f)| vec!["hget", k, f]),
+        (key(), word()).prop_map(|(k, f)| vec!["hdel", k, f]),
+        (key(), word()).prop_map(|(k, f)| vec!["hexists", k, f]),
+        (key(), word(), word()).prop_map(|(k, f, n)| vec!["hincrby", k, f, n]),
+        (
+            key(),
+            prop::sample::select(vec!["hgetall", "hlen", "hkeys", "hvals", "llen", "zcard"])
+        )
+            .prop_map(|(k, c)| vec![c, k]),
+        (key(), word()).prop_map(|(k, i)| vec!["lindex", k, i]),
+        key().prop_map(|k| vec!["lpop", k]),
+        (key(), word()).prop_map(|(k, n)| vec!["lpop", k, n]),
+        (key(), word(), word()).prop_map(|(k, v, w)| vec!["rpush", k, v, w]),
+        (key(), word()).prop_map(|(k, v)| vec!["lpush", k, v]),
+        (key(), word(), word()).prop_map(|(k, n, v)| vec!["lrem", k, n, v]),
+        (key(), word(), word()).prop_map(|(k, s, e)| vec!["lrange", k, s, e]),
+        (key(), word(), word()).prop_map(|(k, s, m)| vec!["zadd", k, s, m]),
+        (
+            key(),
+            prop::sample::select(vec!["nx", "xx", "gt", "lt", "ch", "incr"]),
+            word(),
+            word()
+        )
+            .prop_map(|(k, o, s, m)| vec!["zadd", k, o, s, m]),
+        (key(), word()).prop_map(|(k, m)| vec!["zscore", k, m]),
+        (key(), word(), word()).prop_map(|(k, m, n)| vec!["zrem", k, m, n]),
+        (key(), word(), word()).prop_map(|(k, n, m)| vec!["zincrby", k, n, m]),
+        (key(), word(), word(), words()).prop_map(|(k, s, e, w)| {
+            let mut c = vec!["zrange", k, s, e];
+            c.extend(w.iter().map(|x| match *x {
+                "a" => "withscores",
+                "b" => "rev",
+                "c" => "byscore",
+                other => other,
+            }));
+            c
+        }),
+        (
+            key(),
+            word(),
+            word(),
+            prop::bool::ANY,
+            prop::option::of((word(), word()))
+        )
+            .prop_map(|(k, min, max, ws, limit)| {
+                let mut c = vec!["zrangebyscore", k, min, max];
+                if ws {
+                    c.push("withscores");
+                }
+                if let Some((o, n)) = limit {
+                    c.extend(["limit", o, n]);
+                }
+                c
+            }),
+        (key(), word(), word()).prop_map(|(k, min, max)| vec!["zcount", k, min, max]),
+        (key(), word(), word()).prop_map(|(k, min, max)| vec!["zremrangebyscore", k, min, max]),
+        (key(), word()).prop_map(|(k, m)| vec!["publish", k, m]),
+        words().prop_map(|w| {
+            let mut c = vec!["ping"];
+            c.extend(w);
+            c
+        }),
+    ]
+}
+
+/// Runs each command through `redis.pcall` (errors come back as replies)
+/// or `redis.call` (errors are raised, with the script's location).
+const PCALL: &str = "return redis.pcall(unpack(ARGV))";
+const CALL: &str = "return redis.call(unpack(ARGV))";
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_commands_agree_with_redis(
+        commands in prop::collection::vec((command(), prop::bool::weighted(0.2)), 1..40)
+    ) {
+        PAIR.with(|pair| {
+            let mut p = pair.borrow_mut();
+            p.reset();
+            for (command, raise) in &commands {
+                let script = if *raise { CALL } else { PCALL };
+                p.eval(script, &[], command);
+            }
+            p.same_keyspace();
+        });
+    }
+}
+
+thread_local! {
+    /// One redis-server for all the cases of the property test.
+    static PAIR: std::cell::RefCell<Pair> = std::cell::RefCell::new(Pair::new());
+}
