@@ -268,7 +268,10 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
         AcquireRequest::new(lock_name.clone(), a, lease_ms, false, 0).queue(Some(5_000))
     };
     let a_queued = backend.try_acquire(&a_attempt()).await.unwrap();
-    assert!(matches!(a_queued, AcquireOutcome::Held { .. }), "{a_queued:?}");
+    assert!(
+        matches!(a_queued, AcquireOutcome::Held { .. }),
+        "{a_queued:?}"
+    );
     let b = {
         let lock = bc.lock(&name).unwrap();
         tokio::spawn(async move {
@@ -290,13 +293,20 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
     })
     .await;
     let tries = bc.stats().tries;
-    eventually(Duration::from_secs(3), "B looked at the free lock", || async {
-        let now = bc.stats();
-        now.tries > tries && now.waiting == 1
-    })
+    eventually(
+        Duration::from_secs(3),
+        "B looked at the free lock",
+        || async {
+            let now = bc.stats();
+            now.tries > tries && now.waiting == 1
+        },
+    )
     .await;
     let taken = backend.try_acquire(&a_attempt()).await.unwrap();
-    assert!(matches!(taken, AcquireOutcome::Acquired { .. }), "{taken:?}");
+    assert!(
+        matches!(taken, AcquireOutcome::Acquired { .. }),
+        "{taken:?}"
+    );
     let a_at = Instant::now();
 
     let (b_guard, b_at) = b.await.unwrap();
@@ -328,7 +338,10 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
     let attempt = |owner| AcquireRequest::new(name.clone(), owner, 10_000, false, 0);
     let (holder, head, next) = (c.new_owner(), c.new_owner(), c.new_owner());
     let taken = backend.try_acquire(&attempt(holder)).await.unwrap();
-    assert!(matches!(taken, AcquireOutcome::Acquired { .. }), "{taken:?}");
+    assert!(
+        matches!(taken, AcquireOutcome::Acquired { .. }),
+        "{taken:?}"
+    );
     for waiter in [head, next] {
         backend
             .try_acquire(&attempt(waiter).queue(Some(10_000)))
