@@ -89,8 +89,9 @@ impl LockBackend for FairRedisBackend {
     /// nobody is queued before `req.owner`, re-enters it for its holder, or
     /// else (with [`AcquireRequest::queue_ms`]) joins the queue or refreshes
     /// this waiter's deadline. `Held { ttl }` is the holder's remaining
-    /// time, or, for a free lock another waiter is first for, the time until
-    /// that waiter's deadline.
+    /// time, or, for a free lock another waiter is first for, 50 ms (the
+    /// head takes it within a round trip; see the crate docs' *Wake-ups*),
+    /// or the time until that waiter's deadline when sooner.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`](lock_core::LockError::InvalidArgument) for a zero lease (before any I/O);

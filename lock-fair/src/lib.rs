@@ -50,13 +50,15 @@
 //!   keeps its place and moves its deadline to now + waiter timeout (behind
 //!   a waiter whose deadline lies beyond that, such as a Redisson waiter:
 //!   that deadline + waiter timeout; see *Mixed queues* below); it is
-//!   told how long to wait (the holder's remaining time, or, when the lock
-//!   is free but another waiter is first, the time until that waiter's
-//!   deadline). A non-blocking try never joins the queue.
+//!   told how long to wait: the holder's remaining time; or, when the lock
+//!   is free but another waiter is first, 50 ms (or the time until that
+//!   waiter's deadline, when sooner). A non-blocking try never joins the
+//!   queue.
 //! - **Waiting.** The engine queues a fair waiter from its first attempt,
 //!   listens on the waiter's own channel, and attempts again (refreshing its
 //!   deadline) on a notice, when the wait hint runs out, and at least every
-//!   third of [`ClientConfig::waiter_timeout`].
+//!   third of [`ClientConfig::waiter_timeout`]. See *Wake-ups* below for
+//!   what that bounds.
 //! - **Release** and **force unlock** tell only the queue head, on its own
 //!   channel: one unlock wakes one waiter, no thundering herd. Force unlock
 //!   keeps the queue.
@@ -72,6 +74,41 @@
 //! the waiter ahead of it had a later deadline (a Redisson waiter, or one
 //! with a longer waiter timeout), for at most the waiter timeout past that
 //! deadline (earlier when a Redisson waiter moves it, see below).
+//!
+//! ## Wake-ups
+//!
+//! A lock that comes free goes to the queue head, and the waiters behind it
+//! learn the new holder's lease, without anyone else being disturbed:
+//!
+//! - **Unlock** (and force unlock): the head is told on its own channel and
+//!   takes the lock within a round trip.
+//! - **A lease that runs out** (nobody publishes): every waiter that last
+//!   looked while that holder held the lock wakes when its lease ends, as
+//!   last seen (a renewed lease wakes it early, to look again). The head
+//!   takes the lock within a round trip. A waiter behind it that looks
+//!   before that finds the lock free with another waiter first and looks
+//!   again 50 ms later: by then the head holds it, and the waiter sleeps
+//!   until the new holder's lease ends. So the next waiter in line wakes no
+//!   later than *max(the new holder's lease end, its take-over + 50 ms)*
+//!   plus one round trip — one round trip after the lease end for any lease
+//!   over 50 ms — never up to a third of the waiter timeout later (issue
+//!   16), and takes the lock then if that holder let its lease run out too.
+//! - **A dead or slow head**: a free lock waits for its head until the
+//!   head's deadline (see *Promise*); the waiters behind look again every
+//!   50 ms meanwhile, so the next one in line evicts it and takes the lock
+//!   within 50 ms plus a round trip of that deadline. That recheck is the
+//!   price: while the head is dead, each waiter behind it makes one attempt
+//!   per 50 ms until the head's deadline — at most *waiter timeout / 50 ms*
+//!   attempts behind one of our waiters (100 with the default 5 s), more
+//!   behind a dead Redisson waiter, whose deadline lies minutes ahead —
+//!   where it used to make one per third of the waiter timeout.
+//! - **What is not bounded by the lease**: only the head is told of an
+//!   unlock, so the waiters behind it keep the wait they were last given
+//!   (the old holder's remaining time, at most a third of the waiter
+//!   timeout). When the head takes the lock after an unlock with a lease
+//!   shorter than that and lets it run out, the next waiter looks again at
+//!   that later time: up to a third of the waiter timeout after the lease
+//!   ended.
 //!
 //! ## Compatibility with Redisson, and where we differ
 //!
@@ -111,10 +148,10 @@
 //!   affected (it rests on the lock hash alone), but arrival order across
 //!   Redisson and our clients stays best effort in those cases.
 //! - **Wait hint.** A queued caller is told the lock's remaining time when
-//!   it is held, and otherwise (free, but another waiter is first) the time
-//!   until the head's deadline, by which the head has taken the lock or been
-//!   evicted. Redisson estimates the wait from the deadline of the waiter
-//!   before the caller.
+//!   it is held, and otherwise (free, but another waiter is first) 50 ms, or
+//!   the time until the head's deadline when sooner (see *Wake-ups*).
+//!   Redisson estimates the wait from the deadline of the waiter before the
+//!   caller.
 //! - **Force unlock** tells the queue head even when no lock existed (after
 //!   evicting stale heads), so a waiter that missed a notice is not left
 //!   waiting for its recheck.

@@ -31,9 +31,9 @@
 --   {1, token}  acquired (first hold or one more hold); token is the new
 --               fencing token, or 0 when none was asked for.
 --   {0, wait}   not taken. wait is the lock's PTTL when it is held (-1: no
---               expiry), else the milliseconds until the queue head's
---               deadline (the lock is free but another waiter is first;
---               never negative).
+--               expiry); else (the lock is free but another waiter is
+--               first) RECHECK_MS, or the milliseconds until the queue
+--               head's deadline when that is sooner (never negative).
 -- Every outcome is latched (see latch() in common.lua): a repeated request
 -- (same latch key) writes nothing — it neither takes the lock nor joins or
 -- refreshes the queue, so a late duplicate cannot queue a waiter that left —
@@ -44,16 +44,29 @@
 -- anything but the eviction of stale heads (the waiter keeps its place).
 local latch_ttl = tonumber(ARGV[4])
 
+-- How soon a waiter that finds the lock free, with another waiter at the
+-- head, looks again. A live head was woken when the lock came free (by the
+-- unlock notice, or by its own timer at the lease end, as this waiter was)
+-- and takes it within a round trip: the next look then finds the new
+-- holder and its PTTL, and the waiter sleeps until that lease ends, rather
+-- than towards the head's deadline while the lock changes hands (issue 16).
+-- A few round trips on any network a lock is shared over, short next to a
+-- lease; while the head is dead or slow it costs each waiter behind it one
+-- attempt per RECHECK_MS, until the head takes the lock or is evicted at
+-- its deadline. Same value as the in-memory twin's (lock-testkit).
+local RECHECK_MS = 50
+
 -- How long a waiter that did not take the lock should wait (reply {0, wait}).
 local function wait_hint(now)
     if redis.call('exists', KEYS[1]) == 1 then
         return redis.call('pttl', KEYS[1])
     end
-    -- Free, but another waiter is first: it has until its deadline to take it.
+    -- Free, but another waiter is first: look again soon, or at its deadline
+    -- (the next script then evicts it) when that comes sooner.
     local first = redis.call('lindex', KEYS[4], 0)
     local deadline = first and redis.call('zscore', KEYS[5], first)
     if deadline then
-        return math.max(tonumber(deadline) - now, 0)
+        return math.min(math.max(tonumber(deadline) - now, 0), RECHECK_MS)
     end
     return 0
 end

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{LockName, Owner};
+use lock_core::{AcquireOutcome, AcquireRequest, LockName, Owner};
 use tokio::time::Instant;
 
 use super::{client, contended, eventually, unique, Contended, Harness};
@@ -235,4 +235,129 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
         None
     );
     held.unlock().await.unwrap();
+}
+
+/// A lease that runs out hands the lock on without any notice, and the
+/// waiter behind the new holder follows that holder's lease (issue 16): H
+/// holds with a 300 ms lease; A, then B, queue; H's lease runs out without
+/// an unlock; A takes the lock with a 300 ms lease and lets it run out too.
+/// B holds within one round trip of A's lease end.
+///
+/// A is driven by hand through the backend so that it takes over just after
+/// B has looked at the free lock: the order that, left to the race between
+/// the two timers, made B sleep towards A's deadline (up to a third of the
+/// waiter timeout) while the lock sat free.
+pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harness) {
+    let lease = Duration::from_millis(300);
+    let (hc, bc) = (client(h).await, client(h).await);
+    let name = unique("lease-handoff");
+    let lock_name = LockName::new(&name).unwrap();
+    let wall = std::time::Instant::now();
+    let started = Instant::now();
+    // Kept, never unlocked: dropping a guard would release (and publish).
+    let _h_guard = hc
+        .lock(&name)
+        .unwrap()
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
+    let backend = hc.backend().as_ref();
+    let a = hc.new_owner();
+    let a_attempt = || {
+        let lease_ms = lease.as_millis() as u64;
+        AcquireRequest::new(lock_name.clone(), a, lease_ms, false, 0).queue(Some(5_000))
+    };
+    let a_queued = backend.try_acquire(&a_attempt()).await.unwrap();
+    assert!(
+        matches!(a_queued, AcquireOutcome::Held { .. }),
+        "{a_queued:?}"
+    );
+    let b = {
+        let lock = bc.lock(&name).unwrap();
+        tokio::spawn(async move {
+            let g = lock
+                .try_lock_for_with_lease(Duration::from_secs(10), lease)
+                .await
+                .unwrap()
+                .expect("the leases run out well within the wait");
+            (g, Instant::now())
+        })
+    };
+    queued(h, &name, 2).await;
+
+    // H's lease runs out. From then on only A may take the lock, so an
+    // attempt B sends after that finds it free with A at the head.
+    let lock_key = super::key(h, &name);
+    eventually(Duration::from_secs(3), "H's lease ran out", || async {
+        h.pttl(&lock_key).await == -2
+    })
+    .await;
+    let tries = bc.stats().tries;
+    eventually(
+        Duration::from_secs(3),
+        "B looked at the free lock",
+        || async {
+            let now = bc.stats();
+            now.tries > tries && now.waiting == 1
+        },
+    )
+    .await;
+    let taken = backend.try_acquire(&a_attempt()).await.unwrap();
+    assert!(
+        matches!(taken, AcquireOutcome::Acquired { .. }),
+        "{taken:?}"
+    );
+    let a_at = Instant::now();
+
+    let (b_guard, b_at) = b.await.unwrap();
+    // A's lease began at the server before A's reply came back, so it ended
+    // by `a_at + lease`: measured from there, B's delay is not understated.
+    let late = b_at.saturating_duration_since(a_at + lease);
+    // One round trip on a real server, with room for a loaded machine;
+    // under paused time (the clock ran far ahead of the wall's) timers are
+    // exact and the in-memory store answers at once.
+    let paused = wall.elapsed() < started.elapsed() / 2;
+    let round_trip = Duration::from_millis(if paused { 1 } else { 150 });
+    assert!(
+        late <= round_trip,
+        "B held {late:?} after A's lease ended (allowed {round_trip:?})"
+    );
+    assert_eq!(bc.stats().wakeups, 0, "nothing was published");
+    b_guard.unlock().await.unwrap();
+}
+
+/// A waiter that finds the lock free with another waiter at the head is
+/// told to look again after the short recheck of the fair acquire script
+/// (50 ms), not to sleep towards the head's deadline: the head takes the
+/// lock within a round trip, and the next look learns the new holder's
+/// lease (issue 16).
+pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Harness) {
+    let c = client(h).await;
+    let backend = c.backend().as_ref();
+    let name = LockName::new(unique("recheck")).unwrap();
+    let attempt = |owner| AcquireRequest::new(name.clone(), owner, 10_000, false, 0);
+    let (holder, head, next) = (c.new_owner(), c.new_owner(), c.new_owner());
+    let taken = backend.try_acquire(&attempt(holder)).await.unwrap();
+    assert!(
+        matches!(taken, AcquireOutcome::Acquired { .. }),
+        "{taken:?}"
+    );
+    for waiter in [head, next] {
+        backend
+            .try_acquire(&attempt(waiter).queue(Some(10_000)))
+            .await
+            .unwrap();
+    }
+    let release = lock_core::ReleaseRequest::new(name.clone(), holder, 10_000, 0);
+    backend.release(&release).await.unwrap();
+    let told = backend
+        .try_acquire(&attempt(next).queue(Some(10_000)))
+        .await
+        .unwrap();
+    assert_eq!(
+        told,
+        AcquireOutcome::Held {
+            ttl: Some(Duration::from_millis(50))
+        }
+    );
 }

@@ -187,6 +187,8 @@ macro_rules! __fair_checks {
             fair::dead_waiter_is_skipped_within_the_waiter_timeout,
             fair::live_waiter_keeps_its_place_past_the_waiter_timeout,
             fair::a_late_duplicate_does_not_queue_a_waiter_that_left,
+            fair::next_waiter_holds_when_the_new_holders_lease_runs_out,
+            fair::behind_the_head_of_a_free_lock_a_waiter_looks_again_soon,
         }
     };
 }

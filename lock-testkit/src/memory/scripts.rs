@@ -303,8 +303,14 @@ fn head_channel(cx: &mut Ctx<'_>, name: &LockName) -> Result<Publish> {
     Ok(head.map(|field| format!("{}:{field}", cx.layout.channel(name))))
 }
 
+/// How soon a fair waiter that finds the lock free, with another waiter at
+/// the head, looks again (`RECHECK_MS` of the fair `acquire.lua`, which says
+/// why).
+const FAIR_RECHECK_MS: i64 = 50;
+
 /// How long a fair waiter that did not take the lock should wait: the
-/// lock's PTTL when held, else the time until the queue head's deadline.
+/// lock's PTTL when held, else [`FAIR_RECHECK_MS`], or the time until the
+/// queue head's deadline when that is sooner.
 fn fair_wait_hint(cx: &mut Ctx<'_>, name: &LockName) -> Result<i64> {
     let lock = cx.layout.lock_key(name);
     if cx.keys.exists(&lock) {
@@ -316,7 +322,7 @@ fn fair_wait_hint(cx: &mut Ctx<'_>, name: &LockName) -> Result<i64> {
         Some(h) => cx.keys.zscore(&timeouts, &h).map_err(wrong_type(&lock))?,
         None => None,
     };
-    Ok(deadline.map_or(0, |d| (d - cx.now_ms).max(0)))
+    Ok(deadline.map_or(0, |d| (d - cx.now_ms).clamp(0, FAIR_RECHECK_MS)))
 }
 
 /// The deadline of the waiter just ahead of `field`: its predecessor when
