@@ -83,16 +83,6 @@ fn lockctl_run_excludes_or_says_it_lost_the_lock_under_chaos() {
             .collect();
         (runs, strikes)
     });
-    for strike in &strikes {
-        eprintln!(
-            "chaos: {} on {} at {:.1} ms ({})",
-            strike.fault,
-            strike.run,
-            strike.at_ns.saturating_sub(origin_ns) as f64 / 1e6,
-            strike.note
-        );
-    }
-
     let sections = log::read(&log_path);
     let verdict = verdict::judge(&sections, &runs, &strikes, origin_ns);
     eprintln!("{}", verdict.report());

@@ -36,7 +36,9 @@ pub(crate) struct Overlap {
     pub(crate) earlier: RunId,
     pub(crate) later: RunId,
     pub(crate) ms: f64,
-    /// Why it is allowed, and which faults hit the earlier run.
+    /// The last fault that hit the earlier run, if any.
+    pub(crate) cause: Option<Fault>,
+    /// Why it is allowed.
     pub(crate) why: String,
 }
 
@@ -51,10 +53,13 @@ pub(crate) struct Verdict {
     pub(crate) slowest_gone_ms: f64,
     pub(crate) allowed: Vec<Overlap>,
     pub(crate) violations: Vec<String>,
+    /// Each strike and what became of the run it hit.
+    pub(crate) aftermath: Vec<String>,
 }
 
 impl Verdict {
-    /// The counts, one line, then each allowed overlap.
+    /// The counts, one line, then each strike's aftermath and each
+    /// allowed overlap.
     pub(crate) fn report(&self) -> String {
         let count = |code| self.outcomes.get(&Outcome::Code(code)).copied();
         let others: Vec<String> = self
@@ -64,10 +69,12 @@ impl Verdict {
             .map(|(outcome, n)| format!("{outcome}: {n}"))
             .collect();
         let struck = |fault| self.strikes.get(&fault).copied().unwrap_or(0);
+        let after = |cause| self.allowed.iter().filter(|o| o.cause == cause).count();
         let mut report = format!(
             "chaos: runs {}, entered {}, exit 0: {}, exit 75: {}, exit 76: {}, others: [{}]; \
              kills {} (command gone within {:.1} ms at worst), stops {}, client kills {}, \
-             partitions {}; overlaps allowed {}, violations {}",
+             partitions {}; overlaps allowed {} (after SIGSTOP {}, after partition {}, \
+             after CLIENT KILL {}, after SIGKILL {}, after no fault {}), violations {}",
             self.runs,
             self.entered,
             count(0).unwrap_or(0),
@@ -80,8 +87,16 @@ impl Verdict {
             struck(Fault::ClientKill),
             struck(Fault::Partition),
             self.allowed.len(),
+            after(Some(Fault::Stop)),
+            after(Some(Fault::Partition)),
+            after(Some(Fault::ClientKill)),
+            after(Some(Fault::Kill)),
+            after(None),
             self.violations.len(),
         );
+        for line in &self.aftermath {
+            let _ = write!(report, "\n  {line}");
+        }
         for overlap in &self.allowed {
             let _ = write!(
                 report,
@@ -158,6 +173,45 @@ pub(crate) fn judge(
     };
     let bound = u64::try_from(KILL_BOUND.as_nanos()).expect("short");
 
+    let end_of = |section: &Section| -> u64 {
+        if let Some(exit) = section.exit_ns {
+            return exit;
+        }
+        if let Some(kill) = kill_of(section.run) {
+            // Never seen gone: it overlaps everything after it.
+            return kill.end_ns.unwrap_or(u64::MAX);
+        }
+        runs_by_id
+            .get(&section.run)
+            .map_or(u64::MAX, |run| run.ended_ns)
+    };
+    for strike in strikes {
+        let section = sections.get(&strike.run);
+        let run = runs_by_id.get(&strike.run);
+        let after_ms = |ns: u64| (ns as f64 - strike.at_ns as f64) / 1e6;
+        let ended = match section.map(|s| (s.exit_ns, end_of(s))) {
+            Some((Some(exit), _)) => format!("command exited at +{:.0} ms", after_ms(exit)),
+            Some((None, u64::MAX)) => "command never seen gone".to_owned(),
+            Some((None, end)) => format!("command stopped by +{:.0} ms", after_ms(end)),
+            None => "no section".to_owned(),
+        };
+        let lockctl = run.map_or("no such run".to_owned(), |run| {
+            format!(
+                "lockctl {} at +{:.0} ms, stderr {:?}",
+                run.outcome,
+                after_ms(run.ended_ns),
+                run.stderr
+            )
+        });
+        verdict.aftermath.push(format!(
+            "{} on {} at {:.1} ms ({}): {ended}; {lockctl}",
+            strike.fault,
+            strike.run,
+            ms(strike.at_ns),
+            strike.note
+        ));
+    }
+
     // Rule 3.
     for strike in strikes.iter().filter(|s| s.fault == Fault::Kill) {
         match strike.end_ns {
@@ -207,18 +261,6 @@ pub(crate) fn judge(
     }
 
     // Rule 2.
-    let end_of = |section: &Section| -> u64 {
-        if let Some(exit) = section.exit_ns {
-            return exit;
-        }
-        if let Some(kill) = kill_of(section.run) {
-            // Never seen gone: it overlaps everything after it.
-            return kill.end_ns.unwrap_or(u64::MAX);
-        }
-        runs_by_id
-            .get(&section.run)
-            .map_or(u64::MAX, |run| run.ended_ns)
-    };
     for (i, &earlier) in order.iter().enumerate() {
         let end = end_of(earlier);
         for &later in order[i + 1..].iter().take_while(|s| s.enter_ns < end) {
@@ -234,20 +276,16 @@ pub(crate) fn judge(
                     })
             };
             match why {
-                Some(why) => {
-                    let hits: Vec<String> = strikes_on
+                Some(why) => verdict.allowed.push(Overlap {
+                    earlier: earlier.run,
+                    later: later.run,
+                    ms: overlap_ms,
+                    cause: strikes_on
                         .get(&earlier.run)
-                        .into_iter()
-                        .flatten()
-                        .map(|s| format!("{} ({})", s.fault, s.note))
-                        .collect();
-                    verdict.allowed.push(Overlap {
-                        earlier: earlier.run,
-                        later: later.run,
-                        ms: overlap_ms,
-                        why: format!("{why}; faults on it: [{}]", hits.join(", ")),
-                    });
-                }
+                        .and_then(|hits| hits.last())
+                        .map(|s| s.fault),
+                    why,
+                }),
                 None => verdict.violations.push(format!(
                     "overlap of {overlap_ms:.1} ms: {} entered while {} still ran",
                     describe(later),
