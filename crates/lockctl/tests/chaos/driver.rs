@@ -70,7 +70,9 @@ const GONE_PATIENCE: Duration = Duration::from_secs(2);
 /// For a pause or a partition the driver first waits up to this long for
 /// a holder whose command will still work past the lock's expiry, so the
 /// fault can let a second holder in beside it; then it takes any holder.
-const PREFER_LONG_FOR: Duration = Duration::from_secs(4);
+// Short enough that the whole rotation fits in the chaos time even when
+// no long command comes along.
+const PREFER_LONG_FOR: Duration = Duration::from_secs(3);
 
 /// A holder's command must still plan to work this long to be struck:
 /// long enough that the fault lands inside its critical section.
