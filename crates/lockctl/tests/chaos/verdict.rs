@@ -10,6 +10,8 @@
 //!    only way out), or it was SIGKILLed and its command was gone within
 //!    [`KILL_BOUND`] of the kill.
 //! 3. A SIGKILLed lockctl's command is gone within [`KILL_BOUND`].
+//! 4. Every run ends by itself within [`RUN_LIMIT`] (a generous bound on
+//!    waiting, working, the driver's pauses and lockctl's own timeouts).
 //!
 //! A section starts at its `enter` line and ends at its `exit` line; a
 //! command stopped before it wrote one ends when it was seen gone: by the
@@ -22,7 +24,7 @@ use std::time::Duration;
 
 use crate::driver::{Fault, Strike};
 use crate::log::{RunId, Section};
-use crate::worker::{Outcome, Run};
+use crate::worker::{Outcome, Run, RUN_LIMIT};
 
 /// How soon after its lockctl's SIGKILL a command must be gone. The
 /// supervisor gets the parent-death signal at once and kills the group, so
@@ -212,6 +214,15 @@ pub(crate) fn judge(
         ));
     }
 
+    for run in runs.iter().filter(|run| run.outcome == Outcome::Hung) {
+        verdict.violations.push(format!(
+            "{} did not end within {RUN_LIMIT:?} (started at {:.1}), stderr {:?}",
+            run.id,
+            ms(run.started_ns),
+            run.stderr
+        ));
+    }
+
     // Rule 3.
     for strike in strikes.iter().filter(|s| s.fault == Fault::Kill) {
         match strike.end_ns {
@@ -379,6 +390,12 @@ mod tests {
             &[],
             0,
         );
+        assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
+    }
+
+    #[test]
+    fn a_hung_run_is_a_violation() {
+        let verdict = judge(&sections(vec![]), &[run(0, Outcome::Hung, 20_000)], &[], 0);
         assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
     }
 
