@@ -1,7 +1,8 @@
 //! Chaos: several workers loop `lockctl run --fenced` on one lock, each
 //! through its own fault proxy, while a driver strikes whoever holds it
-//! (SIGKILL, SIGSTOP past the watchdog timeout, CLIENT KILL, a partition
-//! past the watchdog timeout). Every command logs its critical section;
+//! (SIGKILL, SIGSTOP past the watchdog timeout, CLIENT KILL, partitions
+//! past the watchdog timeout: one also past lockctl's release timeout, one
+//! not). Every command logs its critical section;
 //! the verdict (see `chaos/verdict.rs`) checks that fencing tokens rise
 //! and that sections overlap only where lockctl said the lock was lost.
 //!

@@ -27,7 +27,8 @@ pub(crate) enum Fault {
     /// The server closes its connections (`CLIENT KILL ADDR`, found
     /// through its proxy's [`FaultProxy::server_addrs`]).
     ClientKill,
-    /// Its proxy drops all traffic for [`PAUSE`], then heals.
+    /// Its proxy drops all traffic for one of [`PARTITIONS`] in turn, then
+    /// heals.
     Partition,
 }
 
@@ -52,10 +53,16 @@ const ROTATION: [Fault; 4] = [
 /// At most this many faults in one test.
 const MAX_FAULTS: usize = 12;
 
-/// How long a pause or a partition lasts: well past the watchdog timeout,
-/// so the lock expires meanwhile.
-pub(crate) const PAUSE: Duration = Duration::from_millis(2500);
+/// How long a pause lasts: well past the watchdog timeout, so the lock
+/// expires meanwhile.
+const PAUSE: Duration = Duration::from_millis(2500);
 const _: () = assert!(PAUSE.as_millis() > WATCHDOG_TIMEOUT.as_millis() + 500);
+
+/// How long partitions last, in turn, both well past the watchdog timeout.
+/// The first also outlasts lockctl's release timeout (3 s) after the
+/// command ends, so that lockctl cannot learn of the loss from the
+/// release's reply either; the second heals while the release waits.
+const PARTITIONS: [Duration; 2] = [Duration::from_millis(6500), PAUSE];
 
 /// The quiet time after each fault, for the workers to recover.
 const RECOVERY: Duration = Duration::from_secs(1);
@@ -106,15 +113,16 @@ impl Driver<'_> {
     /// Strikes holders, one fault at a time in [`ROTATION`], until shortly
     /// before `until`; returns what it did.
     pub(crate) fn drive_until(&self, until: Instant) -> Vec<Strike> {
-        let mut strikes = Vec::new();
+        let mut strikes: Vec<Strike> = Vec::new();
         while strikes.len() < MAX_FAULTS {
             let fault = ROTATION[strikes.len() % ROTATION.len()];
             let Some(target) = self.pick_holder(fault, until) else {
                 break;
             };
+            let dealt = strikes.iter().filter(|s| s.fault == fault).count();
             // The holder may have finished between the pick and the blow:
             // then the same fault goes to the next one.
-            if let Some(strike) = self.strike(fault, &target) {
+            if let Some(strike) = self.strike(fault, &target, dealt) {
                 strikes.push(strike);
                 thread::sleep(RECOVERY);
             }
@@ -147,7 +155,8 @@ impl Driver<'_> {
         }
     }
 
-    fn strike(&self, fault: Fault, target: &Section) -> Option<Strike> {
+    /// Deals `fault` to the holder of `target`, the `dealt`th of its kind.
+    fn strike(&self, fault: Fault, target: &Section, dealt: usize) -> Option<Strike> {
         let worker = &self.workers[target.run.worker];
         let mut strike = Strike {
             fault,
@@ -201,9 +210,10 @@ impl Driver<'_> {
                     return None;
                 }
                 let proxy = &self.proxies[target.run.worker];
+                let length = PARTITIONS[dealt % PARTITIONS.len()];
                 strike.at_ns = now_ns();
                 proxy.partition();
-                thread::sleep(PAUSE);
+                thread::sleep(length);
                 proxy.heal();
                 strike.end_ns = Some(now_ns());
             }
@@ -211,6 +221,10 @@ impl Driver<'_> {
         if strike.note.is_empty() {
             let left = target.planned_end_ns().saturating_sub(strike.at_ns) / 1_000_000;
             strike.note = format!("command had {left} ms of work left");
+        }
+        if let (Fault::Stop | Fault::Partition, Some(end)) = (fault, strike.end_ns) {
+            let lasted = end.saturating_sub(strike.at_ns) / 1_000_000;
+            strike.note = format!("{} ms, {}", lasted, strike.note);
         }
         Some(strike)
     }
