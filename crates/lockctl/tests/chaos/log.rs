@@ -17,9 +17,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The command each run executes under the lock (with `sh -c`): appends
 /// `enter <run> <token> <ns> <pid> <work ms>`, works (sleeps) for its
 /// planned time checking nothing, then appends `exit <run> <token> <ns>`.
-/// A command stopped while it works writes no `exit` line. Each line is
+/// When lockctl stops it (SIGTERM to its group, which ends the `sleep`
+/// too), it appends `stop <run> <token> <ns>` instead, so the section's
+/// end is known even then, rather than guessed from when lockctl exited
+/// (which can be seconds later). A SIGKILL leaves no line. Each line is
 /// one `write` to a file opened with `O_APPEND`, so lines never interleave.
-pub(crate) const COMMAND: &str = r#"echo "enter $CHAOS_RUN ${LOCK_TOKEN:-none} $(date +%s%N) $$ $CHAOS_WORK_MS" >> "$CHAOS_LOG"
+pub(crate) const COMMAND: &str = r#"trap 'echo "stop $CHAOS_RUN ${LOCK_TOKEN:-none} $(date +%s%N)" >> "$CHAOS_LOG"; exit 143' TERM
+echo "enter $CHAOS_RUN ${LOCK_TOKEN:-none} $(date +%s%N) $$ $CHAOS_WORK_MS" >> "$CHAOS_LOG"
 sleep "$CHAOS_WORK_S"
 echo "exit $CHAOS_RUN ${LOCK_TOKEN:-none} $(date +%s%N)" >> "$CHAOS_LOG""#;
 
@@ -71,8 +75,11 @@ pub(crate) struct Section {
     pub(crate) pid: i32,
     /// How long the command planned to work.
     pub(crate) work_ms: u64,
-    /// `None` when the command was stopped before it finished.
+    /// When the command ended, by itself or stopped by SIGTERM; `None`
+    /// when it left no line (killed by SIGKILL).
     pub(crate) exit_ns: Option<u64>,
+    /// Whether it was stopped by SIGTERM rather than finishing its work.
+    pub(crate) stopped: bool,
 }
 
 impl Section {
@@ -115,18 +122,26 @@ pub(crate) fn parse(text: &str) -> BTreeMap<RunId, Section> {
                     pid,
                     work_ms,
                     exit_ns: None,
+                    stopped: false,
                 };
                 assert!(
                     sections.insert(run, section).is_none(),
                     "{run} entered twice"
                 );
             }
-            Line::Exit { exit_ns } => {
-                let section = sections
-                    .get_mut(&run)
-                    .unwrap_or_else(|| panic!("{run} exited without entering"));
+            Line::Exit { exit_ns, stopped } => {
+                let Some(section) = sections.get_mut(&run) else {
+                    // Stopped before it could enter: no section.
+                    assert!(stopped, "{run} exited without entering");
+                    continue;
+                };
                 assert_eq!(section.token, token, "{run} changed its token");
-                section.exit_ns = Some(exit_ns);
+                // A SIGTERM while it wrote its exit line makes it write a
+                // stop line after it: it ended at the later one.
+                if section.exit_ns.is_none_or(|earlier| earlier < exit_ns) {
+                    section.exit_ns = Some(exit_ns);
+                    section.stopped = stopped;
+                }
             }
         }
     }
@@ -142,6 +157,7 @@ enum Line {
     },
     Exit {
         exit_ns: u64,
+        stopped: bool,
     },
 }
 
@@ -158,8 +174,9 @@ fn parse_line(line: &str) -> Option<(RunId, Option<u64>, Line)> {
             pid: fields[4].parse().ok()?,
             work_ms: fields[5].parse().ok()?,
         },
-        ("exit", 4) => Line::Exit {
+        (kind @ ("exit" | "stop"), 4) => Line::Exit {
             exit_ns: fields[3].parse().ok()?,
+            stopped: kind == "stop",
         },
         _ => return None,
     };
@@ -171,7 +188,10 @@ fn the_log_parses_into_sections() {
     let sections = parse(
         "enter 1.2 17 1000 42 300\n\
          enter 0.5 none 2000 43 50\n\
-         exit 1.2 17 1500\n",
+         exit 1.2 17 1500\n\
+         stop 3.1 18 1600\n\
+         enter 2.2 19 1700 44 300\n\
+         stop 2.2 19 1800\n",
     );
     let run = RunId { worker: 1, run: 2 };
     assert_eq!(
@@ -183,8 +203,13 @@ fn the_log_parses_into_sections() {
             pid: 42,
             work_ms: 300,
             exit_ns: Some(1500),
+            stopped: false,
         }
     );
     let other = &sections[&RunId { worker: 0, run: 5 }];
     assert_eq!((other.token, other.exit_ns), (None, None));
+    let stopped = &sections[&RunId { worker: 2, run: 2 }];
+    assert_eq!((stopped.exit_ns, stopped.stopped), (Some(1800), true));
+    // A stop line without an enter: no section.
+    assert_eq!(sections.len(), 3);
 }

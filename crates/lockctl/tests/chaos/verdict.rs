@@ -13,10 +13,10 @@
 //! 4. Every run ends by itself within [`RUN_LIMIT`] (a generous bound on
 //!    waiting, working, the driver's pauses and lockctl's own timeouts).
 //!
-//! A section starts at its `enter` line and ends at its `exit` line; a
-//! command stopped before it wrote one ends when it was seen gone: by the
-//! driver after a SIGKILL, otherwise when its lockctl had exited (lockctl
-//! exits only after its command's group is gone).
+//! A section starts at its `enter` line and ends at its `exit` or `stop`
+//! line; a command killed before it wrote one ends when it was seen gone:
+//! by the driver after a SIGKILL, otherwise when its lockctl had exited
+//! (lockctl exits only after its command's group is gone).
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -192,9 +192,12 @@ pub(crate) fn judge(
         let run = runs_by_id.get(&strike.run);
         let after_ms = |ns: u64| (ns as f64 - strike.at_ns as f64) / 1e6;
         let ended = match section.map(|s| (s.exit_ns, end_of(s))) {
+            Some((Some(exit), _)) if section.is_some_and(|s| s.stopped) => {
+                format!("command stopped (SIGTERM) at +{:.0} ms", after_ms(exit))
+            }
             Some((Some(exit), _)) => format!("command exited at +{:.0} ms", after_ms(exit)),
             Some((None, u64::MAX)) => "command never seen gone".to_owned(),
-            Some((None, end)) => format!("command stopped by +{:.0} ms", after_ms(end)),
+            Some((None, end)) => format!("command killed, gone by +{:.0} ms", after_ms(end)),
             None => "no section".to_owned(),
         };
         let lockctl = run.map_or("no such run".to_owned(), |run| {
@@ -325,6 +328,7 @@ mod tests {
             pid: 1,
             work_ms: 100,
             exit_ns: exit.map(|ms| ms * MS),
+            stopped: false,
         }
     }
 
