@@ -1,10 +1,13 @@
 //! Chaos: several workers loop `lockctl run --fenced` on one lock, each
-//! through its own fault proxy, while a driver strikes whoever holds it
-//! (SIGKILL, SIGSTOP past the watchdog timeout, CLIENT KILL, partitions
-//! past the watchdog timeout: one also past lockctl's release timeout, one
-//! not). Every command logs its critical section;
-//! the verdict (see `chaos/verdict.rs`) checks that fencing tokens rise
-//! and that sections overlap only where lockctl said the lock was lost.
+//! through its own fault proxy, while a driver strikes whoever holds it,
+//! following a plan (see `chaos/driver.rs`): SIGKILL of its lockctl;
+//! SIGSTOP past the watchdog timeout while its command works on past the
+//! lock's expiry; CLIENT KILL of its connections; a partition past the
+//! watchdog timeout, long (6.5 s) while its command ends inside it, or
+//! short (2.5 s) while its command outlives it. Every command logs its
+//! critical section; the verdict (see `chaos/verdict.rs`) checks that
+//! fencing tokens rise and that sections overlap only where lockctl said
+//! the lock was lost (exit 76).
 //!
 //! Bounded: 30 s of chaos, every run killed after 20 s, every wait
 //! bounded; the whole test takes well under a minute. Set `CHAOS_SEED` to

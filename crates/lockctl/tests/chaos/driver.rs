@@ -22,13 +22,12 @@ use crate::WATCHDOG_TIMEOUT;
 pub(crate) enum Fault {
     /// SIGKILL of its lockctl.
     Kill,
-    /// SIGSTOP of its lockctl for [`PAUSE`], then SIGCONT.
+    /// SIGSTOP of its lockctl for a while, then SIGCONT.
     Stop,
     /// The server closes its connections (`CLIENT KILL ADDR`, found
     /// through its proxy's [`FaultProxy::server_addrs`]).
     ClientKill,
-    /// Its proxy drops all traffic for one of [`PARTITIONS`] in turn, then
-    /// heals.
+    /// Its proxy drops all traffic for a while, then heals.
     Partition,
 }
 
@@ -43,26 +42,56 @@ impl fmt::Display for Fault {
     }
 }
 
-const ROTATION: [Fault; 4] = [
-    Fault::Kill,
-    Fault::Stop,
-    Fault::ClientKill,
-    Fault::Partition,
-];
+/// One step of the driver's plan: a fault, how long it lasts (pauses and
+/// partitions), and how much work the struck command should have left.
+#[derive(Debug, Clone, Copy)]
+struct Blow {
+    fault: Fault,
+    lasts: Duration,
+    /// The struck command's work left, at least and at most.
+    left: (Duration, Duration),
+}
+
+/// Long enough that the fault lands inside the critical section.
+const ANY_LEFT: (Duration, Duration) = (Duration::from_millis(150), Duration::MAX);
+/// The command outlives the lock: it works on past the lock's expiry (at
+/// most the watchdog timeout after the fault), so a second holder can
+/// enter beside it.
+const OUTLIVES: (Duration, Duration) = (Duration::from_millis(1800), Duration::MAX);
+/// The command ends by itself after the lock has expired, but well inside
+/// a long partition: lockctl then releases a lock that is gone, with the
+/// server out of reach for longer than its release timeout (3 s).
+const ENDS_IN_PARTITION: (Duration, Duration) =
+    (Duration::from_millis(1800), Duration::from_millis(2300));
+
+/// How long a pause, and a short partition, last: well past the watchdog
+/// timeout, so the lock expires meanwhile.
+const PAUSE: Duration = Duration::from_millis(2500);
+const _: () = assert!(PAUSE.as_millis() > WATCHDOG_TIMEOUT.as_millis() + 500);
+/// A long partition: past [`ENDS_IN_PARTITION`] plus lockctl's release
+/// timeout.
+const LONG_PARTITION: Duration = Duration::from_millis(6500);
+
+/// What the driver deals, in turn.
+const PLAN: [Blow; 8] = {
+    const fn blow(fault: Fault, lasts: Duration, left: (Duration, Duration)) -> Blow {
+        Blow { fault, lasts, left }
+    }
+    const NOW: Duration = Duration::ZERO;
+    [
+        blow(Fault::Kill, NOW, ANY_LEFT),
+        blow(Fault::Stop, PAUSE, OUTLIVES),
+        blow(Fault::ClientKill, NOW, ANY_LEFT),
+        blow(Fault::Partition, LONG_PARTITION, ENDS_IN_PARTITION),
+        blow(Fault::Kill, NOW, ANY_LEFT),
+        blow(Fault::Stop, PAUSE, OUTLIVES),
+        blow(Fault::ClientKill, NOW, ANY_LEFT),
+        blow(Fault::Partition, PAUSE, OUTLIVES),
+    ]
+};
 
 /// At most this many faults in one test.
 const MAX_FAULTS: usize = 12;
-
-/// How long a pause lasts: well past the watchdog timeout, so the lock
-/// expires meanwhile.
-const PAUSE: Duration = Duration::from_millis(2500);
-const _: () = assert!(PAUSE.as_millis() > WATCHDOG_TIMEOUT.as_millis() + 500);
-
-/// How long partitions last, in turn, both well past the watchdog timeout.
-/// The first also outlasts lockctl's release timeout (3 s) after the
-/// command ends, so that lockctl cannot learn of the loss from the
-/// release's reply either; the second heals while the release waits.
-const PARTITIONS: [Duration; 2] = [Duration::from_millis(6500), PAUSE];
 
 /// The quiet time after each fault, for the workers to recover.
 const RECOVERY: Duration = Duration::from_secs(1);
@@ -74,19 +103,10 @@ const ROOM: Duration = Duration::from_secs(4);
 /// that counts as surviving it (see `KILL_BOUND` for the bound asserted).
 const GONE_PATIENCE: Duration = Duration::from_secs(2);
 
-/// For a pause or a partition the driver first waits up to this long for
-/// a holder whose command will still work past the lock's expiry, so the
-/// fault can let a second holder in beside it; then it takes any holder.
-// Short enough that the whole rotation fits in the chaos time even when
-// no long command comes along.
-const PREFER_LONG_FOR: Duration = Duration::from_secs(3);
-
-/// A holder's command must still plan to work this long to be struck:
-/// long enough that the fault lands inside its critical section.
-const MIN_LEFT: Duration = Duration::from_millis(150);
-/// A long one: past the lock's expiry (at most the watchdog timeout after
-/// the fault) by a margin.
-const LONG_LEFT: Duration = Duration::from_millis(1800);
+/// The driver waits up to this long for a holder with the work left its
+/// blow wants, then takes any holder. Short enough that the whole plan
+/// fits in the chaos time even when no such holder comes along.
+const PREFER_FOR: Duration = Duration::from_secs(3);
 
 /// A fault as it was carried out.
 #[derive(Debug, Clone)]
@@ -110,19 +130,18 @@ pub(crate) struct Driver<'a> {
 }
 
 impl Driver<'_> {
-    /// Strikes holders, one fault at a time in [`ROTATION`], until shortly
+    /// Strikes holders, one blow at a time in [`PLAN`], until shortly
     /// before `until`; returns what it did.
     pub(crate) fn drive_until(&self, until: Instant) -> Vec<Strike> {
-        let mut strikes: Vec<Strike> = Vec::new();
+        let mut strikes = Vec::new();
         while strikes.len() < MAX_FAULTS {
-            let fault = ROTATION[strikes.len() % ROTATION.len()];
-            let Some(target) = self.pick_holder(fault, until) else {
+            let blow = PLAN[strikes.len() % PLAN.len()];
+            let Some(target) = self.pick_holder(blow.left, until) else {
                 break;
             };
-            let dealt = strikes.iter().filter(|s| s.fault == fault).count();
             // The holder may have finished between the pick and the blow:
-            // then the same fault goes to the next one.
-            if let Some(strike) = self.strike(fault, &target, dealt) {
+            // then the same blow goes to the next one.
+            if let Some(strike) = self.strike(blow, &target) {
                 strikes.push(strike);
                 thread::sleep(RECOVERY);
             }
@@ -130,22 +149,26 @@ impl Driver<'_> {
         strikes
     }
 
-    /// A section in progress whose command will still work a while, or
-    /// `None` once it is too late for another fault.
-    fn pick_holder(&self, fault: Fault, until: Instant) -> Option<Section> {
+    /// A section in progress whose command has `left` work left (after
+    /// [`PREFER_FOR`], any), or `None` once it is too late for another
+    /// fault.
+    fn pick_holder(&self, left: (Duration, Duration), until: Instant) -> Option<Section> {
         let started = Instant::now();
         loop {
             if Instant::now() + ROOM > until {
                 return None;
             }
-            let wants_long = matches!(fault, Fault::Stop | Fault::Partition)
-                && started.elapsed() < PREFER_LONG_FOR;
-            let left = if wants_long { LONG_LEFT } else { MIN_LEFT };
-            let left = u64::try_from(left.as_nanos()).expect("short");
+            let (least, most) = if started.elapsed() < PREFER_FOR {
+                left
+            } else {
+                ANY_LEFT
+            };
             let now = now_ns();
             let holder = log::read(self.log).into_values().find(|s| {
+                let left = s.planned_end_ns().saturating_sub(now);
                 s.exit_ns.is_none()
-                    && s.planned_end_ns() > now + left
+                    && left >= nanos(least)
+                    && left <= nanos(most)
                     && self.workers[s.run.worker].is_running(s.run)
             });
             if holder.is_some() {
@@ -155,8 +178,9 @@ impl Driver<'_> {
         }
     }
 
-    /// Deals `fault` to the holder of `target`, the `dealt`th of its kind.
-    fn strike(&self, fault: Fault, target: &Section, dealt: usize) -> Option<Strike> {
+    /// Deals `blow` to the holder of `target`.
+    fn strike(&self, blow: Blow, target: &Section) -> Option<Strike> {
+        let fault = blow.fault;
         let worker = &self.workers[target.run.worker];
         let mut strike = Strike {
             fault,
@@ -182,7 +206,7 @@ impl Driver<'_> {
                 if !worker.with_running(target.run, |pid| signal(pid, Signal::SIGSTOP)) {
                     return None;
                 }
-                thread::sleep(PAUSE);
+                thread::sleep(blow.lasts);
                 // Only a run killed as hung meanwhile is not there to go on.
                 worker.with_running(target.run, |pid| signal(pid, Signal::SIGCONT));
                 strike.end_ns = Some(now_ns());
@@ -210,10 +234,9 @@ impl Driver<'_> {
                     return None;
                 }
                 let proxy = &self.proxies[target.run.worker];
-                let length = PARTITIONS[dealt % PARTITIONS.len()];
                 strike.at_ns = now_ns();
                 proxy.partition();
-                thread::sleep(length);
+                thread::sleep(blow.lasts);
                 proxy.heal();
                 strike.end_ns = Some(now_ns());
             }
@@ -234,6 +257,7 @@ fn signal(pid: Pid, signal: Signal) {
     kill(pid, signal).unwrap_or_else(|e| panic!("{signal} to lockctl {pid}: {e}"));
 }
 
+/// `d` in nanoseconds, `u64::MAX` for [`Duration::MAX`].
 fn nanos(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos()).expect("short")
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -24,7 +24,7 @@ const SHORT_WORK_MS: RangeInclusive<u64> = 50..=400;
 /// worker while its command still runs.
 const LONG_WORK_MS: RangeInclusive<u64> = 2000..=3000;
 /// One run in this many is long.
-const LONG_ONE_IN: u8 = 4;
+const LONG_ONE_IN: u8 = 3;
 
 /// How long one run may take before it counts as hung and is killed.
 /// Generous: waiting (`--wait`), working, a pause or partition by the
