@@ -302,3 +302,40 @@ async fn the_url_carries_the_servers_password() {
     let pong: String = redis::cmd("PING").query_async(&mut conn).await.unwrap();
     assert_eq!(pong, "PONG");
 }
+
+#[tokio::test]
+async fn server_addrs_name_the_proxys_connections_in_client_list() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::in_front_of(&server);
+    let other = FaultProxy::in_front_of(&server);
+    assert!(proxy.server_addrs().is_empty());
+    let mut raw = Raw::connect(&proxy).await;
+    raw.send(b"PING\r\n").await;
+    raw.expect(b"+PONG\r\n").await;
+    let mut bystander = Raw::connect(&other).await;
+    bystander.send(b"PING\r\n").await;
+    bystander.expect(b"+PONG\r\n").await;
+
+    let addrs = proxy.server_addrs();
+    assert_eq!(addrs.len(), 1, "{addrs:?}");
+    let addr = addrs[0].to_string();
+    let Value::BulkString(list) = server.cmd(&["CLIENT", "LIST"]) else {
+        panic!("CLIENT LIST is a bulk string");
+    };
+    let list = String::from_utf8_lossy(&list);
+    assert!(list.contains(&format!(" addr={addr} ")), "{addr} in {list}");
+    assert!(!other.server_addrs().contains(&addrs[0]));
+
+    // The server closes exactly that connection; the bystander's stays.
+    assert_eq!(
+        server.cmd(&["CLIENT", "KILL", "ADDR", &addr]),
+        Value::Int(1),
+        "CLIENT KILL ADDR closed one connection"
+    );
+    raw.expect_closed().await;
+    bystander.send(b"PING\r\n").await;
+    bystander.expect(b"+PONG\r\n").await;
+    drop(raw);
+    within(proxy.wait_stats(|s| s.open == 0)).await;
+    assert!(proxy.server_addrs().is_empty());
+}

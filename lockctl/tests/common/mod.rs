@@ -255,6 +255,45 @@ pub(crate) fn process_state(pid: Pid) -> Option<char> {
     rest.trim_start().chars().next()
 }
 
+/// The process group `pid` is in (from `/proc/<pid>/stat`), or `None`
+/// when there is no such process.
+pub(crate) fn process_group(pid: Pid) -> Option<Pid> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let pgrp = rest.split_whitespace().nth(2)?.parse().ok()?;
+    Some(Pid::from_raw(pgrp))
+}
+
+/// The live (not zombie) processes of the process group `pgid`.
+pub(crate) fn group_members(pgid: Pid) -> Vec<Pid> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .map(Pid::from_raw)
+        // A process that ends meanwhile reads as gone, which it is.
+        .filter(|&pid| process_group(pid) == Some(pgid) && !process_gone(pid))
+        .collect()
+}
+
+/// Polls every 5 ms, for up to `within`, until the process group `pgid`
+/// has no live member; returns when that was seen, or `None` if some
+/// still run.
+pub(crate) fn group_gone_by(pgid: Pid, within: Duration) -> Option<Instant> {
+    let deadline = Instant::now() + within;
+    loop {
+        if group_members(pgid).is_empty() {
+            return Some(Instant::now());
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Polls every 5 ms, for up to 2 s, until every one of `pids` has ended;
 /// returns how long that took from `since`, or `None` if some still run.
 pub(crate) fn all_gone_after(pids: &[Pid], since: Instant) -> Option<Duration> {
