@@ -13,5 +13,5 @@ mod keyspace;
 mod scripts;
 mod server;
 
-pub use backend::InMemoryBackend;
+pub use backend::{InMemoryBackend, InMemoryKind};
 pub use server::InMemoryServer;
