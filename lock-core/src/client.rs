@@ -103,7 +103,11 @@ impl LockClient {
     /// [`ClientConfig::validate_for`], checked with the connection's
     /// [command timeout](Connection::command_timeout)) or when called
     /// outside a tokio runtime.
-    pub fn new(connection: Arc<dyn Connection>, kinds: Kinds, config: ClientConfig) -> Result<Self> {
+    pub fn new(
+        connection: Arc<dyn Connection>,
+        kinds: Kinds,
+        config: ClientConfig,
+    ) -> Result<Self> {
         config.validate_for(connection.command_timeout())?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("LockClient::new must be called inside a tokio runtime")
@@ -169,7 +173,11 @@ impl LockClient {
             .kinds
             .reentrant_kind()
             .ok_or_else(|| LockError::invalid("this client has no reentrant lock kind"))?;
-        Ok(Lock::new(self.clone(), LockName::new(name)?, Arc::clone(kind)))
+        Ok(Lock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
     }
 
     /// A handle on the fair lock called `name`: handed out in arrival order.
@@ -184,7 +192,11 @@ impl LockClient {
             .kinds
             .fair_kind()
             .ok_or_else(|| LockError::invalid("this client has no fair lock kind"))?;
-        Ok(FairLock::new(self.clone(), LockName::new(name)?, Arc::clone(kind)))
+        Ok(FairLock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
     }
 
     /// A fresh owner of this client, for explicit re-entrant use with

@@ -73,6 +73,15 @@ impl FairLockInfo {
     }
 }
 
+/// The lock's half: `info.holders`, `info.is_locked()`, ….
+impl std::ops::Deref for FairLockInfo {
+    type Target = LockInfo;
+
+    fn deref(&self) -> &LockInfo {
+        &self.lock
+    }
+}
+
 /// A handle on one named fair lock ([`LockClient::fair_lock`]): a
 /// re-entrant exclusive lock handed out in arrival order (see the module
 /// docs). Every method of [`Lock`] applies. Cheap to clone; makes no I/O

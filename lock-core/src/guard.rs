@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::client::ClientInner;
 use crate::error::{LockError, Result};
 use crate::holds::{Deadline, Hold};
+use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::name::LockName;
 use crate::op;
 use crate::owner::Owner;

@@ -25,13 +25,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::kind::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
-};
 use crate::client::ClientInner;
 use crate::config::RetryPolicy;
 use crate::error::{LockError, Result};
 use crate::holds::Hold;
+use crate::kind::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
+};
 use crate::stats::InFlight;
 
 /// Decides, after each failure of one operation, whether to try again, and

@@ -47,9 +47,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::kind::{ExclusiveKind, RenewTarget};
 use crate::config::RetryPolicy;
 use crate::holds::{Deadline, Hold, Holds};
+use crate::kind::{ExclusiveKind, RenewTarget};
 use crate::stats::Stats;
 
 /// The client's handle on its watchdog task. Dropping it stops the task.

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use lock_script::KeyLayout;
 use lock_core::{LockError, Result};
 use lock_redis::RedisConfig;
+use lock_script::KeyLayout;
 
 /// How unlock notices travel through the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -124,14 +124,17 @@ pub mod scripts;
 mod single;
 pub mod subscriptions;
 
-pub use config::{RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE};
+pub use config::{
+    RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
+};
 pub use single::SingleNode;
 
 pub use lock_core;
 pub use lock_core::*;
 pub use lock_script;
 pub use lock_script::{
-    KeyLayout, PubSubEvent, PubSubHandler, ReplicaSync, ScriptCall, ScriptEnv, Transport,
+    KeyLayout, PubSubEvent, PubSubHandler, ReplicaSync, ScriptCall, ScriptConnection, ScriptEnv,
+    Transport,
 };
 pub use redis;
 
@@ -165,10 +168,26 @@ use std::time::Duration;
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
     redis.validate()?;
-    let replica_wait = redis.replica_sync.map_or(Duration::ZERO, |sync| sync.timeout);
+    let replica_wait = redis
+        .replica_sync
+        .map_or(Duration::ZERO, |sync| sync.timeout);
     client.validate_for(Some(redis.command_timeout.saturating_add(replica_wait)))?;
-    let transport = Arc::new(SingleNode::new(&redis)?);
+    kinds::client(connect_env(&redis).await?, client)
+}
+
+/// The single-node transport with every kind's scripts loaded, its key
+/// layout and replica sync: what [`connect`] binds the kinds to. For tools
+/// and tests that drive a kind's store operations directly
+/// ([`kinds::Reentrant::new`], [`ScriptConnection::new`]).
+///
+/// # Errors
+/// As [`connect`].
+///
+/// # Cancel safety
+/// As [`connect`].
+pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
+    redis.validate()?;
+    let transport = Arc::new(SingleNode::new(redis)?);
     transport.check(&kinds::scripts()).await?;
-    let env = ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.replica_sync);
-    kinds::client(env, client)
+    Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.replica_sync))
 }

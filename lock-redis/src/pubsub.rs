@@ -39,8 +39,8 @@ use redis::Msg;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep, timeout, Instant};
 
-use lock_script::error::{from_redis, timed_out};
 use crate::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
+use lock_script::error::{from_redis, timed_out};
 use lock_script::PubSubEvent;
 
 /// How long an idle pub/sub connection goes without a `PING`.
@@ -397,6 +397,7 @@ mod tests {
                     String::from_utf8_lossy(payload).into_owned()
                 }
                 PubSubEvent::Reset => "reset".to_owned(),
+                _ => "other".to_owned(),
             };
             self.0.lock().unwrap().push(text);
         }

@@ -13,11 +13,11 @@ use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
 use crate::connections::{ConnectionSet, Lease};
-use lock_script::error::{from_redis, timed_out};
 use crate::pubsub::PubSub;
 use crate::scripts;
-use lock_script::ScriptCall;
 use crate::subscriptions::SubscriptionHandle;
+use lock_script::error::{from_redis, timed_out};
+use lock_script::ScriptCall;
 use lock_script::{PubSubHandler, Transport};
 
 /// A [`Transport`] to one Redis server.

@@ -52,7 +52,9 @@ impl Connection for ScriptConnection {
     }
 
     fn unsubscribe(&self, channel: &Channel) {
-        self.env.transport().unsubscribe(channel.as_str().to_owned());
+        self.env
+            .transport()
+            .unsubscribe(channel.as_str().to_owned());
     }
 
     /// The transport's command timeout, plus the replica wait when

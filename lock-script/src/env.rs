@@ -120,7 +120,9 @@ impl ScriptEnv {
     /// the replica wait when configured (an acquisition waits for its
     /// replicas after its script ran).
     pub fn command_timeout(&self) -> Option<Duration> {
-        let replica_wait = self.replica_sync.map_or(Duration::ZERO, |sync| sync.timeout);
+        let replica_wait = self
+            .replica_sync
+            .map_or(Duration::ZERO, |sync| sync.timeout);
         Some(
             self.transport
                 .command_timeout()?

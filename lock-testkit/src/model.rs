@@ -183,7 +183,11 @@ impl Handle {
                 (info.lock, info.queue)
             }
         };
-        let mut holders: Vec<_> = lock.holders.into_iter().map(|h| (h.field, h.count)).collect();
+        let mut holders: Vec<_> = lock
+            .holders
+            .into_iter()
+            .map(|h| (h.field, h.count))
+            .collect();
         holders.sort();
         Seen::Info {
             holders,

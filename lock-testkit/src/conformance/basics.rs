@@ -45,9 +45,16 @@ pub async fn reentrant_release_keeps_the_lock(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("reentry-keep");
     let outer = super::lock(h, &a, &name).lock().await.unwrap();
-    let inner = super::lock(h, &a, &name).lock_as(outer.owner()).await.unwrap();
+    let inner = super::lock(h, &a, &name)
+        .lock_as(outer.owner())
+        .await
+        .unwrap();
     inner.unlock().await.unwrap();
-    assert!(super::lock(h, &b, &name).try_lock().await.unwrap().is_none());
+    assert!(super::lock(h, &b, &name)
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(
         super::lock(h, &a, &name)
             .hold_count(outer.owner())
@@ -56,7 +63,11 @@ pub async fn reentrant_release_keeps_the_lock(h: &dyn Harness) {
         1
     );
     outer.unlock().await.unwrap();
-    assert!(super::lock(h, &b, &name).try_lock().await.unwrap().is_some());
+    assert!(super::lock(h, &b, &name)
+        .try_lock()
+        .await
+        .unwrap()
+        .is_some());
 }
 
 /// Inside an owner scope, nested plain acquisitions re-enter.

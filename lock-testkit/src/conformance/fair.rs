@@ -69,7 +69,13 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
 /// A try never joins the queue, and cannot jump it either.
 pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "try-fair").await;
-    assert!(b.fair_lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b
+        .fair_lock(&name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert!(h.list(&queue_key(h, &name)).await.is_empty());
     // Someone else queued first: even a free lock is theirs, not the try's.
     let first = Owner::new(uuid::Uuid::new_v4(), 1).field();
@@ -77,7 +83,13 @@ pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
     h.enqueue(&queue_key(h, &name), &timeout_key(h, &name), far, &first)
         .await;
     held.unlock().await.unwrap();
-    assert!(b.fair_lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b
+        .fair_lock(&name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(h.list(&queue_key(h, &name)).await, vec![first]);
 }
 
@@ -249,8 +261,20 @@ pub async fn one_client_serves_plain_and_fair_locks(h: &dyn Harness) {
     assert_eq!(a.stats().watched, 2, "one watchdog keeps both");
     tokio::time::sleep(super::WATCHDOG * 3).await;
     assert!(!plain.is_lost() && !fair.is_lost());
-    assert!(b.lock(&plain_name).unwrap().try_lock().await.unwrap().is_none());
-    assert!(b.fair_lock(&fair_name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b
+        .lock(&plain_name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(b
+        .fair_lock(&fair_name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     let info = a.fair_lock(&fair_name).unwrap().info().await.unwrap();
     assert_eq!(info.lock.hold_count(&fair.owner()), 1);
     assert!(info.queue.is_empty());

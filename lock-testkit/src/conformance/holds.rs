@@ -133,7 +133,11 @@ pub async fn expired_guard_dropped_after_reacquire_leaves_the_new_hold(h: &dyn H
             1,
             "the expired guard released the new hold"
         );
-        assert!(super::lock(h, &b, &name).try_lock().await.unwrap().is_none());
+        assert!(super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none());
         new.unlock().await.unwrap();
     })
     .await;

@@ -13,7 +13,10 @@ pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("lease");
     let lease = Duration::from_millis(300);
-    let g = super::lock(h, &a, &name).lock_with_lease(lease).await.unwrap();
+    let g = super::lock(h, &a, &name)
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
     let lb = super::lock(h, &b, &name);
     assert!(lb.try_lock().await.unwrap().is_none());
     tokio::time::sleep(lease + Duration::from_millis(50)).await;
@@ -74,7 +77,12 @@ pub async fn watchdog_renews_many_locks_in_one_call_per_tick(h: &dyn Harness) {
     let base = unique("many");
     let mut guards = Vec::new();
     for i in 0..200 {
-        guards.push(super::lock(h, &a, format!("{base}-{i}")).lock().await.unwrap());
+        guards.push(
+            super::lock(h, &a, format!("{base}-{i}"))
+                .lock()
+                .await
+                .unwrap(),
+        );
     }
     let calls_before = a.stats().renew_calls;
     tokio::time::sleep(WATCHDOG * 2).await;
@@ -198,7 +206,11 @@ pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
-        super::lock(h, &b, &name).try_lock().await.unwrap().is_none(),
+        super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
         "another client took a lock whose first guard holds it for 3 s"
     );
     assert!(h.pttl(&key(h, &name)).await > 2_000);
@@ -235,7 +247,11 @@ pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness)
     inner.unlock().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        super::lock(h, &b, &name).try_lock().await.unwrap().is_none(),
+        super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
         "another client took a lock a watchdog guard holds"
     );
     assert!(h.pttl(&key(h, &name)).await > 2_000);
@@ -258,7 +274,11 @@ pub async fn watchdog_reentry_does_not_shorten_a_longer_lease(h: &dyn Harness) {
     inner.unlock().await.unwrap();
     tokio::time::sleep(WATCHDOG + Duration::from_millis(300)).await;
     assert!(
-        super::lock(h, &b, &name).try_lock().await.unwrap().is_none(),
+        super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
         "another client took a lock held for 3 s"
     );
     assert!(g.check().is_ok());

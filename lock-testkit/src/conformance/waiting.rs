@@ -62,7 +62,10 @@ pub async fn waiter_acquires_when_holder_lease_expires(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("expire");
     let lease = Duration::from_millis(400);
-    let _held = super::lock(h, &a, &name).lock_with_lease(lease).await.unwrap();
+    let _held = super::lock(h, &a, &name)
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
     let started = Instant::now();
     let g = super::lock(h, &b, &name)
         .try_lock_for(Duration::from_secs(5))

@@ -9,9 +9,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
 use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, Connection as LockConnection, ExclusiveKind,
-    FairKind, FairLockInfo, LockError, LockInfo, LockName, NoticeSink, Owner, ReleaseOutcome,
-    ReleaseRequest, RenewTarget, Result, Wake,
+    AcquireOutcome, AcquireRequest, Channel, Connection as LockConnection, ExclusiveKind, FairKind,
+    FairLockInfo, LockError, LockInfo, LockName, NoticeSink, Owner, ReleaseOutcome, ReleaseRequest,
+    RenewTarget, Result, Wake,
 };
 use lock_script::layout::UNLOCK_MESSAGE;
 
@@ -142,7 +142,9 @@ impl ExclusiveKind for InMemoryKind {
 
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
         if self.fair {
-            self.backend.run(|cx| scripts::fair_force_unlock(cx, name)).await
+            self.backend
+                .run(|cx| scripts::fair_force_unlock(cx, name))
+                .await
         } else {
             self.backend.run(|cx| scripts::force_unlock(cx, name)).await
         }
