@@ -185,14 +185,14 @@ pub struct RenewTarget {
 /// One holder of a lock as stored: the hash field and its hold count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
-    /// The raw hash field (`"<client-uuid>:<owner-id>"` for us and Redisson).
+    /// The raw holder field (`"<client-uuid>:<owner-id>"`).
     pub field: String,
     /// How many times this holder has entered the lock.
     pub count: u64,
 }
 
 impl Holder {
-    /// The owner, when the field has our (and Redisson's) shape.
+    /// The owner, when the field has the `<client-uuid>:<owner-id>` shape.
     pub fn owner(&self) -> Option<Owner> {
         Owner::parse_field(&self.field)
     }

@@ -195,7 +195,7 @@ impl Lock {
         wait::acquire(self, opts).await
     }
 
-    /// Releases one hold of `owner` without a guard, as Redisson's `unlock()`
+    /// Releases one hold of `owner` without a guard, as a plain `unlock()`
     /// does. Guards release themselves; this is for tools and for code that
     /// tracks owners itself. Returns `true`
     /// when that was the last hold and the lock is now free: then (and on

@@ -38,7 +38,7 @@
 //! The engine removes the last watchdog guard from the hold *before* it
 //! sends the final release, so no renewal is started after an unlock. A
 //! renewal already in flight finds the owner's field gone and changes
-//! nothing (the Redisson bug of a watchdog outliving its unlock cannot
+//! nothing (the known bug of a watchdog outliving its unlock cannot
 //! happen).
 
 use std::sync::Arc;
