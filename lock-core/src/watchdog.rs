@@ -108,6 +108,9 @@ impl Drop for Watchdog {
     }
 }
 
+/// The watched holds one kind renews.
+type KindBatch = (Arc<dyn ExclusiveKind>, Vec<Arc<Hold>>);
+
 struct Task {
     holds: Arc<Holds>,
     shutdown: CancellationToken,
@@ -190,7 +193,7 @@ impl Task {
             return true;
         }
         // Group by kind (by identity: one kind object per client and kind).
-        let mut by_kind: Vec<(Arc<dyn ExclusiveKind>, Vec<Arc<Hold>>)> = Vec::new();
+        let mut by_kind: Vec<KindBatch> = Vec::new();
         for hold in batch {
             match by_kind
                 .iter_mut()

@@ -213,7 +213,7 @@ pub async fn fencing_tokens_strictly_increase(h: &dyn Harness) {
     let mut last = 0;
     for round in 0..6 {
         let c = if round % 2 == 0 { &a } else { &b };
-        let lock = super::lock(h, &c, &name);
+        let lock = super::lock(h, c, &name);
         let g = lock
             .acquire(AcquireOptions::new().fenced())
             .await
