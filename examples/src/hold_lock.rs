@@ -26,14 +26,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config =
         ClientConfig::default().watchdog_timeout(Duration::from_millis(watchdog_ms.parse()?));
     let redis = RedisConfig::new(url.as_str());
-    let client = match fair {
-        Some(waiter_ms) => {
-            config = config.waiter_timeout(Duration::from_millis(waiter_ms));
-            lock_fair::connect_client(redis, config).await?
-        }
-        None => lock_redis::connect(redis, config).await?,
+    if let Some(waiter_ms) = fair {
+        config = config.waiter_timeout(Duration::from_millis(waiter_ms));
+    }
+    let client = lock_redis::connect(redis, config).await?;
+    let guard = match fair {
+        Some(_) => client.fair_lock(name)?.lock().await?,
+        None => client.lock(name)?.lock().await?,
     };
-    let guard = client.lock(name)?.lock().await?;
     println!("held {}", guard.owner());
     std::future::pending::<()>().await;
     Ok(())

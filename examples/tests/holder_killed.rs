@@ -58,13 +58,13 @@ async fn killed_queued_waiter_delays_the_next_by_at_most_the_waiter_timeout() {
     let config = ClientConfig::default()
         .watchdog_timeout(Duration::from_millis(1000))
         .waiter_timeout(waiter_timeout);
-    let connect = || lock_fair::connect_client(RedisConfig::new(server.url()), config.clone());
+    let connect = || lock_redis::connect(RedisConfig::new(server.url()), config.clone());
     let (a, b) = (connect().await.unwrap(), connect().await.unwrap());
     let queue_len = || match server.cmd(&["LLEN", "redisson_lock_queue:{fair:report}"]) {
         lock_testkit::fixtures::redis::Value::Int(n) => n,
         other => panic!("LLEN replied {other:?}"),
     };
-    let held = a.lock("fair:report").unwrap().lock().await.unwrap();
+    let held = a.fair_lock("fair:report").unwrap().lock().await.unwrap();
 
     let mut doomed = Command::new(env!("CARGO_BIN_EXE_hold-lock"))
         .args([server.url().as_str(), "fair:report", "1000", "fair", "1000"])
@@ -76,7 +76,7 @@ async fn killed_queued_waiter_delays_the_next_by_at_most_the_waiter_timeout() {
         assert!(Instant::now() < deadline, "the waiter process never queued");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let lock_b = b.lock("fair:report").unwrap();
+    let lock_b = b.fair_lock("fair:report").unwrap();
     let next = tokio::spawn(async move {
         let g = lock_b.try_lock_for(Duration::from_secs(20)).await.unwrap();
         (g.expect("the next waiter gets the lock"), Instant::now())

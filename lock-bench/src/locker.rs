@@ -71,7 +71,14 @@ impl Locker for Lib {
     }
 
     fn lock(&self, name: &str) -> impl Future<Output = Result<Guard>> + Send {
-        let lock = self.client.lock(name);
+        // The kind is the handle's: one client serves both.
+        let lock = if self.kind == Kind::Fair {
+            self.client
+                .fair_lock(name)
+                .map(|fair| fair.as_lock().clone())
+        } else {
+            self.client.lock(name)
+        };
         async move { Ok(lock?.lock().await?) }
     }
 

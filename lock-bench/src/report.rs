@@ -80,7 +80,7 @@ pub(crate) struct Report {
     pub(crate) workload: String,
     /// A few words: "uncontended", "handoff", …
     pub(crate) title: &'static str,
-    /// `lock-redis`, `lock-fair`, `lock-redis-cluster`, `rslock` or
+    /// `lock-redis`, `lock-redis fair_lock`, `lock-redis-cluster`, `rslock` or
     /// `raw redis`.
     pub(crate) implementation: &'static str,
     pub(crate) figures: Vec<Figure>,

@@ -22,7 +22,8 @@ use crate::workloads::{Baseline, Bench};
 pub(crate) enum Kind {
     /// `lock_redis::connect`: the reentrant lock on the standalone server.
     Reentrant,
-    /// `lock_fair::connect_client`: the fair lock on the standalone server.
+    /// `lock_redis::connect`'s `fair_lock`: the fair lock on the standalone
+    /// server.
     Fair,
     /// `lock_redis_cluster::connect`: the reentrant lock on a cluster.
     Cluster,
@@ -43,7 +44,7 @@ impl Kind {
     pub(crate) fn implementation(self) -> &'static str {
         match self {
             Self::Reentrant => "lock-redis",
-            Self::Fair => "lock-fair",
+            Self::Fair => "lock-redis fair_lock",
             Self::Cluster => "lock-redis-cluster",
         }
     }
@@ -164,16 +165,17 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// A client of this target's lock with its own connections.
+    /// A client of this target's deployment with its own connections. It
+    /// serves every lock kind; [`Lib`] picks the handle.
     pub(crate) async fn lib_client(&self, config: ClientConfig) -> Result<LockClient> {
-        let redis = || RedisConfig::new(self.bench.url.clone());
         let connect = async {
             match self.kind {
-                Kind::Reentrant => lock_redis::connect(redis(), config).await,
-                Kind::Fair => lock_fair::connect_client(redis(), config).await,
                 Kind::Cluster => {
                     let seeds = self.cluster()?.seeds.clone();
                     lock_redis_cluster::connect(ClusterConfig::new(seeds), config).await
+                }
+                Kind::Reentrant | Kind::Fair => {
+                    lock_redis::connect(RedisConfig::new(self.bench.url.clone()), config).await
                 }
             }
             .context("cannot connect a lock client")

@@ -6,27 +6,35 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::backend::LockBackend;
 use crate::config::{lease_millis, ClientConfig};
+use crate::connection::Connection;
 use crate::error::{LockError, Result};
+use crate::fair_lock::FairLock;
 use crate::holds::Holds;
+use crate::kinds::Kinds;
 use crate::lock::Lock;
+use crate::name::LockName;
 use crate::owner::Owner;
 use crate::stats::{ClientStats, Stats};
 use crate::waiter::WaiterRegistry;
 use crate::watchdog::Watchdog;
 
-/// A lock client: a client id, one backend connection, the registry of
-/// waiters and the watchdog. Cheap to clone; clones share everything.
+/// A lock client: a client id, one connection to a store with every lock
+/// kind bound to it, the registry of waiters and the watchdog. Every kind's
+/// handles share them: [`LockClient::lock`] and [`LockClient::fair_lock`]
+/// on one client use the same connections and the same watchdog. Cheap to
+/// clone; clones share everything.
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use lock_core::{ClientConfig, LockClient, LockBackend};
-/// # async fn demo(backend: Arc<dyn LockBackend>) -> lock_core::Result<()> {
-/// let client = LockClient::new(backend, ClientConfig::default())?;
+/// # use lock_core::{ClientConfig, Connection, Kinds, LockClient};
+/// # async fn demo(connection: Arc<dyn Connection>, kinds: Kinds) -> lock_core::Result<()> {
+/// let client = LockClient::new(connection, kinds, ClientConfig::default())?;
 /// let guard = client.lock("orders:42")?.lock().await?;
 /// // … critical section …
 /// guard.unlock().await?;
+/// let fair = client.fair_lock("printer")?.lock().await?; // first come, first served
+/// fair.unlock().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -37,7 +45,8 @@ pub struct LockClient {
 pub(crate) struct ClientInner {
     pub(crate) id: Uuid,
     pub(crate) config: ClientConfig,
-    pub(crate) backend: Arc<dyn LockBackend>,
+    pub(crate) connection: Arc<dyn Connection>,
+    pub(crate) kinds: Kinds,
     pub(crate) waiters: Arc<WaiterRegistry>,
     /// Every hold of this client's guards, by (lock name, owner).
     pub(crate) holds: Arc<Holds>,
@@ -83,17 +92,23 @@ impl std::fmt::Debug for LockClient {
 }
 
 impl LockClient {
-    /// Creates a client over `backend` with a fresh client id, and starts its
+    /// Creates a client over `connection`, handing out locks of `kinds`
+    /// (bound to that connection), with a fresh client id, and starts its
     /// watchdog. Must be called inside a tokio runtime; the client's
     /// background work (watchdog, releases of dropped guards) runs there.
+    /// Deployments wrap this in their `connect`.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a bad configuration (see
-    /// [`ClientConfig::validate_for`], checked with the backend's
-    /// [command timeout](LockBackend::command_timeout)) or when called
+    /// [`ClientConfig::validate_for`], checked with the connection's
+    /// [command timeout](Connection::command_timeout)) or when called
     /// outside a tokio runtime.
-    pub fn new(backend: Arc<dyn LockBackend>, config: ClientConfig) -> Result<Self> {
-        config.validate_for(backend.command_timeout())?;
+    pub fn new(
+        connection: Arc<dyn Connection>,
+        kinds: Kinds,
+        config: ClientConfig,
+    ) -> Result<Self> {
+        config.validate_for(connection.command_timeout())?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("LockClient::new must be called inside a tokio runtime")
         })?;
@@ -106,11 +121,10 @@ impl LockClient {
         };
         let stats = Arc::new(Stats::default());
         let waiters = Arc::new(WaiterRegistry::new(Arc::clone(&stats)));
-        backend.set_notice_sink(Arc::clone(&waiters) as _);
+        connection.set_notice_sink(Arc::clone(&waiters) as _);
         let holds = Arc::new(Holds::new());
         let watchdog = Watchdog::start(
             &runtime,
-            Arc::clone(&backend),
             Arc::clone(&holds),
             config.watchdog_timeout,
             config.safety_margin(config.watchdog_timeout),
@@ -121,7 +135,8 @@ impl LockClient {
             inner: Arc::new(ClientInner {
                 id: Uuid::new_v4(),
                 config,
-                backend,
+                connection,
+                kinds,
                 waiters,
                 holds,
                 watchdog,
@@ -146,12 +161,42 @@ impl LockClient {
         &self.inner.config
     }
 
-    /// A handle on the lock called `name`. Makes no I/O.
+    /// A handle on the re-entrant lock called `name`: any waiter may win it
+    /// once it is free. Makes no I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name.
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no reentrant kind.
     pub fn lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        Ok(Lock::new(self.clone(), crate::LockName::new(name)?))
+        let kind = self
+            .inner
+            .kinds
+            .reentrant_kind()
+            .ok_or_else(|| LockError::invalid("this client has no reentrant lock kind"))?;
+        Ok(Lock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
+    }
+
+    /// A handle on the fair lock called `name`: handed out in arrival order.
+    /// Makes no I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no fair kind.
+    pub fn fair_lock(&self, name: impl AsRef<str>) -> Result<FairLock> {
+        let kind = self
+            .inner
+            .kinds
+            .fair_kind()
+            .ok_or_else(|| LockError::invalid("this client has no fair lock kind"))?;
+        Ok(FairLock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
     }
 
     /// A fresh owner of this client, for explicit re-entrant use with
@@ -188,9 +233,15 @@ impl LockClient {
             .snapshot(self.inner.waiters.active(), self.inner.watchdog.len())
     }
 
-    /// The backend this client talks to.
-    pub fn backend(&self) -> &Arc<dyn LockBackend> {
-        &self.inner.backend
+    /// The connection this client talks through.
+    pub fn connection(&self) -> &Arc<dyn Connection> {
+        &self.inner.connection
+    }
+
+    /// The lock kinds bound to this client's connection (their raw store
+    /// operations, for tools and tests).
+    pub fn kinds(&self) -> &Kinds {
+        &self.inner.kinds
     }
 
     /// Resolves once no acquire or release is in flight, background ones
@@ -207,7 +258,7 @@ impl LockClient {
     /// Closes the client: later operations fail with [`LockError::Closed`];
     /// requests already in flight — including background releases of guards
     /// dropped before — finish first ([`LockClient::settle`]); then the
-    /// watchdog stops and the backend's connections are closed. Unlock what
+    /// watchdog stops and the connection is closed. Unlock what
     /// you hold first: nothing renews a lock any more once the watchdog
     /// stops, so every guard of a lock it kept alive is told at once that
     /// its lock is lost ([`crate::Guard::lost`]; the lock itself expires
@@ -221,7 +272,7 @@ impl LockClient {
         if !self.inner.closed.swap(true, Ordering::AcqRel) {
             self.settle().await;
             self.inner.watchdog.stop();
-            self.inner.backend.close().await;
+            self.inner.connection.close().await;
         }
     }
 

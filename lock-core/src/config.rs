@@ -119,7 +119,7 @@ impl RetryPolicy {
 #[non_exhaustive]
 pub struct ClientConfig {
     /// The lease of a lock taken without an explicit lease; renewed every
-    /// third of it while the guard lives. Default 30 s (Redisson's).
+    /// third of it while the guard lives. Default 30 s.
     pub watchdog_timeout: Duration,
     /// How transient failures are retried.
     pub retry: RetryPolicy,
@@ -135,7 +135,7 @@ pub struct ClientConfig {
     /// Fair locks: how long a queued waiter stays queued without refreshing
     /// its place. Live waiters refresh every third of it, so a waiter whose
     /// process died delays those behind it by at most this long. Default
-    /// 5 s (Redisson's fixed default is 5 minutes).
+    /// 5 s.
     pub waiter_timeout: Duration,
     /// Extra time, on top of the allowance for clock drift, by which a
     /// guard reports its lock lost before the store may expire it: e.g. the

@@ -16,7 +16,7 @@ pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
 pub enum LockError {
     /// The caller asked to release (or extend) a lock this owner does not
     /// hold: it was never taken, was already released, or its lease ran out.
-    /// Redisson reports this as `IllegalMonitorStateException`.
+    /// Java lock clients report this as `IllegalMonitorStateException`.
     #[error("lock {name:?} is not held by this owner")]
     NotHeld {
         /// The lock name.

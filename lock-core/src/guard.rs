@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{AcquireRequest, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::client::ClientInner;
 use crate::error::{LockError, Result};
 use crate::holds::{Deadline, Hold};
+use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::name::LockName;
 use crate::op;
 use crate::owner::Owner;
@@ -59,6 +59,7 @@ impl std::fmt::Debug for ClientInner {
 impl Guard {
     pub(crate) fn new(
         inner: Arc<ClientInner>,
+        kind: &Arc<dyn ExclusiveKind>,
         req: AcquireRequest,
         fencing_token: Option<u64>,
         started: Instant,
@@ -70,7 +71,7 @@ impl Guard {
             name: req.name.clone(),
             owner: req.owner,
         };
-        let hold = inner.holds.register(target, deadline, watchdog);
+        let hold = inner.holds.register(target, kind, deadline, watchdog);
         if watchdog && inner.watchdog.is_stopped() {
             // Closed meanwhile: nothing will renew it.
             inner.holds.end(&hold);
@@ -249,7 +250,12 @@ impl Guard {
             self.lease_ms,
             self.inner.latch_ms,
         );
-        Some(op::release(&self.inner, req, Some(Arc::clone(&self.hold))))
+        Some(op::release(
+            &self.inner,
+            &self.hold.kind,
+            req,
+            Some(Arc::clone(&self.hold)),
+        ))
     }
 }
 

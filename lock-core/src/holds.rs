@@ -41,7 +41,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{ReleaseOutcome, RenewTarget};
+use crate::kind::{ExclusiveKind, ReleaseOutcome, RenewTarget};
 
 /// Until when a hold lasts, as far as this client knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +75,8 @@ impl Deadline {
 /// One generation of one owner's hold on one lock, shared by its guards.
 pub(crate) struct Hold {
     pub(crate) target: RenewTarget,
+    /// The kind that took the hold: it renews and releases it.
+    pub(crate) kind: Arc<dyn ExclusiveKind>,
     generation: u64,
     lost: CancellationToken,
     deadline: Mutex<Deadline>,
@@ -173,12 +175,14 @@ impl Holds {
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Registers a guard of `target` whose acquisition gives `deadline`;
-    /// `watched` for a watchdog guard. Joins the owner's entry while its
-    /// hold lasts (a re-entry extends it), else starts a new generation.
+    /// Registers a guard of `target`, taken through `kind`, whose
+    /// acquisition gives `deadline`; `watched` for a watchdog guard. Joins
+    /// the owner's entry while its hold lasts (a re-entry extends it), else
+    /// starts a new generation.
     pub(crate) fn register(
         &self,
         target: RenewTarget,
+        kind: &Arc<dyn ExclusiveKind>,
         deadline: Deadline,
         watched: bool,
     ) -> Arc<Hold> {
@@ -198,6 +202,7 @@ impl Holds {
             .or_insert_with_key(|target| Entry {
                 hold: Arc::new(Hold {
                     target: target.clone(),
+                    kind: Arc::clone(kind),
                     generation: self.next_generation.fetch_add(1, Ordering::Relaxed),
                     lost: CancellationToken::new(),
                     deadline: Mutex::new(deadline),

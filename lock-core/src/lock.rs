@@ -3,40 +3,52 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use crate::backend::{ReleaseOutcome, ReleaseRequest, Topic};
 use crate::client::{ClientInner, LockClient};
-use crate::config::{lease_millis, ClientConfig};
 use crate::error::{LockError, Result};
 use crate::guard::Guard;
+use crate::kind::{ExclusiveKind, LockInfo, ReleaseOutcome, ReleaseRequest};
 use crate::name::LockName;
-use crate::op::{self, Attempt};
+use crate::op;
 use crate::options::{AcquireOptions, Wait};
 use crate::owner::Owner;
-use crate::stats::Parked;
-use crate::waiter::WakeBaton;
-use crate::{AcquireRequest, LockInfo, LockKind};
+use crate::wait;
 
-/// A handle on one named, re-entrant, exclusive lock. Cheap to clone; makes
-/// no I/O until used.
+/// A handle on one named, re-entrant, exclusive lock
+/// ([`crate::LockClient::lock`]). Cheap to clone; makes no I/O until used.
 ///
 /// Waiting is event-driven (see the `waiter` module docs): a waiter sleeps
 /// until an unlock notice or the holder's remaining time to live, never on a
-/// fixed poll interval.
-#[derive(Clone, Debug)]
+/// fixed poll interval. Once the lock is free any waiter may win it; a
+/// [`crate::FairLock`] hands it out in arrival order instead, with the same
+/// methods.
+#[derive(Clone)]
 pub struct Lock {
     client: LockClient,
     name: LockName,
+    kind: Arc<dyn ExclusiveKind>,
+}
+
+impl std::fmt::Debug for Lock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lock")
+            .field("name", &self.name)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Lock {
-    pub(crate) fn new(client: LockClient, name: LockName) -> Self {
-        Self { client, name }
+    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn ExclusiveKind>) -> Self {
+        Self { client, name, kind }
     }
 
-    fn inner(&self) -> &Arc<ClientInner> {
+    pub(crate) fn inner(&self) -> &Arc<ClientInner> {
         &self.client.inner
+    }
+
+    /// The kind whose store operations this lock uses.
+    pub(crate) fn kind(&self) -> &Arc<dyn ExclusiveKind> {
+        &self.kind
     }
 
     /// The lock's name.
@@ -180,143 +192,10 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn acquire(&self, opts: AcquireOptions) -> Result<Option<Guard>> {
-        let inner = self.inner();
-        inner.check_open()?;
-        let (lease_ms, watchdog) = match opts.lease {
-            None => (inner.watchdog_ms, true),
-            Some(lease) => (fixed_lease_millis(&inner.config, lease)?, false),
-        };
-        let owner = self.resolve_owner(opts.owner)?;
-        let deadline = match opts.wait {
-            Wait::Forever => None,
-            Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
-        };
-        let fair = inner.backend.kind() == LockKind::Fair;
-        // A fair waiter queues from its first attempt; a try never does.
-        let queue_ms = (fair && opts.wait != Wait::For(Duration::ZERO)).then_some(inner.waiter_ms);
-        let attempt = || {
-            let req = AcquireRequest::new(
-                self.name.clone(),
-                owner,
-                lease_ms,
-                opts.fenced,
-                inner.latch_ms,
-            )
-            .queue(queue_ms);
-            op::acquire(inner, req)
-        };
-
-        let mut queued = match attempt().await? {
-            Attempt::Acquired(hold) => return Ok(Some(self.guard(hold, watchdog))),
-            Attempt::Held { queued, .. } => queued,
-        };
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(None);
-        }
-
-        // Exclusive waiters share the lock's channel; a fair waiter has its
-        // own, on which only the queue head is told.
-        let topic = if fair {
-            Topic::Waiter(self.name.clone(), owner)
-        } else {
-            Topic::Lock(self.name.clone())
-        };
-        let subscription = inner.waiters.join(&inner.backend, topic);
-        // Until the subscription is confirmed a notice could be missed, so
-        // wait for it; if it fails, waiting stays correct, bounded by TTLs.
-        let confirmed = async {
-            if let Err(e) = subscription.confirmed().await {
-                tracing::warn!(%e, lock = %self.name, "subscription failed; waiting on lease timeouts");
-            }
-        };
-        match deadline {
-            Some(d) => {
-                if tokio::time::timeout_at(d, confirmed).await.is_err() {
-                    return Ok(None);
-                }
-            }
-            None => confirmed.await,
-        }
-
-        let mut baton = WakeBaton::new(Arc::clone(&subscription.notify));
-        // The lock may have been released between the first attempt and the
-        // subscription, unseen: always try again once subscribed.
-        loop {
-            let notified = subscription.notify.notified();
-            tokio::pin!(notified);
-            // Register before the attempt: a notice arriving while it is in
-            // flight must still wake us.
-            notified.as_mut().enable();
-            let ttl = match attempt().await? {
-                Attempt::Acquired(hold) => {
-                    baton.disarm();
-                    // Taking a fair lock leaves its queue.
-                    if let Some(ticket) = queued.take() {
-                        ticket.disarm();
-                    }
-                    return Ok(Some(self.guard(hold, watchdog)));
-                }
-                Attempt::Held { ttl, queued: place } => {
-                    baton.disarm();
-                    if let (Some(old), Some(_)) = (queued.take(), &place) {
-                        old.disarm();
-                    }
-                    queued = place.or(queued);
-                    ttl
-                }
-            };
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Ok(None);
-            }
-            let mut holder_wait = ttl
-                .unwrap_or(inner.config.no_ttl_recheck)
-                .max(Duration::from_millis(1));
-            if fair {
-                // Look again (refreshing our place) before it could expire.
-                holder_wait = holder_wait.min(inner.config.waiter_timeout / 3);
-            }
-            let mut until = now + holder_wait;
-            if let Some(d) = deadline {
-                until = until.min(d);
-            }
-            let _parked = Parked::start(&inner.stats);
-            tokio::select! {
-                _ = &mut notified => {
-                    inner.stats.wakeups.incr();
-                    baton.arm();
-                }
-                _ = tokio::time::sleep_until(until) => {}
-            }
-        }
+        wait::acquire(self, opts).await
     }
 
-    fn resolve_owner(&self, explicit: Option<Owner>) -> Result<Owner> {
-        let inner = self.inner();
-        match explicit {
-            Some(owner) if owner.client_id() != inner.id => Err(LockError::invalid(format!(
-                "owner {owner} belongs to another client (this client is {})",
-                inner.id
-            ))),
-            Some(owner) => Ok(owner),
-            None => Ok(Owner::current()
-                .filter(|o| o.client_id() == inner.id)
-                .unwrap_or_else(|| inner.new_owner())),
-        }
-    }
-
-    fn guard(&self, hold: op::PendingHold, watchdog: bool) -> Guard {
-        let (req, fencing_token, started) = hold.accept();
-        Guard::new(
-            Arc::clone(self.inner()),
-            req,
-            fencing_token,
-            started,
-            watchdog,
-        )
-    }
-
-    /// Releases one hold of `owner` without a guard, as Redisson's `unlock()`
+    /// Releases one hold of `owner` without a guard, as a plain `unlock()`
     /// does. Guards release themselves; this is for tools and for code that
     /// tracks owners itself. Returns `true`
     /// when that was the last hold and the lock is now free: then (and on
@@ -333,7 +212,7 @@ impl Lock {
         let inner = self.inner();
         inner.check_open()?;
         let req = ReleaseRequest::new(self.name.clone(), owner, inner.watchdog_ms, inner.latch_ms);
-        let outcome = op::release(inner, req, None)
+        let outcome = op::release(inner, &self.kind, req, None)
             .await
             .map_err(op::join_error)??;
         match outcome {
@@ -360,7 +239,7 @@ impl Lock {
     /// Dropping the future may or may not have deleted the lock.
     pub async fn force_unlock(&self) -> Result<bool> {
         self.inner().check_open()?;
-        self.inner().backend.force_unlock(&self.name).await
+        self.kind.force_unlock(&self.name).await
     }
 
     /// A snapshot of the lock: holders with hold counts, and remaining time
@@ -373,7 +252,7 @@ impl Lock {
     /// Read-only; safe to drop.
     pub async fn info(&self) -> Result<LockInfo> {
         self.inner().check_open()?;
-        self.inner().backend.inspect(&self.name).await
+        self.kind.inspect(&self.name).await
     }
 
     /// Whether anyone holds the lock.
@@ -420,25 +299,4 @@ impl Lock {
     pub async fn remaining_ttl(&self) -> Result<Option<Duration>> {
         Ok(self.info().await?.ttl)
     }
-}
-
-/// A fixed lease in milliseconds, refused when it is not longer than its
-/// safety margin: its guard would be lost before it was handed out.
-fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
-    let ms = lease_millis(lease, "lease")?;
-    let lease = Duration::from_millis(ms);
-    let margin = config.safety_margin(lease);
-    if lease <= margin {
-        return Err(LockError::invalid(format!(
-            "lease of {lease:?} is not longer than its safety margin of {margin:?} \
-             (lease/100 + 2 ms + loss_margin), so it would be lost at once: \
-             use a longer lease or a smaller loss_margin"
-        )));
-    }
-    Ok(ms)
-}
-
-/// A deadline for waits too long to represent: effectively forever.
-fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }

@@ -1,4 +1,4 @@
-//! Backend calls that finish even when their caller goes away.
+//! Store calls that finish even when their caller goes away.
 //!
 //! Dropping a future that is waiting on the store must not leave a lock held
 //! on nobody's behalf: the request may already be on the wire and run. So
@@ -25,13 +25,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::{
-    AcquireOutcome, AcquireRequest, LockBackend, ReleaseOutcome, ReleaseRequest, RenewTarget,
-};
 use crate::client::ClientInner;
 use crate::config::RetryPolicy;
 use crate::error::{LockError, Result};
 use crate::holds::Hold;
+use crate::kind::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
+};
 use crate::stats::InFlight;
 
 /// Decides, after each failure of one operation, whether to try again, and
@@ -79,14 +79,18 @@ pub(crate) enum Attempt {
     },
 }
 
-/// One attempt (with retries) at taking `req`, run to completion in its own
-/// task.
-pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Result<Attempt> {
+/// One attempt (with retries) at taking `req` through `kind`, run to
+/// completion in its own task.
+pub(crate) async fn acquire(
+    inner: &Arc<ClientInner>,
+    kind: &Arc<dyn ExclusiveKind>,
+    req: AcquireRequest,
+) -> Result<Attempt> {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
+    let backend = Arc::clone(kind);
     let task = inner.runtime.spawn(async move {
         let started = Instant::now();
-        let backend = Arc::clone(&task_inner.backend);
         let mut retry = Retry::new(&task_inner.config.retry, "acquire");
         let outcome = loop {
             match backend.try_acquire(&req).await {
@@ -94,7 +98,7 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
                 Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
                     // The request may still run (e.g. queued in a frozen
                     // server) and take the lock after we gave up.
-                    reconcile(Arc::clone(&task_inner), req, started);
+                    reconcile(Arc::clone(&task_inner), backend, req, started);
                     return Err(e);
                 }
                 result => break result?,
@@ -105,6 +109,7 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
             // has started, so `settle` cannot slip between the two.
             AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
                 inner: task_inner,
+                kind: backend,
                 req,
                 armed: true,
                 in_flight,
@@ -115,7 +120,7 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
                 ttl,
                 queued: req
                     .queue_ms
-                    .map(|_| QueueTicket::new(task_inner, req.name, req.owner)),
+                    .map(|_| QueueTicket::new(task_inner, backend, req.name, req.owner)),
             },
         })
     });
@@ -132,11 +137,15 @@ pub(crate) async fn acquire(inner: &Arc<ClientInner>, req: AcquireRequest) -> Re
 /// did not run before the repeat. This works while the latch can still
 /// answer, `latch_ttl` after the first send; past that the hold, if any,
 /// expires with its lease.
-fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
+fn reconcile(
+    inner: Arc<ClientInner>,
+    backend: Arc<dyn ExclusiveKind>,
+    req: AcquireRequest,
+    started: Instant,
+) {
     let deadline = started + inner.config.latch_ttl;
     let runtime = inner.runtime.clone();
     runtime.spawn(async move {
-        let backend = Arc::clone(&inner.backend);
         let mut attempt = 1;
         loop {
             tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
@@ -151,6 +160,7 @@ fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
                     drop(PendingHold {
                         in_flight: InFlight::start(&inner.stats),
                         inner,
+                        kind: backend,
                         req,
                         armed: true,
                         fencing_token,
@@ -160,7 +170,7 @@ fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
                 }
                 Ok(AcquireOutcome::Held { .. }) => {
                     if req.queue_ms.is_some() {
-                        drop(QueueTicket::new(inner, req.name, req.owner));
+                        drop(QueueTicket::new(inner, backend, req.name, req.owner));
                     }
                     return;
                 }
@@ -174,7 +184,8 @@ fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
     });
 }
 
-/// One release (with retries), run to completion in its own task. Awaiting
+/// One release (with retries) through `kind`, run to completion in its own
+/// task. Awaiting
 /// the returned handle is optional: the release happens either way.
 ///
 /// Its outcome is told to the client's table of holds: a release that
@@ -183,10 +194,11 @@ fn reconcile(inner: Arc<ClientInner>, req: AcquireRequest, started: Instant) {
 /// released; `None` (an unguarded release) means the current one.
 pub(crate) fn release(
     inner: &Arc<ClientInner>,
+    kind: &Arc<dyn ExclusiveKind>,
     req: ReleaseRequest,
     hold: Option<Arc<Hold>>,
 ) -> tokio::task::JoinHandle<Result<ReleaseOutcome>> {
-    let backend: Arc<dyn LockBackend> = Arc::clone(&inner.backend);
+    let backend = Arc::clone(kind);
     let policy: RetryPolicy = inner.config.retry.clone();
     let in_flight = InFlight::start(&inner.stats);
     let holds = Arc::clone(&inner.holds);
@@ -220,7 +232,7 @@ pub(crate) fn join_error(e: tokio::task::JoinError) -> LockError {
     if e.is_cancelled() {
         LockError::Closed
     } else {
-        LockError::protocol(format!("lock backend task failed: {e}"))
+        LockError::protocol(format!("lock store task failed: {e}"))
     }
 }
 
@@ -228,6 +240,7 @@ pub(crate) fn join_error(e: tokio::task::JoinError) -> LockError {
 /// releases the hold it stands for.
 pub(crate) struct PendingHold {
     inner: Arc<ClientInner>,
+    kind: Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     armed: bool,
     fencing_token: Option<u64>,
@@ -243,6 +256,11 @@ impl PendingHold {
         self.armed = false;
         (self.req.clone(), self.fencing_token, self.started)
     }
+
+    /// The kind that took the hold.
+    pub(crate) fn kind(&self) -> &Arc<dyn ExclusiveKind> {
+        &self.kind
+    }
 }
 
 impl Drop for PendingHold {
@@ -256,12 +274,12 @@ impl Drop for PendingHold {
                 req.lease_ms,
                 self.inner.latch_ms,
             );
-            drop(release(&self.inner, undo, None));
+            drop(release(&self.inner, &self.kind, undo, None));
         }
     }
 }
 
-/// A place in a fair lock's queue. Dropping it leaves the queue (in the
+/// A place in a lock's queue (a kind whose waiters queue). Dropping it leaves the queue (in the
 /// background), unless the place was used ([`QueueTicket::disarm`]).
 ///
 /// Attempts return it from their own task, so a waiter cancelled while an
@@ -269,15 +287,22 @@ impl Drop for PendingHold {
 /// the queue is never left first and joined after.
 pub(crate) struct QueueTicket {
     inner: Arc<ClientInner>,
+    kind: Arc<dyn ExclusiveKind>,
     name: crate::LockName,
     owner: crate::Owner,
     armed: bool,
 }
 
 impl QueueTicket {
-    fn new(inner: Arc<ClientInner>, name: crate::LockName, owner: crate::Owner) -> Self {
+    fn new(
+        inner: Arc<ClientInner>,
+        kind: Arc<dyn ExclusiveKind>,
+        name: crate::LockName,
+        owner: crate::Owner,
+    ) -> Self {
         Self {
             inner,
+            kind,
             name,
             owner,
             armed: true,
@@ -296,7 +321,7 @@ impl Drop for QueueTicket {
         if !self.armed {
             return;
         }
-        let backend = Arc::clone(&self.inner.backend);
+        let backend = Arc::clone(&self.kind);
         let policy = self.inner.config.retry.clone();
         let (name, owner) = (self.name.clone(), self.owner);
         let in_flight = InFlight::start(&self.inner.stats);

@@ -1,15 +1,15 @@
 //! Who holds a lock.
 //!
-//! An [`Owner`] is a (client id, owner id) pair. On Redis it is the hash field
-//! `"<client-uuid>:<owner-id>"`, Redisson's format (where the owner id is a
-//! Java thread id), so Java and Rust holders are told apart the same way.
+//! An [`Owner`] is a (client id, owner id) pair, written
+//! `"<client-uuid>:<owner-id>"` ([`Owner::field`]): the format Java lock
+//! clients use too (where the owner id is a thread id), so Java and Rust
+//! holders are told apart the same way.
 //!
 //! Async tasks hop threads and two futures joined in one task must still
 //! exclude each other, so ownership is explicit: each plain acquisition takes
 //! a fresh owner id. Re-entering is asked for by acquiring again *as* an
 //! owner ([`crate::Lock::lock_as`]), or by running code inside an owner scope
-//! ([`Owner::scope`]), the async analogue of Redisson's per-thread
-//! reentrancy.
+//! ([`Owner::scope`]), the async analogue of per-thread reentrancy.
 
 use std::fmt;
 use std::future::Future;
@@ -59,7 +59,7 @@ impl Owner {
         self.to_string()
     }
 
-    /// Parses a hash field written by us or by Redisson. Returns `None` for
+    /// Parses a holder field written by us or by a Java client. Returns `None` for
     /// fields of another shape.
     pub fn parse_field(field: &str) -> Option<Self> {
         let (uuid, id) = field.rsplit_once(':')?;

@@ -2,8 +2,11 @@
 //!
 //! # Algorithm
 //! A waiter first tries to take the lock. When that fails it joins the
-//! lock's [`Subscription`]: one per topic per client, reference-counted, so
-//! ten thousand waiters on one lock cost one `SUBSCRIBE`. Then it loops:
+//! [`Subscription`] of the channel its kind names for it
+//! ([`crate::ExclusiveKind::channel`]): one per channel per client,
+//! reference-counted, so ten thousand waiters on one lock cost one
+//! `SUBSCRIBE`. A message on the channel is read by that kind
+//! ([`crate::ExclusiveKind::wake`]). Then it loops:
 //!
 //! 1. register for a wake-up (before trying, so a notice that arrives while
 //!    the attempt is in flight is not lost);
@@ -24,8 +27,8 @@
 //!   wake-up on to the next waiter ([`WakeBaton`]), so a wake-up is never
 //!   swallowed by a waiter that gave up.
 //! - The last waiter to leave unsubscribes; subscribe and unsubscribe of one
-//!   topic are issued under the registry lock, so they reach the backend in
-//!   order.
+//!   channel are issued under the registry lock, so they reach the
+//!   connection in order.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -33,77 +36,83 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures::future::{BoxFuture, FutureExt, Shared};
 use tokio::sync::Notify;
 
-use crate::backend::{LockBackend, Notice, NoticeSink, Topic, Wake};
+use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
 use crate::error::Result;
+use crate::kind::ExclusiveKind;
 use crate::stats::Stats;
 
 type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
 
-struct TopicEntry {
+struct ChannelEntry {
     waiters: usize,
     notify: Arc<Notify>,
     confirmed: Confirmation,
+    /// The kind whose waiters listen here: it reads the messages.
+    kind: Arc<dyn ExclusiveKind>,
 }
 
-/// Every topic some waiter of this client is waiting on.
+/// Every channel some waiter of this client is waiting on.
 pub(crate) struct WaiterRegistry {
-    topics: Mutex<HashMap<Topic, TopicEntry>>,
+    channels: Mutex<HashMap<Channel, ChannelEntry>>,
     stats: Arc<Stats>,
 }
 
 impl WaiterRegistry {
     pub(crate) fn new(stats: Arc<Stats>) -> Self {
         Self {
-            topics: Mutex::new(HashMap::new()),
+            channels: Mutex::new(HashMap::new()),
             stats,
         }
     }
 
-    fn topics(&self) -> MutexGuard<'_, HashMap<Topic, TopicEntry>> {
+    fn channels(&self) -> MutexGuard<'_, HashMap<Channel, ChannelEntry>> {
         // The map stays consistent across a panic elsewhere: every update
         // is a single insert/remove or counter change.
-        self.topics.lock().unwrap_or_else(PoisonError::into_inner)
+        self.channels.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Joins the waiters of `topic`, subscribing when this is the first.
+    /// Joins the waiters of `channel` (named by `kind`), subscribing when
+    /// this is the first.
     pub(crate) fn join(
         self: &Arc<Self>,
-        backend: &Arc<dyn LockBackend>,
-        topic: Topic,
+        connection: &Arc<dyn Connection>,
+        kind: &Arc<dyn ExclusiveKind>,
+        channel: Channel,
     ) -> Subscription {
-        let mut topics = self.topics();
-        let entry = topics.entry(topic.clone()).or_insert_with(|| {
+        let mut channels = self.channels();
+        let entry = channels.entry(channel.clone()).or_insert_with(|| {
             self.stats.subscriptions.incr();
-            TopicEntry {
+            ChannelEntry {
                 waiters: 0,
                 notify: Arc::new(Notify::new()),
-                confirmed: backend.subscribe(&topic).shared(),
+                confirmed: connection.subscribe(&channel).shared(),
+                kind: Arc::clone(kind),
             }
         });
         entry.waiters += 1;
         Subscription {
             registry: Arc::clone(self),
-            backend: Arc::clone(backend),
+            connection: Arc::clone(connection),
             notify: Arc::clone(&entry.notify),
             confirmed: entry.confirmed.clone(),
-            topic,
+            channel,
         }
     }
 
-    fn leave(&self, backend: &Arc<dyn LockBackend>, topic: &Topic) {
-        let mut topics = self.topics();
-        if let Some(entry) = topics.get_mut(topic) {
+    fn leave(&self, connection: &Arc<dyn Connection>, channel: &Channel) {
+        let mut channels = self.channels();
+        if let Some(entry) = channels.get_mut(channel) {
             entry.waiters -= 1;
             if entry.waiters == 0 {
-                topics.remove(topic);
-                backend.unsubscribe(topic);
+                channels.remove(channel);
+                connection.unsubscribe(channel);
             }
         }
     }
 
-    /// How many topics are subscribed right now.
+    /// How many channels are subscribed right now.
     pub(crate) fn active(&self) -> usize {
-        self.topics().len()
+        self.channels().len()
     }
 }
 
@@ -112,17 +121,27 @@ impl NoticeSink for WaiterRegistry {
         self.stats.notices.incr();
         // Collect under the lock, wake after releasing it.
         match notice {
-            Notice::Unlocked { topic, wake } => {
-                let notify = self.topics().get(&topic).map(|e| Arc::clone(&e.notify));
-                match (notify, wake) {
-                    (Some(n), Wake::One) => n.notify_one(),
-                    (Some(n), Wake::All) => n.notify_waiters(),
-                    (None, _) => {}
+            Notice::Message { channel, payload } => {
+                let entry = self
+                    .channels()
+                    .get(&channel)
+                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.kind)));
+                let Some((notify, kind)) = entry else {
+                    return;
+                };
+                match kind.wake(&payload) {
+                    Some(Wake::One) => notify.notify_one(),
+                    Some(Wake::All) => notify.notify_waiters(),
+                    None => tracing::debug!(
+                        %channel,
+                        payload = %String::from_utf8_lossy(&payload),
+                        "ignoring a message its kind does not know"
+                    ),
                 }
             }
             Notice::Reset => {
                 let all: Vec<_> = self
-                    .topics()
+                    .channels()
                     .values()
                     .map(|e| Arc::clone(&e.notify))
                     .collect();
@@ -134,11 +153,11 @@ impl NoticeSink for WaiterRegistry {
     }
 }
 
-/// One waiter's share of a topic subscription; leaving is dropping it.
+/// One waiter's share of a channel subscription; leaving is dropping it.
 pub(crate) struct Subscription {
     registry: Arc<WaiterRegistry>,
-    backend: Arc<dyn LockBackend>,
-    topic: Topic,
+    connection: Arc<dyn Connection>,
+    channel: Channel,
     pub(crate) notify: Arc<Notify>,
     confirmed: Confirmation,
 }
@@ -152,7 +171,7 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        self.registry.leave(&self.backend, &self.topic);
+        self.registry.leave(&self.connection, &self.channel);
     }
 }
 

@@ -1,11 +1,13 @@
 //! The watchdog: keeps a client's watchdog-leased locks alive.
 //!
 //! # Algorithm
-//! One task per client, not one timer per lock. Every `watchdog_timeout / 3`
-//! it renews **every** lock the client holds under the watchdog in one
-//! [`LockBackend::renew`] call; the backend batches the targets (many keys
-//! per script, pipelined), so 100 000 held locks cost a few round trips per
-//! tick. Re-entrant holds of one owner share one entry.
+//! One task per client, not one timer per lock, whatever the locks' kinds.
+//! Every `watchdog_timeout / 3` it renews **every** lock the client holds
+//! under the watchdog: one [`ExclusiveKind::renew`] call per kind, all
+//! kinds at once; each kind batches its targets (many keys per script,
+//! pipelined), so 100 000 held locks cost a few round trips per tick.
+//! Re-entrant holds of one owner share one entry, renewed through the kind
+//! that took it.
 //!
 //! What it renews are the entries of the client's table of holds (the
 //! `holds` module) that have a watchdog guard. Each remembers its *lease
@@ -36,7 +38,7 @@
 //! The engine removes the last watchdog guard from the hold *before* it
 //! sends the final release, so no renewal is started after an unlock. A
 //! renewal already in flight finds the owner's field gone and changes
-//! nothing (the Redisson bug of a watchdog outliving its unlock cannot
+//! nothing (the known bug of a watchdog outliving its unlock cannot
 //! happen).
 
 use std::sync::Arc;
@@ -45,9 +47,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{LockBackend, RenewTarget};
 use crate::config::RetryPolicy;
 use crate::holds::{Deadline, Hold, Holds};
+use crate::kind::{ExclusiveKind, RenewTarget};
 use crate::stats::Stats;
 
 /// The client's handle on its watchdog task. Dropping it stops the task.
@@ -62,7 +64,6 @@ impl Watchdog {
     /// before its lease ends.
     pub(crate) fn start(
         runtime: &tokio::runtime::Handle,
-        backend: Arc<dyn LockBackend>,
         holds: Arc<Holds>,
         lease: Duration,
         margin: Duration,
@@ -73,7 +74,6 @@ impl Watchdog {
         let task = Task {
             holds: Arc::clone(&holds),
             shutdown: shutdown.clone(),
-            backend,
             lease,
             margin,
             retry,
@@ -108,10 +108,12 @@ impl Drop for Watchdog {
     }
 }
 
+/// The watched holds one kind renews.
+type KindBatch = (Arc<dyn ExclusiveKind>, Vec<Arc<Hold>>);
+
 struct Task {
     holds: Arc<Holds>,
     shutdown: CancellationToken,
-    backend: Arc<dyn LockBackend>,
     lease: Duration,
     /// How long before a renewed lease ends its hold is reported lost.
     margin: Duration,
@@ -183,24 +185,46 @@ impl Task {
         }
     }
 
-    /// Renews every watched hold once; returns whether the call went
-    /// through.
+    /// Renews every watched hold once, one call per kind, all kinds at
+    /// once; returns whether every call went through.
     async fn renew_all(&self) -> bool {
         let batch: Vec<Arc<Hold>> = self.holds.watched_holds();
         if batch.is_empty() {
             return true;
         }
+        // Group by kind (by identity: one kind object per client and kind).
+        let mut by_kind: Vec<KindBatch> = Vec::new();
+        for hold in batch {
+            match by_kind
+                .iter_mut()
+                .find(|(kind, _)| Arc::ptr_eq(kind, &hold.kind))
+            {
+                Some((_, holds)) => holds.push(hold),
+                None => by_kind.push((Arc::clone(&hold.kind), vec![hold])),
+            }
+        }
+        let renewals = by_kind
+            .into_iter()
+            .map(|(kind, holds)| async move { self.renew_kind(kind.as_ref(), &holds).await });
+        futures::future::join_all(renewals)
+            .await
+            .into_iter()
+            .all(|ok| ok)
+    }
+
+    /// Renews `batch`, holds taken through `kind`, in one call.
+    async fn renew_kind(&self, kind: &dyn ExclusiveKind, batch: &[Arc<Hold>]) -> bool {
         let targets: Vec<RenewTarget> = batch.iter().map(|hold| hold.target.clone()).collect();
         let lease_ms = self.lease.as_millis() as u64;
         let sent = Instant::now();
         self.stats.renew_calls.incr();
-        let results = match self.backend.renew(&targets, lease_ms).await {
+        let results = match kind.renew(&targets, lease_ms).await {
             Ok(results) if results.len() == targets.len() => results,
             Ok(results) => {
                 tracing::warn!(
                     sent = targets.len(),
                     got = results.len(),
-                    "watchdog: backend returned a renewal batch of the wrong size"
+                    "watchdog: a kind returned a renewal batch of the wrong size"
                 );
                 return false;
             }

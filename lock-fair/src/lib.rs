@@ -1,24 +1,18 @@
-//! # lock-fair: the fair (FIFO) lock on Redis
+//! # lock-fair: the fair (FIFO) lock's script set
 //!
-//! [`FairRedisBackend`] implements [`LockBackend`] with
-//! [`LockKind::Fair`]: a [`LockClient`] made on it hands its locks out in
-//! arrival order. It uses the key layout of Redisson 4.x's `RedissonFairLock`,
-//! so Java services using Redisson's fair lock and Rust services using this
-//! crate can share a queue. It runs over any [`lock_redis::Transport`] (one
-//! node here; a cluster transport plugs in through
-//! [`FairRedisBackend::with_transport`]), and re-exports [`lock_redis`] (and
-//! through it [`lock_redis::redis`]) and the core types of [`lock_core`], so
-//! it is the only dependency a service needs.
+//! [`Fair`] implements [`FairKind`] over any [`lock_script::Transport`]:
+//! every client made by `lock_redis::connect` or
+//! `lock_redis_cluster::connect` registers it, and
+//! [`LockClient::fair_lock`] hands its locks out in arrival order. It uses
+//! the key layout of Redisson 4.x's `RedissonFairLock`, so Java services
+//! using Redisson's fair lock and Rust services using this crate can share
+//! a queue. It depends on the engine ([`lock_core`]) and the kind/transport
+//! seam ([`lock_script`]) only; services depend on `lock-redis` (or
+//! `lock-redis-cluster`), not on this crate.
 //!
 //! ```no_run
-//! # async fn demo() -> lock_fair::Result<()> {
-//! use lock_fair::{ClientConfig, RedisConfig};
-//! let client = lock_fair::connect_client(
-//!     RedisConfig::new("redis://127.0.0.1:6379/"),
-//!     ClientConfig::default(),
-//! )
-//! .await?;
-//! let guard = client.lock("orders:42")?.lock().await?; // first come, first served
+//! # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+//! let guard = client.fair_lock("orders:42")?.lock().await?; // first come, first served
 //! guard.unlock().await?;
 //! # Ok(()) }
 //! ```
@@ -31,9 +25,9 @@
 //! | queue | list `redisson_lock_queue:{<prefix><name>}`: waiting owner fields, head first |
 //! | deadlines | zset `redisson_lock_timeout:{<prefix><name>}`: owner field → eviction deadline, epoch ms by the server's clock |
 //! | a waiter's channel | `redisson_lock__channel:{<prefix><name>}:<client-uuid>:<owner-id>`, message `0` |
-//! | latches, fencing counter | as the reentrant lock (see [`lock_redis`]) |
+//! | latches, fencing counter | as the reentrant lock (`lock-redis`) |
 //!
-//! (See [`KeyLayout`] for names that contain `{`.)
+//! (See [`lock_script::KeyLayout`] for names that contain `{`.)
 //!
 //! ## The algorithm
 //!
@@ -63,7 +57,7 @@
 //!   channel: one unlock wakes one waiter, no thundering herd. Force unlock
 //!   keeps the queue.
 //! - **Giving up.** A waiter that times out, or whose future is dropped,
-//!   leaves the queue ([`LockBackend::leave_queue`]); if the lock is free,
+//!   leaves the queue ([`ExclusiveKind::leave_queue`]); if the lock is free,
 //!   the new head is told it is next.
 //!
 //! **Promise.** While every waiter is alive, the lock goes to waiters in the
@@ -163,49 +157,17 @@
 //!
 //! ## Errors
 //!
-//! As [`lock_redis`]'s (see its crate docs and [`lock_redis::error`]): a
+//! As every kind's (see [`lock_script::error`]): a
 //! non-hash value at the lock key is [`LockError::WrongType`] and is never
 //! overwritten; an unreachable server is a retryable
 //! [`LockError::Unavailable`].
 #![deny(missing_docs)]
 
-pub mod backend;
+mod kind;
 mod replies;
 pub mod scripts;
 
-pub use backend::FairRedisBackend;
+pub use kind::Fair;
 
-pub use lock_core;
-pub use lock_core::*;
-pub use lock_redis;
-pub use lock_redis::{RedisConfig, Transport};
-
-/// Connects a [`LockClient`] whose locks are fair, on one Redis server: the
-/// usual way to start (the fair counterpart of [`lock_redis::connect`]).
-///
-/// ```no_run
-/// # async fn demo() -> lock_fair::Result<()> {
-/// use lock_fair::{ClientConfig, RedisConfig};
-/// let client = lock_fair::connect_client(
-///     RedisConfig::new("redis://127.0.0.1:6379/"),
-///     ClientConfig::default(),
-/// )
-/// .await?;
-/// if let Some(guard) = client.lock("reports")?.try_lock().await? {
-///     guard.unlock().await?;
-/// }
-/// # Ok(()) }
-/// ```
-///
-/// # Errors
-/// [`LockError::InvalidArgument`] for a bad configuration (before any I/O);
-/// a retryable error when the server cannot be reached within the connect
-/// timeout.
-///
-/// # Cancel safety
-/// Dropping the future before it resolves closes what it opened.
-pub async fn connect_client(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate_for(Some(redis.command_timeout))?;
-    let backend = FairRedisBackend::connect(redis).await?;
-    LockClient::new(std::sync::Arc::new(backend), client)
-}
+#[cfg(doc)]
+use lock_core::{ClientConfig, ExclusiveKind, FairKind, LockClient, LockError};

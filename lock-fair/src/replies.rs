@@ -1,9 +1,9 @@
 //! Turning the fair scripts' own reply shapes into lock-core types. Shapes
 //! shared with the reentrant lock (acquire, release, force unlock, and the
-//! lock half of inspect) are parsed by [`lock_redis::replies`].
+//! lock half of inspect) are parsed by [`lock_script::replies`].
 
-use lock_core::{LockError, LockInfo, QueuedWaiter, Result};
-use lock_redis::redis::Value;
+use lock_core::{FairLockInfo, LockError, QueuedWaiter, Result};
+use lock_script::redis::Value;
 
 fn bad(script: &str, reply: &Value) -> LockError {
     LockError::protocol(format!(
@@ -22,7 +22,7 @@ pub(crate) fn leave_queue(reply: &Value) -> Result<()> {
 /// `{fields, pttl, queue, deadlines}`: the reentrant inspect reply followed
 /// by the queue's owner fields and one deadline (integer, or nil when the
 /// waiter has none) per field.
-pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
+pub(crate) fn inspect(reply: &Value) -> Result<FairLockInfo> {
     let err = || bad("inspect", reply);
     let Value::Array(items) = reply else {
         return Err(err());
@@ -30,14 +30,14 @@ pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
     let [fields, pttl, queue, deadlines] = items.as_slice() else {
         return Err(err());
     };
-    let mut info = lock_redis::replies::inspect(&Value::Array(vec![fields.clone(), pttl.clone()]))?;
+    let lock = lock_script::replies::inspect(&Value::Array(vec![fields.clone(), pttl.clone()]))?;
     let (Value::Array(queue), Value::Array(deadlines)) = (queue, deadlines) else {
         return Err(err());
     };
     if queue.len() != deadlines.len() {
         return Err(err());
     }
-    info.queue = queue
+    let queue = queue
         .iter()
         .zip(deadlines)
         .map(|(field, deadline)| {
@@ -53,14 +53,11 @@ pub(crate) fn inspect(reply: &Value) -> Result<LockInfo> {
                 Value::Nil => Some(0),
                 _ => None,
             };
-            Some(QueuedWaiter {
-                field: field?,
-                deadline_ms: deadline_ms?,
-            })
+            Some(QueuedWaiter::new(field?, deadline_ms?))
         })
         .collect::<Option<_>>()
         .ok_or_else(err)?;
-    Ok(info)
+    Ok(FairLockInfo::new(lock, queue))
 }
 
 #[cfg(test)]
@@ -89,7 +86,7 @@ mod tests {
     #[test]
     fn inspect_free_and_empty() {
         let reply = arr(vec![arr(vec![]), Value::Int(-2), arr(vec![]), arr(vec![])]);
-        assert_eq!(inspect(&reply).unwrap(), LockInfo::default());
+        assert_eq!(inspect(&reply).unwrap(), FairLockInfo::default());
     }
 
     #[test]
@@ -102,24 +99,18 @@ mod tests {
         ]);
         let info = inspect(&reply).unwrap();
         assert_eq!(
-            info.holders,
+            info.lock.holders,
             vec![Holder {
                 field: "u:1".into(),
                 count: 2
             }]
         );
-        assert_eq!(info.ttl, Some(Duration::from_millis(900)));
+        assert_eq!(info.lock.ttl, Some(Duration::from_millis(900)));
         assert_eq!(
             info.queue,
             vec![
-                QueuedWaiter {
-                    field: "u:2".into(),
-                    deadline_ms: 1_700_000_000_000
-                },
-                QueuedWaiter {
-                    field: "u:3".into(),
-                    deadline_ms: 0
-                },
+                QueuedWaiter::new("u:2", 1_700_000_000_000),
+                QueuedWaiter::new("u:3", 0),
             ]
         );
     }

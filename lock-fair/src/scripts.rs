@@ -5,17 +5,18 @@
 //! The four writing scripts start with `prelude.lua` (the server clock and
 //! the eviction of stale queue heads), joined in at compile time, so the
 //! eviction is written once; acquire and release also start with the
-//! reentrant lock's shared helpers ([`lock_redis::scripts::COMMON_LUA`]:
-//! fencing tokens, leases, latches), so both kinds follow the same rules. Renewal is the reentrant lock's own script
-//! ([`lock_redis::scripts::RENEW`]): the lock hash is the same.
+//! helpers every kind shares ([`lock_script::scripts::COMMON_LUA`]:
+//! fencing tokens, leases, latches), so all kinds follow the same rules.
+//! Renewal is the shared script ([`lock_script::scripts::RENEW`]): the lock
+//! hash is the reentrant lock's.
 //!
-//! Calls go through [`lock_redis::Transport::eval`] like every other script:
-//! `EVALSHA`, loading the script on `NOSCRIPT` and retrying once.
+//! Calls go through [`lock_script::Transport::eval`] like every other
+//! script: `EVALSHA`, loading the script on `NOSCRIPT` and retrying once.
 
 use std::sync::LazyLock;
 
-use lock_redis::redis::Script;
-use lock_redis::scripts::with_common;
+use lock_script::redis::Script;
+use lock_script::with_common;
 
 macro_rules! with_prelude {
     ($file:literal) => {
@@ -48,6 +49,6 @@ pub fn all() -> [&'static Script; 6] {
         &LEAVE_QUEUE,
         &FORCE_UNLOCK,
         &INSPECT,
-        &lock_redis::scripts::RENEW,
+        &lock_script::scripts::RENEW,
     ]
 }

@@ -1,16 +1,18 @@
 //! The fair-lock conformance suite against a real redis-server (one per
-//! test): the checks every lock kind passes, and the fair ones.
+//! test): the checks every lock kind passes, and the fair ones, on clients
+//! of `lock_redis::connect` (which hand out both kinds).
 
 use std::time::Duration;
 
-use lock_fair::{ClientConfig, KeyLayout, LockClient, RedisConfig};
+use lock_core::{ClientConfig, LockClient};
+use lock_redis::{KeyLayout, RedisConfig};
 use lock_testkit::fixtures::RedisHarness;
 
 async fn connect(url: String, config: ClientConfig) -> LockClient {
     let redis = RedisConfig::new(url)
         .command_timeout(Duration::from_secs(2))
         .connect_timeout(Duration::from_secs(2));
-    lock_fair::connect_client(redis, config)
+    lock_redis::connect(redis, config)
         .await
         .expect("connect to the fixture")
 }

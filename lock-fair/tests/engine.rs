@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use lock_fair::{ClientConfig, LockClient, LockKind};
+use lock_core::{ClientConfig, LockClient};
 use lock_testkit::fixtures::RedisServer;
 use lock_testkit::ExclusionChecker;
 
 async fn client(server: &RedisServer) -> LockClient {
-    lock_fair::connect_client(config(server), ClientConfig::default())
+    lock_redis::connect(config(server), ClientConfig::default())
         .await
         .expect("connect to the fixture")
 }
@@ -43,14 +43,13 @@ fn no_queue_left(server: &RedisServer, name: &str) {
 async fn waiters_from_two_clients_acquire_in_arrival_order() {
     let server = RedisServer::start();
     let clients = [client(&server).await, client(&server).await];
-    assert_eq!(clients[0].backend().kind(), LockKind::Fair);
-    let holder = clients[0].lock("fifo").unwrap().lock().await.unwrap();
+    let holder = clients[0].fair_lock("fifo").unwrap().lock().await.unwrap();
 
     let order = Arc::new(Mutex::new(Vec::new()));
     let checker = ExclusionChecker::new();
     let mut waiters = Vec::new();
     for i in 0..5 {
-        let lock = clients[i % 2].lock("fifo").unwrap();
+        let lock = clients[i % 2].fair_lock("fifo").unwrap();
         let (order, checker) = (Arc::clone(&order), checker.clone());
         waiters.push(tokio::spawn(async move {
             let guard = lock.lock().await.unwrap();
@@ -63,7 +62,7 @@ async fn waiters_from_two_clients_acquire_in_arrival_order() {
         // Start the next one only once this one is in the queue.
         queue_reaches(&server, "fifo", i + 1).await;
     }
-    let info = clients[1].lock("fifo").unwrap().info().await.unwrap();
+    let info = clients[1].fair_lock("fifo").unwrap().info().await.unwrap();
     assert_eq!(info.queue.len(), 5);
 
     holder.unlock().await.unwrap();
@@ -86,10 +85,10 @@ async fn waiters_from_two_clients_acquire_in_arrival_order() {
 async fn a_waiter_that_times_out_leaves_the_queue() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
-    let holder = a.lock("timeout").unwrap().lock().await.unwrap();
+    let holder = a.fair_lock("timeout").unwrap().lock().await.unwrap();
 
     let got = b
-        .lock("timeout")
+        .fair_lock("timeout")
         .unwrap()
         .try_lock_for(Duration::from_millis(300))
         .await
@@ -100,7 +99,7 @@ async fn a_waiter_that_times_out_leaves_the_queue() {
 
     // A try never queued in the first place.
     assert!(b
-        .lock("timeout")
+        .fair_lock("timeout")
         .unwrap()
         .try_lock()
         .await
@@ -114,9 +113,9 @@ async fn a_waiter_that_times_out_leaves_the_queue() {
 async fn a_dropped_waiter_leaves_the_queue() {
     let server = RedisServer::start();
     let (a, b) = (client(&server).await, client(&server).await);
-    let holder = a.lock("dropped").unwrap().lock().await.unwrap();
+    let holder = a.fair_lock("dropped").unwrap().lock().await.unwrap();
 
-    let lock = b.lock("dropped").unwrap();
+    let lock = b.fair_lock("dropped").unwrap();
     let waited = tokio::time::timeout(Duration::from_millis(300), lock.lock()).await;
     assert!(
         waited.is_err(),

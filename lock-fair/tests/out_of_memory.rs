@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lock_fair::{LockBackend, LockError, ReleaseOutcome};
+use lock_core::{ExclusiveKind, LockError, ReleaseOutcome};
 use lock_testkit::fixtures::redis::Value;
 
 fn is_oom(result: Result<impl std::fmt::Debug, LockError>) {

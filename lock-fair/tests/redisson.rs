@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lock_fair::{AcquireRequest, LockBackend, ReleaseOutcome};
+use lock_core::{AcquireRequest, ExclusiveKind, ReleaseOutcome};
 use lock_testkit::fixtures::redis::Value;
 
 const LEASE: u64 = 10_000;

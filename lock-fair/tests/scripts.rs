@@ -6,9 +6,8 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lock_fair::{
-    AcquireOutcome, Holder, LockBackend, LockError, LockKind, Notice, QueuedWaiter, ReleaseOutcome,
-    RenewTarget, Topic, Wake,
+use lock_core::{
+    AcquireOutcome, ExclusiveKind, Holder, LockError, QueuedWaiter, ReleaseOutcome, RenewTarget,
 };
 use lock_testkit::fixtures::redis::Value;
 
@@ -19,7 +18,7 @@ const SOON: Duration = Duration::from_secs(2);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_backend_is_fair() {
     let env = env().await;
-    assert_eq!(env.backend.kind(), LockKind::Fair);
+    assert!(env.backend.queues_waiters());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -222,7 +221,7 @@ async fn release_tells_only_the_head() {
     let mut head = RawSub::new(&env.server, &[l.waiter_channel(&n, &b)]).await;
     let mut others = RawSub::new(&env.server, &[l.waiter_channel(&n, &c), l.channel(&n)]).await;
     // The backend's own subscription delivers a waiter notice.
-    let topic = Topic::Waiter(n.clone(), b);
+    let topic = lock_core::Channel::new(l.waiter_channel(&n, &b));
     env.backend.subscribe(&topic).await.unwrap();
 
     // One hold fewer: nobody is told.
@@ -240,13 +239,7 @@ async fn release_tells_only_the_head() {
         head.next(SOON).await,
         Some((l.waiter_channel(&n, &b), "0".to_owned()))
     );
-    assert_eq!(
-        env.notices.next(SOON).await,
-        Some(Notice::Unlocked {
-            topic,
-            wake: Wake::One
-        })
-    );
+    assert_eq!(env.notices.next(SOON).await, Some(unlocked(&topic)));
     others.expect_none(QUIET).await;
     // The queue is untouched by a release.
     assert_eq!(queue(&env.server, &n), vec![b.field(), c.field()]);
@@ -332,10 +325,7 @@ async fn inspect_reports_holders_ttl_and_the_queue_in_order() {
     assert!(info.ttl.is_some_and(|t| t <= Duration::from_millis(LEASE)));
     let want: Vec<QueuedWaiter> = [b, c]
         .iter()
-        .map(|w| QueuedWaiter {
-            field: w.field(),
-            deadline_ms: deadline_of(&env.server, &n, &w.field()).unwrap(),
-        })
+        .map(|w| QueuedWaiter::new(w.field(), deadline_of(&env.server, &n, &w.field()).unwrap()))
         .collect();
     assert_eq!(info.queue, want);
 

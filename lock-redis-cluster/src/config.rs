@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use lock_core::{KeyLayout, LockError, Result};
+use lock_core::{LockError, Result};
 use lock_redis::RedisConfig;
+use lock_script::KeyLayout;
 
 /// How unlock notices travel through the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,15 +24,7 @@ pub enum PubSubMode {
     Classic,
 }
 
-/// Wait for replicas after taking a lock; see
-/// [`ClusterConfig::replica_sync`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReplicaSync {
-    /// How many replicas must acknowledge the write.
-    pub replicas: u32,
-    /// How long to wait for them (`WAIT`'s timeout).
-    pub timeout: Duration,
-}
+pub use lock_script::ReplicaSync;
 
 /// The configuration of a cluster transport.
 ///
@@ -129,7 +122,7 @@ impl ClusterConfig {
 
     /// Turns on [`ClusterConfig::replica_sync`].
     pub fn replica_sync(mut self, replicas: u32, timeout: Duration) -> Self {
-        self.replica_sync = Some(ReplicaSync { replicas, timeout });
+        self.replica_sync = Some(ReplicaSync::new(replicas, timeout));
         self
     }
 
@@ -161,11 +154,7 @@ impl ClusterConfig {
             return Err(LockError::invalid("max_redirects must be at least 1"));
         }
         if let Some(sync) = self.replica_sync {
-            if sync.replicas == 0 || sync.timeout.is_zero() {
-                return Err(LockError::invalid(
-                    "replica_sync needs at least one replica and a timeout above zero",
-                ));
-            }
+            sync.validate()?;
         }
         Ok(())
     }

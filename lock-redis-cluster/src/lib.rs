@@ -1,9 +1,10 @@
 //! # lock-redis-cluster: locks on Redis Cluster
 //!
-//! A [`Transport`] for Redis Cluster that runs the reentrant lock scripts of
-//! [`lock_redis`] and the fair lock scripts of [`lock_fair`] on the master
-//! owning each lock's hash slot. Same locks, same Redisson-compatible
-//! layout, same API: only the connection differs.
+//! A [`Transport`] for Redis Cluster, and nothing else: it runs every lock
+//! kind's scripts (registered by [`lock_redis::kinds::client`]) on the
+//! master owning each lock's hash slot, and knows no kind. Same locks, same
+//! Redisson-compatible layout, same API, same [`LockClient`]: only the
+//! connection differs.
 //!
 //! ```no_run
 //! # async fn demo() -> lock_redis_cluster::Result<()> {
@@ -16,6 +17,8 @@
 //! .await?;
 //! let guard = client.lock("orders:42")?.lock().await?;
 //! guard.unlock().await?;
+//! let fair = client.fair_lock("orders:43")?.lock().await?; // same client
+//! fair.unlock().await?;
 //! # Ok(()) }
 //! ```
 //!
@@ -45,7 +48,7 @@
 //! | `-TRYAGAIN` (a lock's keys split by a migration in progress) | sent again after a short backoff |
 //! | `-CLUSTERDOWN`, `-MASTERDOWN`, `-LOADING`, `-READONLY` | the topology is read again, then the call is sent again after a backoff |
 //! | master unreachable (connection refused) | topology re-read and the call retried with backoff until a replica is promoted |
-//! | connection broken after sending | an [idempotent](lock_redis::scripts::ScriptCall::idempotent) call (a latched acquire or release, a renewal, a read) is sent once more on a new connection (its request-id latch makes a repeat return the first outcome), then a retryable error; any other call (a release with retries off, so without a latch; a force unlock) gets the retryable error at once, as a repeat could count twice |
+//! | connection broken after sending | an [idempotent](lock_script::ScriptCall::idempotent) call (a latched acquire or release, a renewal, a read) is sent once more on a new connection (its request-id latch makes a repeat return the first outcome), then a retryable error; any other call (a release with retries off, so without a latch; a force unlock) gets the retryable error at once, as a repeat could count twice |
 //! | no reply in time | a retryable error (the outcome is unknown; the engine retries with the same request id, so nothing is counted twice) |
 //!
 //! At most [`ClusterConfig::max_redirects`] redirects are followed per call,
@@ -76,8 +79,8 @@
 //! fewer than `n` replicas acknowledge in time, the hold just taken is
 //! released and the call fails with [`LockError::NotReplicated`]: a lock
 //! reported taken is on `n` replicas, so it survives the failover of its
-//! master. Releases and renewals do not wait. Fair locks do not use replica
-//! sync.
+//! master. Releases and renewals do not wait. It applies to every kind, as
+//! on a single node ([`ReplicaSync`] is the one option both use).
 //!
 //! ## Errors
 //! As in [`lock_redis`] (see its error table), plus
@@ -101,50 +104,18 @@ use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
 pub use lock_core::*;
-pub use lock_redis::{RedisBackend, Transport};
+pub use lock_script::{KeyLayout, Transport};
 pub use topology::SlotMap;
 pub use transport::ClusterTransport;
 
 pub use lock_core;
 pub use lock_redis;
+pub use lock_script;
 pub use redis;
 
-/// The reentrant lock backend on a cluster.
-///
-/// # Errors
-/// As [`ClusterTransport::connect`].
-///
-/// # Cancel safety
-/// Dropping the future drops what it opened.
-pub async fn backend(config: ClusterConfig) -> Result<RedisBackend> {
-    let layout = config.layout();
-    let sync = config.replica_sync;
-    let transport = ClusterTransport::connect(config).await?;
-    let backend = RedisBackend::with_transport(Arc::new(transport), layout);
-    Ok(match sync {
-        Some(sync) => backend.with_replica_sync(sync.replicas, sync.timeout),
-        None => backend,
-    })
-}
-
-/// The fair lock backend on a cluster.
-///
-/// # Errors
-/// As [`ClusterTransport::connect`].
-///
-/// # Cancel safety
-/// Dropping the future drops what it opened.
-pub async fn fair_backend(config: ClusterConfig) -> Result<lock_fair::FairRedisBackend> {
-    let layout = config.layout();
-    let transport = ClusterTransport::connect(config).await?;
-    Ok(lock_fair::FairRedisBackend::with_transport(
-        Arc::new(transport),
-        layout,
-    ))
-}
-
-/// Connects a [`LockClient`] for reentrant locks to a cluster: the usual
-/// way to start.
+/// Connects a [`LockClient`] with every lock kind to a cluster: the usual
+/// way to start. [`LockClient::lock`] and [`LockClient::fair_lock`] share
+/// its connections, pub/sub and watchdog.
 ///
 /// # Errors
 /// [`LockError::InvalidArgument`] for a bad configuration (before any
@@ -154,18 +125,13 @@ pub async fn fair_backend(config: ClusterConfig) -> Result<lock_fair::FairRedisB
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate_for(Some(cluster.command_timeout))?;
-    LockClient::new(Arc::new(backend(cluster).await?), client)
-}
-
-/// Connects a [`LockClient`] for fair locks to a cluster.
-///
-/// # Errors
-/// As [`connect`].
-///
-/// # Cancel safety
-/// As [`connect`].
-pub async fn connect_fair(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate_for(Some(cluster.command_timeout))?;
-    LockClient::new(Arc::new(fair_backend(cluster).await?), client)
+    let replica_wait = cluster
+        .replica_sync
+        .map_or(std::time::Duration::ZERO, |sync| sync.timeout);
+    client.validate_for(Some(cluster.command_timeout.saturating_add(replica_wait)))?;
+    let layout = cluster.layout();
+    let sync = cluster.replica_sync;
+    let transport = ClusterTransport::connect(cluster).await?;
+    let env = lock_script::ScriptEnv::new(Arc::new(transport), layout).with_replica_sync(sync);
+    lock_redis::kinds::client(env, client)
 }

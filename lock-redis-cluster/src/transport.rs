@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
-use lock_core::{LockError, Result, Topic};
-use lock_redis::error::{from_redis, timed_out};
-use lock_redis::scripts::{self, ScriptCall};
-use lock_redis::{PubSubHandler, Transport};
+use lock_core::{LockError, Result};
+use lock_redis::scripts;
+use lock_script::error::{from_redis, timed_out};
+use lock_script::ScriptCall;
+use lock_script::{PubSubHandler, Transport};
 use redis::{Pipeline, RedisResult, Value};
 use tokio::time::{sleep_until, timeout_at, Instant};
 
@@ -531,11 +532,11 @@ impl Transport for ClusterTransport {
         self.pubsub.set_handler(handler);
     }
 
-    fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>> {
+    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
         if self.inner.nodes.is_closed() {
             return future::ready(Err(LockError::Closed)).boxed();
         }
-        self.pubsub.subscribe(channel, topic)
+        self.pubsub.subscribe(channel)
     }
 
     fn unsubscribe(&self, channel: String) {

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::fake_node::{FakeNode, HANG_UP};
+use lock_redis::kinds::Reentrant;
 use lock_redis_cluster::{
-    ClusterConfig, ClusterTransport, KeyLayout, LockBackend, LockName, Owner, PubSubMode,
-    RedisBackend, ReleaseOutcome, ReleaseRequest,
+    ClusterConfig, ClusterTransport, ExclusiveKind, KeyLayout, LockName, Owner, PubSubMode,
+    ReleaseOutcome, ReleaseRequest,
 };
+use lock_script::ScriptEnv;
 
 /// A reentrant backend on a one-node fake cluster whose first `EVALSHA`
 /// hangs up and whose next ones answer `:0` (release: still held).
-async fn backend() -> (FakeNode, RedisBackend) {
+async fn backend() -> (FakeNode, Reentrant) {
     let node = FakeNode::start().await;
     node.set_slots(&[(0, 16383, node.port)]);
     node.queue(&[HANG_UP]);
@@ -28,7 +30,7 @@ async fn backend() -> (FakeNode, RedisBackend) {
     )
     .await
     .expect("connect to the fake cluster");
-    let backend = RedisBackend::with_transport(Arc::new(transport), KeyLayout::default());
+    let backend = Reentrant::new(ScriptEnv::new(Arc::new(transport), KeyLayout::default()));
     (node, backend)
 }
 

@@ -7,11 +7,12 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::PubSubMode;
-use lock_testkit::conformance::run_checks;
+use lock_testkit::conformance::{run_checks, FairSuite, Harness};
 use lock_testkit::fixtures::RedisCluster;
 
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
@@ -30,11 +31,14 @@ async fn every_suite_on_one_cluster() {
     ];
     let mut failed = Vec::new();
     for (suite, mode, fair) in suites {
-        let h = common::cluster::harness(&cluster, mode, fair).await;
-        let checks = if fair {
-            lock_testkit::fair_conformance_checks!()
+        let h = common::cluster::harness(&cluster, mode).await;
+        let (h, checks): (Arc<dyn Harness>, _) = if fair {
+            (
+                Arc::new(FairSuite(h as Arc<dyn Harness>)),
+                lock_testkit::fair_conformance_checks!(),
+            )
         } else {
-            lock_testkit::conformance_checks!()
+            (h, lock_testkit::conformance_checks!())
         };
         for name in run_checks(h, checks, CHECK_LIMIT).await {
             failed.push(format!("{suite}: {name}"));

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::fake_node::FakeNode;
-use lock_redis::scripts::{ScriptCall, INSPECT};
+use lock_redis::kinds::reentrant::INSPECT;
+use lock_redis::ScriptCall;
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::{ClusterConfig, ClusterTransport, PubSubMode, Transport};
 use redis::Value;

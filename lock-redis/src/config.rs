@@ -1,9 +1,10 @@
-//! Configuration of a [`crate::RedisBackend`].
+//! Configuration of a single Redis server connection ([`crate::connect`]).
 
 use std::fmt;
 use std::time::Duration;
 
-use lock_core::{KeyLayout, LockError, Result, MAX_LEASE};
+use lock_core::{LockError, Result, MAX_LEASE};
+use lock_script::{KeyLayout, ReplicaSync};
 use redis::IntoConnectionInfo;
 
 /// Default [`RedisConfig::command_timeout`]: 3 s.
@@ -66,6 +67,9 @@ pub struct RedisConfig {
     /// checkout, doubling the cost of each lock operation, while
     /// multiplexed connections need no checkout.)
     pub pool_size: usize,
+    /// Wait for replicas after every acquisition of every kind (see
+    /// [`ReplicaSync`]); off by default.
+    pub replica_sync: Option<ReplicaSync>,
 }
 
 impl RedisConfig {
@@ -77,6 +81,7 @@ impl RedisConfig {
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             pool_size: DEFAULT_POOL_SIZE,
+            replica_sync: None,
         }
     }
 
@@ -104,6 +109,13 @@ impl RedisConfig {
         self
     }
 
+    /// Turns on [`RedisConfig::replica_sync`]: every acquisition waits
+    /// until `replicas` replicas have it, for at most `timeout`.
+    pub fn replica_sync(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.replica_sync = Some(ReplicaSync::new(replicas, timeout));
+        self
+    }
+
     /// The key layout this configuration gives.
     pub fn layout(&self) -> KeyLayout {
         KeyLayout::with_prefix(self.key_prefix.clone())
@@ -121,6 +133,9 @@ impl RedisConfig {
         check_timeout(self.connect_timeout, "connect_timeout")?;
         if self.pool_size == 0 {
             return Err(LockError::invalid("pool_size must be at least 1"));
+        }
+        if let Some(sync) = self.replica_sync {
+            sync.validate()?;
         }
         Ok(())
     }
@@ -183,6 +198,7 @@ impl fmt::Debug for RedisConfig {
             .field("command_timeout", &self.command_timeout)
             .field("connect_timeout", &self.connect_timeout)
             .field("pool_size", &self.pool_size)
+            .field("replica_sync", &self.replica_sync)
             .finish()
     }
 }

@@ -50,7 +50,7 @@ use redis::{AsyncConnectionConfig, Client, RedisError};
 use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
-use crate::error::{from_redis, timed_out};
+use lock_script::error::{from_redis, timed_out};
 
 /// A connection handed out by [`ConnectionSet::get`], with what is needed to
 /// report it broken.

@@ -1,16 +1,26 @@
-//! # lock-redis: the Redis backend of the lock engine
+//! # lock-redis: locks on Redis
 //!
-//! [`RedisBackend`] implements [`LockBackend`] on one Redis server with the
-//! key layout, scripts and replies of Redisson 4.x's reentrant lock, so Java
-//! services using Redisson and Rust services using this crate can share
-//! locks. This crate re-exports [`redis`] and the core types of
-//! [`lock_core`], so it is the only dependency a service needs.
+//! [`connect`] gives a [`LockClient`] on one Redis server that hands out
+//! every lock kind: [`LockClient::lock`] (Redisson 4.x's reentrant lock,
+//! [`kinds::Reentrant`]) and [`LockClient::fair_lock`] (its fair lock,
+//! [`kinds::Fair`] from `lock-fair`), over the same connections, pub/sub
+//! connection and watchdog. Keys, scripts and replies are Redisson's, so
+//! Java services using Redisson and Rust services using this crate can
+//! share locks. This crate re-exports [`redis`], [`lock_script`] and the
+//! core types of [`lock_core`], so it is the only dependency a service
+//! needs.
+//!
+//! The crate is two layers: the single-node *transport* ([`SingleNode`]:
+//! connections, the script runner with `EVALSHA`/`NOSCRIPT`, pub/sub) and
+//! the *kinds* ([`kinds`]: each kind's scripts, and the one place that
+//! registers every kind on a client, [`kinds::client`], which every
+//! deployment's `connect` uses, `lock_redis_cluster::connect` included).
 //!
 //! ## Configuration
 //!
 //! ```no_run
 //! use std::time::Duration;
-//! use lock_redis::{LockBackend, RedisBackend, RedisConfig};
+//! use lock_redis::{ClientConfig, RedisConfig};
 //!
 //! # async fn demo() -> lock_redis::Result<()> {
 //! let config = RedisConfig::new("redis://app:secret@10.0.0.5:6379/0") // user, password, db
@@ -18,15 +28,17 @@
 //!     .command_timeout(Duration::from_secs(1)) // default 3 s
 //!     .connect_timeout(Duration::from_secs(2)) // default 3 s
 //!     .pool_size(8);                          // connections; default 4
-//! let backend = RedisBackend::connect(config).await?;
-//! # let _ = backend; Ok(()) }
+//! let client = lock_redis::connect(config, ClientConfig::default()).await?;
+//! let plain = client.lock("reports")?;        // any waiter may win
+//! let fair = client.fair_lock("printer")?;    // first come, first served
+//! # let _ = (plain, fair); Ok(()) }
 //! ```
 //!
 //! A bad configuration (unparsable URL, `rediss://` without the `tls`
-//! feature, zero timeouts or pool size) is rejected by
-//! [`RedisBackend::connect`] with [`LockError::InvalidArgument`] before any
-//! I/O. `connect` then makes one connection and loads the scripts, so an
-//! unreachable server or wrong password shows up there. Features: `tls`
+//! feature, zero timeouts or pool size) is rejected by [`connect`] with
+//! [`LockError::InvalidArgument`] before any I/O. `connect` then makes one
+//! connection and loads every kind's scripts, so an unreachable server or
+//! wrong password shows up there. Features: `tls`
 //! enables `rediss://` URLs (rustls with the system's root certificates).
 //!
 //! ## Connections
@@ -52,8 +64,9 @@
 //! | unlock / acquire latches | `redisson_unlock_latch:{…}:<request-id>` → `1` / `0` / `not held`; `redisson_lock_latch:{…}:<request-id>` → token / `held`: every outcome of a request |
 //! | fencing counter | `redisson_lock_token:{<prefix><name>}` (never expires) |
 //!
-//! (See [`KeyLayout`] for names that contain `{`.) Each operation is one Lua
-//! script (`src/scripts/*.lua`), run with `EVALSHA`; a server that lost its
+//! (See [`KeyLayout`] for names that contain `{`; the fair lock's queue keys
+//! are in `lock-fair`'s docs.) Each operation is one Lua script
+//! (`src/kinds/<kind>/*.lua`), run with `EVALSHA`; a server that lost its
 //! script cache gets the script loaded again transparently.
 //!
 //! ## Errors
@@ -67,22 +80,29 @@
 //! | no reply within `command_timeout` | [`LockError::Unavailable`], [`LockError::is_timeout`] | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY` | [`LockError::Unavailable`] | yes |
 //! | an unexpected reply | [`LockError::Protocol`] | no |
-//! | after [`LockBackend::close`] | [`LockError::Closed`] | no |
+//! | after [`LockClient::close`] | [`LockError::Closed`] | no |
 //!
-//! The backend itself never retries: the engine retries retryable errors
+//! The transport itself never retries: the engine retries retryable errors
 //! with the same request id, and the latches make a repeated acquire or
 //! release return the first outcome instead of counting twice. (The one
 //! exception is `NOSCRIPT`, answered by loading the script and running it
 //! once more; a cluster transport also sends an
-//! [idempotent](scripts::ScriptCall::idempotent) call once more after its
-//! connection broke.) Unlocking a lock the owner does not hold is not an error here:
-//! [`LockBackend::release`] returns [`ReleaseOutcome::NotHeld`].
+//! [idempotent](ScriptCall::idempotent) call once more after its
+//! connection broke.) Unlocking a lock the owner does not hold through
+//! [`Lock::unlock_as`] is [`LockError::NotHeld`].
+//!
+//! ## Replica sync
+//!
+//! With [`RedisConfig::replica_sync`], every acquisition of every kind is
+//! followed by `WAIT n timeout` on the same connection; when fewer replicas
+//! acknowledge in time, the hold just taken is given back and the call
+//! fails with [`LockError::NotReplicated`] ([`ReplicaSync`]).
 //!
 //! ## Notices
 //!
-//! One pub/sub connection per backend, owned by a background task, carries
-//! unlock messages. [`LockBackend::subscribe`] registers the channel before
-//! it returns; its future resolves `Ok` once the server confirmed the
+//! One pub/sub connection per client, owned by a background task, carries
+//! unlock messages for every kind. A subscription is registered before the
+//! waiter waits; it is confirmed once the server confirmed the
 //! subscription, or with a retryable timeout error if that did not happen
 //! within connect timeout + command timeout (the subscription stays
 //! registered and is made on the next reconnect). When the connection
@@ -91,32 +111,38 @@
 //!
 //! ## Architecture
 //!
-//! engine ([`lock_core`]) → [`RedisBackend`] (scripts, layout, replies) →
-//! [`Transport`] (where keys live: [`SingleNode`] here; a cluster transport
-//! plugs in through [`RedisBackend::with_transport`]).
+//! handle ([`Lock`], [`FairLock`]) → engine ([`lock_core`]) → kind's script
+//! set ([`kinds`]) → [`Transport`] ([`SingleNode`] here; the cluster
+//! transport in `lock-redis-cluster`) → Redis.
 #![deny(missing_docs)]
 
-pub mod backend;
 pub mod config;
 pub mod connections;
-pub mod error;
+pub mod kinds;
 mod pubsub;
-pub mod replies;
 pub mod scripts;
-pub mod single;
+mod single;
 pub mod subscriptions;
-pub mod transport;
 
-pub use backend::RedisBackend;
-pub use config::RedisConfig;
+pub use config::{
+    RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
+};
 pub use single::SingleNode;
-pub use transport::{PubSubEvent, PubSubHandler, Transport};
 
 pub use lock_core;
 pub use lock_core::*;
+pub use lock_script;
+pub use lock_script::{
+    KeyLayout, PubSubEvent, PubSubHandler, ReplicaSync, ScriptCall, ScriptConnection, ScriptEnv,
+    Transport,
+};
 pub use redis;
 
-/// Connects a [`LockClient`] to Redis: the usual way to start.
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Connects a [`LockClient`] with every lock kind to one Redis server: the
+/// usual way to start.
 ///
 /// ```no_run
 /// # async fn demo() -> lock_redis::Result<()> {
@@ -128,6 +154,8 @@ pub use redis;
 /// .await?;
 /// let guard = client.lock("orders:42")?.lock().await?;
 /// guard.unlock().await?;
+/// let fair = client.fair_lock("orders:43")?.lock().await?;
+/// fair.unlock().await?;
 /// # Ok(()) }
 /// ```
 ///
@@ -139,7 +167,27 @@ pub use redis;
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
-    client.validate_for(Some(redis.command_timeout))?;
-    let backend = RedisBackend::connect(redis).await?;
-    LockClient::new(std::sync::Arc::new(backend), client)
+    redis.validate()?;
+    let replica_wait = redis
+        .replica_sync
+        .map_or(Duration::ZERO, |sync| sync.timeout);
+    client.validate_for(Some(redis.command_timeout.saturating_add(replica_wait)))?;
+    kinds::client(connect_env(&redis).await?, client)
+}
+
+/// The single-node transport with every kind's scripts loaded, its key
+/// layout and replica sync: what [`connect`] binds the kinds to. For tools
+/// and tests that drive a kind's store operations directly
+/// ([`kinds::Reentrant::new`], [`ScriptConnection::new`]).
+///
+/// # Errors
+/// As [`connect`].
+///
+/// # Cancel safety
+/// As [`connect`].
+pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
+    redis.validate()?;
+    let transport = Arc::new(SingleNode::new(redis)?);
+    transport.check(&kinds::scripts()).await?;
+    Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.replica_sync))
 }

@@ -6,7 +6,7 @@
 //! itself*, so commands are applied in call order; the returned future only
 //! waits for the task to report the server's confirmation.
 //!
-//! The task keeps the *desired* set (channel → [`Topic`]): every channel
+//! The task keeps the *desired* set of channels: every channel
 //! subscribed and not yet unsubscribed, whether or not the server has
 //! confirmed it. While connected it drains the queue in batches, sending one
 //! `SUBSCRIBE` / `UNSUBSCRIBE` per run of consecutive commands of one kind,
@@ -28,20 +28,20 @@
 //! is made on the next (re)connect. After [`PubSub::close`], or when the
 //! backend is dropped, subscribe futures fail with [`LockError::Closed`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use lock_core::{LockError, Result, Topic};
+use lock_core::{LockError, Result};
 use redis::aio::{PubSubSink, PubSubStream};
 use redis::Msg;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::error::{from_redis, timed_out};
 use crate::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
-use crate::transport::PubSubEvent;
+use lock_script::error::{from_redis, timed_out};
+use lock_script::PubSubEvent;
 
 /// How long an idle pub/sub connection goes without a `PING`.
 pub(crate) const PING_INTERVAL: Duration = Duration::from_secs(10);
@@ -89,7 +89,7 @@ impl PubSub {
             ping_interval,
             commands: rx,
             handler,
-            desired: HashMap::new(),
+            desired: HashSet::new(),
             waiting: HashMap::new(),
             closing: None,
         };
@@ -113,8 +113,8 @@ struct Worker {
     ping_interval: Duration,
     commands: mpsc::UnboundedReceiver<SubscriptionCommand>,
     handler: Arc<HandlerSlot>,
-    /// Every channel subscribed and not unsubscribed, with its topic.
-    desired: HashMap<String, Topic>,
+    /// Every channel subscribed and not unsubscribed.
+    desired: HashSet<String>,
     /// Subscribers waiting for a connection to confirm their channel.
     waiting: HashMap<String, Vec<Confirm>>,
     /// Told when the task has stopped after a `Close`.
@@ -175,7 +175,7 @@ impl Worker {
             .map_err(|_| timed_out("pub/sub connect", self.connect_timeout))?
             .map_err(|e| from_redis(&e, ""))?;
         let (mut sink, stream) = pubsub.split();
-        let channels: Vec<String> = self.desired.keys().cloned().collect();
+        let channels: Vec<String> = self.desired.iter().cloned().collect();
         for chunk in channels.chunks(SUBSCRIBE_CHUNK) {
             timeout(self.command_timeout, sink.subscribe(chunk))
                 .await
@@ -260,12 +260,8 @@ impl Worker {
                     self.closing = Some(done);
                     return Some(Flow::Exit);
                 }
-                SubscriptionCommand::Subscribe {
-                    channel,
-                    topic,
-                    confirm,
-                } => {
-                    self.desired.insert(channel.clone(), topic);
+                SubscriptionCommand::Subscribe { channel, confirm } => {
+                    self.desired.insert(channel.clone());
                     match &mut run {
                         Some(Run::Subscribe(items)) => items.push((channel, confirm)),
                         _ => {
@@ -340,7 +336,7 @@ impl Worker {
     fn wait_for_connection(&mut self, items: Vec<(String, Confirm)>) {
         for (channel, confirm) in items {
             // A channel unsubscribed since is not desired any more.
-            if self.desired.contains_key(&channel) {
+            if self.desired.contains(&channel) {
                 self.waiting.entry(channel).or_default().push(confirm);
             } else {
                 let _ = confirm.send(Ok(()));
@@ -350,12 +346,13 @@ impl Worker {
 
     fn dispatch(&self, message: &Msg) {
         let channel = message.get_channel_name();
-        match self.desired.get(channel) {
-            Some(topic) => self.emit(PubSubEvent::Message {
-                topic,
+        if self.desired.contains(channel) {
+            self.emit(PubSubEvent::Message {
+                channel,
                 payload: message.get_payload_bytes(),
-            }),
-            None => tracing::debug!(channel, "message on a channel no longer subscribed"),
+            });
+        } else {
+            tracing::debug!(channel, "message on a channel no longer subscribed");
         }
     }
 
@@ -387,8 +384,7 @@ fn backoff_delay(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::PubSubHandler;
-    use lock_core::LockName;
+    use lock_script::PubSubHandler;
     use lock_testkit::fixtures::RedisServer;
 
     /// Records events as strings.
@@ -401,6 +397,7 @@ mod tests {
                     String::from_utf8_lossy(payload).into_owned()
                 }
                 PubSubEvent::Reset => "reset".to_owned(),
+                _ => "other".to_owned(),
             };
             self.0.lock().unwrap().push(text);
         }
@@ -428,8 +425,7 @@ mod tests {
                 .unwrap();
         let events = Arc::new(Events(std::sync::Mutex::new(Vec::new())));
         pubsub.set_handler(events.clone());
-        let topic = Topic::Lock(LockName::new("pinged").unwrap());
-        pubsub.subscribe("ch".to_owned(), topic).await.unwrap();
+        pubsub.subscribe("ch".to_owned()).await.unwrap();
         let ids = pubsub_ids(&server);
         assert_eq!(ids.len(), 1);
 

@@ -1,105 +1,16 @@
-//! The Lua scripts of the reentrant lock and how they are run.
+//! How scripts are run on a connection, for every transport: the script
+//! runner.
 //!
-//! One script per operation, in `src/scripts/*.lua`; each file's header gives
-//! its KEYS, ARGV and replies; the helpers the writing scripts share are in
-//! `common.lua`, put in front of them ([`with_common`]). Keys and owner
-//! strings only ever travel in
-//! KEYS/ARGV, never in the script text, so the five scripts are hashed once
-//! and run by SHA1 with `EVALSHA`. When the server does not know a script
+//! Keys and owner strings only ever travel in KEYS/ARGV, never in the
+//! script text, so every kind's scripts are hashed once and run by SHA1
+//! with `EVALSHA`. When the server does not know a script
 //! (`NOSCRIPT`: restarted, failed over, or `SCRIPT FLUSH`ed) it is loaded with
 //! `SCRIPT LOAD` and the call retried once; that is the only retry done below
 //! the engine.
 
-use std::sync::LazyLock;
-
+use lock_script::ScriptCall;
 use redis::aio::ConnectionLike;
-use redis::{Cmd, ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
-
-/// The helpers shared by the lock scripts that write holds (`common.lua`):
-/// put in front of this crate's acquire, release and renew scripts and of
-/// the fair lock's acquire and release, so each rule is written once.
-pub const COMMON_LUA: &str = include_str!("scripts/common.lua");
-
-/// `body` after [`COMMON_LUA`], as one script.
-pub fn with_common(body: &str) -> Script {
-    Script::new(&[COMMON_LUA, body].concat())
-}
-
-/// Takes or re-enters a lock (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("scripts/acquire.lua")));
-/// Gives back one hold (`release.lua`).
-pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("scripts/release.lua")));
-/// Extends the lease of many locks (`renew.lua`).
-pub static RENEW: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("scripts/renew.lua")));
-/// Deletes a lock whoever holds it (`force_unlock.lua`).
-pub static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/force_unlock.lua")));
-/// Reads a lock's holders and time to live (`inspect.lua`).
-pub static INSPECT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("scripts/inspect.lua")));
-
-/// Every script of the reentrant lock (for preloading).
-pub fn all() -> [&'static Script; 5] {
-    [&ACQUIRE, &RELEASE, &RENEW, &FORCE_UNLOCK, &INSPECT]
-}
-
-/// One script invocation: the script, its KEYS and its ARGV.
-#[derive(Debug, Clone)]
-pub struct ScriptCall<'a> {
-    /// The script to run.
-    pub script: &'a Script,
-    /// `KEYS`. The first key names the call in errors (it is the lock key
-    /// for every script but `renew`). All keys must live on one node (one
-    /// slot on a cluster).
-    pub keys: Vec<String>,
-    /// `ARGV`.
-    pub args: Vec<String>,
-    /// Whether running the call twice has the effect of running it once
-    /// and answers alike: a read, a renewal, or an acquire or release whose
-    /// request-id latch answers a repeat. Only such a call may be sent again
-    /// by a transport after its connection broke with the outcome unknown;
-    /// any other call (a release without a latch, a force unlock) could
-    /// count twice. `false` unless set with [`ScriptCall::idempotent`].
-    pub idempotent: bool,
-}
-
-impl<'a> ScriptCall<'a> {
-    /// A call of `script` with `keys` and `args`, not
-    /// [idempotent](ScriptCall::idempotent).
-    pub fn new(script: &'a Script, keys: Vec<String>, args: Vec<String>) -> Self {
-        Self {
-            script,
-            keys,
-            args,
-            idempotent: false,
-        }
-    }
-
-    /// Sets [`ScriptCall::idempotent`](ScriptCall#structfield.idempotent).
-    #[must_use]
-    pub fn idempotent(mut self, idempotent: bool) -> Self {
-        self.idempotent = idempotent;
-        self
-    }
-
-    /// The first key, or `""` for a call without keys.
-    pub fn first_key(&self) -> &str {
-        self.keys.first().map_or("", String::as_str)
-    }
-
-    /// The `EVALSHA` command of this call.
-    pub fn evalsha(&self) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.get_hash())
-            .arg(self.keys.len())
-            .arg(&self.keys)
-            .arg(&self.args);
-        cmd
-    }
-}
+use redis::{ErrorKind, Pipeline, RedisResult, Script, ServerErrorKind, Value};
 
 /// Whether `err` is the server's `NOSCRIPT` reply.
 pub fn is_noscript(err: &redis::RedisError) -> bool {

@@ -7,17 +7,18 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
-use lock_core::{LockError, Result, Topic};
+use lock_core::{LockError, Result};
 use redis::{RedisResult, Value};
 use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
 use crate::connections::{ConnectionSet, Lease};
-use crate::error::{from_redis, timed_out};
 use crate::pubsub::PubSub;
-use crate::scripts::{self, ScriptCall};
+use crate::scripts;
 use crate::subscriptions::SubscriptionHandle;
-use crate::transport::{PubSubHandler, Transport};
+use lock_script::error::{from_redis, timed_out};
+use lock_script::ScriptCall;
+use lock_script::{PubSubHandler, Transport};
 
 /// A [`Transport`] to one Redis server.
 ///
@@ -83,8 +84,9 @@ impl SingleNode {
         })
     }
 
-    /// Checks that the server answers, and loads every lock script so the
-    /// first calls need no `NOSCRIPT` round trip.
+    /// Checks that the server answers, and loads `scripts` (every kind's,
+    /// as the registration of kinds gives them) so the first calls need no
+    /// `NOSCRIPT` round trip.
     ///
     /// # Errors
     /// A retryable error when the server cannot be reached in time;
@@ -93,13 +95,13 @@ impl SingleNode {
     ///
     /// # Cancel safety
     /// Safe to drop at any point; nothing is changed but the script cache.
-    pub async fn check(&self) -> Result<()> {
+    pub async fn check(&self, scripts: &[&redis::Script]) -> Result<()> {
         let deadline = Instant::now() + self.command_timeout;
         let mut lease = self.connections.get(deadline).await?;
         let conn = lease.conn();
         let load_all = async {
-            for script in scripts::all() {
-                scripts::load(conn, script).await?;
+            for script in scripts {
+                crate::scripts::load(conn, script).await?;
             }
             Ok::<_, redis::RedisError>(())
         };
@@ -203,11 +205,11 @@ impl Transport for SingleNode {
         self.pubsub.set_handler(handler);
     }
 
-    fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>> {
+    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
         if self.ensure_open().is_err() {
             return future::ready(Err(LockError::Closed)).boxed();
         }
-        self.pubsub.subscribe(channel, topic)
+        self.pubsub.subscribe(channel)
     }
 
     fn unsubscribe(&self, channel: String) {

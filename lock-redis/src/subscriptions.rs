@@ -11,22 +11,20 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::future::{self, BoxFuture, FutureExt};
-use lock_core::{LockError, Result, Topic};
+use lock_core::{LockError, Result};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
-use crate::error::timed_out;
-use crate::transport::{PubSubEvent, PubSubHandler};
+use lock_script::error::timed_out;
+use lock_script::{PubSubEvent, PubSubHandler};
 
 /// What a handle asks its task to do.
 pub enum SubscriptionCommand {
-    /// Subscribe `channel` for `topic`; answer on `confirm` once the server
+    /// Subscribe `channel`; answer on `confirm` once the server
     /// confirmed it (or with [`LockError::Closed`] when closing).
     Subscribe {
         /// The channel.
         channel: String,
-        /// What its messages are about.
-        topic: Topic,
         /// Where the confirmation goes.
         confirm: oneshot::Sender<Result<()>>,
     },
@@ -121,11 +119,10 @@ impl SubscriptionHandle {
     /// [`LockError::Closed`] once the task is gone; a retryable timeout
     /// when no confirmation came within the confirm timeout (the
     /// subscription stays registered).
-    pub fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>> {
+    pub fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
         let (confirm, confirmed) = oneshot::channel();
         let command = SubscriptionCommand::Subscribe {
             channel: channel.clone(),
-            topic,
             confirm,
         };
         if self.commands.send(command).is_err() {

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lock_redis::{LockBackend, LockError, RedisBackend, RedisConfig, RenewTarget};
+use lock_redis::{ExclusiveKind, LockError, RedisConfig, RenewTarget};
 use lock_testkit::fixtures::RedisServer;
 
 /// Generous bound for "returned within about the timeout".
@@ -78,7 +78,7 @@ async fn paused_server_does_not_hang_subscribe() {
     let started = Instant::now();
     let err = env
         .backend
-        .subscribe(&lock_redis::Topic::Lock(name("frozen-sub")))
+        .subscribe(&env.backend.channel(&name("frozen-sub")))
         .await
         .unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
@@ -161,8 +161,7 @@ async fn latch_shorter_than_the_retry_window_is_rejected_before_io() {
     let slow = config(&server).command_timeout(Duration::from_secs(10));
     let backend = RedisBackend::connect(slow.clone()).await.unwrap();
     assert_eq!(backend.command_timeout(), Some(Duration::from_secs(10)));
-    let err =
-        lock_redis::LockClient::new(std::sync::Arc::new(backend), Default::default()).unwrap_err();
+    let err = lock_redis::kinds::client(backend.env().clone(), Default::default()).unwrap_err();
     assert!(err.to_string().contains("latch_ttl"), "{err}");
     server.pause();
     let started = Instant::now();

@@ -2,9 +2,7 @@
 //! same observable results for random operation sequences (see
 //! `lock_testkit::model`).
 
-use std::sync::Arc;
-
-use lock_redis::{LockBackend, LockKind, RedisBackend, RedisConfig};
+use lock_redis::{ClientConfig, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
 use lock_testkit::model;
 use proptest::prelude::*;
@@ -20,13 +18,15 @@ proptest! {
                 RedisServer::start(),
             );
         }
-        let expected = model::in_memory(LockKind::Reentrant, &ops);
+        let expected = model::in_memory(model::Kind::Reentrant, &ops);
         let real = WORLD.with(|(rt, server)| {
             server.cmd(&["FLUSHALL"]);
             rt.block_on(model::on_store(
+                model::Kind::Reentrant,
                 || async {
-                    let b = RedisBackend::connect(RedisConfig::new(server.url())).await.unwrap();
-                    Arc::new(b) as Arc<dyn LockBackend>
+                    lock_redis::connect(RedisConfig::new(server.url()), ClientConfig::default())
+                        .await
+                        .unwrap()
                 },
                 &ops,
             ))

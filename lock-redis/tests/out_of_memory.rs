@@ -8,10 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::{
-    ClientConfig, KeyLayout, LockBackend, LockError, Notice, ReleaseOutcome, RenewTarget, Topic,
-    Wake,
-};
+use lock_redis::{ClientConfig, ExclusiveKind, KeyLayout, LockError, ReleaseOutcome, RenewTarget};
 use lock_testkit::fixtures::redis::Value;
 
 fn is_oom(result: Result<impl std::fmt::Debug, LockError>) {
@@ -33,7 +30,7 @@ async fn last_unlock_succeeds_and_other_writes_fail_typed_with_nothing_written()
     must_acquire(&env.backend, &acquire(&twice, a, 10_000)).await;
     must_acquire(&env.backend, &acquire(&twice, a, 10_000)).await;
     must_acquire(&env.backend, &acquire(&once, a, 10_000)).await;
-    let topic = Topic::Lock(once.clone());
+    let topic = env.backend.channel(&once);
     env.backend.subscribe(&topic).await.unwrap();
     let client = lock_redis::connect(config(&env.server), ClientConfig::default())
         .await
@@ -89,13 +86,7 @@ async fn last_unlock_succeeds_and_other_writes_fail_typed_with_nothing_written()
     );
     assert_eq!(env.server.cmd(&["EXISTS", "once"]), Value::Int(0));
     env.notices
-        .expect(
-            &Notice::Unlocked {
-                topic,
-                wake: Wake::One,
-            },
-            Duration::from_secs(2),
-        )
+        .expect(&common::unlocked(&topic), Duration::from_secs(2))
         .await;
     // So does a guard's unlock, and a release that finds nothing.
     guard.unlock().await.unwrap();

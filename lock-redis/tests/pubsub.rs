@@ -6,21 +6,16 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lock_redis::{LockBackend, LockError, Notice, Topic, Wake};
+use lock_redis::{Channel, ExclusiveKind, LockError, Notice};
 use lock_testkit::fixtures::redis::Value;
 
-fn unlocked(topic: &Topic) -> Notice {
-    Notice::Unlocked {
-        topic: topic.clone(),
-        wake: Wake::One,
-    }
+fn unlocked(topic: &Channel) -> Notice {
+    common::unlocked(topic)
 }
 
-fn lock_topic(s: &str) -> (Topic, String) {
-    (
-        Topic::Lock(name(s)),
-        format!("redisson_lock__channel:{{{s}}}"),
-    )
+fn lock_topic(s: &str) -> (Channel, String) {
+    let channel = format!("redisson_lock__channel:{{{s}}}");
+    (Channel::new(channel.clone()), channel)
 }
 
 fn numsub(env: &Env, channel: &str) -> i64 {

@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::{AcquireOutcome, LockBackend, Notice, ReleaseOutcome, Topic, Wake};
+use lock_redis::{AcquireOutcome, ExclusiveKind, ReleaseOutcome, Wake};
 use lock_testkit::fixtures::redis::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,32 +69,25 @@ async fn a_redisson_holder_blocks_us_and_we_see_its_ttl() {
 async fn a_redisson_unlock_message_wakes_us() {
     let mut env = env().await;
     let n = name("job");
-    let topic = Topic::Lock(n.clone());
+    let topic = env.backend.channel(&n);
     env.backend.subscribe(&topic).await.unwrap();
     // Redisson's unlock publishes 0 on redisson_lock__channel:{name}.
     env.server
         .cmd(&["PUBLISH", "redisson_lock__channel:{job}", "0"]);
     env.notices
-        .expect(
-            &Notice::Unlocked {
-                topic: topic.clone(),
-                wake: Wake::One,
-            },
-            Duration::from_secs(2),
-        )
+        .expect(&common::unlocked(&topic), Duration::from_secs(2))
         .await;
-    // A read unlock wakes everyone; other messages are ignored.
+    // A read unlock wakes everyone; other messages are ignored (the kind
+    // reads the payloads the connection passes on).
     env.server
         .cmd(&["PUBLISH", "redisson_lock__channel:{job}", "7"]);
     env.server
         .cmd(&["PUBLISH", "redisson_lock__channel:{job}", "1"]);
-    assert_eq!(
-        env.notices.next(Duration::from_secs(2)).await,
-        Some(Notice::Unlocked {
-            topic,
-            wake: Wake::All
-        })
-    );
+    for (payload, wake) in [("7", None), ("1", Some(Wake::All))] {
+        let notice = env.notices.next(Duration::from_secs(2)).await;
+        assert_eq!(notice, Some(common::message(&topic, payload)));
+        assert_eq!(env.backend.wake(payload.as_bytes()), wake);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -130,7 +123,7 @@ async fn key_prefix_applies_to_every_name() {
     let mut env = env_with(|c| c.key_prefix("app:")).await;
     let n = name("job");
     let o = owner();
-    let topic = Topic::Lock(n.clone());
+    let topic = env.backend.channel(&n);
     env.backend.subscribe(&topic).await.unwrap();
     let mut req = acquire(&n, o, 10_000);
     req.fenced = true;
@@ -146,13 +139,7 @@ async fn key_prefix_applies_to_every_name() {
     env.server
         .cmd(&["PUBLISH", "redisson_lock__channel:{app:job}", "0"]);
     env.notices
-        .expect(
-            &Notice::Unlocked {
-                topic,
-                wake: Wake::One,
-            },
-            Duration::from_secs(2),
-        )
+        .expect(&common::unlocked(&topic), Duration::from_secs(2))
         .await;
 }
 

@@ -1,19 +1,40 @@
-//! Replica sync on a single primary: an acquisition waits for replicas,
-//! and is undone (a first hold freed, a re-entry counted back) when too few
-//! acknowledge.
+//! Replica sync on a single primary: an acquisition of every kind waits
+//! for replicas, and is undone (a first hold freed, a re-entry counted
+//! back) when too few acknowledge.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use lock_redis::{ClientConfig, LockClient, LockError, RedisBackend, RedisConfig};
+use lock_redis::{ClientConfig, LockClient, LockError, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
 
 async fn client(url: String, replicas: u32) -> LockClient {
-    let backend = RedisBackend::connect(RedisConfig::new(url))
+    let redis = RedisConfig::new(url).replica_sync(replicas, Duration::from_millis(100));
+    lock_redis::connect(redis, ClientConfig::default())
         .await
         .unwrap()
-        .with_replica_sync(replicas, Duration::from_millis(100));
-    LockClient::new(Arc::new(backend), ClientConfig::default()).unwrap()
+}
+
+/// Fair locks wait for replicas too (they used not to: the fair backend
+/// ran its acquire script without `WAIT`).
+#[tokio::test]
+async fn too_few_replicas_undo_a_fair_acquisition() {
+    let server = RedisServer::start();
+    let c = client(server.url(), 1).await;
+    let lock = c.fair_lock("unreplicated-fair").unwrap();
+    let err = lock.lock().await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            LockError::NotReplicated {
+                wanted: 1,
+                acked: 0,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!lock.is_locked().await.unwrap(), "the hold was given back");
+    assert_eq!(c.stats().watched, 0, "no watchdog entry for a failed lock");
 }
 
 #[tokio::test]

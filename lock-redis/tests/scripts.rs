@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use lock_redis::{
-    AcquireOutcome, AcquireRequest, Holder, KeyLayout, LockBackend, LockError, LockInfo,
+    AcquireOutcome, AcquireRequest, ExclusiveKind, Holder, KeyLayout, LockError, LockInfo,
     ReleaseOutcome, RenewTarget,
 };
 use lock_testkit::fixtures::redis::{self, Value};
@@ -57,7 +57,7 @@ async fn release_counts_down_then_frees_and_publishes() {
     let mut env = env().await;
     let n = name("rel");
     let a = owner();
-    let topic = lock_redis::Topic::Lock(n.clone());
+    let topic = env.backend.channel(&n);
     env.backend.subscribe(&topic).await.unwrap();
     must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
     must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
@@ -78,13 +78,7 @@ async fn release_counts_down_then_frees_and_publishes() {
     );
     assert_eq!(env.server.cmd(&["EXISTS", "rel"]), Value::Int(0));
     env.notices
-        .expect(
-            &lock_redis::Notice::Unlocked {
-                topic,
-                wake: lock_redis::Wake::One,
-            },
-            Duration::from_secs(2),
-        )
+        .expect(&common::unlocked(&topic), Duration::from_secs(2))
         .await;
 
     assert_eq!(
@@ -346,18 +340,12 @@ async fn inspect_reports_holders_and_ttl() {
 async fn force_unlock_publishes() {
     let mut env = env().await;
     let n = name("forced");
-    let topic = lock_redis::Topic::Lock(n.clone());
+    let topic = env.backend.channel(&n);
     env.backend.subscribe(&topic).await.unwrap();
     must_acquire(&env.backend, &acquire(&n, owner(), 10_000)).await;
     assert!(env.backend.force_unlock(&n).await.unwrap());
     env.notices
-        .expect(
-            &lock_redis::Notice::Unlocked {
-                topic,
-                wake: lock_redis::Wake::One,
-            },
-            Duration::from_secs(2),
-        )
+        .expect(&common::unlocked(&topic), Duration::from_secs(2))
         .await;
     // Nothing to delete: nothing published.
     assert!(!env.backend.force_unlock(&n).await.unwrap());
@@ -483,7 +471,7 @@ async fn renewing_many_locks_takes_one_pipeline() {
         Value::BulkString(b) => String::from_utf8(b).unwrap(),
         other => panic!("{other:?}"),
     };
-    let chunks = total.div_ceil(lock_redis::backend::RENEW_CHUNK);
+    let chunks = total.div_ceil(lock_redis::lock_script::RENEW_CHUNK);
     assert!(
         stats.contains(&format!("cmdstat_evalsha:calls={chunks},")),
         "{stats}"

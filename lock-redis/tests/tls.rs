@@ -3,7 +3,7 @@
 
 mod common;
 
-use lock_redis::{RedisBackend, RedisConfig};
+use lock_redis::RedisConfig;
 
 #[cfg(feature = "tls")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,7 +17,7 @@ async fn tls_handshake_with_a_plain_server_fails_cleanly() {
         .connect_timeout(TIMEOUT);
     assert!(config.validate().is_ok());
     let started = std::time::Instant::now();
-    let err = RedisBackend::connect(config).await.unwrap_err();
+    let err = lock_redis::connect_env(&config).await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     assert!(started.elapsed() < TIMEOUT * 3);
 }
@@ -25,7 +25,7 @@ async fn tls_handshake_with_a_plain_server_fails_cleanly() {
 #[cfg(not(feature = "tls"))]
 #[tokio::test]
 async fn rediss_needs_the_tls_feature() {
-    let err = RedisBackend::connect(RedisConfig::new("rediss://127.0.0.1:6379/"))
+    let err = lock_redis::connect_env(&RedisConfig::new("rediss://127.0.0.1:6379/"))
         .await
         .unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::{
-    AcquireOutcome, AcquireRequest, LockBackend, LockInfo, LockKind, LockName, Owner,
+    AcquireOutcome, AcquireRequest, ExclusiveKind, FairKind, LockClient, LockName, Owner,
     ReleaseOutcome, ReleaseRequest,
 };
 use proptest::prelude::*;
@@ -149,12 +149,61 @@ enum Sent {
     Release(usize, ReleaseRequest),
 }
 
-async fn acquire_seen(backend: &dyn LockBackend, req: &AcquireRequest) -> Seen {
+pub use crate::conformance::Kind;
+
+/// One client's kind under test: its raw store operations.
+enum Handle {
+    Plain(Arc<dyn ExclusiveKind>),
+    Fair(Arc<dyn FairKind>),
+}
+
+impl Handle {
+    fn of(client: &LockClient, kind: Kind) -> Self {
+        let kinds = client.kinds();
+        match kind {
+            Kind::Reentrant => Self::Plain(Arc::clone(
+                kinds.reentrant_kind().expect("a reentrant kind"),
+            )),
+            Kind::Fair => Self::Fair(Arc::clone(kinds.fair_kind().expect("a fair kind"))),
+        }
+    }
+
+    fn ops(&self) -> &dyn ExclusiveKind {
+        match self {
+            Self::Plain(k) => k.as_ref(),
+            Self::Fair(k) => k.as_ref(),
+        }
+    }
+
+    async fn info(&self, name: &LockName) -> Seen {
+        let (lock, queue) = match self {
+            Self::Plain(k) => (k.inspect(name).await.expect("inspect"), Vec::new()),
+            Self::Fair(k) => {
+                let info = k.inspect_fair(name).await.expect("inspect");
+                (info.lock, info.queue)
+            }
+        };
+        let mut holders: Vec<_> = lock
+            .holders
+            .into_iter()
+            .map(|h| (h.field, h.count))
+            .collect();
+        holders.sort();
+        Seen::Info {
+            holders,
+            has_ttl: lock.ttl.is_some(),
+            queue: queue.into_iter().map(|w| w.field).collect(),
+        }
+    }
+}
+
+async fn acquire_seen(backend: &dyn ExclusiveKind, req: &AcquireRequest) -> Seen {
     match backend.try_acquire(req).await.expect("acquire") {
         AcquireOutcome::Acquired { fencing_token } => Seen::Acquired(fencing_token),
         AcquireOutcome::Held { ttl } => Seen::Held {
             has_ttl: ttl.is_some(),
         },
+        other => panic!("an outcome the model does not know: {other:?}"),
     }
 }
 
@@ -167,26 +216,17 @@ fn name(lock: usize) -> LockName {
     LockName::new(format!("model-{lock}")).expect("valid name")
 }
 
-fn info(i: LockInfo) -> Seen {
-    let mut holders: Vec<_> = i.holders.into_iter().map(|h| (h.field, h.count)).collect();
-    holders.sort();
-    let queue = i.queue.into_iter().map(|w| w.field).collect();
-    Seen::Info {
-        holders,
-        has_ttl: i.ttl.is_some(),
-        queue,
-    }
-}
-
-/// Runs `ops` with one backend per client, advancing time with `advance`.
+/// Runs `ops` on the `kind` of each client, advancing time with `advance`.
 ///
 /// # Panics
-/// When a backend call fails: a model run has no faults.
-pub async fn run<F, Fut>(backends: &[Arc<dyn LockBackend>], ops: &[Op], advance: F) -> Vec<Seen>
+/// When a store call fails: a model run has no faults.
+pub async fn run<F, Fut>(clients: &[LockClient], kind: Kind, ops: &[Op], advance: F) -> Vec<Seen>
 where
     F: Fn(Duration) -> Fut,
     Fut: Future<Output = ()>,
 {
+    let handles: Vec<Handle> = clients.iter().map(|c| Handle::of(c, kind)).collect();
+    let backends: Vec<&dyn ExclusiveKind> = handles.iter().map(Handle::ops).collect();
     let mut seen = Vec::new();
     let mut last: Option<Sent> = None;
     for op in ops {
@@ -207,7 +247,7 @@ where
                     30_000,
                 )
                 .queue(queue.map(|q| DURATIONS_MS[q]));
-                let s = acquire_seen(&*backends[client], &req).await;
+                let s = acquire_seen(backends[client], &req).await;
                 last = Some(Sent::Acquire(client, req));
                 s
             }
@@ -239,13 +279,13 @@ where
                     .await
                     .expect("force unlock"),
             ),
-            Op::Inspect { lock } => info(backends[1].inspect(&name(lock)).await.expect("inspect")),
+            Op::Inspect { lock } => handles[1].info(&name(lock)).await,
             Op::Advance { steps } => {
                 advance(Duration::from_millis(100 * steps)).await;
                 Seen::Advanced
             }
             Op::Repeat => match &last {
-                Some(Sent::Acquire(client, req)) => acquire_seen(&*backends[*client], req).await,
+                Some(Sent::Acquire(client, req)) => acquire_seen(backends[*client], req).await,
                 Some(Sent::Release(client, req)) => {
                     Seen::Release(backends[*client].release(req).await.expect("release"))
                 }
@@ -261,38 +301,35 @@ where
 ///
 /// # Panics
 /// When the runtime cannot be built.
-pub fn in_memory(kind: LockKind, ops: &[Op]) -> Vec<Seen> {
+pub fn in_memory(kind: Kind, ops: &[Op]) -> Vec<Seen> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
         .build()
         .expect("runtime");
     rt.block_on(async {
-        let server = match kind {
-            LockKind::Fair => InMemoryServer::new().fair(),
-            _ => InMemoryServer::new(),
-        };
-        let backends: Vec<Arc<dyn LockBackend>> = (0..CLIENTS)
-            .map(|_| server.connect() as Arc<dyn LockBackend>)
+        let server = InMemoryServer::new();
+        let clients: Vec<LockClient> = (0..CLIENTS)
+            .map(|_| server.client().expect("client"))
             .collect();
-        run(&backends, ops, tokio::time::advance).await
+        run(&clients, kind, ops, tokio::time::advance).await
     })
 }
 
-/// Runs `ops` on real backends (one per client, from `connect`) in real
-/// time, closing them afterwards.
-pub async fn on_store<C, Fut>(connect: C, ops: &[Op]) -> Vec<Seen>
+/// Runs `ops` on the `kind` of real clients (one per client, from
+/// `connect`) in real time, closing them afterwards.
+pub async fn on_store<C, Fut>(kind: Kind, connect: C, ops: &[Op]) -> Vec<Seen>
 where
     C: Fn() -> Fut,
-    Fut: Future<Output = Arc<dyn LockBackend>>,
+    Fut: Future<Output = LockClient>,
 {
-    let mut backends = Vec::new();
+    let mut clients = Vec::new();
     for _ in 0..CLIENTS {
-        backends.push(connect().await);
+        clients.push(connect().await);
     }
-    let seen = run(&backends, ops, tokio::time::sleep).await;
-    for b in &backends {
-        b.close().await;
+    let seen = run(&clients, kind, ops, tokio::time::sleep).await;
+    for c in &clients {
+        c.close().await;
     }
     seen
 }

@@ -13,18 +13,22 @@ use lock_testkit::InMemoryServer;
 use proptest::prelude::*;
 
 /// A writing lock script as lock-redis builds it: the shared helpers
-/// (`common.lua`), then the file.
+/// (`lock-script`'s `common.lua`), then the file.
 macro_rules! with_common {
     ($($part:expr),+) => {
-        concat!(include_str!("../../lock-redis/src/scripts/common.lua"), $($part),+)
+        concat!(include_str!("../../lock-script/src/scripts/common.lua"), $($part),+)
     };
 }
 
-const ACQUIRE: &str = with_common!(include_str!("../../lock-redis/src/scripts/acquire.lua"));
-const RELEASE: &str = with_common!(include_str!("../../lock-redis/src/scripts/release.lua"));
-const RENEW: &str = with_common!(include_str!("../../lock-redis/src/scripts/renew.lua"));
-const FORCE_UNLOCK: &str = include_str!("../../lock-redis/src/scripts/force_unlock.lua");
-const INSPECT: &str = include_str!("../../lock-redis/src/scripts/inspect.lua");
+const ACQUIRE: &str = with_common!(include_str!(
+    "../../lock-redis/src/kinds/reentrant/acquire.lua"
+));
+const RELEASE: &str = with_common!(include_str!(
+    "../../lock-redis/src/kinds/reentrant/release.lua"
+));
+const RENEW: &str = with_common!(include_str!("../../lock-script/src/scripts/renew.lua"));
+const FORCE_UNLOCK: &str = include_str!("../../lock-redis/src/kinds/reentrant/force_unlock.lua");
+const INSPECT: &str = include_str!("../../lock-redis/src/kinds/reentrant/inspect.lua");
 
 /// A fair-lock script as lock-fair builds it: the prelude, then the file
 /// (the writing ones behind the shared helpers too).

@@ -1,10 +1,11 @@
 //! The conformance suite for fair locks on the in-memory backend, under
-//! paused time.
+//! paused time: the same server and clients as the reentrant suite, the
+//! fair handle of each client.
 
 use lock_testkit::InMemoryServer;
 
 async fn harness() -> InMemoryServer {
-    InMemoryServer::new().fair()
+    InMemoryServer::new()
 }
 
 lock_testkit::fair_conformance_tests!(

@@ -22,14 +22,14 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 /// One process, a few commands at a time: one connection is plenty.
 const CONNECTIONS: usize = 1;
 
-/// Connects a client for the lock kind asked for (`fair` or the reentrant
-/// lock) to the server the global options name.
+/// Connects a client (it serves every lock kind; commands pick the handle)
+/// to the server the global options name.
 ///
 /// # Errors
 /// Exit 64 for a bad URL or option (before any I/O), 69 when the server
 /// cannot be reached.
-pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Failure> {
-    client_with(global, fair, ClientConfig::default()).await
+pub(crate) async fn client(global: &Global) -> Result<LockClient, Failure> {
+    client_with(global, ClientConfig::default()).await
 }
 
 /// As [`client`], starting from `config` (the watchdog timeout is set from
@@ -39,7 +39,6 @@ pub(crate) async fn client(global: &Global, fair: bool) -> Result<LockClient, Fa
 /// As [`client`].
 pub(crate) async fn client_with(
     global: &Global,
-    fair: bool,
     config: ClientConfig,
 ) -> Result<LockClient, Failure> {
     let config = config.watchdog_timeout(global.watchdog_timeout);
@@ -47,14 +46,14 @@ pub(crate) async fn client_with(
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
     if global.cluster.is_empty() {
-        single_node(global, fair, config).await
+        single_node(global, config).await
     } else {
-        cluster(global, fair, config).await
+        cluster(global, config).await
     }
 }
 
 /// A Redis Cluster, from `--cluster`.
-async fn cluster(global: &Global, fair: bool, config: ClientConfig) -> Result<LockClient, Failure> {
+async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
     let cluster = ClusterConfig::new(global.cluster.iter().cloned())
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
@@ -63,20 +62,13 @@ async fn cluster(global: &Global, fair: bool, config: ClientConfig) -> Result<Lo
     if let Err(e) = cluster.validate() {
         return Err(Failure::lock("bad --cluster", &e));
     }
-    let connected = if fair {
-        lock_redis_cluster::connect_fair(cluster, config).await
-    } else {
-        lock_redis_cluster::connect(cluster, config).await
-    };
-    connected.map_err(|e| unreachable_or("the Redis Cluster", &e))
+    lock_redis_cluster::connect(cluster, config)
+        .await
+        .map_err(|e| unreachable_or("the Redis Cluster", &e))
 }
 
 /// One Redis server, from `--url`.
-async fn single_node(
-    global: &Global,
-    fair: bool,
-    config: ClientConfig,
-) -> Result<LockClient, Failure> {
+async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
     let redis = RedisConfig::new(global.url.as_str())
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
@@ -88,12 +80,9 @@ async fn single_node(
         Ok(info) => info.addr().to_string(),
         Err(e) => return Err(Failure::lock("bad --url", &e)),
     };
-    let connected = if fair {
-        lock_fair::connect_client(redis, config).await
-    } else {
-        lock_redis::connect(redis, config).await
-    };
-    connected.map_err(|e| unreachable_or(&format!("Redis at {server}"), &e))
+    lock_redis::connect(redis, config)
+        .await
+        .map_err(|e| unreachable_or(&format!("Redis at {server}"), &e))
 }
 
 /// A connect error, naming the server or cluster (and saying "cannot reach" when the

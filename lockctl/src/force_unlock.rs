@@ -11,8 +11,12 @@ use crate::{connect, output};
 /// what was asked. The printed line says which it was.
 pub(crate) async fn run(global: &Global, args: ForceUnlockArgs) -> Result<u8, Failure> {
     let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
-    let client = connect::client(global, args.fair).await?;
-    let existed = client.lock(&name)?.force_unlock().await;
+    let client = connect::client(global).await?;
+    let existed = if args.fair {
+        client.fair_lock(&name)?.force_unlock().await
+    } else {
+        client.lock(&name)?.force_unlock().await
+    };
     client.close().await;
     let line = if existed? {
         format!("{name}: unlocked (it was held; waiters were woken)\n")

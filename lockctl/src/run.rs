@@ -72,7 +72,7 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
     let config = ClientConfig::default().loss_margin(grace);
     let client = tokio::select! {
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        client = connect::client_with(global, args.fair, config) => client?,
+        client = connect::client_with(global, config) => client?,
     };
     let code = hold_and_run(&client, &name, &args, &mut signals, grace).await;
     // Once the lock is known lost there is nothing left to release, and a
@@ -90,7 +90,12 @@ async fn hold_and_run(
     signals: &mut Signals,
     grace: Duration,
 ) -> Result<u8, Failure> {
-    let lock = client.lock(name)?;
+    // `--fair` picks the handle's kind; the client serves both.
+    let lock = if args.fair {
+        client.fair_lock(name)?.as_lock().clone()
+    } else {
+        client.lock(name)?
+    };
     let mut opts = AcquireOptions::new();
     if let Some(wait) = args.wait {
         opts = opts.wait(wait);

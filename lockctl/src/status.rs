@@ -2,7 +2,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lock_core::{LockInfo, LockName};
+use lock_core::{FairLockInfo, LockName};
 use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
@@ -38,8 +38,17 @@ struct WaiterJson<'a> {
 /// is held).
 pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure> {
     let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
-    let client = connect::client(global, args.fair).await?;
-    let info = client.lock(&name)?.info().await;
+    let client = connect::client(global).await?;
+    // One client, either kind's handle: a plain lock shows no queue.
+    let info = if args.fair {
+        client.fair_lock(&name)?.info().await
+    } else {
+        client
+            .lock(&name)?
+            .info()
+            .await
+            .map(|lock| FairLockInfo::new(lock, Vec::new()))
+    };
     client.close().await;
     let info = info?;
     let text = if args.json {
@@ -51,7 +60,8 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
     Ok(0)
 }
 
-fn json(name: &LockName, info: &LockInfo) -> Result<String, Failure> {
+fn json(name: &LockName, info: &FairLockInfo) -> Result<String, Failure> {
+    let (queue, info) = (&info.queue, &info.lock);
     let report = Report {
         name: name.as_str(),
         locked: info.is_locked(),
@@ -64,8 +74,7 @@ fn json(name: &LockName, info: &LockInfo) -> Result<String, Failure> {
             })
             .collect(),
         ttl_ms: info.ttl.map(millis),
-        queue: info
-            .queue
+        queue: queue
             .iter()
             .map(|w| WaiterJson {
                 field: &w.field,
@@ -81,7 +90,8 @@ fn json(name: &LockName, info: &LockInfo) -> Result<String, Failure> {
 
 /// A few aligned `label: value` lines. Queue deadlines are shown relative
 /// to `now_ms` (this machine's clock; they are stored by the server's).
-fn human(name: &LockName, info: &LockInfo, fair: bool, now_ms: i64) -> String {
+fn human(name: &LockName, info: &FairLockInfo, fair: bool, now_ms: i64) -> String {
+    let (queue, info) = (&info.queue, &info.lock);
     let mut lines = vec![("name", name.to_string())];
     if info.is_locked() {
         lines.push(("locked", "yes".to_owned()));
@@ -102,7 +112,7 @@ fn human(name: &LockName, info: &LockInfo, fair: bool, now_ms: i64) -> String {
         lines.push(("locked", "no".to_owned()));
     }
     if fair {
-        let waiting = match info.queue.len() {
+        let waiting = match queue.len() {
             0 => "nobody waiting".to_owned(),
             1 => "1 waiting".to_owned(),
             n => format!("{n} waiting"),
@@ -113,7 +123,7 @@ fn human(name: &LockName, info: &LockInfo, fair: bool, now_ms: i64) -> String {
     for (label, value) in lines {
         text.push_str(&format!("{:<8}{value}\n", format!("{label}:")));
     }
-    for (place, waiter) in info.queue.iter().enumerate() {
+    for (place, waiter) in queue.iter().enumerate() {
         let left = waiter.deadline_ms.saturating_sub(now_ms);
         let deadline = if left >= 0 {
             format!("deadline in {}", duration::display(ms_duration(left)))
@@ -142,26 +152,22 @@ fn now_ms() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lock_core::{Holder, QueuedWaiter};
+    use lock_core::{Holder, LockInfo, QueuedWaiter};
 
-    fn held() -> LockInfo {
-        LockInfo {
-            holders: vec![Holder {
-                field: "c1:7".into(),
-                count: 2,
-            }],
-            ttl: Some(Duration::from_millis(29_840)),
-            queue: vec![
-                QueuedWaiter {
-                    field: "c2:1".into(),
-                    deadline_ms: 10_000,
-                },
-                QueuedWaiter {
-                    field: "c3:4".into(),
-                    deadline_ms: 4_000,
-                },
+    fn held() -> FairLockInfo {
+        FairLockInfo::new(
+            LockInfo::new(
+                vec![Holder {
+                    field: "c1:7".into(),
+                    count: 2,
+                }],
+                Some(Duration::from_millis(29_840)),
+            ),
+            vec![
+                QueuedWaiter::new("c2:1", 10_000),
+                QueuedWaiter::new("c3:4", 4_000),
             ],
-        }
+        )
     }
 
     #[test]
@@ -174,7 +180,7 @@ mod tests {
                 + "\n"
         );
         assert_eq!(
-            json(&name, &LockInfo::default()).unwrap(),
+            json(&name, &FairLockInfo::default()).unwrap(),
             "{\"name\":\"job\",\"locked\":false,\"holders\":[],\"ttl_ms\":null,\"queue\":[]}\n"
         );
     }
@@ -193,7 +199,7 @@ mod tests {
              2. c3:4  overdue by 1.0s\n"
         );
         assert_eq!(
-            human(&name, &LockInfo::default(), false, 0),
+            human(&name, &FairLockInfo::default(), false, 0),
             "name:   job\nlocked: no\n"
         );
     }

@@ -3,8 +3,10 @@
 //! the standalone server or to the cluster master owning the lock.
 
 use anyhow::{bail, Context, Result};
-use lock_redis::lock_core::layout::UNLOCK_MESSAGE;
-use lock_redis::scripts::{self, ScriptCall};
+use lock_redis::kinds::reentrant::{ACQUIRE, RELEASE};
+use lock_redis::lock_script::layout::UNLOCK_MESSAGE;
+use lock_redis::scripts;
+use lock_redis::ScriptCall;
 use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner, RequestId};
 use redis::aio::MultiplexedConnection;
 
@@ -55,7 +57,7 @@ impl RawLock {
     /// `site`, with both scripts loaded.
     pub(crate) async fn new(site: Site<'_>, name: &str) -> Result<Self> {
         let mut conn = site.server_for(name)?.connect().await?;
-        for script in [&*scripts::ACQUIRE, &*scripts::RELEASE] {
+        for script in [&*ACQUIRE, &*RELEASE] {
             scripts::load(&mut conn, script)
                 .await
                 .context("SCRIPT LOAD failed")?;
@@ -88,7 +90,7 @@ impl RawLock {
     /// lock and the second freed it.
     pub(crate) async fn pair(&mut self) -> Result<()> {
         let acquire = ScriptCall::new(
-            &scripts::ACQUIRE,
+            &ACQUIRE,
             vec![
                 self.layout.lock_key(&self.name),
                 self.layout
@@ -111,7 +113,7 @@ impl RawLock {
             bail!("raw acquire found {} held by someone else", self.name);
         }
         let release = ScriptCall::new(
-            &scripts::RELEASE,
+            &RELEASE,
             vec![
                 self.layout.lock_key(&self.name),
                 self.layout.channel(&self.name),

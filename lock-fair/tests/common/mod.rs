@@ -6,10 +6,75 @@
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use lock_fair::{
-    AcquireOutcome, AcquireRequest, FairRedisBackend, KeyLayout, LockBackend, LockName, Owner,
-    RedisConfig, ReleaseOutcome, ReleaseRequest,
+use std::sync::Arc;
+
+use lock_core::{
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, FairKind, FairLockInfo,
+    LockName, NoticeSink, Owner, ReleaseOutcome, ReleaseRequest, Result,
 };
+use lock_fair::Fair;
+use lock_redis::{KeyLayout, RedisConfig, ScriptConnection, ScriptEnv};
+
+/// The fair kind and the connection it is bound to, as a client has them:
+/// the raw store operations (through `Deref`) plus subscriptions.
+#[derive(Debug)]
+pub struct FairRedisBackend {
+    env: ScriptEnv,
+    connection: ScriptConnection,
+    kind: Fair,
+}
+
+impl FairRedisBackend {
+    pub async fn connect(config: RedisConfig) -> Result<Self> {
+        let env = lock_redis::connect_env(&config).await?;
+        Ok(Self {
+            connection: ScriptConnection::new(env.clone()),
+            kind: Fair::new(env.clone()),
+            env,
+        })
+    }
+
+    pub fn env(&self) -> &ScriptEnv {
+        &self.env
+    }
+
+    /// Holders, time to live and queue.
+    pub async fn inspect(&self, name: &LockName) -> Result<FairLockInfo> {
+        self.kind.inspect_fair(name).await
+    }
+
+    pub fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
+        self.connection.set_notice_sink(sink);
+    }
+
+    pub fn subscribe(&self, channel: &Channel) -> futures::future::BoxFuture<'static, Result<()>> {
+        self.connection.subscribe(channel)
+    }
+
+    pub fn unsubscribe(&self, channel: &Channel) {
+        self.connection.unsubscribe(channel);
+    }
+
+    pub async fn close(&self) {
+        self.connection.close().await;
+    }
+}
+
+impl std::ops::Deref for FairRedisBackend {
+    type Target = Fair;
+
+    fn deref(&self) -> &Fair {
+        &self.kind
+    }
+}
+
+/// What an unlock notice on `channel` looks like (message `0`).
+pub fn unlocked(channel: &Channel) -> lock_core::Notice {
+    lock_core::Notice::Message {
+        channel: channel.clone(),
+        payload: b"0".to_vec(),
+    }
+}
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 use tokio::sync::mpsc;

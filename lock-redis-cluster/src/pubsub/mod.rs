@@ -3,7 +3,7 @@
 //! of its slot too (any node would do; spreading by slot spreads the load).
 //!
 //! # How it works
-//! A manager task owns the *desired* set (channel → topic and slot) and one
+//! A manager task owns the *desired* set (channel → slot) and one
 //! subscriber task per node it uses (see [`node`]). [`ShardPubSub::subscribe`]
 //! and [`ShardPubSub::unsubscribe`] queue a command in the call itself, so
 //! commands apply in call order; the subscribe future only waits for the
@@ -28,9 +28,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{LockError, Result, Topic};
+use lock_core::{LockError, Result};
 use lock_redis::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
-use lock_redis::PubSubEvent;
+use lock_script::PubSubEvent;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::slot::key_slot;
@@ -75,7 +75,6 @@ impl ShardPubSub {
 }
 
 struct Desired {
-    topic: Topic,
     slot: u16,
     node: Option<Addr>,
     confirmed: bool,
@@ -135,13 +134,8 @@ impl Manager {
 
     fn command(&mut self, cmd: SubscriptionCommand) {
         match cmd {
-            SubscriptionCommand::Subscribe {
-                channel,
-                topic,
-                confirm,
-            } => {
+            SubscriptionCommand::Subscribe { channel, confirm } => {
                 if let Some(d) = self.desired.get_mut(&channel) {
-                    d.topic = topic;
                     if d.confirmed {
                         let _ = confirm.send(Ok(()));
                     } else {
@@ -153,7 +147,6 @@ impl Manager {
                 self.desired.insert(
                     channel.clone(),
                     Desired {
-                        topic,
                         slot,
                         node: None,
                         confirmed: false,
@@ -192,9 +185,9 @@ impl Manager {
                 }
             }
             NodeEvent::Message { channel, payload } => {
-                if let Some(d) = self.desired.get(&channel) {
+                if self.desired.contains_key(&channel) {
                     self.deliver(PubSubEvent::Message {
-                        topic: &d.topic,
+                        channel: &channel,
                         payload: &payload,
                     });
                 }

@@ -24,24 +24,20 @@ pub(crate) fn master_urls(cluster: &RedisCluster) -> Vec<String> {
         .collect()
 }
 
-/// A conformance harness over `cluster` whose clients make reentrant
-/// (`fair == false`) or fair locks. Raw commands go through `redis`'s own
+/// A conformance harness over `cluster` whose clients hand out every kind;
+/// the suite picks the handle. Raw commands go through `redis`'s own
 /// cluster client, acting as another client (or Redisson) would.
 pub(crate) async fn harness(
     cluster: &RedisCluster,
     mode: PubSubMode,
-    fair: bool,
 ) -> Arc<RedisHarness<ClusterConnection>> {
     let base = config(cluster, mode);
     let connect = move |_seed: String, client: ClientConfig| {
         let base = base.clone();
         async move {
-            let connected = if fair {
-                lock_redis_cluster::connect_fair(base, client).await
-            } else {
-                lock_redis_cluster::connect(base, client).await
-            };
-            connected.expect("connect to the fixture cluster")
+            lock_redis_cluster::connect(base, client)
+                .await
+                .expect("connect to the fixture cluster")
         }
     };
     let raw = redis::cluster::ClusterClient::new(cluster.seed_urls())

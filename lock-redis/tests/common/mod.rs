@@ -5,10 +5,86 @@
 
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
+use lock_redis::kinds::Reentrant;
 use lock_redis::{
-    AcquireOutcome, AcquireRequest, LockBackend, LockName, Owner, RedisBackend, RedisConfig,
-    ReleaseOutcome, ReleaseRequest,
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, LockName, NoticeSink,
+    Owner, RedisConfig, ReleaseOutcome, ReleaseRequest, Result, ScriptConnection, ScriptEnv,
 };
+
+/// The reentrant kind and the connection it is bound to, as a client has
+/// them: the raw store operations (through `Deref`) plus subscriptions.
+#[derive(Debug)]
+pub struct RedisBackend {
+    env: ScriptEnv,
+    connection: ScriptConnection,
+    kind: Reentrant,
+}
+
+impl RedisBackend {
+    pub async fn connect(config: RedisConfig) -> Result<Self> {
+        Ok(Self::over(lock_redis::connect_env(&config).await?))
+    }
+
+    pub fn over(env: ScriptEnv) -> Self {
+        Self {
+            connection: ScriptConnection::new(env.clone()),
+            kind: Reentrant::new(env.clone()),
+            env,
+        }
+    }
+
+    pub fn env(&self) -> &ScriptEnv {
+        &self.env
+    }
+
+    pub fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
+        self.connection.set_notice_sink(sink);
+    }
+
+    pub fn subscribe(&self, channel: &Channel) -> futures::future::BoxFuture<'static, Result<()>> {
+        self.connection.subscribe(channel)
+    }
+
+    pub fn unsubscribe(&self, channel: &Channel) {
+        self.connection.unsubscribe(channel);
+    }
+
+    pub fn command_timeout(&self) -> Option<Duration> {
+        self.connection.command_timeout()
+    }
+
+    pub async fn close(&self) {
+        self.connection.close().await;
+    }
+
+    /// The lock's unlock channel.
+    pub fn channel(&self, name: &LockName) -> Channel {
+        Channel::new(self.env.layout().channel(name))
+    }
+}
+
+impl std::ops::Deref for RedisBackend {
+    type Target = Reentrant;
+
+    fn deref(&self) -> &Reentrant {
+        &self.kind
+    }
+}
+
+/// What an unlock notice on `channel` looks like (message `0`).
+pub fn unlocked(channel: &Channel) -> lock_redis::Notice {
+    message(channel, "0")
+}
+
+/// A notice of `payload` on `channel`.
+pub fn message(channel: &Channel, payload: &str) -> lock_redis::Notice {
+    lock_redis::Notice::Message {
+        channel: channel.clone(),
+        payload: payload.as_bytes().to_vec(),
+    }
+}
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 

@@ -11,7 +11,7 @@ use crate::ExclusionChecker;
 pub async fn lock_then_unlock_frees_it(h: &dyn Harness) {
     let c = client(h).await;
     let name = unique("basic");
-    let lock = c.lock(&name).unwrap();
+    let lock = super::lock(h, &c, &name);
     assert!(!lock.is_locked().await.unwrap());
     let guard = lock.lock().await.unwrap();
     assert!(lock.is_locked().await.unwrap());
@@ -24,7 +24,7 @@ pub async fn lock_then_unlock_frees_it(h: &dyn Harness) {
 /// The same owner re-enters; each release brings the count down by one.
 pub async fn reentrant_holds_count_depth(h: &dyn Harness) {
     let c = client(h).await;
-    let lock = c.lock(unique("reentry")).unwrap();
+    let lock = super::lock(h, &c, unique("reentry"));
     let first = lock.lock().await.unwrap();
     let owner = first.owner();
     let mut guards = vec![first];
@@ -44,26 +44,36 @@ pub async fn reentrant_release_keeps_the_lock(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("reentry-keep");
-    let outer = a.lock(&name).unwrap().lock().await.unwrap();
-    let inner = a.lock(&name).unwrap().lock_as(outer.owner()).await.unwrap();
+    let outer = super::lock(h, &a, &name).lock().await.unwrap();
+    let inner = super::lock(h, &a, &name)
+        .lock_as(outer.owner())
+        .await
+        .unwrap();
     inner.unlock().await.unwrap();
-    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(super::lock(h, &b, &name)
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(
-        a.lock(&name)
-            .unwrap()
+        super::lock(h, &a, &name)
             .hold_count(outer.owner())
             .await
             .unwrap(),
         1
     );
     outer.unlock().await.unwrap();
-    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_some());
+    assert!(super::lock(h, &b, &name)
+        .try_lock()
+        .await
+        .unwrap()
+        .is_some());
 }
 
 /// Inside an owner scope, nested plain acquisitions re-enter.
 pub async fn scope_reenters_nested_locks(h: &dyn Harness) {
     let c = client(h).await;
-    let lock = c.lock(unique("scope")).unwrap();
+    let lock = super::lock(h, &c, unique("scope"));
     let l2 = lock.clone();
     c.scope(async move {
         let outer = l2.lock().await.unwrap();
@@ -81,7 +91,7 @@ pub async fn scope_reenters_nested_locks(h: &dyn Harness) {
 /// Two plain acquisitions joined in one task do not share the lock.
 pub async fn joined_plain_locks_exclude_each_other(h: &dyn Harness) {
     let c = client(h).await;
-    let lock = c.lock(unique("join")).unwrap();
+    let lock = super::lock(h, &c, unique("join"));
     let (a, b) = tokio::join!(
         lock.try_lock_for(Duration::from_millis(200)),
         lock.try_lock_for(Duration::from_millis(200))
@@ -96,7 +106,7 @@ pub async fn joined_plain_locks_exclude_each_other(h: &dyn Harness) {
 /// `try_lock` on a lock someone else holds answers `None` at once.
 pub async fn try_lock_on_held_lock_returns_none(h: &dyn Harness) {
     let c = client(h).await;
-    let lock = c.lock(unique("try")).unwrap();
+    let lock = super::lock(h, &c, unique("try"));
     let _held = lock.lock().await.unwrap();
     let started = tokio::time::Instant::now();
     assert!(lock.try_lock().await.unwrap().is_none());
@@ -109,8 +119,8 @@ pub async fn other_clients_are_excluded(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("clients");
-    let guard = a.lock(&name).unwrap().lock().await.unwrap();
-    let lb = b.lock(&name).unwrap();
+    let guard = super::lock(h, &a, &name).lock().await.unwrap();
+    let lb = super::lock(h, &b, &name);
     assert!(lb.try_lock().await.unwrap().is_none());
     assert!(!lb.is_held_by(b.new_owner()).await.unwrap());
     guard.unlock().await.unwrap();
@@ -126,7 +136,7 @@ pub async fn mutual_exclusion_under_contention(h: &dyn Harness) {
     for client_no in 0..2 {
         let c = client(h).await;
         for task_no in 0..4 {
-            let lock = c.lock(&name).unwrap();
+            let lock = super::lock(h, &c, &name);
             let checker = checker.clone();
             tasks.push(tokio::spawn(async move {
                 for _ in 0..5 {
@@ -154,7 +164,7 @@ pub async fn mutual_exclusion_under_contention(h: &dyn Harness) {
 /// is_locked / is_held_by / hold_count / remaining_ttl / info agree.
 pub async fn inspection_reports_holders_and_ttl(h: &dyn Harness) {
     let c = client(h).await;
-    let lock = c.lock(unique("inspect")).unwrap();
+    let lock = super::lock(h, &c, unique("inspect"));
     assert_eq!(lock.remaining_ttl().await.unwrap(), None);
     let g = lock.lock_with_lease(Duration::from_secs(10)).await.unwrap();
     let ttl = lock
@@ -180,8 +190,8 @@ pub async fn force_unlock_frees_and_reports(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("force");
-    let held = a.lock(&name).unwrap().lock().await.unwrap();
-    let lb = b.lock(&name).unwrap();
+    let held = super::lock(h, &a, &name).lock().await.unwrap();
+    let lb = super::lock(h, &b, &name);
     assert!(lb.force_unlock().await.unwrap());
     assert!(!lb.is_locked().await.unwrap());
     assert!(!lb.force_unlock().await.unwrap());
@@ -203,7 +213,7 @@ pub async fn fencing_tokens_strictly_increase(h: &dyn Harness) {
     let mut last = 0;
     for round in 0..6 {
         let c = if round % 2 == 0 { &a } else { &b };
-        let lock = c.lock(&name).unwrap();
+        let lock = super::lock(h, c, &name);
         let g = lock
             .acquire(AcquireOptions::new().fenced())
             .await
@@ -224,7 +234,7 @@ pub async fn fencing_tokens_strictly_increase(h: &dyn Harness) {
 /// Without asking, there is no token.
 pub async fn unfenced_acquisition_has_no_token(h: &dyn Harness) {
     let c = client(h).await;
-    let g = c.lock(unique("nofence")).unwrap().lock().await.unwrap();
+    let g = super::lock(h, &c, unique("nofence")).lock().await.unwrap();
     assert_eq!(g.fencing_token(), None);
     g.unlock().await.unwrap();
 }
@@ -232,7 +242,7 @@ pub async fn unfenced_acquisition_has_no_token(h: &dyn Harness) {
 /// Concurrent re-entries by one owner count exactly and all release.
 pub async fn concurrent_reentry_counts_exactly(h: &dyn Harness) {
     let c = client(h).await;
-    let lock = c.lock(unique("reentry-many")).unwrap();
+    let lock = super::lock(h, &c, unique("reentry-many"));
     let first = lock.lock().await.unwrap();
     let owner = first.owner();
     let handles: Vec<_> = (0..20)

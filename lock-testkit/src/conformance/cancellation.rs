@@ -27,7 +27,7 @@ async fn poll_then_drop<F: Future>(fut: F, n: usize) -> Option<F::Output> {
 /// key and no hold behind.
 pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "drop-waiter").await;
-    let lb = b.lock(&name).unwrap();
+    let lb = super::lock(h, &b, &name);
     for _ in 0..3 {
         let gave_up = tokio::time::timeout(Duration::from_millis(150), lb.lock()).await;
         assert!(gave_up.is_err());
@@ -50,7 +50,7 @@ pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
 pub async fn dropped_acquire_leaves_no_lock(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("drop-acquire");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     for polls in 0..8 {
         let finished = poll_then_drop(lock.lock(), polls).await;
         drop(finished);
@@ -71,7 +71,7 @@ pub async fn dropped_acquire_leaves_no_lock(h: &dyn Harness) {
 pub async fn dropped_unlock_still_releases(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("drop-unlock");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     for polls in 0..3 {
         let g = lock.lock().await.unwrap();
         drop(poll_then_drop(g.unlock(), polls).await);
@@ -88,12 +88,12 @@ pub async fn dropped_unlock_still_releases(h: &dyn Harness) {
 pub async fn woken_waiter_dropped_passes_wakeup_on(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "baton").await;
     let first = {
-        let lock = b.lock(&name).unwrap();
+        let lock = super::lock(h, &b, &name);
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })
     };
     waiting(&b, 1).await;
     let second = {
-        let lock = b.lock(&name).unwrap();
+        let lock = super::lock(h, &b, &name);
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await })
     };
     waiting(&b, 2).await;

@@ -11,13 +11,13 @@ use super::{client, key, leftover_keys, token_key, unique, Harness};
 pub async fn unlock_by_non_owner_is_not_held(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("non-owner");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock.lock().await.unwrap();
     let stranger = a.new_owner();
     let err = lock.unlock_as(stranger).await.unwrap_err();
     assert!(err.is_not_held(), "{err:?}");
     assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
-    let free = a.lock(unique("never-held")).unwrap();
+    let free = super::lock(h, &a, unique("never-held"));
     assert!(free.unlock_as(stranger).await.unwrap_err().is_not_held());
     assert!(
         lock.unlock_as(g.owner()).await.unwrap(),
@@ -29,9 +29,7 @@ pub async fn unlock_by_non_owner_is_not_held(h: &dyn Harness) {
 /// Unlocking after the lease ran out fails with NotHeld.
 pub async fn unlock_after_lease_ran_out_is_not_held(h: &dyn Harness) {
     let a = client(h).await;
-    let g = a
-        .lock(unique("ran-out"))
-        .unwrap()
+    let g = super::lock(h, &a, unique("ran-out"))
         .lock_with_lease(Duration::from_millis(100))
         .await
         .unwrap();
@@ -49,7 +47,7 @@ pub async fn invalid_arguments_fail_before_io(h: &dyn Harness) {
         .unwrap_err()
         .is_invalid_argument());
     let name = unique("args");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     for lease in [
         Duration::ZERO,
         MAX_LEASE + Duration::from_secs(1),
@@ -71,7 +69,7 @@ pub async fn invalid_arguments_fail_before_io(h: &dyn Harness) {
 pub async fn foreign_owner_is_rejected(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
-    let lock = a.lock(unique("foreign")).unwrap();
+    let lock = super::lock(h, &a, unique("foreign"));
     let err = lock.lock_as(b.new_owner()).await.unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");
     let err = lock
@@ -88,7 +86,7 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
     let name = unique("wrongtype");
     let k = key(h, &name);
     h.set_string(&k, "precious").await;
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let is_wrong_type = |e: LockError| assert!(e.is_wrong_type(), "{e:?}");
     is_wrong_type(lock.try_lock().await.unwrap_err());
     is_wrong_type(
@@ -112,7 +110,7 @@ pub async fn bad_token_counter_fails_before_any_write(h: &dyn Harness) {
     let name = unique("bad-token");
     let counter = token_key(h, &name);
     h.set_string(&counter, "not a number").await;
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let is_bad_counter = |e: LockError| {
         assert!(
             matches!(&e, LockError::WrongType { key } if *key == counter),
@@ -148,7 +146,7 @@ pub async fn bad_token_counter_fails_before_any_write(h: &dyn Harness) {
 /// After close, operations fail with Closed.
 pub async fn closed_client_rejects_operations(h: &dyn Harness) {
     let a = client(h).await;
-    let lock = a.lock(unique("closed")).unwrap();
+    let lock = super::lock(h, &a, unique("closed"));
     a.close().await;
     assert!(a.is_closed());
     assert!(matches!(lock.lock().await, Err(LockError::Closed)));

@@ -1,6 +1,6 @@
 //! Fair (FIFO) locks: arrival order, the queue, head-only wake-ups, and
-//! eviction of dead waiters. Run by `fair_conformance_tests!` with a harness
-//! whose clients make fair locks.
+//! eviction of dead waiters. Run by `fair_conformance_tests!` (after the
+//! checks every kind passes) on the same harness as the reentrant suite.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -36,7 +36,7 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
     let checker = ExclusionChecker::new();
     let mut waiters = Vec::new();
     for i in 0..20 {
-        let lock = if i % 2 == 0 { &b } else { &c }.lock(&name).unwrap();
+        let lock = if i % 2 == 0 { &b } else { &c }.fair_lock(&name).unwrap();
         let (order, checker) = (Arc::clone(&order), checker.clone());
         waiters.push(tokio::spawn(async move {
             let g = lock
@@ -69,7 +69,13 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
 /// A try never joins the queue, and cannot jump it either.
 pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "try-fair").await;
-    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b
+        .fair_lock(&name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert!(h.list(&queue_key(h, &name)).await.is_empty());
     // Someone else queued first: even a free lock is theirs, not the try's.
     let first = Owner::new(uuid::Uuid::new_v4(), 1).field();
@@ -77,7 +83,13 @@ pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
     h.enqueue(&queue_key(h, &name), &timeout_key(h, &name), far, &first)
         .await;
     held.unlock().await.unwrap();
-    assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+    assert!(b
+        .fair_lock(&name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(h.list(&queue_key(h, &name)).await, vec![first]);
 }
 
@@ -85,7 +97,7 @@ pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
 pub async fn timed_out_waiter_leaves_the_queue(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "fair-timeout").await;
     let got = b
-        .lock(&name)
+        .fair_lock(&name)
         .unwrap()
         .try_lock_for(Duration::from_millis(200))
         .await
@@ -104,7 +116,7 @@ pub async fn cancelled_waiter_leaves_the_queue(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "fair-cancel").await;
     let mut waiters = Vec::new();
     for i in 0..3 {
-        let lock = b.lock(&name).unwrap();
+        let lock = b.fair_lock(&name).unwrap();
         waiters.push(tokio::spawn(async move {
             let g = lock.lock().await.unwrap();
             g.unlock().await.unwrap();
@@ -136,12 +148,12 @@ pub async fn release_wakes_only_the_queue_head(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "head-only").await;
     let c = client(h).await;
     let head = {
-        let lock = b.lock(&name).unwrap();
+        let lock = b.fair_lock(&name).unwrap();
         tokio::spawn(async move { lock.lock().await })
     };
     queued(h, &name, 1).await;
     let second = {
-        let lock = c.lock(&name).unwrap();
+        let lock = c.fair_lock(&name).unwrap();
         tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(20)).await })
     };
     queued(h, &name, 2).await;
@@ -173,7 +185,7 @@ pub async fn dead_waiter_is_skipped_within_the_waiter_timeout(h: &dyn Harness) {
     .await;
     let started = Instant::now();
     let g = b
-        .lock(&name)
+        .fair_lock(&name)
         .unwrap()
         .try_lock_for(Duration::from_secs(10))
         .await
@@ -196,9 +208,9 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
     let a = h.client(config.clone()).await;
     let b = h.client(config).await;
     let name = unique("live-waiter");
-    let held = a.lock(&name).unwrap().lock().await.unwrap();
+    let held = a.fair_lock(&name).unwrap().lock().await.unwrap();
     let waiter = {
-        let lock = b.lock(&name).unwrap();
+        let lock = b.fair_lock(&name).unwrap();
         tokio::spawn(async move { lock.lock().await })
     };
     queued(h, &name, 1).await;
@@ -216,7 +228,7 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
 /// answers "held" and nothing is written (issue 10, item 2).
 pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "late-queue").await;
-    let backend = b.backend().as_ref();
+    let backend = b.kinds().fair_kind().expect("a fair kind").as_ref();
     let waiter = b.new_owner();
     let lock_name = LockName::new(&name).unwrap();
     let attempt = lock_core::AcquireRequest::new(lock_name.clone(), waiter, 10_000, false, 30_000)
@@ -256,12 +268,12 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
     let started = Instant::now();
     // Kept, never unlocked: dropping a guard would release (and publish).
     let _h_guard = hc
-        .lock(&name)
+        .fair_lock(&name)
         .unwrap()
         .lock_with_lease(lease)
         .await
         .unwrap();
-    let backend = hc.backend().as_ref();
+    let backend = hc.kinds().fair_kind().expect("a fair kind").as_ref();
     let a = hc.new_owner();
     let a_attempt = || {
         let lease_ms = lease.as_millis() as u64;
@@ -273,7 +285,7 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
         "{a_queued:?}"
     );
     let b = {
-        let lock = bc.lock(&name).unwrap();
+        let lock = bc.fair_lock(&name).unwrap();
         tokio::spawn(async move {
             let g = lock
                 .try_lock_for_with_lease(Duration::from_secs(10), lease)
@@ -333,7 +345,7 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
 /// lease (issue 16).
 pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Harness) {
     let c = client(h).await;
-    let backend = c.backend().as_ref();
+    let backend = c.kinds().fair_kind().expect("a fair kind").as_ref();
     let name = LockName::new(unique("recheck")).unwrap();
     let attempt = |owner| AcquireRequest::new(name.clone(), owner, 10_000, false, 0);
     let (holder, head, next) = (c.new_owner(), c.new_owner(), c.new_owner());
@@ -354,10 +366,43 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
         .try_acquire(&attempt(next).queue(Some(10_000)))
         .await
         .unwrap();
-    assert_eq!(
-        told,
-        AcquireOutcome::Held {
-            ttl: Some(Duration::from_millis(50))
-        }
+    assert!(
+        matches!(told, AcquireOutcome::Held { ttl: Some(t), .. } if t == Duration::from_millis(50)),
+        "{told:?}"
     );
+}
+
+/// One client hands out a plain and a fair lock at once, over one
+/// connection and one watchdog: both stay held past several watchdog
+/// timeouts (each renewed through its own kind), exclude another client,
+/// and free on unlock.
+pub async fn one_client_serves_plain_and_fair_locks(h: &dyn Harness) {
+    let (a, b) = (client(h).await, client(h).await);
+    let (plain_name, fair_name) = (unique("both-plain"), unique("both-fair"));
+    let plain = a.lock(&plain_name).unwrap().lock().await.unwrap();
+    let fair = a.fair_lock(&fair_name).unwrap().lock().await.unwrap();
+    assert_eq!(a.stats().watched, 2, "one watchdog keeps both");
+    tokio::time::sleep(super::WATCHDOG * 3).await;
+    assert!(!plain.is_lost() && !fair.is_lost());
+    assert!(b
+        .lock(&plain_name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
+    assert!(b
+        .fair_lock(&fair_name)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
+    let info = a.fair_lock(&fair_name).unwrap().info().await.unwrap();
+    assert_eq!(info.lock.hold_count(&fair.owner()), 1);
+    assert!(info.queue.is_empty());
+    plain.unlock().await.unwrap();
+    fair.unlock().await.unwrap();
+    assert!(!b.lock(&plain_name).unwrap().is_locked().await.unwrap());
+    assert!(!b.fair_lock(&fair_name).unwrap().is_locked().await.unwrap());
 }

@@ -16,14 +16,14 @@ pub async fn loss_is_told_to_every_guard_of_the_owner(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("owner-lost");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let watched = lock.lock().await.unwrap();
     let leased = lock
         .acquire(AcquireOptions::new().owner(watched.owner()).lease(LONG))
         .await
         .unwrap()
         .unwrap();
-    assert!(b.lock(&name).unwrap().force_unlock().await.unwrap());
+    assert!(super::lock(h, &b, &name).force_unlock().await.unwrap());
     tokio::time::timeout(WATCHDOG, watched.lost())
         .await
         .expect("the watchdog guard is told within one watchdog timeout");
@@ -40,14 +40,14 @@ pub async fn not_held_release_tells_the_other_guards(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("not-held-tells");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let first = lock.lock_with_lease(LONG).await.unwrap();
     let second = lock
         .acquire(AcquireOptions::new().owner(first.owner()).lease(LONG))
         .await
         .unwrap()
         .unwrap();
-    assert!(b.lock(&name).unwrap().force_unlock().await.unwrap());
+    assert!(super::lock(h, &b, &name).force_unlock().await.unwrap());
     assert!(!first.is_lost(), "nothing has told it yet");
     assert!(second.unlock().await.unwrap_err().is_not_held());
     assert!(
@@ -64,7 +64,7 @@ pub async fn not_held_release_tells_the_other_guards(h: &dyn Harness) {
 pub async fn unlock_as_of_the_last_hold_tells_the_guards(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("unlock-as-tells");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let watched = lock.lock().await.unwrap();
     let leased = lock
         .acquire(AcquireOptions::new().owner(watched.owner()).lease(LONG))
@@ -86,8 +86,8 @@ pub async fn old_guard_dropped_after_reacquire_leaves_the_new_hold(h: &dyn Harne
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("generation");
-    let lock = a.lock(&name).unwrap();
-    let other = b.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
+    let other = super::lock(h, &b, &name);
     a.scope(async {
         let old = lock.lock().await.unwrap();
         assert!(other.force_unlock().await.unwrap());
@@ -119,7 +119,7 @@ pub async fn expired_guard_dropped_after_reacquire_leaves_the_new_hold(h: &dyn H
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("expired-generation");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let lease = Duration::from_millis(200);
     a.scope(async {
         let old = lock.lock_with_lease(lease).await.unwrap();
@@ -133,7 +133,11 @@ pub async fn expired_guard_dropped_after_reacquire_leaves_the_new_hold(h: &dyn H
             1,
             "the expired guard released the new hold"
         );
-        assert!(b.lock(&name).unwrap().try_lock().await.unwrap().is_none());
+        assert!(super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none());
         new.unlock().await.unwrap();
     })
     .await;

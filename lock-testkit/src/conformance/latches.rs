@@ -5,11 +5,14 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use lock_core::{
-    AcquireOutcome, AcquireRequest, LockBackend, LockName, Owner, ReleaseOutcome, ReleaseRequest,
+    AcquireOutcome, AcquireRequest, ExclusiveKind, LockClient, LockName, Owner, ReleaseOutcome,
+    ReleaseRequest,
 };
 
-use super::{client, unique, Harness};
+use super::{client, unique, Harness, Kind};
 
 /// The latch ttl of these requests: far longer than any check.
 const LATCH_MS: u64 = 30_000;
@@ -29,7 +32,16 @@ fn release(name: &str, owner: Owner) -> ReleaseRequest {
     ReleaseRequest::new(lock_name(name), owner, LEASE_MS, LATCH_MS)
 }
 
-async fn must_acquire(backend: &dyn LockBackend, req: &AcquireRequest) -> u64 {
+/// The raw store operations of the suite's kind on client `c`.
+fn kind_of(h: &dyn Harness, c: &LockClient) -> Arc<dyn ExclusiveKind> {
+    let kinds = c.kinds();
+    match h.kind() {
+        Kind::Reentrant => Arc::clone(kinds.reentrant_kind().expect("a reentrant kind")),
+        Kind::Fair => Arc::clone(kinds.fair_kind().expect("a fair kind")) as Arc<dyn ExclusiveKind>,
+    }
+}
+
+async fn must_acquire(backend: &dyn ExclusiveKind, req: &AcquireRequest) -> u64 {
     match backend.try_acquire(req).await.expect("acquire") {
         AcquireOutcome::Acquired {
             fencing_token: Some(token),
@@ -38,7 +50,7 @@ async fn must_acquire(backend: &dyn LockBackend, req: &AcquireRequest) -> u64 {
     }
 }
 
-async fn must_be_held(backend: &dyn LockBackend, req: &AcquireRequest) -> Option<Duration> {
+async fn must_be_held(backend: &dyn ExclusiveKind, req: &AcquireRequest) -> Option<Duration> {
     match backend.try_acquire(req).await.expect("acquire") {
         AcquireOutcome::Held { ttl } => ttl,
         other => panic!("expected held, got {other:?}"),
@@ -53,7 +65,8 @@ async fn must_be_held(backend: &dyn LockBackend, req: &AcquireRequest) -> Option
 /// live.
 pub async fn a_repeated_held_attempt_takes_nothing(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
-    let (ba, bb) = (a.backend().as_ref(), b.backend().as_ref());
+    let (ka, kb) = (kind_of(h, &a), kind_of(h, &b));
+    let (ba, bb) = (ka.as_ref(), kb.as_ref());
     let name = unique("latched-held");
     let (holder, waiter) = (a.new_owner(), b.new_owner());
     must_acquire(ba, &acquire(&name, holder)).await;
@@ -72,7 +85,8 @@ pub async fn a_repeated_held_attempt_takes_nothing(h: &dyn Harness) {
     );
     let info = bb.inspect(&lock_name(&name)).await.unwrap();
     assert_eq!(info.hold_count(&waiter), 1, "a second hold under one guard");
-    assert!(info.queue.is_empty(), "queued again: {:?}", info.queue);
+    let queue = h.list(&h.layout().queue_key(&lock_name(&name))).await;
+    assert!(queue.is_empty(), "queued again: {queue:?}");
     // Still held once: one release frees it.
     assert_eq!(
         bb.release(&release(&name, waiter)).await.unwrap(),
@@ -86,7 +100,8 @@ pub async fn a_repeated_held_attempt_takes_nothing(h: &dyn Harness) {
 /// the lock with a new request, must not release that newer hold.
 pub async fn a_repeated_not_held_release_frees_nothing(h: &dyn Harness) {
     let a = client(h).await;
-    let backend = a.backend().as_ref();
+    let kind = kind_of(h, &a);
+    let backend = kind.as_ref();
     let name = unique("latched-not-held");
     let owner = a.new_owner();
     let stuck = release(&name, owner);
@@ -108,7 +123,8 @@ pub async fn a_repeated_not_held_release_frees_nothing(h: &dyn Harness) {
 /// between, and counts nothing twice.
 pub async fn repeated_requests_return_their_first_outcome(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
-    let (ba, bb) = (a.backend().as_ref(), b.backend().as_ref());
+    let (ka, kb) = (kind_of(h, &a), kind_of(h, &b));
+    let (ba, bb) = (ka.as_ref(), kb.as_ref());
     let name = unique("latched");
     let (first, other) = (a.new_owner(), b.new_owner());
 

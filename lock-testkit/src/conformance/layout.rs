@@ -12,7 +12,7 @@ use super::{channel, client, eventually, key, unique, Harness, WATCHDOG};
 pub async fn hash_field_is_owner_and_count(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("layout");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock.lock().await.unwrap();
     let field = format!("{}:{}", a.id().hyphenated(), g.owner().owner_id());
     assert_eq!(h.hash(&key(h, &name)).await, vec![(field.clone(), 1)]);
@@ -35,7 +35,7 @@ pub async fn redisson_written_lock_blocks_us(h: &dyn Harness) {
     let name = unique("java");
     let java_holder = "0b5f3b2e-8c1d-4a57-9a8f-6c0e1f2d3a4b:57";
     h.hset(&key(h, &name), java_holder, 1, Some(5_000)).await;
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     assert!(lock.try_lock().await.unwrap().is_none());
     let info = lock.info().await.unwrap();
     assert_eq!(info.holders.len(), 1);
@@ -62,7 +62,7 @@ pub async fn redisson_style_unlock_notice_wakes_us(h: &dyn Harness) {
         Some(20_000),
     )
     .await;
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let waiter = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(30)).await });
     eventually(Duration::from_secs(2), "waiter subscribed", || async {
         h.subscribers(&channel(h, &name)).await == 1 && a.stats().waiting >= 1
@@ -86,7 +86,7 @@ pub async fn redisson_style_unlock_notice_wakes_us(h: &dyn Harness) {
 pub async fn helper_keys_follow_the_layout(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("helpers");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock
         .acquire(AcquireOptions::new().fenced())
         .await

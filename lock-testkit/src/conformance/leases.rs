@@ -13,8 +13,11 @@ pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("lease");
     let lease = Duration::from_millis(300);
-    let g = a.lock(&name).unwrap().lock_with_lease(lease).await.unwrap();
-    let lb = b.lock(&name).unwrap();
+    let g = super::lock(h, &a, &name)
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
+    let lb = super::lock(h, &b, &name);
     assert!(lb.try_lock().await.unwrap().is_none());
     tokio::time::sleep(lease + Duration::from_millis(50)).await;
     let taken = lb
@@ -32,8 +35,8 @@ pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("watchdog");
-    let g = a.lock(&name).unwrap().lock().await.unwrap();
-    let lb = b.lock(&name).unwrap();
+    let g = super::lock(h, &a, &name).lock().await.unwrap();
+    let lb = super::lock(h, &b, &name);
     let until = Instant::now() + WATCHDOG * 3;
     while Instant::now() < until {
         tokio::time::sleep(WATCHDOG / 4).await;
@@ -53,7 +56,7 @@ pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
 pub async fn renewal_stops_at_unlock(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("stop");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock.lock().await.unwrap();
     let inner = lock.lock_as(g.owner()).await.unwrap();
     assert_eq!(a.stats().watched, 1, "re-entrant holds share one entry");
@@ -74,7 +77,12 @@ pub async fn watchdog_renews_many_locks_in_one_call_per_tick(h: &dyn Harness) {
     let base = unique("many");
     let mut guards = Vec::new();
     for i in 0..200 {
-        guards.push(a.lock(format!("{base}-{i}")).unwrap().lock().await.unwrap());
+        guards.push(
+            super::lock(h, &a, format!("{base}-{i}"))
+                .lock()
+                .await
+                .unwrap(),
+        );
     }
     let calls_before = a.stats().renew_calls;
     tokio::time::sleep(WATCHDOG * 2).await;
@@ -97,7 +105,7 @@ pub async fn watchdog_renews_many_locks_in_one_call_per_tick(h: &dyn Harness) {
 pub async fn deleted_lock_fires_lost_signal(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("lost");
-    let g = a.lock(&name).unwrap().lock().await.unwrap();
+    let g = super::lock(h, &a, &name).lock().await.unwrap();
     assert!(!g.is_lost());
     assert!(h.del(&key(h, &name)).await);
     let deleted = Instant::now();
@@ -114,8 +122,8 @@ pub async fn force_unlock_fires_holders_lost_signal(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("forced-lost");
-    let g = a.lock(&name).unwrap().lock().await.unwrap();
-    assert!(b.lock(&name).unwrap().force_unlock().await.unwrap());
+    let g = super::lock(h, &a, &name).lock().await.unwrap();
+    assert!(super::lock(h, &b, &name).force_unlock().await.unwrap());
     tokio::time::timeout(WATCHDOG, g.lost())
         .await
         .expect("lost signal within one watchdog timeout");
@@ -127,9 +135,7 @@ pub async fn leased_guard_is_lost_when_lease_ends(h: &dyn Harness) {
     let a = client(h).await;
     let lease = Duration::from_millis(250);
     let started = Instant::now();
-    let g = a
-        .lock(unique("leased-lost"))
-        .unwrap()
+    let g = super::lock(h, &a, unique("leased-lost"))
         .lock_with_lease(lease)
         .await
         .unwrap();
@@ -144,14 +150,12 @@ pub async fn dropped_guard_releases_in_background(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("drop");
-    let g = a
-        .lock(&name)
-        .unwrap()
+    let g = super::lock(h, &a, &name)
         .lock_with_lease(Duration::from_secs(20))
         .await
         .unwrap();
     drop(g);
-    let lb = b.lock(&name).unwrap();
+    let lb = super::lock(h, &b, &name);
     eventually(Duration::from_secs(1), "released after drop", || async {
         !lb.is_locked().await.unwrap()
     })
@@ -164,7 +168,7 @@ pub async fn dropped_guard_releases_in_background(h: &dyn Harness) {
 /// guard of the same hold.
 pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
     let a = client(h).await;
-    let lock = a.lock(unique("closing")).unwrap();
+    let lock = super::lock(h, &a, unique("closing"));
     let g = lock.lock().await.unwrap();
     let leased = lock
         .acquire(
@@ -189,7 +193,7 @@ pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
 pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("short-reentry");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock.lock_with_lease(Duration::from_secs(3)).await.unwrap();
     let inner = lock
         .acquire(
@@ -202,7 +206,11 @@ pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(
-        b.lock(&name).unwrap().try_lock().await.unwrap().is_none(),
+        super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
         "another client took a lock whose first guard holds it for 3 s"
     );
     assert!(h.pttl(&key(h, &name)).await > 2_000);
@@ -225,7 +233,7 @@ pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness)
         .await;
     let b = client(h).await;
     let name = unique("short-reentry-watchdog");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock.lock().await.unwrap();
     let inner = lock
         .acquire(
@@ -239,7 +247,11 @@ pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness)
     inner.unlock().await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
-        b.lock(&name).unwrap().try_lock().await.unwrap().is_none(),
+        super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
         "another client took a lock a watchdog guard holds"
     );
     assert!(h.pttl(&key(h, &name)).await > 2_000);
@@ -253,7 +265,7 @@ pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness)
 pub async fn watchdog_reentry_does_not_shorten_a_longer_lease(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("watchdog-reentry");
-    let lock = a.lock(&name).unwrap();
+    let lock = super::lock(h, &a, &name);
     let g = lock.lock_with_lease(Duration::from_secs(3)).await.unwrap();
     let inner = lock.lock_as(g.owner()).await.unwrap();
     // At least one renewal tick (every WATCHDOG / 3) while both are held.
@@ -262,7 +274,11 @@ pub async fn watchdog_reentry_does_not_shorten_a_longer_lease(h: &dyn Harness) {
     inner.unlock().await.unwrap();
     tokio::time::sleep(WATCHDOG + Duration::from_millis(300)).await;
     assert!(
-        b.lock(&name).unwrap().try_lock().await.unwrap().is_none(),
+        super::lock(h, &b, &name)
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
         "another client took a lock held for 3 s"
     );
     assert!(g.check().is_ok());

@@ -1,9 +1,17 @@
 //! The conformance suite: behaviour checks every backend must pass.
 //!
-//! Each check is a `pub async fn(&dyn Harness)`. A backend crate runs them
-//! all with [`conformance_tests!`](crate::conformance_tests)(crate::conformance_tests), giving a
-//! [`Harness`]: a way to connect new clients to one shared store, plus raw
-//! access to the store as another Redis client (or Redisson) would have.
+//! Each check is a `pub async fn(&dyn Harness)`. A deployment crate runs
+//! them all with [`conformance_tests!`](crate::conformance_tests) (the
+//! reentrant lock) and [`fair_conformance_tests!`](crate::fair_conformance_tests)
+//! (the fair lock), giving a [`Harness`]: a way to connect new clients to one
+//! shared store, plus raw access to the store as another Redis client (or
+//! Redisson) would have.
+//!
+//! One file per kind holds that kind's own behaviours (`fair.rs`; the
+//! reentrant lock's are the shared engine behaviours below plus its own in
+//! `waiting.rs` and `layout.rs`); the shared checks take their locks with
+//! [`lock`], which gives a handle of the suite's [`Kind`], so every engine
+//! behaviour is checked for every kind.
 //!
 //! Checks use short durations (watchdog timeouts under a second) so they run
 //! in seconds on real Redis and instantly under paused time in memory.
@@ -14,7 +22,8 @@ use std::future::Future;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{ClientConfig, KeyLayout, LockClient, LockName};
+use lock_core::{ClientConfig, Lock, LockClient, LockName};
+use lock_script::KeyLayout;
 
 pub mod basics;
 pub mod cancellation;
@@ -26,9 +35,44 @@ pub mod layout;
 pub mod leases;
 pub mod waiting;
 
+/// Which kind of lock a suite checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// [`LockClient::lock`].
+    Reentrant,
+    /// [`LockClient::fair_lock`].
+    Fair,
+}
+
+/// A handle of `h`'s kind on lock `name` of client `c`.
+///
+/// # Panics
+/// When the name is invalid or the client lacks the kind.
+pub fn lock(h: &dyn Harness, c: &LockClient, name: impl AsRef<str>) -> Lock {
+    kind_lock(h.kind(), c, name)
+}
+
+/// A handle of `kind` on lock `name` of client `c` (for code that cannot
+/// borrow the harness, such as spawned tasks).
+///
+/// # Panics
+/// When the name is invalid or the client lacks the kind.
+pub fn kind_lock(kind: Kind, c: &LockClient, name: impl AsRef<str>) -> Lock {
+    match kind {
+        Kind::Reentrant => c.lock(name).expect("a reentrant lock"),
+        Kind::Fair => c.fair_lock(name).expect("a fair lock").as_lock().clone(),
+    }
+}
+
 /// Access to one store under test.
 #[async_trait]
 pub trait Harness: Send + Sync {
+    /// Which kind of lock the checks take ([`lock`]); reentrant unless a
+    /// suite says otherwise ([`FairSuite`]).
+    fn kind(&self) -> Kind {
+        Kind::Reentrant
+    }
     /// A new client, on its own connection, to the shared store.
     async fn client(&self, config: ClientConfig) -> LockClient;
     /// The key layout those clients use.
@@ -60,6 +104,114 @@ pub trait Harness: Send + Sync {
     async fn zscore(&self, key: &str, member: &str) -> Option<i64>;
     /// The store's clock (`TIME`), milliseconds since the Unix epoch.
     async fn now_ms(&self) -> i64;
+}
+
+/// A harness whose checks take fair locks ([`Harness::kind`] is
+/// [`Kind::Fair`]): the same store, the same clients.
+pub struct FairSuite<H>(pub H);
+
+#[async_trait]
+impl<H: Harness> Harness for FairSuite<H> {
+    fn kind(&self) -> Kind {
+        Kind::Fair
+    }
+    async fn client(&self, config: ClientConfig) -> LockClient {
+        self.0.client(config).await
+    }
+    fn layout(&self) -> KeyLayout {
+        self.0.layout()
+    }
+    async fn set_string(&self, key: &str, value: &str) {
+        self.0.set_string(key, value).await;
+    }
+    async fn get_string(&self, key: &str) -> Option<String> {
+        self.0.get_string(key).await
+    }
+    async fn hash(&self, key: &str) -> Vec<(String, i64)> {
+        self.0.hash(key).await
+    }
+    async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
+        self.0.hset(key, field, value, pexpire_ms).await;
+    }
+    async fn pttl(&self, key: &str) -> i64 {
+        self.0.pttl(key).await
+    }
+    async fn del(&self, key: &str) -> bool {
+        self.0.del(key).await
+    }
+    async fn keys(&self) -> Vec<String> {
+        self.0.keys().await
+    }
+    async fn publish(&self, channel: &str, message: &str) {
+        self.0.publish(channel, message).await;
+    }
+    async fn subscribers(&self, channel: &str) -> usize {
+        self.0.subscribers(channel).await
+    }
+    async fn list(&self, key: &str) -> Vec<String> {
+        self.0.list(key).await
+    }
+    async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
+        self.0.enqueue(key, zkey, score, value).await;
+    }
+    async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+        self.0.zscore(key, member).await
+    }
+    async fn now_ms(&self) -> i64 {
+        self.0.now_ms().await
+    }
+}
+
+#[async_trait]
+impl Harness for std::sync::Arc<dyn Harness> {
+    fn kind(&self) -> Kind {
+        (**self).kind()
+    }
+    async fn client(&self, config: ClientConfig) -> LockClient {
+        (**self).client(config).await
+    }
+    fn layout(&self) -> KeyLayout {
+        (**self).layout()
+    }
+    async fn set_string(&self, key: &str, value: &str) {
+        (**self).set_string(key, value).await;
+    }
+    async fn get_string(&self, key: &str) -> Option<String> {
+        (**self).get_string(key).await
+    }
+    async fn hash(&self, key: &str) -> Vec<(String, i64)> {
+        (**self).hash(key).await
+    }
+    async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
+        (**self).hset(key, field, value, pexpire_ms).await;
+    }
+    async fn pttl(&self, key: &str) -> i64 {
+        (**self).pttl(key).await
+    }
+    async fn del(&self, key: &str) -> bool {
+        (**self).del(key).await
+    }
+    async fn keys(&self) -> Vec<String> {
+        (**self).keys().await
+    }
+    async fn publish(&self, channel: &str, message: &str) {
+        (**self).publish(channel, message).await;
+    }
+    async fn subscribers(&self, channel: &str) -> usize {
+        (**self).subscribers(channel).await
+    }
+    async fn list(&self, key: &str) -> Vec<String> {
+        (**self).list(key).await
+    }
+    async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
+        (**self).enqueue(key, zkey, score, value).await;
+    }
+    async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+        (**self).zscore(key, member).await
+    }
+    async fn now_ms(&self) -> i64 {
+        (**self).now_ms().await
+    }
 }
 
 /// The watchdog timeout the checks use: short, so holding "past several
@@ -147,12 +299,16 @@ macro_rules! conformance_tests {
 }
 
 /// Runs every check of the suite for fair locks: the checks every lock
-/// kind passes, and the fair ones. The harness's clients must make fair
-/// locks.
+/// kind passes, and the fair ones (`fair.rs`), on the same harness as
+/// [`conformance_tests!`](crate::conformance_tests): its clients hand out
+/// both kinds.
 #[macro_export]
 macro_rules! fair_conformance_tests {
     ($(#[$attr:meta])* harness = $make:path) => {
-        $crate::__fair_checks! { __conformance_each; [$(#[$attr])*] $make }
+        async fn __fair_suite() -> $crate::conformance::FairSuite<impl $crate::conformance::Harness> {
+            $crate::conformance::FairSuite($make().await)
+        }
+        $crate::__fair_checks! { __conformance_each; [$(#[$attr])*] __fair_suite }
     };
 }
 
@@ -189,6 +345,7 @@ macro_rules! __fair_checks {
             fair::a_late_duplicate_does_not_queue_a_waiter_that_left,
             fair::next_waiter_holds_when_the_new_holders_lease_runs_out,
             fair::behind_the_head_of_a_free_lock_a_waiter_looks_again_soon,
+            fair::one_client_serves_plain_and_fair_locks,
         }
     };
 }
@@ -376,9 +533,7 @@ pub async fn contended(h: &dyn Harness, prefix: &str) -> Contended {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique(prefix);
-    let held = a
-        .lock(&name)
-        .unwrap()
+    let held = lock(h, &a, &name)
         .lock_with_lease(Duration::from_secs(20))
         .await
         .unwrap();

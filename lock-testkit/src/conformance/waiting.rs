@@ -17,10 +17,10 @@ pub async fn try_lock_for_honours_its_deadline(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("deadline");
-    let _held = a.lock(&name).unwrap().lock().await.unwrap();
+    let _held = super::lock(h, &a, &name).lock().await.unwrap();
     let wait = Duration::from_millis(300);
     let started = Instant::now();
-    let got = b.lock(&name).unwrap().try_lock_for(wait).await.unwrap();
+    let got = super::lock(h, &b, &name).try_lock_for(wait).await.unwrap();
     let took = started.elapsed();
     assert!(got.is_none());
     assert!(
@@ -36,7 +36,7 @@ pub async fn try_lock_for_honours_its_deadline(h: &dyn Harness) {
 /// An unlock notice wakes a waiter long before the holder's TTL would.
 pub async fn unlock_wakes_a_waiter_before_the_ttl(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "wake").await;
-    let lb = b.lock(&name).unwrap();
+    let lb = super::lock(h, &b, &name);
     let waiter = tokio::spawn(async move {
         let g = lb.try_lock_for(Duration::from_secs(30)).await.unwrap();
         (g, Instant::now())
@@ -62,11 +62,12 @@ pub async fn waiter_acquires_when_holder_lease_expires(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("expire");
     let lease = Duration::from_millis(400);
-    let _held = a.lock(&name).unwrap().lock_with_lease(lease).await.unwrap();
+    let _held = super::lock(h, &a, &name)
+        .lock_with_lease(lease)
+        .await
+        .unwrap();
     let started = Instant::now();
-    let g = b
-        .lock(&name)
-        .unwrap()
+    let g = super::lock(h, &b, &name)
         .try_lock_for(Duration::from_secs(5))
         .await
         .unwrap()
@@ -83,8 +84,8 @@ pub async fn deleted_lock_without_notice_is_taken_within_ttl(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("lost-notice");
-    let _held = a.lock(&name).unwrap().lock().await.unwrap();
-    let lb = b.lock(&name).unwrap();
+    let _held = super::lock(h, &a, &name).lock().await.unwrap();
+    let lb = super::lock(h, &b, &name);
     let waiter = tokio::spawn(async move { lb.try_lock_for(Duration::from_secs(10)).await });
     waiting(&b, 1).await;
     let deleted = Instant::now();
@@ -100,7 +101,7 @@ pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
     let release_all = Arc::new(tokio::sync::Notify::new());
     let mut waiters = Vec::new();
     for _ in 0..5 {
-        let lock = b.lock(&name).unwrap();
+        let lock = super::lock(h, &b, &name);
         let release_all = Arc::clone(&release_all);
         waiters.push(tokio::spawn(async move {
             let notified = release_all.notified();
@@ -119,7 +120,7 @@ pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
     eventually(
         Duration::from_secs(2),
         "one waiter took the lock",
-        || async { b.stats().tries >= 11 && b.lock(&name).unwrap().is_locked().await.unwrap() },
+        || async { b.stats().tries >= 11 && super::lock(h, &b, &name).is_locked().await.unwrap() },
     )
     .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -143,11 +144,11 @@ pub async fn force_unlock_wakes_a_waiter(h: &dyn Harness) {
         name,
         held: _held,
     } = contended(h, "force-wake").await;
-    let lb = b.lock(&name).unwrap();
+    let lb = super::lock(h, &b, &name);
     let waiter = tokio::spawn(async move { lb.try_lock_for(Duration::from_secs(30)).await });
     waiting(&b, 1).await;
     let forced = Instant::now();
-    assert!(a.lock(&name).unwrap().force_unlock().await.unwrap());
+    assert!(super::lock(h, &a, &name).force_unlock().await.unwrap());
     let g = waiter
         .await
         .unwrap()
@@ -164,7 +165,7 @@ pub async fn many_waiters_share_one_subscription(h: &dyn Harness) {
     let start = Arc::new(Barrier::new(51));
     let mut waiters = Vec::new();
     for _ in 0..50 {
-        let lock = b.lock(&name).unwrap();
+        let lock = super::lock(h, &b, &name);
         let start = Arc::clone(&start);
         waiters.push(tokio::spawn(async move {
             start.wait().await;
@@ -192,11 +193,11 @@ pub async fn waiters_acquire_in_turn(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("turns");
-    let held = a.lock(&name).unwrap().lock().await.unwrap();
+    let held = super::lock(h, &a, &name).lock().await.unwrap();
     let checker = ExclusionChecker::new();
     let mut waiters = Vec::new();
     for i in 0..6 {
-        let lock = b.lock(&name).unwrap();
+        let lock = super::lock(h, &b, &name);
         let checker = checker.clone();
         waiters.push(tokio::spawn(async move {
             let g = lock

@@ -1,5 +1,6 @@
-//! [`InMemoryBackend`]: one client's connection; runs the scripts of
-//! [`super::scripts`] atomically, with the server's injected faults.
+//! [`InMemoryBackend`]: one client's connection; [`InMemoryKind`]: a lock
+//! kind bound to it, running the scripts of [`super::scripts`] atomically,
+//! with the server's injected faults.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -7,21 +8,21 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
-use lock_core::layout::UNLOCK_MESSAGE;
 use lock_core::{
-    AcquireOutcome, AcquireRequest, LockBackend, LockError, LockInfo, LockKind, LockName,
-    NoticeSink, Owner, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Topic,
+    AcquireOutcome, AcquireRequest, Channel, Connection as LockConnection, ExclusiveKind, FairKind,
+    FairLockInfo, LockError, LockInfo, LockName, NoticeSink, Owner, ReleaseOutcome, ReleaseRequest,
+    RenewTarget, Result, Wake,
 };
+use lock_script::layout::UNLOCK_MESSAGE;
 
 use super::scripts::{self, Ctx, Publish};
 use super::server::{Connection, InMemoryServer, State};
 
-/// One client's connection to an [`InMemoryServer`], reentrant or fair.
+/// One client's connection to an [`InMemoryServer`], shared by its kinds.
 pub struct InMemoryBackend {
     server: InMemoryServer,
     connection: Arc<Connection>,
     closed: AtomicBool,
-    kind: LockKind,
 }
 
 impl std::fmt::Debug for InMemoryBackend {
@@ -31,12 +32,11 @@ impl std::fmt::Debug for InMemoryBackend {
 }
 
 impl InMemoryBackend {
-    pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>, kind: LockKind) -> Self {
+    pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>) -> Self {
         Self {
             server,
             connection,
             closed: AtomicBool::new(false),
-            kind,
         }
     }
 
@@ -92,57 +92,111 @@ impl InMemoryBackend {
     }
 }
 
+/// A lock kind (reentrant or fair) bound to one [`InMemoryBackend`].
+pub struct InMemoryKind {
+    backend: Arc<InMemoryBackend>,
+    fair: bool,
+}
+
+impl InMemoryKind {
+    /// The reentrant kind on `backend`.
+    pub fn reentrant(backend: Arc<InMemoryBackend>) -> Self {
+        Self {
+            backend,
+            fair: false,
+        }
+    }
+
+    /// The fair kind on `backend`.
+    pub fn fair(backend: Arc<InMemoryBackend>) -> Self {
+        Self {
+            backend,
+            fair: true,
+        }
+    }
+}
+
 #[async_trait]
-impl LockBackend for InMemoryBackend {
+impl ExclusiveKind for InMemoryKind {
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
-        match self.kind {
-            LockKind::Fair => self.run(|cx| scripts::fair_acquire(cx, req)).await,
-            _ => self.run(|cx| scripts::acquire(cx, req)).await,
+        if self.fair {
+            self.backend.run(|cx| scripts::fair_acquire(cx, req)).await
+        } else {
+            self.backend.run(|cx| scripts::acquire(cx, req)).await
         }
     }
 
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
-        match self.kind {
-            LockKind::Fair => self.run(|cx| scripts::fair_release(cx, req)).await,
-            _ => self.run(|cx| scripts::release(cx, req)).await,
+        if self.fair {
+            self.backend.run(|cx| scripts::fair_release(cx, req)).await
+        } else {
+            self.backend.run(|cx| scripts::release(cx, req)).await
         }
     }
 
     async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
-        self.run(|cx| Ok((scripts::renew(cx, targets, lease_ms), None)))
+        self.backend
+            .run(|cx| Ok((scripts::renew(cx, targets, lease_ms), None)))
             .await
     }
 
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
-        match self.kind {
-            LockKind::Fair => self.run(|cx| scripts::fair_force_unlock(cx, name)).await,
-            _ => self.run(|cx| scripts::force_unlock(cx, name)).await,
+        if self.fair {
+            self.backend
+                .run(|cx| scripts::fair_force_unlock(cx, name))
+                .await
+        } else {
+            self.backend.run(|cx| scripts::force_unlock(cx, name)).await
         }
     }
 
     async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
-        match self.kind {
-            LockKind::Fair => self.run(|cx| scripts::fair_inspect(cx, name)).await,
-            _ => self.run(|cx| scripts::inspect(cx, name)).await,
+        if self.fair {
+            Ok(self.inspect_fair(name).await?.lock)
+        } else {
+            self.backend.run(|cx| scripts::inspect(cx, name)).await
         }
     }
 
-    fn kind(&self) -> LockKind {
-        self.kind
+    fn channel(&self, name: &LockName, owner: &Owner) -> Channel {
+        let layout = self.backend.server.layout();
+        Channel::new(if self.fair {
+            layout.waiter_channel(name, owner)
+        } else {
+            layout.channel(name)
+        })
     }
 
-    fn command_timeout(&self) -> Option<Duration> {
-        self.server.state().faults.command_timeout
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        lock_script::wake(payload)
+    }
+
+    fn queues_waiters(&self) -> bool {
+        self.fair
     }
 
     async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
-        match self.kind {
-            LockKind::Fair => {
-                let field = owner.field();
-                self.run(|cx| scripts::leave_queue(cx, name, &field)).await
-            }
-            _ => Ok(()),
+        if !self.fair {
+            return Ok(());
         }
+        let field = owner.field();
+        self.backend
+            .run(|cx| scripts::leave_queue(cx, name, &field))
+            .await
+    }
+}
+
+#[async_trait]
+impl FairKind for InMemoryKind {
+    async fn inspect_fair(&self, name: &LockName) -> Result<FairLockInfo> {
+        self.backend.run(|cx| scripts::fair_inspect(cx, name)).await
+    }
+}
+
+#[async_trait]
+impl LockConnection for InMemoryBackend {
+    fn command_timeout(&self) -> Option<Duration> {
+        self.server.state().faults.command_timeout
     }
 
     fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
@@ -152,23 +206,21 @@ impl LockBackend for InMemoryBackend {
             .sink = Some(sink);
     }
 
-    fn subscribe(&self, topic: &Topic) -> BoxFuture<'static, Result<()>> {
-        let channel = self.server.layout().topic_channel(topic);
+    fn subscribe(&self, channel: &Channel) -> BoxFuture<'static, Result<()>> {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .channels
-            .insert(channel, topic.clone());
+            .insert(channel.as_str().to_owned());
         future::ready(Ok(())).boxed()
     }
 
-    fn unsubscribe(&self, topic: &Topic) {
-        let channel = self.server.layout().topic_channel(topic);
+    fn unsubscribe(&self, channel: &Channel) {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .channels
-            .remove(&channel);
+            .remove(channel.as_str());
     }
 
     async fn close(&self) {

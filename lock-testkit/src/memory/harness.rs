@@ -1,7 +1,8 @@
 //! The in-memory server as a conformance [`Harness`].
 
 use async_trait::async_trait;
-use lock_core::{ClientConfig, KeyLayout, LockClient};
+use lock_core::{ClientConfig, LockClient};
+use lock_script::KeyLayout;
 
 use super::InMemoryServer;
 use crate::conformance::Harness;

@@ -23,6 +23,6 @@ mod reply;
 mod scripts;
 mod server;
 
-pub use backend::InMemoryBackend;
+pub use backend::{InMemoryBackend, InMemoryKind};
 pub use reply::ScriptReply;
 pub use server::InMemoryServer;

@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use lock_core::{
-    AcquireOutcome, AcquireRequest, Holder, KeyLayout, LockError, LockInfo, LockName, QueuedWaiter,
-    ReleaseOutcome, ReleaseRequest, RenewTarget, Result,
+    AcquireOutcome, AcquireRequest, FairLockInfo, Holder, LockError, LockInfo, LockName,
+    QueuedWaiter, ReleaseOutcome, ReleaseRequest, RenewTarget, Result,
 };
+use lock_script::KeyLayout;
 
 use super::keyspace::{Keyspace, WrongType};
 
@@ -265,12 +266,7 @@ pub(crate) fn force_unlock(cx: &mut Ctx<'_>, name: &LockName) -> Result<(bool, P
 pub(crate) fn inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(LockInfo, Publish)> {
     let lock = check_hash_or_none(cx, name)?;
     let (holders, ttl) = holders(cx, &lock)?;
-    let info = LockInfo {
-        holders,
-        ttl,
-        queue: Vec::new(),
-    };
-    Ok((info, None))
+    Ok((LockInfo::new(holders, ttl), None))
 }
 
 // ---- fair (lock-fair/src/scripts/*.lua) ----
@@ -442,7 +438,7 @@ pub(crate) fn fair_force_unlock(cx: &mut Ctx<'_>, name: &LockName) -> Result<(bo
     Ok((existed, head_channel(cx, name)?))
 }
 
-pub(crate) fn fair_inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(LockInfo, Publish)> {
+pub(crate) fn fair_inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(FairLockInfo, Publish)> {
     let lock = check_hash_or_none(cx, name)?;
     let (holders, ttl) = holders(cx, &lock)?;
     let timeouts = cx.layout.timeout_key(name);
@@ -457,14 +453,7 @@ pub(crate) fn fair_inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(LockInf
             .zscore(&timeouts, &field)
             .map_err(wrong_type(&lock))?
             .unwrap_or(0);
-        queue.push(QueuedWaiter { field, deadline_ms });
+        queue.push(QueuedWaiter::new(field, deadline_ms));
     }
-    Ok((
-        LockInfo {
-            holders,
-            ttl,
-            queue,
-        },
-        None,
-    ))
+    Ok((FairLockInfo::new(LockInfo::new(holders, ttl), queue), None))
 }

@@ -1,14 +1,13 @@
 //! [`InMemoryServer`]: the shared store many in-memory clients talk to.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use lock_core::{
-    ClientConfig, KeyLayout, LockClient, LockKind, Notice, NoticeSink, Result, Topic, Wake,
-};
+use lock_core::{Channel, ClientConfig, Kinds, LockClient, Notice, NoticeSink, Result};
+use lock_script::KeyLayout;
 
-use super::backend::InMemoryBackend;
+use super::backend::{InMemoryBackend, InMemoryKind};
 use super::commands::{Ctx, Published};
 use super::keyspace::{Keyspace, WrongType};
 use super::lua::ScriptEngine;
@@ -32,7 +31,7 @@ pub(crate) struct Faults {
 #[derive(Default)]
 pub(crate) struct ConnectionState {
     pub(crate) sink: Option<Arc<dyn NoticeSink>>,
-    pub(crate) channels: HashMap<String, Topic>,
+    pub(crate) channels: HashSet<String>,
 }
 
 pub(crate) type Connection = Mutex<ConnectionState>;
@@ -120,7 +119,7 @@ fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
             c.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .channels
-                .contains_key(channel)
+                .contains(channel)
         })
         .count()
 }
@@ -130,7 +129,9 @@ fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
 /// latches, fencing counters, and pub/sub notices. Time is `tokio::time`, so
 /// tests run under `tokio::time::pause()`.
 ///
-/// Clone it to share; [`InMemoryServer::client`] connects a new client.
+/// Clone it to share; [`InMemoryServer::client`] connects a new client,
+/// which hands out every kind of lock (reentrant and fair share the
+/// keyspace, as on Redis).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_core::Result<()> {
@@ -141,14 +142,14 @@ fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
 /// let guard = a.lock("job")?.lock().await?;
 /// assert!(b.lock("job")?.try_lock().await?.is_none());
 /// guard.unlock().await?;
+/// let fair = a.fair_lock("queue:printer")?.lock().await?;
+/// fair.unlock().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct InMemoryServer {
     state: Arc<Mutex<State>>,
     layout: KeyLayout,
-    /// What [`InMemoryServer::connect`] and [`InMemoryServer::client`] make.
-    kind: LockKind,
 }
 
 impl Default for InMemoryServer {
@@ -178,26 +179,6 @@ impl InMemoryServer {
                 scripts: None,
             })),
             layout: KeyLayout::default(),
-            kind: LockKind::Reentrant,
-        }
-    }
-
-    /// A handle on the same store whose clients make fair (FIFO) locks.
-    /// Fair and reentrant locks share the keyspace, as on Redis: give them
-    /// different names.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_core::Result<()> {
-    /// let server = lock_testkit::InMemoryServer::new();
-    /// let fair = server.fair().client()?;
-    /// let guard = fair.lock("queue:printer")?.lock().await?;
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn fair(&self) -> Self {
-        Self {
-            kind: LockKind::Fair,
-            ..self.clone()
         }
     }
 
@@ -210,12 +191,18 @@ impl InMemoryServer {
         &self.layout
     }
 
-    /// A new connection: what one client uses. Its locks are reentrant, or
-    /// fair on a handle from [`InMemoryServer::fair`].
+    /// A new connection: what one client uses.
     pub fn connect(&self) -> Arc<InMemoryBackend> {
         let connection = Arc::new(Connection::default());
         self.state().connections.push(Arc::downgrade(&connection));
-        Arc::new(InMemoryBackend::new(self.clone(), connection, self.kind))
+        Arc::new(InMemoryBackend::new(self.clone(), connection))
+    }
+
+    /// Every kind bound to `backend` (one client's connection).
+    pub fn kinds(backend: &Arc<InMemoryBackend>) -> Kinds {
+        Kinds::new()
+            .reentrant(Arc::new(InMemoryKind::reentrant(Arc::clone(backend))))
+            .fair(Arc::new(InMemoryKind::fair(Arc::clone(backend))))
     }
 
     /// `LRANGE key 0 -1` (a fair lock's queue).
@@ -256,19 +243,15 @@ impl InMemoryServer {
     /// # Errors
     /// As [`LockClient::new`].
     pub fn client_with(&self, config: ClientConfig) -> Result<LockClient> {
-        LockClient::new(self.connect(), config)
+        let backend = self.connect();
+        LockClient::new(backend.clone(), Self::kinds(&backend), config)
     }
 
     /// Publishes `message` on `channel` to every subscribed connection;
     /// returns how many received it. Delivery happens after the store's lock
     /// is released, as a Redis reader task would.
     pub fn publish(&self, channel: &str, message: &str) -> usize {
-        let wake = match message {
-            lock_core::layout::UNLOCK_MESSAGE => Wake::One,
-            lock_core::layout::READ_UNLOCK_MESSAGE => Wake::All,
-            _ => return 0,
-        };
-        let deliveries: Vec<(Arc<dyn NoticeSink>, Topic)> = {
+        let deliveries: Vec<Arc<dyn NoticeSink>> = {
             let mut state = self.state();
             if state.faults.drop_notices {
                 return 0;
@@ -280,15 +263,17 @@ impl InMemoryServer {
                 .filter_map(Weak::upgrade)
                 .filter_map(|c| {
                     let c = c.lock().unwrap_or_else(PoisonError::into_inner);
-                    let topic = c.channels.get(channel)?.clone();
-                    Some((c.sink.clone()?, topic))
+                    if !c.channels.contains(channel) {
+                        return None;
+                    }
+                    c.sink.clone()
                 })
                 .collect()
         };
-        for (sink, topic) in &deliveries {
-            sink.deliver(Notice::Unlocked {
-                topic: topic.clone(),
-                wake,
+        for sink in &deliveries {
+            sink.deliver(Notice::Message {
+                channel: Channel::new(channel),
+                payload: message.as_bytes().to_vec(),
             });
         }
         deliveries.len()

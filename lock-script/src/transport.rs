@@ -1,22 +1,23 @@
-//! The seam between the lock scripts and the Redis deployment: [`Transport`].
+//! The seam between the lock kinds' scripts and a Redis deployment:
+//! [`Transport`].
 //!
-//! The lock backend ([`crate::RedisBackend`]) knows the scripts, the key
-//! layout and the replies; a transport knows where keys live and how to reach
-//! them. It needs only to run a script on the node that owns the script's
-//! keys, to subscribe to channels, and to say which publish command the
-//! scripts must use. [`SingleNode`](crate::SingleNode) talks to one server; a
-//! cluster transport (slot routing, redirects, sharded pub/sub) plugs into
-//! the same backend through this trait.
+//! A kind knows its scripts, its keys and its replies; a transport knows
+//! where keys live and how to reach them. It needs only to run a script on
+//! the node that owns the script's keys, to subscribe to channels, and to
+//! say which publish command the scripts must use. It knows no lock kind:
+//! `lock_redis::SingleNode` talks to one server, a cluster transport (slot
+//! routing, redirects, sharded pub/sub) plugs in through the same trait,
+//! and every kind runs unchanged on both.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use lock_core::{Result, Topic};
+use lock_core::Result;
 use redis::Value;
 
-use crate::scripts::ScriptCall;
+use crate::call::ScriptCall;
 
 /// What a transport's pub/sub connection reports to its handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,8 +25,8 @@ use crate::scripts::ScriptCall;
 pub enum PubSubEvent<'a> {
     /// A message arrived on a subscribed channel.
     Message {
-        /// The topic the channel was subscribed for.
-        topic: &'a Topic,
+        /// The channel it arrived on.
+        channel: &'a str,
         /// The message as published.
         payload: &'a [u8],
     },
@@ -114,12 +115,12 @@ pub trait Transport: Send + Sync + 'static {
     /// Installs the receiver of pub/sub events (replacing any earlier one).
     fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>);
 
-    /// Subscribes to `channel` on behalf of `topic`. The subscription is
-    /// registered before this returns (later calls are applied after it);
-    /// the future only waits for the server's confirmation. The subscription
-    /// is kept until [`Transport::unsubscribe`], even when the future fails,
-    /// and restored after every reconnect.
-    fn subscribe(&self, channel: String, topic: Topic) -> BoxFuture<'static, Result<()>>;
+    /// Subscribes to `channel`. The subscription is registered before this
+    /// returns (later calls are applied after it); the future only waits
+    /// for the server's confirmation. The subscription is kept until
+    /// [`Transport::unsubscribe`], even when the future fails, and restored
+    /// after every reconnect.
+    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>>;
 
     /// Drops the subscription to `channel` (registered before this returns).
     fn unsubscribe(&self, channel: String);

@@ -17,16 +17,26 @@
 //! Redisson does: the caller's own hash tag then decides the cluster slot, and
 //! it is the same hash tag for every key of the lock.
 //!
-//! The in-memory backend uses these names too, so tests that inspect keys
-//! read the same names on every backend.
+//! Every kind's script set and the in-memory backend use these names, so
+//! tests that inspect keys read the same names on every deployment.
 
-use crate::name::LockName;
+use lock_core::{LockName, Owner};
 
 /// The message published on the unlock channel by an exclusive unlock: wakes
 /// one waiter per client.
 pub const UNLOCK_MESSAGE: &str = "0";
 /// The message published by a read unlock: wakes every waiter.
 pub const READ_UNLOCK_MESSAGE: &str = "1";
+
+/// What an unlock message asks of the waiters on its channel: `0` wakes one
+/// waiter per client, `1` every waiter; anything else is ignored.
+pub fn wake(payload: &[u8]) -> Option<lock_core::Wake> {
+    match payload {
+        b"0" => Some(lock_core::Wake::One),
+        b"1" => Some(lock_core::Wake::All),
+        _ => None,
+    }
+}
 
 /// Maps lock names to the keys and channels of the layout.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,7 +60,7 @@ impl KeyLayout {
     /// The key of the lock hash.
     ///
     /// ```
-    /// # use lock_core::{KeyLayout, LockName};
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
     /// let l = KeyLayout::with_prefix("app:");
     /// assert_eq!(l.lock_key(&LockName::new("job").unwrap()), "app:job");
     /// ```
@@ -71,7 +81,7 @@ impl KeyLayout {
     /// The channel where unlocks of this lock are announced.
     ///
     /// ```
-    /// # use lock_core::{KeyLayout, LockName};
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
     /// let l = KeyLayout::default();
     /// assert_eq!(
     ///     l.channel(&LockName::new("job").unwrap()),
@@ -89,23 +99,15 @@ impl KeyLayout {
     /// A fair-lock waiter's own channel: `"<channel>:<owner>"`.
     ///
     /// ```
-    /// # use lock_core::{KeyLayout, LockName, Owner};
+    /// # use lock_script::KeyLayout; use lock_core::{LockName, Owner};
     /// let o = Owner::new(uuid::Uuid::nil(), 3);
     /// assert_eq!(
     ///     KeyLayout::default().waiter_channel(&LockName::new("job").unwrap(), &o),
     ///     "redisson_lock__channel:{job}:00000000-0000-0000-0000-000000000000:3"
     /// );
     /// ```
-    pub fn waiter_channel(&self, name: &LockName, owner: &crate::Owner) -> String {
+    pub fn waiter_channel(&self, name: &LockName, owner: &Owner) -> String {
         format!("{}:{owner}", self.channel(name))
-    }
-
-    /// The channel of any topic.
-    pub fn topic_channel(&self, topic: &crate::Topic) -> String {
-        match topic {
-            crate::Topic::Lock(name) => self.channel(name),
-            crate::Topic::Waiter(name, owner) => self.waiter_channel(name, owner),
-        }
     }
 
     /// The key that keeps one unlock's outcome for its retry window.

@@ -1,43 +1,40 @@
-//! The seam between the lock engine and a store: [`LockBackend`].
+//! The seam between the engine and a lock kind's store operations:
+//! [`ExclusiveKind`].
 //!
-//! A backend is one client's connection to a store (a Redis node, a cluster,
-//! the in-memory model). It runs the primitive operations of the lock
-//! protocol atomically and delivers unlock notices to the engine through a
-//! [`NoticeSink`]. Everything else — waiting, wake-ups, the watchdog,
-//! retries, cancellation safety, guards — is the engine's, written once.
+//! A kind is one protocol of exclusive locks on a store (the reentrant
+//! lock, the fair lock, …), bound to one client's [`crate::Connection`]. It
+//! runs the primitive operations atomically and names the channel a waiter
+//! listens on; everything else — waiting, wake-ups, the watchdog, retries,
+//! cancellation safety, guards — is the engine's, written once for every
+//! kind. Names of keys, channels and messages are the kind's business: the
+//! engine treats channels as opaque ([`crate::Channel`]).
 //!
 //! # Contract
 //! - Each operation is atomic on the store (a Lua script on Redis).
-//! - [`LockBackend::try_acquire`] and [`LockBackend::release`] carry a request
-//!   id. Repeating a request with the same id must return the first outcome
-//!   without applying it twice (within `latch_ttl`), so the engine can retry
-//!   after an unknown outcome. Every outcome counts, "held" and "not held"
-//!   included, and a repeat writes nothing (a fair waiter is neither queued
-//!   again nor refreshed): a late duplicate of a request stuck on the wire
-//!   must not take a hold, or release one, after its owner moved on. A
-//!   repeated "held" reports the lock's time to live as of the repeat.
+//! - [`ExclusiveKind::try_acquire`] and [`ExclusiveKind::release`] carry a
+//!   request id. Repeating a request with the same id must return the first
+//!   outcome without applying it twice (within `latch_ttl`), so the engine
+//!   can retry after an unknown outcome. Every outcome counts, "held" and
+//!   "not held" included, and a repeat writes nothing (a queued waiter is
+//!   neither queued again nor refreshed): a late duplicate of a request
+//!   stuck on the wire must not take a hold, or release one, after its
+//!   owner moved on. A repeated "held" reports the lock's time to live as of
+//!   the repeat.
 //! - Leases only ever grow: acquisition, re-entry, partial release and
 //!   renewal set a lock's time to live to the larger of what it has left and
 //!   the requested lease (a lock without expiry keeps none). So one owner's
 //!   holds with different leases never shorten what another guard of the
 //!   same owner was promised.
-//! - Subscriptions are ordered by call: [`LockBackend::subscribe`] registers
-//!   the topic *before it returns* and its future only waits for the store to
-//!   confirm; [`LockBackend::unsubscribe`] is synchronous. The engine calls
-//!   both under its own registry lock, so subscribe/unsubscribe/subscribe of
-//!   one topic can never be reordered.
-//! - The backend keeps every subscribed topic until it is unsubscribed, even
-//!   when the subscribe future failed, and re-subscribes all of them after a
-//!   reconnect; it then delivers [`Notice::Reset`] because notices may have
-//!   been lost meanwhile.
+//! - A release that frees the lock announces it on the channel of the
+//!   waiters it wakes ([`ExclusiveKind::channel`]), with a payload that
+//!   [`ExclusiveKind::wake`] understands.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 
+use crate::connection::{Channel, Wake};
 use crate::error::Result;
 use crate::name::LockName;
 use crate::owner::Owner;
@@ -83,10 +80,10 @@ pub struct AcquireRequest {
     pub fenced: bool,
     /// How long the outcome is kept for retries, in milliseconds.
     pub latch_ttl_ms: u64,
-    /// Fair locks only: when the lock cannot be taken, join the queue (or
-    /// stay in it, refreshing this waiter's deadline) with this waiter
-    /// timeout in milliseconds. `None` never joins the queue. Backends of
-    /// other kinds ignore it.
+    /// For kinds whose waiters queue ([`ExclusiveKind::queues_waiters`]):
+    /// when the lock cannot be taken, join the queue (or stay in it,
+    /// refreshing this waiter's deadline) with this waiter timeout in
+    /// milliseconds. `None` never joins the queue. Other kinds ignore it.
     pub queue_ms: Option<u64>,
 }
 
@@ -119,6 +116,7 @@ impl AcquireRequest {
 
 /// What an acquisition attempt found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AcquireOutcome {
     /// The lock is ours (first hold or one more re-entrant hold).
     Acquired {
@@ -163,7 +161,8 @@ impl ReleaseRequest {
     }
 }
 
-/// What a release did.
+/// What a release did (every release of one hold ends one of these three
+/// ways, whatever the kind).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseOutcome {
     /// The last hold was released; the lock is free and waiters were told.
@@ -186,41 +185,35 @@ pub struct RenewTarget {
 /// One holder of a lock as stored: the hash field and its hold count.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Holder {
-    /// The raw hash field (`"<client-uuid>:<owner-id>"` for us and Redisson).
+    /// The raw holder field (`"<client-uuid>:<owner-id>"`).
     pub field: String,
     /// How many times this holder has entered the lock.
     pub count: u64,
 }
 
 impl Holder {
-    /// The owner, when the field has our (and Redisson's) shape.
+    /// The owner, when the field has the `<client-uuid>:<owner-id>` shape.
     pub fn owner(&self) -> Option<Owner> {
         Owner::parse_field(&self.field)
     }
 }
 
-/// One waiter in a fair lock's queue.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueuedWaiter {
-    /// The waiter as stored (`"<client-uuid>:<owner-id>"`).
-    pub field: String,
-    /// When the waiter is evicted unless it refreshes, in milliseconds since
-    /// the Unix epoch by the store's clock.
-    pub deadline_ms: i64,
-}
-
 /// A snapshot of one lock.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LockInfo {
     /// Every holder (one for an exclusive lock; empty when free).
     pub holders: Vec<Holder>,
     /// Remaining time to live; `None` when free or without expiry.
     pub ttl: Option<Duration>,
-    /// A fair lock's waiters, in queue order (empty for other kinds).
-    pub queue: Vec<QueuedWaiter>,
 }
 
 impl LockInfo {
+    /// A snapshot with these holders and time to live.
+    pub fn new(holders: Vec<Holder>, ttl: Option<Duration>) -> Self {
+        Self { holders, ttl }
+    }
+
     /// Whether anyone holds the lock.
     pub fn is_locked(&self) -> bool {
         !self.holders.is_empty()
@@ -236,65 +229,14 @@ impl LockInfo {
     }
 }
 
-/// A channel of unlock notices.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Topic {
-    /// Unlocks of a lock (its `redisson_lock__channel:{name}` channel).
-    Lock(LockName),
-    /// A fair lock's notice to one queued waiter that it is next
-    /// (`redisson_lock__channel:{name}:<client-uuid>:<owner-id>`).
-    Waiter(LockName, Owner),
-}
-
-/// Which protocol a backend's locks follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum LockKind {
-    /// Re-entrant exclusive lock; any waiter may win a free lock.
-    Reentrant,
-    /// Re-entrant exclusive lock handed out in arrival order (FIFO queue).
-    Fair,
-}
-
-/// How many waiters a notice wakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wake {
-    /// One waiter per client (exclusive unlock, message `0`).
-    One,
-    /// Every waiter (read unlock, message `1`).
-    All,
-}
-
-/// A message from the store to the engine.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Notice {
-    /// A lock was released.
-    Unlocked {
-        /// Where it was announced.
-        topic: Topic,
-        /// Whom to wake.
-        wake: Wake,
-    },
-    /// The notice connection was re-established; notices may have been lost,
-    /// so every waiter should look again.
-    Reset,
-}
-
-/// Receives notices from a backend. Called from the backend's reader; must
-/// not block.
-pub trait NoticeSink: Send + Sync + 'static {
-    /// Handles one notice.
-    fn deliver(&self, notice: Notice);
-}
-
-/// One client's connection to a lock store. See the module docs for the
-/// contract every implementation keeps.
+/// The store operations of one kind of exclusive, re-entrant lock, bound
+/// to one client's connection. See the module docs for the contract every
+/// implementation keeps.
 #[async_trait]
-pub trait LockBackend: Send + Sync + 'static {
+pub trait ExclusiveKind: Send + Sync + 'static {
     /// Takes the lock, or re-enters it if `req.owner` holds it; otherwise
-    /// reports the holder's remaining time to live.
+    /// reports the holder's remaining time to live (for a kind whose waiters
+    /// queue: how long to wait before looking again).
     ///
     /// # Errors
     /// [`crate::LockError::WrongType`] when the key holds a non-lock value;
@@ -305,13 +247,14 @@ pub trait LockBackend: Send + Sync + 'static {
     /// last one.
     ///
     /// # Errors
-    /// As [`LockBackend::try_acquire`].
+    /// As [`ExclusiveKind::try_acquire`].
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome>;
 
     /// Extends the lease of every target that its owner still holds to at
-    /// least `lease_ms` from now (never shortening it). Returns one entry per target, in order: `Ok(true)` renewed,
-    /// `Ok(false)` no longer held by that owner, `Err` not known (the batch
-    /// holding that target failed).
+    /// least `lease_ms` from now (never shortening it). Returns one entry
+    /// per target, in order: `Ok(true)` renewed, `Ok(false)` no longer held
+    /// by that owner, `Err` not known (the batch holding that target
+    /// failed).
     ///
     /// # Errors
     /// A whole-call error when nothing could be sent at all.
@@ -321,52 +264,40 @@ pub trait LockBackend: Send + Sync + 'static {
     /// whether it existed.
     ///
     /// # Errors
-    /// As [`LockBackend::try_acquire`].
+    /// As [`ExclusiveKind::try_acquire`].
     async fn force_unlock(&self, name: &LockName) -> Result<bool>;
 
     /// Reads the lock's holders and remaining time to live.
     ///
     /// # Errors
-    /// As [`LockBackend::try_acquire`].
+    /// As [`ExclusiveKind::try_acquire`].
     async fn inspect(&self, name: &LockName) -> Result<LockInfo>;
 
-    /// Which protocol this backend's locks follow. A client makes locks of
-    /// its backend's kind.
-    fn kind(&self) -> LockKind {
-        LockKind::Reentrant
+    /// The channel on which `owner`, waiting for `name`, is told that the
+    /// lock may be free.
+    fn channel(&self, name: &LockName, owner: &Owner) -> Channel;
+
+    /// What a message on one of this kind's channels asks of its waiters;
+    /// `None` for a message to ignore.
+    fn wake(&self, payload: &[u8]) -> Option<Wake>;
+
+    /// Whether waiters queue: the engine then asks to join the queue from a
+    /// waiter's first attempt ([`AcquireRequest::queue_ms`]), looks again
+    /// at least every third of the waiter timeout (which refreshes its
+    /// place), and leaves the queue when it gives up
+    /// ([`ExclusiveKind::leave_queue`]).
+    fn queues_waiters(&self) -> bool {
+        false
     }
 
-    /// The longest one call of this backend takes before it fails with a
-    /// timeout (getting a connection, following redirects and reloading a
-    /// script included), or `None` when its calls are not bounded or the
-    /// bound is not known. A client checks when it is made that its latch
-    /// outlives every attempt of a retried request
-    /// ([`crate::ClientConfig::validate_for`]).
-    fn command_timeout(&self) -> Option<Duration> {
-        None
-    }
-
-    /// Fair locks: removes `owner` from the queue of `name` (a waiter that
-    /// gave up), and tells the new queue head if the lock is free. Nothing
-    /// for other kinds.
+    /// Removes `owner` from the queue of `name` (a waiter that gave up),
+    /// telling the next waiter if the lock is free. Nothing for kinds whose
+    /// waiters do not queue.
     ///
     /// # Errors
-    /// As [`LockBackend::try_acquire`].
+    /// As [`ExclusiveKind::try_acquire`].
     async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
         let _ = (name, owner);
         Ok(())
     }
-
-    /// Installs the receiver of notices. Called once by the client.
-    fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>);
-
-    /// Subscribes to `topic`. The subscription is registered before this
-    /// returns; the future resolves once the store confirmed it.
-    fn subscribe(&self, topic: &Topic) -> BoxFuture<'static, Result<()>>;
-
-    /// Drops the subscription to `topic`.
-    fn unsubscribe(&self, topic: &Topic);
-
-    /// Closes connections. Later calls fail with [`crate::LockError::Closed`].
-    async fn close(&self) {}
 }

@@ -2,8 +2,8 @@
 //! exactly the shapes its script (see `src/scripts/*.lua`) produces and
 //! reports anything else as [`lock_core::LockError::Protocol`].
 //!
-//! Public so that other script sets whose replies have the same shapes (the
-//! fair lock in `lock-fair`) parse them the same way.
+//! Shared by every kind whose scripts answer in these shapes (the
+//! reentrant lock, the fair lock), so each shape is parsed once.
 
 use std::time::Duration;
 
@@ -117,11 +117,7 @@ pub fn inspect(reply: &Value) -> Result<LockInfo> {
         })
         .collect();
     let ttl = if holders.is_empty() { None } else { ttl(pttl) };
-    Ok(LockInfo {
-        holders,
-        ttl,
-        queue: Vec::new(),
-    })
+    Ok(LockInfo::new(holders, ttl))
 }
 
 fn text(value: &Value) -> Option<String> {

@@ -1,0 +1,182 @@
+//! The wait loop every exclusive kind's handle shares: try, subscribe to
+//! the channel the kind names, wait for a notice or the holder's time to
+//! live, try again. Cancel-safe at every await (see the `op` and `waiter`
+//! modules); kinds whose waiters queue join the queue from the first
+//! attempt, refresh their place while they wait, and leave it when they
+//! give up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::ClientInner;
+use crate::config::{lease_millis, ClientConfig};
+use crate::error::{LockError, Result};
+use crate::guard::Guard;
+use crate::kind::AcquireRequest;
+use crate::lock::Lock;
+use crate::op::{self, Attempt};
+use crate::options::{AcquireOptions, Wait};
+use crate::owner::Owner;
+use crate::stats::Parked;
+use crate::waiter::WakeBaton;
+
+/// The general acquisition of [`Lock::acquire`] (and of every kind's face
+/// built on it). `Ok(None)` when the wait ran out.
+pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
+    let inner = lock.inner();
+    let kind = lock.kind();
+    inner.check_open()?;
+    let (lease_ms, watchdog) = match opts.lease {
+        None => (inner.watchdog_ms, true),
+        Some(lease) => (fixed_lease_millis(&inner.config, lease)?, false),
+    };
+    let owner = resolve_owner(inner, opts.owner)?;
+    let deadline = match opts.wait {
+        Wait::Forever => None,
+        Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
+    };
+    let queues = kind.queues_waiters();
+    // A queueing waiter queues from its first attempt; a try never does.
+    let queue_ms = (queues && opts.wait != Wait::For(Duration::ZERO)).then_some(inner.waiter_ms);
+    let attempt = || {
+        let req = AcquireRequest::new(
+            lock.name().clone(),
+            owner,
+            lease_ms,
+            opts.fenced,
+            inner.latch_ms,
+        )
+        .queue(queue_ms);
+        op::acquire(inner, kind, req)
+    };
+
+    let mut queued = match attempt().await? {
+        Attempt::Acquired(hold) => return Ok(Some(guard(inner, hold, watchdog))),
+        Attempt::Held { queued, .. } => queued,
+    };
+    if deadline.is_some_and(|d| Instant::now() >= d) {
+        return Ok(None);
+    }
+
+    // The kind names the channel: the lock's own, shared by its waiters,
+    // or (when waiters queue) the waiter's own, on which only the queue
+    // head is told.
+    let channel = kind.channel(lock.name(), &owner);
+    let subscription = inner.waiters.join(&inner.connection, kind, channel);
+    // Until the subscription is confirmed a notice could be missed, so
+    // wait for it; if it fails, waiting stays correct, bounded by TTLs.
+    let confirmed = async {
+        if let Err(e) = subscription.confirmed().await {
+            tracing::warn!(%e, lock = %lock.name(), "subscription failed; waiting on lease timeouts");
+        }
+    };
+    match deadline {
+        Some(d) => {
+            if tokio::time::timeout_at(d, confirmed).await.is_err() {
+                return Ok(None);
+            }
+        }
+        None => confirmed.await,
+    }
+
+    let mut baton = WakeBaton::new(Arc::clone(&subscription.notify));
+    // The lock may have been released between the first attempt and the
+    // subscription, unseen: always try again once subscribed.
+    loop {
+        let notified = subscription.notify.notified();
+        tokio::pin!(notified);
+        // Register before the attempt: a notice arriving while it is in
+        // flight must still wake us.
+        notified.as_mut().enable();
+        let ttl = match attempt().await? {
+            Attempt::Acquired(hold) => {
+                baton.disarm();
+                // Taking the lock leaves its queue.
+                if let Some(ticket) = queued.take() {
+                    ticket.disarm();
+                }
+                return Ok(Some(guard(inner, hold, watchdog)));
+            }
+            Attempt::Held { ttl, queued: place } => {
+                baton.disarm();
+                if let (Some(old), Some(_)) = (queued.take(), &place) {
+                    old.disarm();
+                }
+                queued = place.or(queued);
+                ttl
+            }
+        };
+        let now = Instant::now();
+        if deadline.is_some_and(|d| now >= d) {
+            return Ok(None);
+        }
+        let mut holder_wait = ttl
+            .unwrap_or(inner.config.no_ttl_recheck)
+            .max(Duration::from_millis(1));
+        if queues {
+            // Look again (refreshing our place) before it could expire.
+            holder_wait = holder_wait.min(inner.config.waiter_timeout / 3);
+        }
+        let mut until = now + holder_wait;
+        if let Some(d) = deadline {
+            until = until.min(d);
+        }
+        let _parked = Parked::start(&inner.stats);
+        tokio::select! {
+            _ = &mut notified => {
+                inner.stats.wakeups.incr();
+                baton.arm();
+            }
+            _ = tokio::time::sleep_until(until) => {}
+        }
+    }
+}
+
+fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<Owner> {
+    match explicit {
+        Some(owner) if owner.client_id() != inner.id => Err(LockError::invalid(format!(
+            "owner {owner} belongs to another client (this client is {})",
+            inner.id
+        ))),
+        Some(owner) => Ok(owner),
+        None => Ok(Owner::current()
+            .filter(|o| o.client_id() == inner.id)
+            .unwrap_or_else(|| inner.new_owner())),
+    }
+}
+
+fn guard(inner: &Arc<ClientInner>, hold: op::PendingHold, watchdog: bool) -> Guard {
+    let kind = Arc::clone(hold.kind());
+    let (req, fencing_token, started) = hold.accept();
+    Guard::new(
+        Arc::clone(inner),
+        &kind,
+        req,
+        fencing_token,
+        started,
+        watchdog,
+    )
+}
+
+/// A fixed lease in milliseconds, refused when it is not longer than its
+/// safety margin: its guard would be lost before it was handed out.
+fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
+    let ms = lease_millis(lease, "lease")?;
+    let lease = Duration::from_millis(ms);
+    let margin = config.safety_margin(lease);
+    if lease <= margin {
+        return Err(LockError::invalid(format!(
+            "lease of {lease:?} is not longer than its safety margin of {margin:?} \
+             (lease/100 + 2 ms + loss_margin), so it would be lost at once: \
+             use a longer lease or a smaller loss_margin"
+        )));
+    }
+    Ok(ms)
+}
+
+/// A deadline for waits too long to represent: effectively forever.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+}

@@ -1,0 +1,244 @@
+//! [`Fair`]: the fair lock's script set over any [`Transport`].
+
+use async_trait::async_trait;
+use lock_core::{
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, FairKind, FairLockInfo, LockInfo,
+    LockName, Owner, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
+};
+use lock_script::layout::UNLOCK_MESSAGE;
+use lock_script::{check_lease, replies as shared, KeyLayout, ScriptCall, ScriptEnv};
+
+use crate::replies;
+use crate::scripts;
+
+#[cfg(doc)]
+use lock_script::Transport;
+
+/// The fair (FIFO) lock kind on Redis: runs the fair scripts (see the crate
+/// docs) through a [`Transport`], with the replica sync of its
+/// [`ScriptEnv`]. Registered on every client by `lock-redis`; reached with
+/// [`lock_core::LockClient::fair_lock`].
+///
+/// Renewal is the shared batch renewal of lock hashes
+/// ([`ScriptEnv::renew`]): the lock hash of a fair lock is the reentrant
+/// lock's.
+#[derive(Debug, Clone)]
+pub struct Fair {
+    env: ScriptEnv,
+}
+
+impl Fair {
+    /// The fair kind over `env`.
+    pub fn new(env: ScriptEnv) -> Self {
+        Self { env }
+    }
+
+    /// Every script of the kind, for preloading.
+    pub fn scripts() -> Vec<&'static lock_script::redis::Script> {
+        scripts::all().to_vec()
+    }
+
+    fn layout(&self) -> &KeyLayout {
+        self.env.layout()
+    }
+
+    fn publish_command(&self) -> String {
+        self.env.publish_command()
+    }
+}
+
+#[async_trait]
+impl ExclusiveKind for Fair {
+    /// Runs the fair `acquire.lua`: takes the lock when it is free and
+    /// nobody is queued before `req.owner`, re-enters it for its holder, or
+    /// else (with [`AcquireRequest::queue_ms`]) joins the queue or refreshes
+    /// this waiter's deadline. `Held { ttl }` is the holder's remaining
+    /// time, or, for a free lock another waiter is first for, 50 ms (the
+    /// head takes it within a round trip; see the crate docs' *Wake-ups*),
+    /// or the time until that waiter's deadline when sooner.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`](lock_core::LockError::InvalidArgument) for a zero lease (before any I/O);
+    /// [`LockError::WrongType`](lock_core::LockError::WrongType) for a non-hash value at the lock key
+    /// (nothing is written, the waiter is not queued); retryable errors as
+    /// described in [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future after the script was sent may leave the lock
+    /// taken or the waiter queued. Repeat the request (same request id,
+    /// within its latch ttl) to learn the outcome without taking a second
+    /// hold; leave the queue with [`ExclusiveKind::leave_queue`].
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
+        check_lease(req.lease_ms)?;
+        let layout = self.layout();
+        let id = req.request_id.to_string();
+        let call = ScriptCall::new(
+            &scripts::ACQUIRE,
+            vec![
+                layout.lock_key(&req.name),
+                layout.acquire_latch(&req.name, &id),
+                layout.token_key(&req.name),
+                layout.queue_key(&req.name),
+                layout.timeout_key(&req.name),
+            ],
+            vec![
+                req.lease_ms.to_string(),
+                req.owner.field(),
+                if req.fenced { "1" } else { "0" }.to_owned(),
+                req.latch_ttl_ms.to_string(),
+                req.queue_ms.unwrap_or(0).to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        self.env.acquire(self, call, req).await
+    }
+
+    /// Runs the fair `release.lua`; when the last hold goes, publishes `0`
+    /// on the queue head's own channel only.
+    ///
+    /// # Errors
+    /// As [`Fair::try_acquire`](ExclusiveKind::try_acquire).
+    ///
+    /// # Cancel safety
+    /// As [`Fair::try_acquire`](ExclusiveKind::try_acquire):
+    /// repeat the request with the same id to learn its first outcome.
+    async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
+        check_lease(req.lease_ms)?;
+        let layout = self.layout();
+        let id = req.request_id.to_string();
+        let call = ScriptCall::new(
+            &scripts::RELEASE,
+            vec![
+                layout.lock_key(&req.name),
+                layout.channel(&req.name),
+                layout.unlock_latch(&req.name, &id),
+                layout.queue_key(&req.name),
+                layout.timeout_key(&req.name),
+            ],
+            vec![
+                UNLOCK_MESSAGE.to_owned(),
+                req.lease_ms.to_string(),
+                req.owner.field(),
+                self.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        shared::release(&self.env.eval(call).await?)
+    }
+
+    /// The shared batched renewal of lock hashes ([`ScriptEnv::renew`]):
+    /// the lock hash of a fair lock is the reentrant lock's.
+    ///
+    /// # Errors
+    /// A whole-call error when no connection could be had; otherwise
+    /// per-target errors for the chunks that failed or timed out.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset of the leases extended,
+    /// which is harmless.
+    async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+        self.env.renew(targets, lease_ms).await
+    }
+
+    /// Runs the fair `force_unlock.lua`: deletes the lock, keeps the queue,
+    /// and tells its head (after evicting stale heads).
+    ///
+    /// # Errors
+    /// [`LockError::WrongType`](lock_core::LockError::WrongType) for a non-hash value at the lock key (left
+    /// untouched); retryable errors as described in [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the lock deleted or not.
+    async fn force_unlock(&self, name: &LockName) -> Result<bool> {
+        let layout = self.layout();
+        let call = ScriptCall::new(
+            &scripts::FORCE_UNLOCK,
+            vec![
+                layout.lock_key(name),
+                layout.channel(name),
+                layout.queue_key(name),
+                layout.timeout_key(name),
+            ],
+            vec![UNLOCK_MESSAGE.to_owned(), self.publish_command()],
+        );
+        shared::force_unlock(&self.env.eval(call).await?)
+    }
+
+    /// Runs the fair `inspect.lua`; the lock's half of
+    /// [`FairKind::inspect_fair`].
+    ///
+    /// # Errors
+    /// As [`Fair::force_unlock`](ExclusiveKind::force_unlock).
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
+        Ok(self.inspect_fair(name).await?.lock)
+    }
+
+    /// A waiter's own channel, `redisson_lock__channel:{<name>}:<owner>`:
+    /// only the queue head is told, with message `0`.
+    fn channel(&self, name: &LockName, owner: &Owner) -> Channel {
+        Channel::new(self.layout().waiter_channel(name, owner))
+    }
+
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        lock_script::wake(payload)
+    }
+
+    fn queues_waiters(&self) -> bool {
+        true
+    }
+
+    /// Runs `leave_queue.lua`: removes `owner` from the queue and, if the
+    /// lock is free, tells the new head.
+    ///
+    /// # Errors
+    /// Retryable errors as described in [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the waiter queued or not; a waiter
+    /// left queued is evicted once its deadline passes.
+    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
+        let layout = self.layout();
+        let call = ScriptCall::new(
+            &scripts::LEAVE_QUEUE,
+            vec![
+                layout.lock_key(name),
+                layout.channel(name),
+                layout.queue_key(name),
+                layout.timeout_key(name),
+            ],
+            vec![owner.field(), self.publish_command()],
+        );
+        replies::leave_queue(&self.env.eval(call).await?)
+    }
+}
+
+#[async_trait]
+impl FairKind for Fair {
+    /// Runs the fair `inspect.lua`: holders, time to live, and the queue
+    /// with each waiter's deadline (server clock, epoch ms), head first.
+    /// Read-only: stale waiters are reported, not evicted.
+    ///
+    /// # Errors
+    /// As [`Fair::force_unlock`](ExclusiveKind::force_unlock).
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    async fn inspect_fair(&self, name: &LockName) -> Result<FairLockInfo> {
+        let layout = self.layout();
+        let call = ScriptCall::new(
+            &scripts::INSPECT,
+            vec![
+                layout.lock_key(name),
+                layout.queue_key(name),
+                layout.timeout_key(name),
+            ],
+            vec![],
+        )
+        .idempotent(true);
+        replies::inspect(&self.env.eval(call).await?)
+    }
+}

@@ -1,0 +1,42 @@
+//! The lock kinds, and the one place that registers every kind's script
+//! set on a client ([`client`]), used by every deployment's `connect`.
+//!
+//! A kind is its Lua scripts plus one module assembling keys/args and
+//! decoding replies: [`reentrant`] here, the fair lock in `lock-fair`. A
+//! new kind adds its folder and one line in [`client`] (and [`scripts`]).
+
+use std::sync::Arc;
+
+use lock_core::{ClientConfig, Kinds, LockClient, Result};
+use lock_script::{ScriptConnection, ScriptEnv};
+use redis::Script;
+
+pub mod reentrant;
+
+pub use lock_fair::Fair;
+pub use reentrant::Reentrant;
+
+/// A client over `env` (one deployment's transport, key layout and replica
+/// sync) with every kind registered: [`LockClient::lock`] (reentrant) and
+/// [`LockClient::fair_lock`] (fair) share its connection and watchdog.
+///
+/// # Errors
+/// As [`LockClient::new`].
+pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
+    let connection = Arc::new(ScriptConnection::new(env.clone()));
+    let kinds = Kinds::new()
+        .reentrant(Arc::new(Reentrant::new(env.clone())))
+        .fair(Arc::new(Fair::new(env)));
+    LockClient::new(connection, kinds, config)
+}
+
+/// Every script of every registered kind, for preloading at connect.
+pub fn scripts() -> Vec<&'static Script> {
+    let mut all = Reentrant::scripts();
+    for script in Fair::scripts() {
+        if !all.iter().any(|s| s.get_hash() == script.get_hash()) {
+            all.push(script);
+        }
+    }
+    all
+}

@@ -1,0 +1,178 @@
+//! The reentrant lock's script set: Redisson 4.x's `RedissonLock` layout.
+//!
+//! One Lua script per operation in this folder (each file's header gives
+//! its KEYS, ARGV and replies); acquire and release start with the shared
+//! `common.lua` ([`lock_script::with_common`]), and renewal is the shared
+//! batch renewal of lock hashes ([`ScriptEnv::renew`]).
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use lock_core::{
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, LockInfo, LockName, Owner,
+    ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
+};
+use lock_script::layout::UNLOCK_MESSAGE;
+use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
+use redis::Script;
+
+/// Takes or re-enters a lock (`acquire.lua`).
+pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| with_common(include_str!("acquire.lua")));
+/// Gives back one hold (`release.lua`).
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| with_common(include_str!("release.lua")));
+/// Deletes a lock whoever holds it (`force_unlock.lua`).
+pub static FORCE_UNLOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+/// Reads a lock's holders and time to live (`inspect.lua`).
+pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
+
+/// The reentrant lock kind: any waiter may win a free lock; every waiter
+/// of a lock listens on its one channel, and an unlock wakes one waiter per
+/// client. Reached with [`lock_core::LockClient::lock`].
+#[derive(Debug, Clone)]
+pub struct Reentrant {
+    env: ScriptEnv,
+}
+
+impl Reentrant {
+    /// The reentrant kind over `env`.
+    pub fn new(env: ScriptEnv) -> Self {
+        Self { env }
+    }
+
+    /// Every script of the kind, for preloading.
+    pub fn scripts() -> Vec<&'static Script> {
+        vec![
+            &ACQUIRE,
+            &RELEASE,
+            &lock_script::scripts::RENEW,
+            &FORCE_UNLOCK,
+            &INSPECT,
+        ]
+    }
+}
+
+#[async_trait]
+impl ExclusiveKind for Reentrant {
+    /// Runs `acquire.lua` (with the replica sync of its [`ScriptEnv`]).
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::InvalidArgument`] for a zero lease (before
+    /// any I/O); [`lock_core::LockError::WrongType`] for a non-hash value at
+    /// the lock key (nothing is written); retryable errors as described in
+    /// [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future after the script was sent may leave the lock
+    /// taken. Repeat the request (same request id, within its latch ttl) to
+    /// learn the outcome without taking a second hold.
+    async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
+        check_lease(req.lease_ms)?;
+        let layout = self.env.layout();
+        let id = req.request_id.to_string();
+        let call = ScriptCall::new(
+            &ACQUIRE,
+            vec![
+                layout.lock_key(&req.name),
+                layout.acquire_latch(&req.name, &id),
+                layout.token_key(&req.name),
+            ],
+            vec![
+                req.lease_ms.to_string(),
+                req.owner.field(),
+                if req.fenced { "1" } else { "0" }.to_owned(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        self.env.acquire(self, call, req).await
+    }
+
+    /// Runs `release.lua`; publishes `0` on the lock's channel when the
+    /// last hold goes.
+    ///
+    /// # Errors
+    /// As [`Reentrant::try_acquire`](ExclusiveKind::try_acquire).
+    ///
+    /// # Cancel safety
+    /// As [`Reentrant::try_acquire`](ExclusiveKind::try_acquire): repeat
+    /// the request with the same id to learn its first outcome.
+    async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
+        check_lease(req.lease_ms)?;
+        let layout = self.env.layout();
+        let id = req.request_id.to_string();
+        let call = ScriptCall::new(
+            &RELEASE,
+            vec![
+                layout.lock_key(&req.name),
+                layout.channel(&req.name),
+                layout.unlock_latch(&req.name, &id),
+            ],
+            vec![
+                UNLOCK_MESSAGE.to_owned(),
+                req.lease_ms.to_string(),
+                req.owner.field(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        replies::release(&self.env.eval(call).await?)
+    }
+
+    /// The shared batch renewal ([`ScriptEnv::renew`]).
+    ///
+    /// # Errors
+    /// A whole-call error when no connection could be had; otherwise
+    /// per-target errors for the chunks that failed or timed out.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset of the leases extended,
+    /// which is harmless.
+    async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+        self.env.renew(targets, lease_ms).await
+    }
+
+    /// Runs `force_unlock.lua`.
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::WrongType`] for a non-hash value at the lock
+    /// key (left untouched); retryable errors as described in
+    /// [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the lock deleted or not.
+    async fn force_unlock(&self, name: &LockName) -> Result<bool> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &FORCE_UNLOCK,
+            vec![layout.lock_key(name), layout.channel(name)],
+            vec![UNLOCK_MESSAGE.to_owned(), self.env.publish_command()],
+        );
+        replies::force_unlock(&self.env.eval(call).await?)
+    }
+
+    /// Runs `inspect.lua`.
+    ///
+    /// # Errors
+    /// As [`Reentrant::force_unlock`](ExclusiveKind::force_unlock).
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
+        let call = ScriptCall::new(&INSPECT, vec![self.env.layout().lock_key(name)], vec![])
+            .idempotent(true);
+        replies::inspect(&self.env.eval(call).await?)
+    }
+
+    /// The lock's channel, `redisson_lock__channel:{<name>}`, shared by
+    /// every waiter of the lock.
+    fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {
+        Channel::new(self.env.layout().channel(name))
+    }
+
+    /// `0` wakes one waiter per client, `1` (a Redisson read unlock) all.
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        lock_script::wake(payload)
+    }
+}

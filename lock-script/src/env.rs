@@ -1,0 +1,267 @@
+//! [`ScriptEnv`]: what every kind's script set runs with — the transport,
+//! the key layout, and the replica sync — and the steps they share.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, LockError, ReleaseRequest, RenewTarget, Result,
+};
+use redis::Value;
+
+use crate::call::ScriptCall;
+use crate::layout::KeyLayout;
+use crate::replies;
+use crate::scripts::RENEW;
+use crate::transport::Transport;
+
+/// At most this many locks are renewed by one script call; a bigger batch is
+/// split into calls that are pipelined together.
+pub const RENEW_CHUNK: usize = 500;
+
+/// Wait for replicas after taking a lock (`WAIT replicas timeout` on the
+/// same connection as the acquisition, one round trip for both).
+///
+/// When fewer replicas acknowledge in time, the hold just taken is given
+/// back and the acquisition fails with [`LockError::NotReplicated`], so a
+/// lock reported taken survives the failover of its node to one of those
+/// replicas. Releases and renewals do not wait. Applies to every kind on
+/// every deployment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplicaSync {
+    /// How many replicas must acknowledge the write.
+    pub replicas: u32,
+    /// How long to wait for them (`WAIT`'s timeout).
+    pub timeout: Duration,
+}
+
+impl ReplicaSync {
+    /// Wait for `replicas` replicas, at most `timeout`.
+    pub fn new(replicas: u32, timeout: Duration) -> Self {
+        Self { replicas, timeout }
+    }
+
+    /// Checks the option without any I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] (naming `replica_sync`) for zero
+    /// replicas or a zero timeout.
+    pub fn validate(&self) -> Result<()> {
+        if self.replicas == 0 || self.timeout.is_zero() {
+            return Err(LockError::invalid(
+                "replica_sync needs at least one replica and a timeout above zero",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The transport, key layout and replica sync one client's kinds share.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct ScriptEnv {
+    transport: Arc<dyn Transport>,
+    layout: KeyLayout,
+    replica_sync: Option<ReplicaSync>,
+}
+
+impl std::fmt::Debug for ScriptEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptEnv")
+            .field("layout", &self.layout)
+            .field("publish_command", &self.transport.publish_command())
+            .field("replica_sync", &self.replica_sync)
+            .finish()
+    }
+}
+
+impl ScriptEnv {
+    /// Kinds over `transport` with key names from `layout`, without replica
+    /// sync.
+    pub fn new(transport: Arc<dyn Transport>, layout: KeyLayout) -> Self {
+        Self {
+            transport,
+            layout,
+            replica_sync: None,
+        }
+    }
+
+    /// Sets (or clears) the replica sync of every acquisition.
+    #[must_use]
+    pub fn with_replica_sync(mut self, sync: Option<ReplicaSync>) -> Self {
+        self.replica_sync = sync;
+        self
+    }
+
+    /// The key layout.
+    pub fn layout(&self) -> &KeyLayout {
+        &self.layout
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> &Arc<dyn Transport> {
+        &self.transport
+    }
+
+    /// The replica sync, when configured.
+    pub fn replica_sync(&self) -> Option<ReplicaSync> {
+        self.replica_sync
+    }
+
+    /// The command the scripts publish with (see
+    /// [`Transport::publish_command`]).
+    pub fn publish_command(&self) -> String {
+        self.transport.publish_command().to_owned()
+    }
+
+    /// The longest one call takes: the transport's command timeout, plus
+    /// the replica wait when configured (an acquisition waits for its
+    /// replicas after its script ran).
+    pub fn command_timeout(&self) -> Option<Duration> {
+        let replica_wait = self
+            .replica_sync
+            .map_or(Duration::ZERO, |sync| sync.timeout);
+        Some(
+            self.transport
+                .command_timeout()?
+                .saturating_add(replica_wait),
+        )
+    }
+
+    /// Runs one script.
+    ///
+    /// # Errors
+    /// As [`Transport::eval`].
+    ///
+    /// # Cancel safety
+    /// As [`Transport::eval`].
+    pub async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
+        self.transport.eval(call).await
+    }
+
+    /// Runs `call`, an acquisition of `req` by `kind` whose reply has the
+    /// shape of [`replies::acquire`], with the replica sync if configured:
+    /// a hold that too few replicas acknowledged is given back through
+    /// `kind` and reported as [`LockError::NotReplicated`]. Should giving it
+    /// back fail too, it stays until its lease runs out (the watchdog does
+    /// not renew a hold the caller never got).
+    ///
+    /// # Errors
+    /// As [`Transport::eval`]; [`LockError::NotReplicated`].
+    ///
+    /// # Cancel safety
+    /// As [`Transport::eval`].
+    pub async fn acquire(
+        &self,
+        kind: &dyn ExclusiveKind,
+        call: ScriptCall<'_>,
+        req: &AcquireRequest,
+    ) -> Result<AcquireOutcome> {
+        let Some(sync) = self.replica_sync else {
+            return replies::acquire(&self.transport.eval(call).await?);
+        };
+        let (reply, acked) = self
+            .transport
+            .eval_and_wait(call, sync.replicas, sync.timeout)
+            .await?;
+        let outcome = replies::acquire(&reply)?;
+        if acked >= sync.replicas || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
+            return Ok(outcome);
+        }
+        let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.latch_ttl_ms);
+        if let Err(e) = kind.release(&undo).await {
+            tracing::warn!(lock = %req.name, error = %e, "could not give back an unreplicated hold; it lasts until its lease runs out");
+        }
+        Err(LockError::NotReplicated {
+            name: req.name.to_string(),
+            wanted: sync.replicas,
+            acked,
+        })
+    }
+
+    /// Extends the lease of every target its owner still holds, with the
+    /// shared `renew.lua`, on chunks of at most [`RENEW_CHUNK`] locks (never
+    /// mixing [`Transport::key_group`]s), all pipelined at once: the
+    /// [`ExclusiveKind::renew`] of every kind that keeps its holds in a lock
+    /// hash.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a zero lease; a whole-call error
+    /// when no connection could be had; otherwise per-target errors for the
+    /// chunks that failed or timed out.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset of the leases extended,
+    /// which is harmless.
+    pub async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+        if targets.is_empty() {
+            return Ok(Vec::new());
+        }
+        check_lease(lease_ms)?;
+        let keys: Vec<String> = targets
+            .iter()
+            .map(|t| self.layout.lock_key(&t.name))
+            .collect();
+        // Keys of different groups (cluster slots) never share a call.
+        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (i, key) in keys.iter().enumerate() {
+            groups
+                .entry(self.transport.key_group(key))
+                .or_default()
+                .push(i);
+        }
+        let lease = lease_ms.to_string();
+        let mut calls = Vec::new();
+        let mut members: Vec<&[usize]> = Vec::new();
+        for indices in groups.values() {
+            for chunk in indices.chunks(RENEW_CHUNK) {
+                let chunk_keys = chunk.iter().map(|&i| keys[i].clone()).collect();
+                let args = std::iter::once(lease.clone())
+                    .chain(chunk.iter().map(|&i| targets[i].owner.field()))
+                    .collect();
+                // A renewal only ever extends a lease: repeating it is harmless.
+                calls.push(ScriptCall::new(&RENEW, chunk_keys, args).idempotent(true));
+                members.push(chunk);
+            }
+        }
+        let results = self.transport.eval_batch(calls).await?;
+        if results.len() != members.len() {
+            return Err(LockError::protocol(format!(
+                "renew: {} replies to {} calls",
+                results.len(),
+                members.len()
+            )));
+        }
+        let mut out: Vec<Result<bool>> = vec![Ok(false); targets.len()];
+        for (result, chunk) in results.into_iter().zip(members) {
+            match result.and_then(|reply| replies::renew(&reply, chunk.len())) {
+                Ok(renewed) => {
+                    for (&i, ok) in chunk.iter().zip(renewed) {
+                        out[i] = Ok(ok);
+                    }
+                }
+                Err(e) => {
+                    for &i in chunk {
+                        out[i] = Err(e.clone());
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Rejects a zero lease before any I/O (every lock script needs a lease of
+/// at least 1 ms).
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for `0`.
+pub fn check_lease(lease_ms: u64) -> Result<()> {
+    if lease_ms == 0 {
+        Err(LockError::invalid("lease must be at least 1 ms"))
+    } else {
+        Ok(())
+    }
+}
