@@ -10,6 +10,7 @@ use crate::config::{lease_millis, ClientConfig};
 use crate::connection::Connection;
 use crate::error::{LockError, Result};
 use crate::fair_lock::FairLock;
+use crate::fenced_lock::FencedLock;
 use crate::holds::Holds;
 use crate::kinds::Kinds;
 use crate::lock::Lock;
@@ -21,9 +22,9 @@ use crate::watchdog::Watchdog;
 
 /// A lock client: a client id, one connection to a store with every lock
 /// kind bound to it, the registry of waiters and the watchdog. Every kind's
-/// handles share them: [`LockClient::lock`] and [`LockClient::fair_lock`]
-/// on one client use the same connections and the same watchdog. Cheap to
-/// clone; clones share everything.
+/// handles share them: [`LockClient::lock`], [`LockClient::fair_lock`] and
+/// [`LockClient::fenced_lock`] on one client use the same connections and
+/// the same watchdog. Cheap to clone; clones share everything.
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -193,6 +194,26 @@ impl LockClient {
             .fair_kind()
             .ok_or_else(|| LockError::invalid("this client has no fair lock kind"))?;
         Ok(FairLock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
+    }
+
+    /// A handle on the lock called `name` whose every acquisition hands out
+    /// a fencing token ([`crate::FencedGuard::token`]). It is the lock of
+    /// [`LockClient::lock`] with the same name (they exclude each other),
+    /// and its tokens come from the name's one counter. Makes no I/O.
+    ///
+    /// # Errors
+    /// As [`LockClient::lock`].
+    pub fn fenced_lock(&self, name: impl AsRef<str>) -> Result<FencedLock> {
+        let kind = self
+            .inner
+            .kinds
+            .reentrant_kind()
+            .ok_or_else(|| LockError::invalid("this client has no reentrant lock kind"))?;
+        Ok(FencedLock::new(
             self.clone(),
             LockName::new(name)?,
             Arc::clone(kind),

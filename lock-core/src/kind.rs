@@ -273,6 +273,24 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// As [`ExclusiveKind::try_acquire`].
     async fn inspect(&self, name: &LockName) -> Result<LockInfo>;
 
+    /// Reads the fencing-token counter of `name` without acquiring: the
+    /// last token handed out for that name (by any kind or client sharing
+    /// the counter), `None` when none ever was. Writes nothing.
+    ///
+    /// The default is for kinds with no counter of their own to read: it
+    /// answers [`crate::LockError::InvalidArgument`] without any I/O.
+    ///
+    /// # Errors
+    /// [`crate::LockError::WrongType`] naming the counter's key when it
+    /// holds something other than an integer (left untouched); otherwise
+    /// as [`ExclusiveKind::try_acquire`].
+    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+        let _ = name;
+        Err(crate::LockError::invalid(
+            "this lock kind keeps no fencing-token counter to read",
+        ))
+    }
+
     /// The channel on which `owner`, waiting for `name`, is told that the
     /// lock may be free.
     fn channel(&self, name: &LockName, owner: &Owner) -> Channel;

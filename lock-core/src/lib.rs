@@ -9,7 +9,9 @@
 //! - [`LockClient`]: one per process; owns the client id, the waiter
 //!   registry and the watchdog, shared by every kind's handles.
 //! - [`Lock`]: a named re-entrant exclusive lock; [`FairLock`]: the same,
-//!   handed out in arrival order; [`Guard`]: a held lock.
+//!   handed out in arrival order; [`FencedLock`]: the same lock with a
+//!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
+//!   held lock.
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -43,6 +45,7 @@ pub mod config;
 pub mod connection;
 pub mod error;
 mod fair_lock;
+mod fenced_lock;
 mod guard;
 mod holds;
 pub mod kind;
@@ -62,6 +65,7 @@ pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE};
 pub use connection::{Channel, Connection, Notice, NoticeSink, Wake};
 pub use error::{LockError, Result};
 pub use fair_lock::{FairKind, FairLock, FairLockInfo, QueuedWaiter};
+pub use fenced_lock::{FencedGuard, FencedLock};
 pub use guard::Guard;
 pub use kind::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, Holder, LockInfo, ReleaseOutcome,

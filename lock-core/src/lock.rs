@@ -20,7 +20,8 @@ use crate::wait;
 /// until an unlock notice or the holder's remaining time to live, never on a
 /// fixed poll interval. Once the lock is free any waiter may win it; a
 /// [`crate::FairLock`] hands it out in arrival order instead, with the same
-/// methods.
+/// methods; a [`crate::FencedLock`] is this lock with every acquisition
+/// fenced.
 #[derive(Clone)]
 pub struct Lock {
     client: LockClient,
@@ -149,7 +150,7 @@ impl Lock {
             .await
     }
 
-    async fn acquire_or_fail(&self, opts: AcquireOptions) -> Result<Guard> {
+    pub(crate) async fn acquire_or_fail(&self, opts: AcquireOptions) -> Result<Guard> {
         debug_assert_eq!(opts.wait, Wait::Forever);
         match self.acquire(opts).await? {
             Some(guard) => Ok(guard),
