@@ -120,6 +120,51 @@ pub fn inspect(reply: &Value) -> Result<LockInfo> {
     Ok(LockInfo::new(holders, ttl))
 }
 
+/// The reply of a fencing-token counter read (its value, or nil when the
+/// counter is missing): the last token handed out, `None` when none was.
+///
+/// # Errors
+/// [`lock_core::LockError::WrongType`] naming `counter` when the value is
+/// not an integer as Redis's `INCR` reads one (see [`token_value`]).
+pub fn token(reply: &Value, counter: &str) -> Result<Option<u64>> {
+    match reply {
+        Value::Nil => Ok(None),
+        Value::BulkString(bytes) => match std::str::from_utf8(bytes) {
+            Ok(value) => token_value(value, counter),
+            Err(_) => Err(bad_token(counter)),
+        },
+        other => Err(bad_reply("token", other)),
+    }
+}
+
+/// A fencing-token counter's value as the last token handed out. Exactly
+/// the values a fenced acquisition's `INCR` accepts are integers here
+/// (Redis's `string2ll`: an optional `-`, no other sign, no spaces, no
+/// leading zeros, within `i64`), so the read fails where an acquisition
+/// would; every other value is [`lock_core::LockError::WrongType`] naming
+/// `counter`. Tokens start at 1: a counter at zero or below has handed
+/// out none (`None`).
+///
+/// # Errors
+/// As above.
+pub fn token_value(value: &str, counter: &str) -> Result<Option<u64>> {
+    let digits = value.strip_prefix('-').unwrap_or(value);
+    let canonical = value == "0"
+        || (!digits.is_empty()
+            && !digits.starts_with('0')
+            && digits.bytes().all(|b| b.is_ascii_digit()));
+    match value.parse::<i64>() {
+        Ok(n) if canonical => Ok(u64::try_from(n).ok().filter(|&t| t > 0)),
+        _ => Err(bad_token(counter)),
+    }
+}
+
+fn bad_token(counter: &str) -> lock_core::LockError {
+    lock_core::LockError::WrongType {
+        key: counter.to_owned(),
+    }
+}
+
 fn text(value: &Value) -> Option<String> {
     match value {
         Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
@@ -180,6 +225,44 @@ mod tests {
         assert_eq!(renew(&v, 2).unwrap(), vec![true, false]);
         assert!(renew(&v, 3).is_err());
         assert!(renew(&Value::Int(1), 1).is_err());
+    }
+
+    #[test]
+    fn token_replies() {
+        assert_eq!(token(&Value::Nil, "c").unwrap(), None);
+        assert_eq!(token(&bulk("7"), "c").unwrap(), Some(7));
+        assert_eq!(token(&bulk("0"), "c").unwrap(), None);
+        assert_eq!(token(&bulk("-3"), "c").unwrap(), None);
+        assert_eq!(
+            token(&bulk("9223372036854775807"), "c").unwrap(),
+            Some(i64::MAX as u64)
+        );
+        // What INCR refuses is not a counter.
+        for bad in [
+            "abc",
+            "",
+            "007",
+            "+5",
+            " 5",
+            "5 ",
+            "-0",
+            "-",
+            "1.5",
+            "9223372036854775808",
+        ] {
+            let e = token(&bulk(bad), "redisson_lock_token:{c}").unwrap_err();
+            assert!(
+                matches!(e, lock_core::LockError::WrongType { ref key } if key == "redisson_lock_token:{c}"),
+                "{bad:?}: {e:?}"
+            );
+        }
+        assert!(token(&Value::BulkString(vec![0xff]), "c")
+            .unwrap_err()
+            .is_wrong_type());
+        assert!(matches!(
+            token(&Value::Int(3), "c").unwrap_err(),
+            lock_core::LockError::Protocol { .. }
+        ));
     }
 
     #[test]

@@ -158,6 +158,10 @@ impl ExclusiveKind for InMemoryKind {
         }
     }
 
+    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+        self.backend.run(|cx| scripts::token(cx, name)).await
+    }
+
     fn channel(&self, name: &LockName, owner: &Owner) -> Channel {
         let layout = self.backend.server.layout();
         Channel::new(if self.fair {

@@ -269,6 +269,16 @@ pub(crate) fn inspect(cx: &mut Ctx<'_>, name: &LockName) -> Result<(LockInfo, Pu
     Ok((LockInfo::new(holders, ttl), None))
 }
 
+pub(crate) fn token(cx: &mut Ctx<'_>, name: &LockName) -> Result<(Option<u64>, Publish)> {
+    let counter = cx.layout.token_key(name);
+    let value = cx.keys.get(&counter).map_err(wrong_type(&counter))?;
+    let token = match value {
+        Some(value) => lock_script::replies::token_value(&value, &counter)?,
+        None => None,
+    };
+    Ok((token, None))
+}
+
 // ---- fair (lock-fair/src/scripts/*.lua) ----
 
 /// Removes queue heads whose deadline has passed.

@@ -1,7 +1,8 @@
 //! The reentrant lock's script set: Redisson 4.x's `RedissonLock` layout.
 //!
 //! One Lua script per operation in this folder (each file's header gives
-//! its KEYS, ARGV and replies); acquire and release start with the shared
+//! its KEYS, ARGV and replies; `token.lua` reads the fencing-token counter
+//! for [`lock_core::FencedLock::token`]); acquire and release start with the shared
 //! `common.lua` ([`lock_script::with_common`]), and renewal is the shared
 //! batch renewal of lock hashes ([`ScriptEnv::renew`]).
 
@@ -26,6 +27,9 @@ pub static FORCE_UNLOCK: LazyLock<Script> =
 /// Reads a lock's holders and time to live (`inspect.lua`).
 pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
 
+/// Reads a lock's fencing-token counter (`token.lua`).
+pub static TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("token.lua")));
+
 /// The reentrant lock kind: any waiter may win a free lock; every waiter
 /// of a lock listens on its one channel, and an unlock wakes one waiter per
 /// client. Reached with [`lock_core::LockClient::lock`].
@@ -48,6 +52,7 @@ impl Reentrant {
             &lock_script::scripts::RENEW,
             &FORCE_UNLOCK,
             &INSPECT,
+            &TOKEN,
         ]
     }
 }
@@ -163,6 +168,22 @@ impl ExclusiveKind for Reentrant {
         let call = ScriptCall::new(&INSPECT, vec![self.env.layout().lock_key(name)], vec![])
             .idempotent(true);
         replies::inspect(&self.env.eval(call).await?)
+    }
+
+    /// Runs `token.lua`: the counter `redisson_lock_token:{<name>}` that
+    /// fenced acquisitions (ours and Redisson's `RFencedLock`) `INCR`.
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::WrongType`] naming the counter when it holds
+    /// a non-string value or one that is not an integer (left untouched);
+    /// retryable errors as described in [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+        let counter = self.env.layout().token_key(name);
+        let call = ScriptCall::new(&TOKEN, vec![counter.clone()], vec![]).idempotent(true);
+        replies::token(&self.env.eval(call).await?, &counter)
     }
 
     /// The lock's channel, `redisson_lock__channel:{<name>}`, shared by

@@ -1,0 +1,11 @@
+-- token: read a lock's fencing-token counter without acquiring (Redisson's
+-- RFencedLock.getToken). Writes nothing, so a missing counter stays missing.
+--
+-- KEYS[1]  fencing-token counter     redisson_lock_token:{<name>}
+--
+-- Reply: the counter's value as stored (the last token handed out), or nil
+--        when no token was ever handed out for the name. The caller checks
+--        that it is an integer (replies::token_value in lock-script), so a
+--        value INCR would refuse is reported naming KEYS[1], left as it is.
+--   error "WRONGTYPE ..." when KEYS[1] holds a value that is not a string
+return redis.call('get', KEYS[1])
