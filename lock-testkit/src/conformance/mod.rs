@@ -7,7 +7,9 @@
 //! shared store, plus raw access to the store as another Redis client (or
 //! Redisson) would have.
 //!
-//! One file per kind holds that kind's own behaviours (`fair.rs`; the
+//! One file per kind holds that kind's own behaviours (`fair.rs`,
+//! `fenced.rs` — the fenced lock is the reentrant lock with every
+//! acquisition fenced, so its checks run in the reentrant suite; the
 //! reentrant lock's are the shared engine behaviours below plus its own in
 //! `waiting.rs` and `layout.rs`); the shared checks take their locks with
 //! [`lock`], which gives a handle of the suite's [`Kind`], so every engine
@@ -29,6 +31,7 @@ pub mod basics;
 pub mod cancellation;
 pub mod errors;
 pub mod fair;
+pub mod fenced;
 pub mod holds;
 pub mod latches;
 pub mod layout;
@@ -323,6 +326,11 @@ macro_rules! __reentrant_checks {
             waiting::one_unlock_wakes_one_waiter,
             waiting::many_waiters_share_one_subscription,
             layout::redisson_style_unlock_notice_wakes_us,
+            fenced::five_rounds_hand_out_tokens_one_to_five,
+            fenced::every_acquisition_advances_the_token,
+            fenced::token_reads_the_counter_which_is_never_reset,
+            fenced::fenced_and_plain_locks_of_a_name_exclude_each_other,
+            fenced::wrong_type_at_the_token_key_is_reported_and_left_untouched,
         }
     };
 }
