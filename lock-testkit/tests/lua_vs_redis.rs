@@ -100,8 +100,19 @@ impl Pair {
     fn eval(&mut self, script: &str, keys: &[&str], args: &[&str]) -> ScriptReply {
         let expected = self.redis_eval(script, keys, args);
         let actual = self.memory.eval(script, keys, args);
+        // TTL rounds to whole seconds at the half second: the two sides read
+        // their clocks a moment apart, so on a loaded machine one may read
+        // just past the rounding point. PTTL and deadlines have
+        // TOLERANCE_MS for the same reason.
+        let ttl_seconds = args.first().is_some_and(|c| c.eq_ignore_ascii_case("ttl"));
+        let agree = match (&expected, &actual) {
+            (ScriptReply::Int(x), ScriptReply::Int(y)) if ttl_seconds && *x >= 0 && *y >= 0 => {
+                (x - y).abs() <= 1
+            }
+            _ => same(&expected, &actual),
+        };
         assert!(
-            same(&expected, &actual),
+            agree,
             "script {:.60?} KEYS {keys:?} ARGV {args:?}\n redis: {expected:?}\nmemory: {actual:?}",
             script.trim_start()
         );
