@@ -114,7 +114,10 @@ mod tests {
     #[test]
     fn error_replies_keep_their_code() {
         let wrongtype = ScriptReply::Error("WRONGTYPE Operation against a key".into());
-        assert_eq!(wrongtype.into_redis().unwrap_err().code(), Some("WRONGTYPE"));
+        assert_eq!(
+            wrongtype.into_redis().unwrap_err().code(),
+            Some("WRONGTYPE")
+        );
         let noscript = ScriptReply::Error(crate::memory::scripts::NOSCRIPT.into());
         assert_eq!(
             noscript.into_redis().unwrap_err().kind(),

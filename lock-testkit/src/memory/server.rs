@@ -67,7 +67,10 @@ impl State {
     /// meanwhile, for the caller to deliver once it has released the
     /// state's lock. A `PUBLISH` answers how many connections are
     /// subscribed to the channel (0 while notices are dropped).
-    fn with_ctx<R>(&mut self, run: impl FnOnce(&mut Ctx<'_>, &mut Scripts) -> R) -> (R, Vec<Published>) {
+    fn with_ctx<R>(
+        &mut self,
+        run: impl FnOnce(&mut Ctx<'_>, &mut Scripts) -> R,
+    ) -> (R, Vec<Published>) {
         let (now_us, now) = self.clock();
         let State {
             keys: keyspace,
@@ -118,10 +121,16 @@ impl State {
     /// One command (`args[0]` names it), as a client sends it.
     pub(crate) fn command(&mut self, args: &[Vec<u8>]) -> (ScriptReply, Vec<Published>) {
         let Some(command) = args.first().and_then(|name| commands::lookup(name)) else {
-            return (ScriptReply::Error("ERR unknown command".to_owned()), Vec::new());
+            return (
+                ScriptReply::Error("ERR unknown command".to_owned()),
+                Vec::new(),
+            );
         };
         if !command.accepts(args.len()) {
-            let error = format!("ERR wrong number of arguments for '{}' command", command.name);
+            let error = format!(
+                "ERR wrong number of arguments for '{}' command",
+                command.name
+            );
             return (ScriptReply::Error(error), Vec::new());
         }
         self.with_ctx(|cx, _| command.run(cx, args))

@@ -14,7 +14,9 @@ use super::lua::sha1_hex;
 pub(crate) fn script_source(script: &Script) -> RedisResult<Vec<u8>> {
     let mut capture = LoadCapture(None);
     script.load(&mut capture)?;
-    capture.0.ok_or_else(|| unexpected("SCRIPT LOAD sent no source"))
+    capture
+        .0
+        .ok_or_else(|| unexpected("SCRIPT LOAD sent no source"))
 }
 
 /// A connection that takes one `SCRIPT LOAD <source>` and answers it as
