@@ -17,7 +17,7 @@ use tokio::time::Instant;
 async fn every_kind_works_after_the_script_cache_is_flushed() {
     let server = InMemoryServer::new();
     let client = server.client_with(config()).unwrap();
-    for kind in [Kind::Reentrant, Kind::Fair] {
+    for &kind in Kind::ALL {
         let lock = kind_lock(kind, &client, format!("flushed-{kind:?}"));
         let guard = lock.lock().await.unwrap();
         server.flush_scripts();
@@ -68,7 +68,7 @@ async fn replica_sync_without_replicas_gives_every_kinds_hold_back() {
         .env()
         .with_replica_sync(Some(ReplicaSync::new(1, wait)));
     let client = lock_redis::kinds::client(env, config()).unwrap();
-    for kind in [Kind::Reentrant, Kind::Fair] {
+    for &kind in Kind::ALL {
         let name = format!("unreplicated-{kind:?}");
         let lock = kind_lock(kind, &client, &name);
         let started = Instant::now();
