@@ -1,7 +1,9 @@
 //! # lock-testkit
 //!
-//! - [`InMemoryServer`]: an in-memory lock store with the observable
-//!   semantics of the Redis scripts, for unit tests under paused time.
+//! - [`InMemoryServer`]: an in-memory Redis on which the lock kinds' own
+//!   Lua scripts run (an embedded Lua 5.1), reached through
+//!   [`MemoryTransport`] like any deployment, for unit tests under paused
+//!   time.
 //! - [`conformance`]: the behaviour checks every backend must pass.
 //! - [`ExclusionChecker`]: detects overlapping critical sections.
 //! - `fixtures` (feature `fixtures`): throw-away `redis-server` processes
@@ -21,5 +23,5 @@ pub mod model;
 pub mod notices;
 
 pub use checker::{ExclusionChecker, Section};
-pub use memory::{InMemoryBackend, InMemoryServer};
+pub use memory::{InMemoryServer, MemoryTransport};
 pub use notices::NoticeRecorder;

@@ -1,8 +1,16 @@
 //! Model-based testing (feature `model`): random sequences of acquire /
 //! release / force-unlock / inspect / advance-time / repeat-a-request by
-//! several clients and owners, run against the in-memory model and against a real store, must
-//! give the same observable results. A backend crate compares [`in_memory`] with [`on_store`] in a
-//! `proptest!` with its own way to connect.
+//! several clients and owners, run against the in-memory store and against
+//! a real store, must give the same observable results. A backend crate
+//! compares [`in_memory`] with [`on_store`] in a `proptest!` with its own way
+//! to connect, for every kind ([`Kind::ALL`]).
+//!
+//! Both worlds run the kind's own Lua scripts (the in-memory store on its
+//! embedded Lua 5.1), so a difference is a place where the in-memory store
+//! (its commands, Lua conversion, expiry or clock) does not answer as
+//! Redis does, or where a script depends on something the store does not
+//! model: either would make the in-memory tests under paused time stop
+//! standing for Redis.
 //!
 //! Time: the model runs under paused tokio time, the real store in real
 //! time. Leases, waiter timeouts and time steps sit on a 100 ms grid offset
@@ -297,7 +305,8 @@ where
     seen
 }
 
-/// Runs `ops` on a fresh in-memory store of `kind`, under paused time.
+/// Runs `ops` on the `kind` of clients of a fresh in-memory store, under
+/// paused time.
 ///
 /// # Panics
 /// When the runtime cannot be built.

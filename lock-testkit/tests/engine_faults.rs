@@ -370,9 +370,7 @@ async fn woken_waiter_that_fails_passes_its_wakeup_on() {
 #[test]
 fn client_outside_a_runtime_is_an_invalid_argument() {
     let server = InMemoryServer::new();
-    let backend = server.connect();
-    let kinds = InMemoryServer::kinds(&backend);
-    let err = LockClient::new(backend, kinds, ClientConfig::default()).unwrap_err();
+    let err = server.client().unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");
 }
 

@@ -53,7 +53,7 @@ local latch_ttl = tonumber(ARGV[4])
 -- A few round trips on any network a lock is shared over, short next to a
 -- lease; while the head is dead or slow it costs each waiter behind it one
 -- attempt per RECHECK_MS, until the head takes the lock or is evicted at
--- its deadline. Same value as the in-memory twin's (lock-testkit).
+-- its deadline.
 local RECHECK_MS = 50
 
 -- How long a waiter that did not take the lock should wait (reply {0, wait}).

@@ -48,6 +48,14 @@ pub enum Kind {
     Fair,
 }
 
+impl Kind {
+    /// Every kind a client hands out. The property test
+    /// (`lock_testkit::model`, run by lock-redis's `tests/model.rs`) checks
+    /// each of them: a new kind added here is compared between the
+    /// in-memory store and Redis without further code.
+    pub const ALL: &'static [Kind] = &[Kind::Reentrant, Kind::Fair];
+}
+
 /// A handle of `h`'s kind on lock `name` of client `c`.
 ///
 /// # Panics

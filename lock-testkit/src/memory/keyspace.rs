@@ -6,12 +6,8 @@
 //! Expiry is lazy, as Redis does it on access: a key whose deadline has
 //! passed is dropped when it is next looked at. Deadlines are
 //! `tokio::time::Instant`s, so paused time drives them.
-//!
-//! The twins of the Lua scripts use the narrower string/integer API of
-//! `twins.rs` on top of this one.
 
 mod hash;
-mod twins;
 mod zset;
 
 use std::collections::{HashMap, VecDeque};
@@ -114,18 +110,6 @@ impl Keyspace {
                 true
             }
             None => false,
-        }
-    }
-
-    /// `PTTL`: -2 missing, -1 no expiry, else remaining milliseconds.
-    pub(crate) fn remaining_ms(&mut self, key: &[u8]) -> i64 {
-        match self.expiry(key) {
-            None => -2,
-            Some(None) => -1,
-            Some(Some(at)) => {
-                let ms = at.saturating_duration_since(Instant::now()).as_millis();
-                i64::try_from(ms).unwrap_or(i64::MAX)
-            }
         }
     }
 
@@ -242,44 +226,24 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn keys_expire_lazily() {
         let mut ks = Keyspace::default();
-        ks.set("a", "1".into(), Some(100));
-        assert_eq!(ks.pttl("a"), 100);
-        tokio::time::advance(Duration::from_millis(40)).await;
-        assert_eq!(ks.pttl("a"), 60);
-        tokio::time::advance(Duration::from_millis(60)).await;
-        assert_eq!(ks.pttl("a"), -2);
-        assert!(!ks.exists("a"));
+        let at = Instant::now() + Duration::from_millis(100);
+        ks.put(b"a", Value::Str(b"1".to_vec()), Some(at));
+        tokio::time::advance(Duration::from_millis(99)).await;
+        assert_eq!(ks.expiry(b"a"), Some(Some(at)));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(ks.expiry(b"a"), None, "gone at its deadline");
+        assert_eq!(ks.kind_of(b"a"), "none");
     }
 
     #[test]
-    fn hash_commands_refuse_strings() {
+    fn typed_access_refuses_other_types() {
         let mut ks = Keyspace::default();
-        ks.set("s", "v".into(), None);
-        assert_eq!(ks.hexists("s", "f"), Err(WrongType));
-        assert_eq!(ks.hincrby("s", "f", 1), Err(WrongType));
-        assert_eq!(ks.get("s"), Ok(Some("v".into())));
-        assert_eq!(ks.type_of("s"), "string");
-        assert_eq!(ks.pttl("s"), -1);
-    }
-
-    #[test]
-    fn hincrby_creates_and_counts() {
-        let mut ks = Keyspace::default();
-        assert_eq!(ks.hincrby("h", "f", 1), Ok(1));
-        assert_eq!(ks.hincrby("h", "f", 1), Ok(2));
-        assert_eq!(ks.hincrby("h", "f", -2), Ok(0));
-        assert_eq!(ks.hgetall("h").unwrap(), vec![("f".into(), 0)]);
-        assert!(ks.del("h"));
-        assert!(!ks.del("h"));
-    }
-
-    #[test]
-    fn incr_counts_from_one() {
-        let mut ks = Keyspace::default();
-        assert_eq!(ks.incr("c"), Ok(1));
-        assert_eq!(ks.incr("c"), Ok(2));
-        ks.hset("h", "f", 1).unwrap();
-        assert_eq!(ks.incr("h"), Err(WrongType));
+        ks.put(b"s", Value::Str(b"v".to_vec()), None);
+        assert_eq!(ks.hash_at(b"s", true), Err(WrongType));
+        assert_eq!(ks.kind_of(b"s"), "string");
+        assert_eq!(ks.expiry(b"s"), Some(None));
+        assert!(ks.remove_key(b"s"));
+        assert!(!ks.remove_key(b"s"));
     }
 
     #[test]

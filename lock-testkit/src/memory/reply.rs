@@ -52,3 +52,78 @@ impl ScriptReply {
         ScriptReply::Int(i64::try_from(n).unwrap_or(i64::MAX))
     }
 }
+
+impl ScriptReply {
+    /// The reply as the `redis` crate decodes it off the wire: an error
+    /// reply (also one nested in an array, as `redis` treats it) is the
+    /// [`redis::RedisError`] a real server's reply would give, code and
+    /// kind included (`NOSCRIPT`, `WRONGTYPE`, ...).
+    pub(crate) fn into_redis(self) -> redis::RedisResult<redis::Value> {
+        self.into_value()?.extract_error()
+    }
+
+    fn into_value(self) -> redis::RedisResult<redis::Value> {
+        use redis::Value;
+        Ok(match self {
+            ScriptReply::Nil => Value::Nil,
+            ScriptReply::Int(n) => Value::Int(n),
+            ScriptReply::Bulk(bytes) => Value::BulkString(bytes),
+            ScriptReply::Status(status) if status == "OK" => Value::Okay,
+            ScriptReply::Status(status) => Value::SimpleString(status),
+            // Error replies are one line (the engine and the commands make
+            // them so), which is all RESP needs.
+            ScriptReply::Error(message) => {
+                redis::parse_redis_value(format!("-{message}\r\n").as_bytes())?
+            }
+            ScriptReply::Array(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(ScriptReply::into_value)
+                    .collect::<redis::RedisResult<_>>()?,
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use redis::{ErrorKind, ServerErrorKind, Value};
+
+    #[test]
+    fn replies_decode_as_off_the_wire() {
+        let reply = ScriptReply::Array(vec![
+            ScriptReply::Nil,
+            ScriptReply::Int(3),
+            ScriptReply::bulk("x"),
+            ScriptReply::ok(),
+            ScriptReply::Status("QUEUED".into()),
+        ]);
+        assert_eq!(
+            reply.into_redis().unwrap(),
+            Value::Array(vec![
+                Value::Nil,
+                Value::Int(3),
+                Value::BulkString(b"x".to_vec()),
+                Value::Okay,
+                Value::SimpleString("QUEUED".into()),
+            ])
+        );
+    }
+
+    #[test]
+    fn error_replies_keep_their_code() {
+        let wrongtype = ScriptReply::Error("WRONGTYPE Operation against a key".into());
+        assert_eq!(
+            wrongtype.into_redis().unwrap_err().code(),
+            Some("WRONGTYPE")
+        );
+        let noscript = ScriptReply::Error(crate::memory::scripts::NOSCRIPT.into());
+        assert_eq!(
+            noscript.into_redis().unwrap_err().kind(),
+            ErrorKind::Server(ServerErrorKind::NoScript)
+        );
+        let nested = ScriptReply::Array(vec![ScriptReply::Error("ERR boom".into())]);
+        assert!(nested.into_redis().is_err());
+    }
+}

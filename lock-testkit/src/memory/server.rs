@@ -4,16 +4,16 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use lock_core::{Channel, ClientConfig, Kinds, LockClient, Notice, NoticeSink, Result};
-use lock_script::KeyLayout;
+use lock_core::{ClientConfig, LockClient, LockError, Result};
+use lock_script::{KeyLayout, PubSubEvent, PubSubHandler, ScriptEnv};
 
-use super::backend::{InMemoryBackend, InMemoryKind};
-use super::commands::{Ctx, Published};
-use super::keyspace::{Keyspace, WrongType};
-use super::lua::ScriptEngine;
+use super::commands::{self, Ctx, Published};
+use super::keyspace::Keyspace;
 use super::reply::ScriptReply;
+use super::scripts::Scripts;
+use super::transport::MemoryTransport;
 
-/// Faults the server injects into backend calls, to test error paths.
+/// Faults the server injects into transport calls, to test error paths.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Faults {
     pub(crate) down: bool,
@@ -27,10 +27,10 @@ pub(crate) struct Faults {
     pub(crate) command_timeout: Option<Duration>,
 }
 
-/// What one connection (one backend) is subscribed to.
+/// One connection's pub/sub: what it is subscribed to, and who hears it.
 #[derive(Default)]
 pub(crate) struct ConnectionState {
-    pub(crate) sink: Option<Arc<dyn NoticeSink>>,
+    pub(crate) handler: Option<Arc<dyn PubSubHandler>>,
     pub(crate) channels: HashSet<String>,
 }
 
@@ -44,8 +44,8 @@ pub(crate) struct State {
     /// by tokio time since (so it follows paused time).
     epoch_ms: i64,
     started: tokio::time::Instant,
-    /// The Lua engine, made by the first script run.
-    scripts: Option<ScriptEngine>,
+    /// The script cache and the Lua engine.
+    pub(crate) scripts: Scripts,
 }
 
 impl State {
@@ -62,17 +62,15 @@ impl State {
         (self.epoch_ms * 1000 + elapsed, now)
     }
 
-    /// Runs a Lua script as `EVAL` does, on this state. Returns the reply
-    /// and the messages it published, for the caller to deliver once it
-    /// has released the state's lock. A `PUBLISH` answers how many
-    /// connections are subscribed to the channel (0 while notices are
-    /// dropped).
-    pub(crate) fn eval(
+    /// Runs `run` on a command context over this state: the keyspace and
+    /// the store's clock. Returns its result and the messages published
+    /// meanwhile, for the caller to deliver once it has released the
+    /// state's lock. A `PUBLISH` answers how many connections are
+    /// subscribed to the channel (0 while notices are dropped).
+    fn with_ctx<R>(
         &mut self,
-        source: &[u8],
-        keys: &[Vec<u8>],
-        argv: &[Vec<u8>],
-    ) -> (ScriptReply, Vec<Published>) {
+        run: impl FnOnce(&mut Ctx<'_>, &mut Scripts) -> R,
+    ) -> (R, Vec<Published>) {
         let (now_us, now) = self.clock();
         let State {
             keys: keyspace,
@@ -81,16 +79,6 @@ impl State {
             scripts,
             ..
         } = self;
-        let engine = match scripts {
-            Some(engine) => engine,
-            None => match ScriptEngine::new() {
-                Ok(engine) => scripts.insert(engine),
-                Err(e) => {
-                    let error = format!("ERR in-memory script engine unavailable: {e}");
-                    return (ScriptReply::Error(error), Vec::new());
-                }
-            },
-        };
         let receivers = |p: &Published| {
             if faults.drop_notices {
                 return 0;
@@ -105,8 +93,47 @@ impl State {
             published: Vec::new(),
             receivers: &receivers,
         };
-        let reply = engine.eval(&mut cx, source, keys, argv);
-        (reply, cx.published)
+        let result = run(&mut cx, scripts);
+        (result, cx.published)
+    }
+
+    /// `EVAL source` with `keys` and `argv`.
+    pub(crate) fn eval(
+        &mut self,
+        source: &[u8],
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+    ) -> (ScriptReply, Vec<Published>) {
+        self.with_ctx(|cx, scripts| scripts.eval(cx, source, keys, argv))
+    }
+
+    /// `EVALSHA sha` with `keys` and `argv`: `NOSCRIPT` when the script
+    /// is not loaded.
+    pub(crate) fn eval_sha(
+        &mut self,
+        sha: &str,
+        keys: &[Vec<u8>],
+        argv: &[Vec<u8>],
+    ) -> (ScriptReply, Vec<Published>) {
+        self.with_ctx(|cx, scripts| scripts.eval_sha(cx, sha, keys, argv))
+    }
+
+    /// One command (`args[0]` names it), as a client sends it.
+    pub(crate) fn command(&mut self, args: &[Vec<u8>]) -> (ScriptReply, Vec<Published>) {
+        let Some(command) = args.first().and_then(|name| commands::lookup(name)) else {
+            return (
+                ScriptReply::Error("ERR unknown command".to_owned()),
+                Vec::new(),
+            );
+        };
+        if !command.accepts(args.len()) {
+            let error = format!(
+                "ERR wrong number of arguments for '{}' command",
+                command.name
+            );
+            return (ScriptReply::Error(error), Vec::new());
+        }
+        self.with_ctx(|cx, _| command.run(cx, args))
     }
 }
 
@@ -124,14 +151,16 @@ fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
         .count()
 }
 
-/// An in-memory lock store with the observable behaviour of a Redis server
-/// running this library's scripts: hashes with hold counts, time to live,
-/// latches, fencing counters, and pub/sub notices. Time is `tokio::time`, so
-/// tests run under `tokio::time::pause()`.
+/// An in-memory Redis for the lock scripts: the keyspace (strings, hashes,
+/// lists, sorted sets, expiry on `tokio::time`), `EVALSHA` of the kinds'
+/// own Lua scripts on an embedded Lua 5.1, and pub/sub. Time is
+/// `tokio::time`, so tests run under `tokio::time::pause()`.
 ///
-/// Clone it to share; [`InMemoryServer::client`] connects a new client,
-/// which hands out every kind of lock (reentrant and fair share the
-/// keyspace, as on Redis).
+/// Clone it to share; [`InMemoryServer::client`] connects a new client
+/// through the same registration of kinds as every Redis deployment
+/// (`lock_redis::kinds::client` over a [`MemoryTransport`]), which hands
+/// out every kind of lock (reentrant and fair share the keyspace, as on
+/// Redis).
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_core::Result<()> {
@@ -164,6 +193,15 @@ impl std::fmt::Debug for InMemoryServer {
     }
 }
 
+/// The words of a command, as bytes.
+fn words(args: &[&str]) -> Vec<Vec<u8>> {
+    args.iter().map(|a| a.as_bytes().to_vec()).collect()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 impl InMemoryServer {
     /// An empty store.
     pub fn new() -> Self {
@@ -176,7 +214,7 @@ impl InMemoryServer {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as i64),
                 started: tokio::time::Instant::now(),
-                scripts: None,
+                scripts: Scripts::default(),
             })),
             layout: KeyLayout::default(),
         }
@@ -191,43 +229,21 @@ impl InMemoryServer {
         &self.layout
     }
 
-    /// A new connection: what one client uses.
-    pub fn connect(&self) -> Arc<InMemoryBackend> {
+    /// A new connection: the transport one client uses.
+    pub fn transport(&self) -> Arc<MemoryTransport> {
         let connection = Arc::new(Connection::default());
-        self.state().connections.push(Arc::downgrade(&connection));
-        Arc::new(InMemoryBackend::new(self.clone(), connection))
+        let mut state = self.state();
+        state.connections.retain(|c| c.strong_count() > 0);
+        state.connections.push(Arc::downgrade(&connection));
+        drop(state);
+        Arc::new(MemoryTransport::new(self.clone(), connection))
     }
 
-    /// Every kind bound to `backend` (one client's connection).
-    pub fn kinds(backend: &Arc<InMemoryBackend>) -> Kinds {
-        Kinds::new()
-            .reentrant(Arc::new(InMemoryKind::reentrant(Arc::clone(backend))))
-            .fair(Arc::new(InMemoryKind::fair(Arc::clone(backend))))
-    }
-
-    /// `LRANGE key 0 -1` (a fair lock's queue).
-    pub fn list(&self, key: &str) -> Vec<String> {
-        self.state().keys.list_all(key).unwrap_or_default()
-    }
-
-    /// `ZSCORE key member`.
-    pub fn zscore(&self, key: &str, member: &str) -> Option<i64> {
-        self.state().keys.zscore(key, member).ok().flatten()
-    }
-
-    /// `ZADD key score member` (e.g. to age a waiter's deadline).
-    pub fn zadd(&self, key: &str, score: i64, member: &str) {
-        let _ = self.state().keys.zadd(key, score, member);
-    }
-
-    /// `RPUSH key value`.
-    pub fn rpush(&self, key: &str, value: &str) {
-        let _ = self.state().keys.rpush(key, value);
-    }
-
-    /// The store's clock, milliseconds since the Unix epoch (Redis `TIME`).
-    pub fn now_ms(&self) -> i64 {
-        self.state().now_ms()
+    /// A new connection's [`ScriptEnv`] (this server's layout, no replica
+    /// sync): what the kinds of one client run with, for tests that drive a
+    /// kind's store operations directly.
+    pub fn env(&self) -> ScriptEnv {
+        ScriptEnv::new(self.transport(), self.layout.clone())
     }
 
     /// A new client with default configuration on a new connection.
@@ -238,45 +254,57 @@ impl InMemoryServer {
         self.client_with(ClientConfig::default())
     }
 
-    /// A new client with `config` on a new connection.
+    /// A new client with `config` on a new connection, with every kind
+    /// registered as on every Redis deployment (`lock_redis::kinds::client`).
     ///
     /// # Errors
     /// As [`LockClient::new`].
     pub fn client_with(&self, config: ClientConfig) -> Result<LockClient> {
-        let backend = self.connect();
-        LockClient::new(backend.clone(), Self::kinds(&backend), config)
+        lock_redis::kinds::client(self.env(), config)
     }
 
     /// Publishes `message` on `channel` to every subscribed connection;
     /// returns how many received it. Delivery happens after the store's lock
     /// is released, as a Redis reader task would.
     pub fn publish(&self, channel: &str, message: &str) -> usize {
-        let deliveries: Vec<Arc<dyn NoticeSink>> = {
-            let mut state = self.state();
+        self.publish_bytes(channel.as_bytes(), message.as_bytes())
+    }
+
+    fn publish_bytes(&self, channel: &[u8], message: &[u8]) -> usize {
+        let channel = text(channel);
+        let handlers: Vec<Arc<dyn PubSubHandler>> = {
+            let state = self.state();
             if state.faults.drop_notices {
                 return 0;
             }
-            state.connections.retain(|c| c.strong_count() > 0);
             state
                 .connections
                 .iter()
                 .filter_map(Weak::upgrade)
                 .filter_map(|c| {
                     let c = c.lock().unwrap_or_else(PoisonError::into_inner);
-                    if !c.channels.contains(channel) {
+                    if !c.channels.contains(&channel) {
                         return None;
                     }
-                    c.sink.clone()
+                    c.handler.clone()
                 })
                 .collect()
         };
-        for sink in &deliveries {
-            sink.deliver(Notice::Message {
-                channel: Channel::new(channel),
-                payload: message.as_bytes().to_vec(),
+        for handler in &handlers {
+            handler.on_event(PubSubEvent::Message {
+                channel: &channel,
+                payload: message,
             });
         }
-        deliveries.len()
+        handlers.len()
+    }
+
+    /// Delivers what a script or command published, once the store's lock
+    /// is released.
+    pub(crate) fn deliver(&self, published: Vec<Published>) {
+        for message in published {
+            self.publish_bytes(&message.channel, &message.message);
+        }
     }
 
     /// Runs the Lua script `source` with `keys` and `args` on this store as
@@ -304,13 +332,32 @@ impl InMemoryServer {
         let keys: Vec<Vec<u8>> = keys.iter().map(|k| k.as_ref().to_vec()).collect();
         let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_ref().to_vec()).collect();
         let (reply, published) = self.state().eval(source.as_bytes(), &keys, &args);
-        for message in published {
-            self.publish(
-                &String::from_utf8_lossy(&message.channel),
-                &String::from_utf8_lossy(&message.message),
-            );
-        }
+        self.deliver(published);
         reply
+    }
+
+    /// Runs one command as another client would send it (`args[0]` names
+    /// it; the commands the lock scripts use, listed in the module docs),
+    /// without injected faults.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use lock_testkit::memory::ScriptReply;
+    /// let server = lock_testkit::InMemoryServer::new();
+    /// server.command(&["HSET", "rw", "mode", "read"]);
+    /// assert_eq!(server.command(&["HGET", "rw", "mode"]), ScriptReply::Bulk(b"read".to_vec()));
+    /// # }
+    /// ```
+    pub fn command(&self, args: &[&str]) -> ScriptReply {
+        let (reply, published) = self.state().command(&words(args));
+        self.deliver(published);
+        reply
+    }
+
+    /// `SCRIPT FLUSH`: the store forgets every loaded script, as after a
+    /// restart or failover; clients load them again on `NOSCRIPT`.
+    pub fn flush_scripts(&self) {
+        self.state().scripts.flush();
     }
 
     /// How many connections are subscribed to `channel` (`PUBSUB NUMSUB`).
@@ -318,10 +365,11 @@ impl InMemoryServer {
         subscribers(&self.state().connections, channel)
     }
 
-    /// Tells every connection its notices may have been lost, as a Redis
-    /// backend does after re-establishing its pub/sub connection.
+    /// Tells every connection its notices may have been lost
+    /// ([`PubSubEvent::Reset`]), as a Redis transport does after
+    /// re-establishing its pub/sub connection.
     pub fn reset_notices(&self) {
-        let sinks: Vec<Arc<dyn NoticeSink>> = self
+        let handlers: Vec<Arc<dyn PubSubHandler>> = self
             .state()
             .connections
             .iter()
@@ -329,12 +377,12 @@ impl InMemoryServer {
             .filter_map(|c| {
                 c.lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .sink
+                    .handler
                     .clone()
             })
             .collect();
-        for sink in sinks {
-            sink.deliver(Notice::Reset);
+        for handler in handlers {
+            handler.on_event(PubSubEvent::Reset);
         }
     }
 
@@ -342,81 +390,146 @@ impl InMemoryServer {
 
     /// `SET key value` (e.g. to put a non-lock value at a lock key).
     pub fn set_string(&self, key: &str, value: &str) {
-        self.state().keys.set(key, value.to_owned(), None);
+        self.command(&["SET", key, value]);
     }
 
     /// `GET key`; `None` when missing or not a string.
     pub fn get_string(&self, key: &str) -> Option<String> {
-        self.state().keys.get(key).ok().flatten()
+        match self.command(&["GET", key]) {
+            ScriptReply::Bulk(value) => Some(text(&value)),
+            _ => None,
+        }
     }
 
-    /// `HGETALL key`, fields sorted; empty when missing or not a hash.
+    /// `HGETALL key`, fields sorted, values read as counts (0 when not an
+    /// integer); empty when missing or not a hash.
     pub fn hash(&self, key: &str) -> Vec<(String, i64)> {
-        self.state().keys.hgetall(key).unwrap_or_default()
+        let ScriptReply::Array(items) = self.command(&["HGETALL", key]) else {
+            return Vec::new();
+        };
+        let mut fields: Vec<(String, i64)> = items
+            .chunks(2)
+            .filter_map(|pair| match pair {
+                [ScriptReply::Bulk(field), ScriptReply::Bulk(value)] => {
+                    Some((text(field), text(value).parse().unwrap_or(0)))
+                }
+                _ => None,
+            })
+            .collect();
+        fields.sort();
+        fields
     }
 
     /// `HSET key field value` then `PEXPIRE key ms` when given: a lock
     /// written by another client (e.g. Redisson).
     ///
     /// # Errors
-    /// [`lock_core::LockError::WrongType`] when `key` is not a hash.
+    /// [`LockError::WrongType`] when `key` is not a hash.
     pub fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) -> Result<()> {
-        let mut state = self.state();
-        state
-            .keys
-            .hset(key, field, value)
-            .map_err(|WrongType| lock_core::LockError::WrongType { key: key.into() })?;
+        if self
+            .command(&["HSET", key, field, &value.to_string()])
+            .is_error()
+        {
+            return Err(LockError::WrongType { key: key.into() });
+        }
         if let Some(ms) = pexpire_ms {
-            state.keys.pexpire(key, ms);
+            self.command(&["PEXPIRE", key, &ms.to_string()]);
         }
         Ok(())
     }
 
     /// `PTTL key`.
     pub fn pttl(&self, key: &str) -> i64 {
-        self.state().keys.pttl(key)
+        match self.command(&["PTTL", key]) {
+            ScriptReply::Int(ms) => ms,
+            _ => -2,
+        }
     }
 
     /// `DEL key` without publishing anything.
     pub fn del(&self, key: &str) -> bool {
-        self.state().keys.del(key)
+        self.command(&["DEL", key]) == ScriptReply::Int(1)
     }
 
     /// Every live key, sorted (`KEYS *`).
     pub fn keys(&self) -> Vec<String> {
-        self.state().keys.keys()
+        self.state()
+            .keys
+            .live_keys()
+            .iter()
+            .map(|k| text(k))
+            .collect()
+    }
+
+    /// `LRANGE key 0 -1` (a fair lock's queue).
+    pub fn list(&self, key: &str) -> Vec<String> {
+        match self.command(&["LRANGE", key, "0", "-1"]) {
+            ScriptReply::Array(items) => items
+                .iter()
+                .filter_map(|item| match item {
+                    ScriptReply::Bulk(value) => Some(text(value)),
+                    _ => None,
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// `ZSCORE key member`, truncated to an integer.
+    pub fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+        match self.command(&["ZSCORE", key, member]) {
+            ScriptReply::Bulk(score) => text(&score).parse::<f64>().ok().map(|s| s as i64),
+            _ => None,
+        }
+    }
+
+    /// `ZADD key score member` (e.g. to age a waiter's deadline).
+    pub fn zadd(&self, key: &str, score: i64, member: &str) {
+        self.command(&["ZADD", key, &score.to_string(), member]);
+    }
+
+    /// `RPUSH key value`.
+    pub fn rpush(&self, key: &str, value: &str) {
+        self.command(&["RPUSH", key, value]);
+    }
+
+    /// The store's clock, milliseconds since the Unix epoch (Redis `TIME`).
+    pub fn now_ms(&self) -> i64 {
+        self.state().now_ms()
     }
 
     // ---- fault injection ----
 
-    /// While `true`, every backend call fails with a retryable
+    /// While `true`, every transport call fails with a retryable
     /// "unavailable" error, as with a server that is down.
     pub fn set_down(&self, down: bool) {
         self.state().faults.down = down;
     }
 
-    /// Every backend call waits `latency` (tokio time) before it runs.
+    /// Every transport call waits `latency` (tokio time) before it runs.
     pub fn set_latency(&self, latency: Duration) {
         self.state().faults.latency = latency;
     }
 
-    /// The next `n` backend calls fail with a retryable error without
+    /// The next `n` transport calls fail with a retryable error without
     /// running.
     pub fn fail_next(&self, n: u32) {
         self.state().faults.fail_before = n;
     }
 
-    /// The next `n` backend calls run, then report a retryable error, as when
-    /// a reply is lost: tests that retries never count twice.
+    /// The next `n` transport calls run, then report a retryable error, as
+    /// when a reply is lost: tests that retries never count twice. (A call
+    /// whose script answered an error keeps its reply.)
     pub fn lose_next_replies(&self, n: u32) {
         self.state().faults.fail_after = n;
     }
 
-    /// Bounds every backend call as a Redis backend's command timeout does:
-    /// a call whose [latency](InMemoryServer::set_latency) is longer fails
-    /// with a timeout error once `timeout` has passed, without running (its
-    /// request was lost on the way, as in a network partition). The backend
-    /// reports it as [`lock_core::LockBackend::command_timeout`], which a
+    /// Bounds every transport call as a Redis transport's command timeout
+    /// does: a call whose [latency](InMemoryServer::set_latency) is longer
+    /// fails with a timeout error once `timeout` has passed, without running
+    /// (its request was lost on the way, as in a network partition). The
+    /// transport reports it as its
+    /// [`command_timeout`](lock_script::Transport::command_timeout), which a
     /// client checks when it is made: set it before making clients. `None`
     /// (the default): calls wait out any latency.
     pub fn set_command_timeout(&self, timeout: Option<Duration>) {

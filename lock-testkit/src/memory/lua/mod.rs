@@ -26,7 +26,7 @@ mod convert;
 mod engine;
 mod library;
 
-pub(crate) use engine::ScriptEngine;
+pub(crate) use engine::{sha1_hex, ScriptEngine};
 
 #[cfg(test)]
 mod tests;

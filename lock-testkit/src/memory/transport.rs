@@ -1,0 +1,234 @@
+//! [`MemoryTransport`]: one client's connection to an [`InMemoryServer`],
+//! as a [`Transport`]: the kinds' own scripts run on the store with
+//! `EVALSHA`, with the server's injected faults.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::{self, BoxFuture, FutureExt};
+use lock_core::{LockError, Result};
+use lock_script::error::from_redis;
+use lock_script::{PubSubHandler, ScriptCall, Transport};
+use redis::Value;
+
+use super::commands::Published;
+use super::reply::ScriptReply;
+use super::scripts::NOSCRIPT;
+use super::server::{Connection, InMemoryServer, State};
+use super::source::script_source;
+
+/// One client's connection to an [`InMemoryServer`]: a [`Transport`] that
+/// runs scripts as a single Redis node without replicas does.
+///
+/// - [`Transport::eval`] sends `EVALSHA`; a script the store does not hold
+///   ([`InMemoryServer::flush_scripts`]) is loaded and run once more, as
+///   `lock_redis::SingleNode` does on `NOSCRIPT`.
+/// - [`Transport::eval_and_wait`] then waits as `WAIT` does on a node
+///   without replicas: the whole timeout, and no replica acknowledges.
+/// - [`Transport::eval_batch`] runs its calls back to back, as one round
+///   trip (one call for the injected faults).
+/// - Scripts publish with `PUBLISH`; messages reach subscribed connections
+///   after the store's lock is released.
+///
+/// Every call first meets the server's injected faults: latency, the
+/// command timeout, down, failures before the call runs, and lost replies
+/// after it ran.
+pub struct MemoryTransport {
+    server: InMemoryServer,
+    connection: Arc<Connection>,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for MemoryTransport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryTransport")
+            .field("closed", &self.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryTransport {
+    pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>) -> Self {
+        Self {
+            server,
+            connection,
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// One round trip with the server's injected faults: `run` sees the
+    /// store's state under its lock and returns its reply, what it
+    /// published, and whether the reply is a success (only those can be
+    /// lost: an error reply comes back).
+    async fn round_trip<T>(
+        &self,
+        run: impl FnOnce(&mut State) -> (T, Vec<Published>, bool),
+    ) -> Result<T> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(LockError::Closed);
+        }
+        let (latency, timeout) = {
+            let faults = &self.server.state().faults;
+            (faults.latency, faults.command_timeout)
+        };
+        if let Some(limit) = timeout.filter(|limit| latency > *limit) {
+            tokio::time::sleep(limit).await;
+            return Err(LockError::timeout(format!(
+                "in-memory server: no reply within the command timeout of {limit:?}"
+            )));
+        }
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+        let (reply, published, lost_reply) = {
+            let mut state = self.server.state();
+            if state.faults.down {
+                return Err(LockError::unavailable("in-memory server is down", None));
+            }
+            if state.faults.fail_before > 0 {
+                state.faults.fail_before -= 1;
+                return Err(LockError::unavailable("injected failure", None));
+            }
+            let (reply, published, success) = run(&mut state);
+            let lost_reply = success && state.faults.fail_after > 0;
+            if lost_reply {
+                state.faults.fail_after -= 1;
+            }
+            (reply, published, lost_reply)
+        };
+        self.server.deliver(published);
+        if lost_reply {
+            return Err(LockError::unavailable("injected lost reply", None));
+        }
+        Ok(reply)
+    }
+}
+
+/// Runs `call` on `state` as `EVALSHA`; on `NOSCRIPT` loads the script
+/// (`SCRIPT LOAD`) and runs it once more.
+fn run_call(state: &mut State, call: &ScriptCall<'_>) -> (ScriptReply, Vec<Published>) {
+    let keys: Vec<Vec<u8>> = call.keys.iter().map(|k| k.as_bytes().to_vec()).collect();
+    let args: Vec<Vec<u8>> = call.args.iter().map(|a| a.as_bytes().to_vec()).collect();
+    let sha = call.script.get_hash();
+    let first = state.eval_sha(sha, &keys, &args);
+    if !matches!(&first.0, ScriptReply::Error(e) if e == NOSCRIPT) {
+        return first;
+    }
+    match script_source(call.script) {
+        Ok(source) => {
+            state.scripts.load(&source);
+            state.eval_sha(sha, &keys, &args)
+        }
+        Err(e) => (ScriptReply::Error(format!("ERR {e}")), Vec::new()),
+    }
+}
+
+/// A script's reply as the kinds see it from any transport.
+fn decode(reply: ScriptReply, first_key: &str) -> Result<Value> {
+    reply.into_redis().map_err(|e| from_redis(&e, first_key))
+}
+
+#[async_trait]
+impl Transport for MemoryTransport {
+    async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
+        let reply = self
+            .round_trip(|state| {
+                let (reply, published) = run_call(state, &call);
+                let success = !reply.is_error();
+                (reply, published, success)
+            })
+            .await?;
+        decode(reply, call.first_key())
+    }
+
+    async fn eval_and_wait(
+        &self,
+        call: ScriptCall<'_>,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<(Value, u32)> {
+        let _ = replicas;
+        let value = self.eval(call).await?;
+        // `WAIT` on a node without replicas blocks for its whole timeout.
+        tokio::time::sleep(timeout).await;
+        Ok((value, 0))
+    }
+
+    async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>> {
+        if calls.is_empty() {
+            return if self.closed.load(Ordering::Acquire) {
+                Err(LockError::Closed)
+            } else {
+                Ok(Vec::new())
+            };
+        }
+        let replies = self
+            .round_trip(|state| {
+                let mut published = Vec::new();
+                let replies: Vec<ScriptReply> = calls
+                    .iter()
+                    .map(|call| {
+                        let (reply, sent) = run_call(state, call);
+                        published.extend(sent);
+                        reply
+                    })
+                    .collect();
+                (replies, published, true)
+            })
+            .await?;
+        Ok(replies
+            .into_iter()
+            .zip(&calls)
+            .map(|(reply, call)| decode(reply, call.first_key()))
+            .collect())
+    }
+
+    /// The server's [command timeout](InMemoryServer::set_command_timeout).
+    fn command_timeout(&self) -> Option<Duration> {
+        self.server.state().faults.command_timeout
+    }
+
+    fn publish_command(&self) -> &'static str {
+        "PUBLISH"
+    }
+
+    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>) {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .handler = Some(handler);
+    }
+
+    /// Registers the subscription at once; the store confirms it at once.
+    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
+        if self.closed.load(Ordering::Acquire) {
+            return future::ready(Err(LockError::Closed)).boxed();
+        }
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .channels
+            .insert(channel);
+        future::ready(Ok(())).boxed()
+    }
+
+    fn unsubscribe(&self, channel: String) {
+        self.connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .channels
+            .remove(&channel);
+    }
+
+    async fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let mut connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        connection.channels.clear();
+        connection.handler = None;
+    }
+}

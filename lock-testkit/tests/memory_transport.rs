@@ -1,0 +1,129 @@
+//! The in-memory deployment as a transport: the kinds' own scripts run on
+//! it through the one registration of kinds, with `EVALSHA` and `NOSCRIPT`,
+//! `WAIT` and replica sync, and a transport's lifecycle.
+
+use std::time::Duration;
+
+use lock_core::{ClientConfig, LockError};
+use lock_script::{ReplicaSync, ScriptCall, Transport};
+use lock_testkit::conformance::{config, kind_lock, Kind};
+use lock_testkit::InMemoryServer;
+use tokio::time::Instant;
+
+/// After `SCRIPT FLUSH` (a restart or failover of the script cache), the
+/// next call of each script answers `NOSCRIPT`; the transport loads the
+/// script and runs it once more, so every kind keeps working.
+#[tokio::test(start_paused = true)]
+async fn every_kind_works_after_the_script_cache_is_flushed() {
+    let server = InMemoryServer::new();
+    let client = server.client_with(config()).unwrap();
+    for &kind in Kind::ALL {
+        let lock = kind_lock(kind, &client, format!("flushed-{kind:?}"));
+        let guard = lock.lock().await.unwrap();
+        server.flush_scripts();
+        assert!(lock.is_locked().await.unwrap(), "{kind:?}: inspect");
+        server.flush_scripts();
+        guard.unlock().await.unwrap();
+        assert!(!lock.is_locked().await.unwrap(), "{kind:?}: released");
+    }
+}
+
+/// The scripts a transport runs are the kinds' own: a call of the reentrant
+/// kind's acquire script, made by hand, takes the lock a client then sees.
+#[tokio::test(start_paused = true)]
+async fn the_transport_runs_the_kinds_lua() {
+    let server = InMemoryServer::new();
+    let transport = server.transport();
+    let field = "client-1:7";
+    let reply = transport
+        .eval(ScriptCall::new(
+            &lock_redis::kinds::reentrant::ACQUIRE,
+            vec![
+                "raw".into(),
+                "redisson_lock_latch:{raw}:1".into(),
+                "redisson_lock_token:{raw}".into(),
+            ],
+            vec!["30000".into(), field.into(), "1".into(), "0".into()],
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        reply,
+        redis::Value::Array(vec![redis::Value::Int(1), redis::Value::Int(1)]),
+        "acquired, fencing token 1"
+    );
+    assert_eq!(server.hash("raw"), vec![(field.to_owned(), 1)]);
+    let client = server.client().unwrap();
+    assert!(client.lock("raw").unwrap().is_locked().await.unwrap());
+}
+
+/// With replica sync on a store without replicas, every kind's acquisition
+/// waits out `WAIT`'s timeout, gives the hold back and fails with
+/// `NotReplicated`, as on a Redis node without replicas.
+#[tokio::test(start_paused = true)]
+async fn replica_sync_without_replicas_gives_every_kinds_hold_back() {
+    let server = InMemoryServer::new();
+    let wait = Duration::from_millis(200);
+    let env = server
+        .env()
+        .with_replica_sync(Some(ReplicaSync::new(1, wait)));
+    let client = lock_redis::kinds::client(env, config()).unwrap();
+    for &kind in Kind::ALL {
+        let name = format!("unreplicated-{kind:?}");
+        let lock = kind_lock(kind, &client, &name);
+        let started = Instant::now();
+        let err = lock.try_lock().await.unwrap_err();
+        assert!(
+            matches!(
+                err,
+                LockError::NotReplicated {
+                    wanted: 1,
+                    acked: 0,
+                    ..
+                }
+            ),
+            "{kind:?}: {err:?}"
+        );
+        assert!(started.elapsed() >= wait, "{kind:?}: WAIT waited");
+        assert!(server.hash(&name).is_empty(), "{kind:?}: hold given back");
+    }
+}
+
+/// A closed transport refuses calls and subscriptions, and hears nothing.
+#[tokio::test(start_paused = true)]
+async fn a_closed_transport_refuses_calls() {
+    let server = InMemoryServer::new();
+    let transport = server.transport();
+    transport.subscribe("ch".into()).await.unwrap();
+    assert_eq!(server.subscribers("ch"), 1);
+    transport.close().await;
+    assert_eq!(server.subscribers("ch"), 0);
+    let call = ScriptCall::new(
+        &lock_redis::kinds::reentrant::INSPECT,
+        vec!["k".into()],
+        vec![],
+    );
+    assert!(matches!(transport.eval(call).await, Err(LockError::Closed)));
+    assert!(matches!(
+        transport.subscribe("ch".into()).await,
+        Err(LockError::Closed)
+    ));
+    assert!(matches!(
+        transport.eval_batch(Vec::new()).await,
+        Err(LockError::Closed)
+    ));
+}
+
+/// The command timeout is the transport's: a client made after it is set
+/// counts it in its retry window.
+#[tokio::test(start_paused = true)]
+async fn the_command_timeout_is_the_transports() {
+    let server = InMemoryServer::new();
+    assert_eq!(server.transport().command_timeout(), None);
+    server.set_command_timeout(Some(Duration::from_millis(250)));
+    assert_eq!(
+        server.transport().command_timeout(),
+        Some(Duration::from_millis(250))
+    );
+    server.client_with(ClientConfig::default()).unwrap();
+}
