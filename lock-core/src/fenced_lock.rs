@@ -6,7 +6,7 @@
 //! re-entry, with the watchdog or a fixed lease, waiting or trying — takes
 //! the next token of the lock name's counter, so its [`FencedGuard`] carries
 //! a token strictly larger than every token handed out before for that name
-//! (by any client, Redisson's fenced lock included). Pass it to the storage
+//! (by any client, a Java service sharing the lock included). Pass it to the storage
 //! you write to, which refuses writes with a smaller token than one it has
 //! seen: a holder that lost its lock without knowing (a long pause, a
 //! partition) can then no longer do harm.
@@ -158,7 +158,7 @@ impl FencedLock {
     }
 
     /// The lock name's last fencing token, read without acquiring
-    /// (Redisson's `RFencedLock.getToken`): the token of the newest
+    /// (like `getToken` of the Java fenced lock): the token of the newest
     /// acquisition, by whichever client, held or not. `None` when no token
     /// was ever handed out for this name. The counter is never reset — not
     /// by an unlock, an expiry or [`Lock::force_unlock`] — so a token is

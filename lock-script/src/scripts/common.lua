@@ -30,6 +30,15 @@
 --     owner's holds with different leases (a short re-entry, a watchdog
 --     renewal, the release of either) never shorten the time another guard
 --     of that owner was promised. (Redisson sets the newest lease.)
+-- latched_release(latch_key, ttl)
+--     the first reply of a release request sent again: 'none' when it has
+--     no latch (run it), false for "not held" (reply nil), else 0 or 1.
+-- give_back(lock, owner, lease, latch_key, ttl)
+--     gives back one hold of `owner`: "not held" (latched; returns nil) when
+--     it has none, one hold fewer (lease extended, latched; returns 0) when
+--     it has more, and 'last' when this is its last hold, which the caller
+--     then deletes and announces (DEL and PUBLISH are never refused for
+--     memory) before latching 1.
 --
 -- Out of memory. A server at maxmemory with the noeviction policy refuses,
 -- inside a script (these scripts declare no flags, so Redis checks each
@@ -86,3 +95,32 @@ local function extend(lock, lease, pttl)
     end
 end
 
+local function latched_release(key, ttl)
+    if ttl == 0 then
+        return 'none'
+    end
+    local latched = redis.call('get', key)
+    if latched == LATCH_NOT_HELD then
+        return false
+    end
+    if latched then
+        return tonumber(latched)
+    end
+    return 'none'
+end
+
+local function give_back(lock, owner, lease, key, ttl)
+    local held = redis.call('hget', lock, owner)
+    if not held then
+        latch(key, LATCH_NOT_HELD, ttl)
+        return nil
+    end
+    if tonumber(held) > 1 then
+        local pttl = redis.call('pttl', lock)
+        redis.call('hincrby', lock, owner, -1)
+        extend(lock, lease, pttl)
+        latch(key, 0, ttl)
+        return 0
+    end
+    return 'last'
+end

@@ -25,26 +25,13 @@
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything.
 local latch_ttl = tonumber(ARGV[5])
-if latch_ttl > 0 then
-    local latched = redis.call('get', KEYS[3])
-    if latched == LATCH_NOT_HELD then
-        return nil
-    end
-    if latched then
-        return tonumber(latched)
-    end
+local first = latched_release(KEYS[3], latch_ttl)
+if first ~= 'none' then
+    return first or nil
 end
-local held = redis.call('hget', KEYS[1], ARGV[3])
-if not held then
-    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
-    return nil
-end
-if tonumber(held) > 1 then
-    local pttl = redis.call('pttl', KEYS[1])
-    redis.call('hincrby', KEYS[1], ARGV[3], -1)
-    extend(KEYS[1], ARGV[2], pttl)
-    latch(KEYS[3], 0, latch_ttl)
-    return 0
+local given = give_back(KEYS[1], ARGV[3], ARGV[2], KEYS[3], latch_ttl)
+if given ~= 'last' then
+    return given
 end
 -- The last hold: nothing below is refused when the server is out of memory.
 redis.call('del', KEYS[1])
