@@ -80,6 +80,7 @@ impl ExclusiveKind for Fair {
                 layout.token_key(&req.name),
                 layout.queue_key(&req.name),
                 layout.timeout_key(&req.name),
+                layout.channel(&req.name),
             ],
             vec![
                 req.lease_ms.to_string(),
@@ -87,6 +88,8 @@ impl ExclusiveKind for Fair {
                 if req.fenced { "1" } else { "0" }.to_owned(),
                 req.latch_ttl_ms.to_string(),
                 req.queue_ms.unwrap_or(0).to_string(),
+                UNLOCK_MESSAGE.to_owned(),
+                self.publish_command(),
             ],
         )
         .idempotent(req.latch_ttl_ms > 0);

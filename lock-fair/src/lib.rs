@@ -54,7 +54,8 @@
 //!   third of [`ClientConfig::waiter_timeout`]. See *Wake-ups* below for
 //!   what that bounds.
 //! - **Release** and **force unlock** tell only the queue head, on its own
-//!   channel: one unlock wakes one waiter, no thundering herd. Force unlock
+//!   channel: one unlock wakes one waiter, no thundering herd. When the head
+//!   takes the lock, the next waiter is told to look again (see *Wake-ups*). Force unlock
 //!   keeps the queue.
 //! - **Giving up.** A waiter that times out, or whose future is dropped,
 //!   leaves the queue ([`ExclusiveKind::leave_queue`]); if the lock is free,
@@ -96,13 +97,15 @@
 //!   attempts behind one of our waiters (100 with the default 5 s), more
 //!   behind a dead Redisson waiter, whose deadline lies minutes ahead —
 //!   where it used to make one per third of the waiter timeout.
-//! - **What is not bounded by the lease**: only the head is told of an
-//!   unlock, so the waiters behind it keep the wait they were last given
-//!   (the old holder's remaining time, at most a third of the waiter
-//!   timeout). When the head takes the lock after an unlock with a lease
-//!   shorter than that and lets it run out, the next waiter looks again at
-//!   that later time: up to a third of the waiter timeout after the lease
-//!   ended.
+//! - **A take-over**: when the head takes the lock (after an unlock, or
+//!   after the lease before it ran out), the waiter now first in line is
+//!   told once, on its own channel, and looks again: it learns the new
+//!   holder's lease and sleeps until it ends, instead of keeping the wait it
+//!   was given while the old holder held the lock. So the next waiter in
+//!   line follows even a short lease that runs out within one round trip.
+//!   This costs at most one more message per hand-off (a waiter that gets
+//!   the take-over and the next unlock before it looks again wakes once);
+//!   nobody else is disturbed.
 //!
 //! ## Compatibility with Redisson, and where we differ
 //!

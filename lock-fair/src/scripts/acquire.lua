@@ -7,6 +7,8 @@
 -- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
+-- KEYS[6]  unlock channel            redisson_lock__channel:{<name>}
+--          (the new queue head is told on KEYS[6] .. ':' .. <its owner>)
 -- ARGV[1]  lease in milliseconds (>= 1): the lock expires no earlier than
 --          this from now (never sooner than it already would; see extend()
 --          in common.lua)
@@ -18,6 +20,8 @@
 --          with the deadline server now + this, or, behind a waiter whose
 --          deadline lies beyond that (a Redisson waiter), that deadline +
 --          this; "0" never queues
+-- ARGV[6]  message telling the new queue head to look again ("0")
+-- ARGV[7]  publish command           "PUBLISH" or "SPUBLISH"
 --
 -- Order: latch check, evict stale heads, then
 --   the lock is free and (nobody queued, or we are the head): take it, leave
@@ -26,6 +30,11 @@
 --   else: queue (ARGV[5] > 0) and report how long to wait.
 -- Unlike Redisson, taking the lock does not move the other waiters'
 -- deadlines: our waiters refresh their own deadline while they wait.
+-- When the queue head takes the lock, the waiter now first in the queue is
+-- told (one message on its own channel): it learns this holder's lease
+-- instead of sleeping on what it read while the previous holder held the
+-- lock, so it follows a short lease that runs out (issue 16). A Redisson
+-- waiter told so just tries again.
 --
 -- Reply:
 --   {1, token}  acquired (first hold or one more hold); token is the new
@@ -98,6 +107,10 @@ if redis.call('exists', KEYS[1]) == 0 then
         local token = next_token(KEYS[3], ARGV[3])
         if head == ARGV[2] then
             redis.call('lpop', KEYS[4])
+            local next_head = redis.call('lindex', KEYS[4], 0)
+            if next_head then
+                redis.call(ARGV[7], KEYS[6] .. ':' .. next_head, ARGV[6])
+            end
         end
         redis.call('zrem', KEYS[5], ARGV[2])
         return take(token)

@@ -361,6 +361,7 @@ macro_rules! __fair_checks {
             fair::a_late_duplicate_does_not_queue_a_waiter_that_left,
             fair::next_waiter_holds_when_the_new_holders_lease_runs_out,
             fair::behind_the_head_of_a_free_lock_a_waiter_looks_again_soon,
+            fair::a_take_over_tells_the_next_waiter,
             fair::one_client_serves_plain_and_fair_locks,
         }
     };
