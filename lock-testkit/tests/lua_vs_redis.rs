@@ -267,8 +267,8 @@ const F: Fair<'static> = Fair {
 fn fair_acquire(p: &mut Pair, owner: &str, queue_ms: &str) -> ScriptReply {
     p.eval(
         FAIR_ACQUIRE,
-        &[R.lock, R.latch, R.token, F.queue, F.timeouts],
-        &["30000", owner, "1", "0", queue_ms],
+        &[R.lock, R.latch, R.token, F.queue, F.timeouts, R.channel],
+        &["30000", owner, "1", "0", queue_ms, "0", "PUBLISH"],
     )
 }
 
