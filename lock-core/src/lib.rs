@@ -54,6 +54,7 @@ mod lock;
 pub mod name;
 mod op;
 mod options;
+mod outage;
 pub mod owner;
 mod stats;
 mod wait;

@@ -58,10 +58,13 @@ impl Lock {
     }
 
     /// Takes the lock, waiting as long as it takes; the watchdog keeps it
-    /// while the guard lives.
+    /// while the guard lives. Waits through store outages too: an attempt
+    /// that fails with a retryable error is tried again with capped backoff
+    /// until the store answers (logged once per outage at `warn`).
     ///
     /// # Errors
-    /// Backend errors that outlived the retry policy; [`LockError::Closed`].
+    /// Backend errors that are not retryable ([`LockError::WrongType`],
+    /// …); [`LockError::Closed`].
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future leaves nothing held, queued or
@@ -114,7 +117,9 @@ impl Lock {
     /// Tries once, without waiting. `Ok(None)` when someone else holds it.
     ///
     /// # Errors
-    /// As [`Lock::lock`].
+    /// As [`Lock::lock`], and retryable errors that outlived the retry
+    /// policy ([`crate::ClientConfig::retry`]): a try does not wait out an
+    /// outage.
     ///
     /// # Cancel safety
     /// As [`Lock::lock`].
@@ -123,10 +128,12 @@ impl Lock {
     }
 
     /// Waits up to `wait` for the lock (watchdog lease). `Ok(None)` when the
-    /// wait ran out.
+    /// wait ran out while someone else held the lock. Store outages are
+    /// waited out until the deadline, as [`Lock::lock`] does.
     ///
     /// # Errors
-    /// As [`Lock::lock`].
+    /// As [`Lock::lock`], and the retryable error of the last attempt when
+    /// the store was still unavailable at the deadline.
     ///
     /// # Cancel safety
     /// As [`Lock::lock`].
@@ -166,12 +173,17 @@ impl Lock {
     ///
     /// The wait deadline bounds the waiting *between* attempts; an attempt
     /// already sent is bounded by the backend's command timeout and the
-    /// retry policy.
+    /// retry policy. An attempt that fails with a retryable error (the
+    /// store is down, restarting or failing over) is tried again with
+    /// capped backoff while the wait allows: forever for
+    /// [`Wait::Forever`], until the deadline otherwise, not at all for a
+    /// call that does not wait.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] (bad lease, foreign owner) before any
     /// I/O; [`LockError::WrongType`] when the key is not a lock; retryable
-    /// errors that outlived the retry policy; [`LockError::Closed`].
+    /// errors that outlived the retry policy (no wait) or lasted until the
+    /// deadline; [`LockError::Closed`].
     ///
     /// # Cancel safety
     /// Cancel-safe at every await point: an attempt on the wire finishes in

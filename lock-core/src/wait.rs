@@ -18,6 +18,7 @@ use crate::kind::AcquireRequest;
 use crate::lock::Lock;
 use crate::op::{self, Attempt};
 use crate::options::{AcquireOptions, Wait};
+use crate::outage::Outage;
 use crate::owner::Owner;
 use crate::stats::Parked;
 use crate::waiter::WakeBaton;
@@ -50,6 +51,22 @@ pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<
         )
         .queue(queue_ms);
         op::acquire(inner, kind, req)
+    };
+    // A waiter rides out store outages within its deadline (see the
+    // `outage` module); a try (deadline now) fails as the retry policy says.
+    let mut outage = Outage::new(&inner.config.retry, lock.name(), deadline);
+    let mut attempt = async || {
+        loop {
+            match attempt().await {
+                Err(e) if outage.ride(&e).await => {}
+                result => {
+                    if result.is_ok() {
+                        outage.over();
+                    }
+                    return result;
+                }
+            }
+        }
     };
 
     let mut queued = match attempt().await? {

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use lock_core::{ClientConfig, LockClient, RetryPolicy};
+use lock_core::{AcquireOptions, ClientConfig, LockClient, RetryPolicy};
 use lock_testkit::conformance::{config, WATCHDOG};
 use lock_testkit::InMemoryServer;
 use tokio::time::Instant;
@@ -86,8 +86,9 @@ async fn acquisition_that_failed_but_ran_is_undone() {
     let (server, c) = setup();
     let lock = c.lock("orphan").unwrap();
     server.lose_next_replies(RetryPolicy::default().attempts);
+    // A try: a waiter would ride the failures out (see the outage tests).
     let err = lock
-        .lock_with_lease(Duration::from_secs(3600))
+        .acquire(AcquireOptions::new().no_wait().lease(Duration::from_secs(3600)))
         .await
         .unwrap_err();
     assert!(err.is_retryable());
@@ -108,7 +109,8 @@ async fn reentry_that_failed_but_ran_is_undone_exactly_once() {
         .await
         .unwrap();
     server.lose_next_replies(RetryPolicy::default().attempts);
-    assert!(lock.lock_as(g.owner()).await.unwrap_err().is_retryable());
+    let again = AcquireOptions::new().owner(g.owner()).no_wait();
+    assert!(lock.acquire(again).await.unwrap_err().is_retryable());
     assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 2);
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
@@ -122,7 +124,7 @@ async fn acquisition_that_failed_without_running_leaves_nothing() {
     let (server, c) = setup();
     let lock = c.lock("never-ran").unwrap();
     server.fail_next(RetryPolicy::default().attempts);
-    assert!(lock.lock().await.unwrap_err().is_retryable());
+    assert!(lock.try_lock().await.unwrap_err().is_retryable());
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!lock.is_locked().await.unwrap());
     assert_eq!(c.stats().in_flight, 0);
@@ -138,11 +140,11 @@ async fn transient_failures_are_retried() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn outage_fails_with_retryable_error_after_the_retry_policy() {
+async fn a_try_during_an_outage_fails_after_the_retry_policy() {
     let (server, c) = setup();
     server.set_down(true);
     let started = Instant::now();
-    let err = c.lock("down").unwrap().lock().await.unwrap_err();
+    let err = c.lock("down").unwrap().try_lock().await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     let policy = RetryPolicy::default();
     let most: Duration = (1..policy.attempts)
@@ -170,7 +172,7 @@ async fn without_retries_no_latch_is_written_and_errors_surface_at_once() {
     assert!(c
         .lock("no-retry")
         .unwrap()
-        .lock()
+        .try_lock()
         .await
         .unwrap_err()
         .is_retryable());
@@ -329,8 +331,9 @@ async fn cancellation_matrix_leaves_nothing_behind() {
     }
 }
 
-/// A woken waiter whose attempt fails for good hands its wake-up on, so the
-/// next waiter does not sleep out the holder's 60 s lease.
+/// A woken waiter whose attempt fails for good (its wait ran out during the
+/// failures) hands its wake-up on, so the next waiter does not sleep out the
+/// holder's 60 s lease.
 #[tokio::test(start_paused = true)]
 async fn woken_waiter_that_fails_passes_its_wakeup_on() {
     let (server, a) = setup();
@@ -343,7 +346,8 @@ async fn woken_waiter_that_fails_passes_its_wakeup_on() {
         .unwrap();
     let first = {
         let lock = b.lock("baton").unwrap();
-        tokio::spawn(async move { lock.lock().await })
+        // Its retries outlast its wait: it gives up with the error.
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(100)).await })
     };
     tokio::time::sleep(Duration::from_millis(10)).await;
     let second = {

@@ -1,0 +1,204 @@
+//! Riding out store outages while waiting for a lock.
+//!
+//! Each attempt of a wait is retried by the `op` module's retry policy
+//! (about 0.4 s by default), which suits calls that must answer soon: a
+//! try, a release. A waiter has agreed to wait, though, and a store that
+//! restarts or fails over for a few seconds should cost it those seconds,
+//! not its place: so when an attempt fails with a retryable error, the wait
+//! loop asks [`Outage::ride`] whether to try again. It says yes, after a
+//! backoff, while the caller's deadline allows (forever for a wait without
+//! one), and no for a call that does not wait at all.
+//!
+//! The backoff is the retry policy's, growing with each failed attempt of
+//! the outage up to its [`max_backoff`](crate::RetryPolicy::max_backoff).
+//! The first failure of an outage is logged once at `warn`, further ones at
+//! `debug`, and the end of the outage at `info`, so a long outage is one
+//! line in the log, not one per retry.
+
+use tokio::time::Instant;
+
+use crate::config::RetryPolicy;
+use crate::error::LockError;
+use crate::name::LockName;
+
+/// The outage (if any) one waiter is in.
+pub(crate) struct Outage<'a> {
+    policy: &'a RetryPolicy,
+    name: &'a LockName,
+    deadline: Option<Instant>,
+    /// When the first failed attempt of the current outage ended, and how
+    /// many attempts have failed since.
+    current: Option<(Instant, u32)>,
+}
+
+impl<'a> Outage<'a> {
+    /// A waiter on `name` until `deadline` (`None`: forever).
+    pub(crate) fn new(
+        policy: &'a RetryPolicy,
+        name: &'a LockName,
+        deadline: Option<Instant>,
+    ) -> Self {
+        Self {
+            policy,
+            name,
+            deadline,
+            current: None,
+        }
+    }
+
+    /// After an attempt failed with `error`: `true`, once the backoff has
+    /// passed, when the waiter should try again; `false` when `error` is
+    /// not a store outage or the deadline has passed (the caller then
+    /// returns `error`).
+    ///
+    /// Cancel-safe: only sleeps.
+    pub(crate) async fn ride(&mut self, error: &LockError) -> bool {
+        let now = Instant::now();
+        if !error.is_retryable() || self.deadline.is_some_and(|d| now >= d) {
+            return false;
+        }
+        let failed = match &mut self.current {
+            Some((_, failed)) => {
+                *failed = failed.saturating_add(1);
+                tracing::debug!(%error, lock = %self.name, attempts = *failed, "lock store still unavailable; waiting on");
+                *failed
+            }
+            None => {
+                tracing::warn!(
+                    %error,
+                    lock = %self.name,
+                    deadline = ?self.deadline.map(|d| d - now),
+                    "lock store unavailable while waiting for a lock; trying again with backoff until it answers{}",
+                    if self.deadline.is_some() { " or the wait runs out" } else { "" }
+                );
+                self.current = Some((now, 1));
+                1
+            }
+        };
+        let mut until = now + self.policy.backoff(failed);
+        if let Some(d) = self.deadline {
+            // One last attempt at the deadline itself.
+            until = until.min(d);
+        }
+        tokio::time::sleep_until(until).await;
+        true
+    }
+
+    /// An attempt got an answer: any outage is over.
+    pub(crate) fn over(&mut self) {
+        if let Some((since, failed)) = self.current.take() {
+            tracing::info!(
+                lock = %self.name,
+                outage = ?since.elapsed(),
+                attempts = failed,
+                "lock store answers again; waiting for the lock goes on"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Level, Metadata, Subscriber};
+
+    use super::*;
+
+    /// Counts `warn` events.
+    struct Warnings(Arc<AtomicUsize>);
+
+    impl Subscriber for Warnings {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            if *event.metadata().level() == Level::WARN {
+                self.0.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    /// One warning per outage, however many attempts it takes.
+    #[tokio::test(start_paused = true)]
+    async fn warns_once_per_outage() {
+        let warnings = Arc::new(AtomicUsize::new(0));
+        let _log = tracing::subscriber::set_default(Warnings(Arc::clone(&warnings)));
+        let policy = RetryPolicy::default();
+        let name = name();
+        let mut outage = Outage::new(&policy, &name, None);
+        let down = LockError::unavailable("down", None);
+        for _ in 0..10 {
+            outage.ride(&down).await;
+        }
+        assert_eq!(warnings.load(Ordering::Relaxed), 1);
+        outage.over();
+        outage.over();
+        assert_eq!(warnings.load(Ordering::Relaxed), 1);
+        outage.ride(&down).await;
+        assert_eq!(warnings.load(Ordering::Relaxed), 2, "a new outage");
+    }
+
+    fn name() -> LockName {
+        LockName::new("outage").unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rides_retryable_errors_with_capped_backoff() {
+        let policy = RetryPolicy::default();
+        let name = name();
+        let mut outage = Outage::new(&policy, &name, None);
+        let down = LockError::unavailable("down", None);
+        let mut last = Duration::ZERO;
+        for _ in 0..20 {
+            let started = Instant::now();
+            assert!(outage.ride(&down).await);
+            last = started.elapsed();
+            assert!(last <= policy.max_backoff, "{last:?}");
+        }
+        assert!(last >= policy.max_backoff / 2, "backoff grew: {last:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_errors_and_passed_deadlines_end_the_wait() {
+        let policy = RetryPolicy::default();
+        let name = name();
+        let mut outage = Outage::new(&policy, &name, None);
+        assert!(!outage.ride(&LockError::invalid("bad")).await);
+        assert!(!outage.ride(&LockError::Closed).await);
+
+        let deadline = Instant::now() + Duration::from_millis(70);
+        let mut outage = Outage::new(&policy, &name, Some(deadline));
+        let down = LockError::unavailable("down", None);
+        while outage.ride(&down).await {}
+        assert_eq!(Instant::now(), deadline, "the last attempt is at the deadline");
+
+        let mut no_wait = Outage::new(&policy, &name, Some(Instant::now()));
+        assert!(!no_wait.ride(&down).await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_outage_starts_with_a_short_backoff() {
+        let policy = RetryPolicy::default();
+        let name = name();
+        let mut outage = Outage::new(&policy, &name, None);
+        let down = LockError::unavailable("down", None);
+        for _ in 0..10 {
+            outage.ride(&down).await;
+        }
+        outage.over();
+        let started = Instant::now();
+        outage.ride(&down).await;
+        assert!(started.elapsed() <= policy.base_backoff);
+    }
+}
