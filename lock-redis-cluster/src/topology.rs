@@ -199,6 +199,11 @@ impl Topology {
         }
     }
 
+    /// The seed addresses, as configured.
+    pub(crate) fn seeds(&self) -> &[Addr] {
+        &self.seeds
+    }
+
     /// The current map.
     pub(crate) fn map(&self) -> Arc<SlotMap> {
         self.map.borrow().clone()

@@ -138,27 +138,59 @@ impl ClusterTransport {
 }
 
 impl Inner {
+    /// Whether the cluster runs Redis 7 or newer, by the `INFO` of every
+    /// master that answers (all asked at once, each for a third of the
+    /// command timeout at most): a master that is down while we connect
+    /// must not keep us from starting, since its replica will take over.
+    /// Only when no master answers are the seeds asked instead (a replica
+    /// runs its master's version, as a cluster is upgraded node by node).
+    ///
+    /// # Errors
+    /// The last node's error when no master and no seed answered.
     async fn all_masters_at_least_7(&self, map: &SlotMap, deadline: Instant) -> Result<bool> {
-        for addr in map.masters() {
+        let by = deadline.min(Instant::now() + self.config.command_timeout / 3);
+        let mut majors = self.major_versions(map.masters(), by).await;
+        if !majors.iter().any(Result::is_ok) {
+            let by = deadline.min(Instant::now() + self.config.command_timeout / 3);
+            majors = self.major_versions(self.topology.seeds(), by).await;
+        }
+        let mut last_error = None;
+        let mut answered = false;
+        for major in majors {
+            match major {
+                Ok(major) if major < 7 => return Ok(false),
+                Ok(_) => answered = true,
+                Err(e) => {
+                    tracing::debug!(error = %e, "a cluster node did not tell its version");
+                    last_error = Some(e);
+                }
+            }
+        }
+        match (answered, last_error) {
+            (false, Some(e)) => Err(e),
+            _ => Ok(true),
+        }
+    }
+
+    /// The major Redis version of each of `addrs`, asked at once, by `by`.
+    async fn major_versions(&self, addrs: &[Addr], by: Instant) -> Vec<Result<u32>> {
+        future::join_all(addrs.iter().map(|addr| async move {
             let info = self
                 .nodes
-                .query(addr, redis::cmd("INFO").arg("server"), deadline)
+                .query(addr, redis::cmd("INFO").arg("server"), by)
                 .await?;
             let text = match &info {
                 Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
                 Value::VerbatimString { text, .. } => text.clone(),
                 other => return Err(LockError::protocol(format!("INFO reply {other:?}"))),
             };
-            let major = text
+            Ok(text
                 .lines()
                 .find_map(|l| l.strip_prefix("redis_version:"))
                 .and_then(|v| v.split('.').next()?.trim().parse::<u32>().ok())
-                .unwrap_or(0);
-            if major < 7 {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+                .unwrap_or(0))
+        }))
+        .await
     }
 
     /// Refreshes the topology in the background (after a failure that
