@@ -155,7 +155,10 @@ pub(crate) struct RunArgs {
     pub(crate) fair: bool,
 
     /// Give up after waiting this long (exit 75); 0s tries once. Default:
-    /// wait as long as it takes.
+    /// wait as long as it takes. The wait covers connecting too: a Redis
+    /// that is restarting or failing over is waited for until it runs out
+    /// (exit 69 if it never answers); without --wait an unreachable Redis
+    /// fails at once.
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub(crate) wait: Option<Duration>,
 

@@ -4,11 +4,12 @@
 use std::time::Duration;
 
 use lock_core::{ClientConfig, LockClient, LockError};
+use tokio::time::Instant;
 use lock_redis::RedisConfig;
 use lock_redis_cluster::ClusterConfig;
 
 use crate::cli::Global;
-use crate::exit::Failure;
+use crate::exit::{Failure, UNAVAILABLE};
 
 /// How long establishing a connection may take. Short, because a person or
 /// a cron job is waiting and an unreachable server should be reported in
@@ -21,6 +22,12 @@ const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One process, a few commands at a time: one connection is plenty.
 const CONNECTIONS: usize = 1;
+
+/// First pause before connecting again (`run --wait`), doubled up to
+/// [`RECONNECT_BACKOFF_MAX`]: a restart or failover takes seconds, so
+/// there is no point in knocking faster, and little in waiting longer.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
+const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Connects a client (it serves every lock kind; commands pick the handle)
 /// to the server the global options name.
@@ -49,6 +56,39 @@ pub(crate) async fn client_with(
         single_node(global, config).await
     } else {
         cluster(global, config).await
+    }
+}
+
+/// As [`client_with`], but while the server cannot be reached (exit 69)
+/// tries again with backoff until `deadline`: `run --wait` waits out a
+/// server that is restarting or failing over in its connect phase too.
+/// Without a deadline it tries once, so an unreachable server is still
+/// reported at once.
+///
+/// # Errors
+/// As [`client`]; 69 with the last error when `deadline` passed.
+pub(crate) async fn client_by(
+    global: &Global,
+    config: ClientConfig,
+    deadline: Option<Instant>,
+) -> Result<LockClient, Failure> {
+    let mut backoff = RECONNECT_BACKOFF;
+    loop {
+        match client_with(global, config.clone()).await {
+            Err(failure) if failure.code == UNAVAILABLE => {
+                let Some(deadline) = deadline else {
+                    return Err(failure);
+                };
+                let now = Instant::now();
+                if now >= deadline {
+                    return Err(failure);
+                }
+                // One last try at the deadline itself.
+                tokio::time::sleep_until((now + backoff).min(deadline)).await;
+                backoff = (backoff * 2).min(RECONNECT_BACKOFF_MAX);
+            }
+            result => return result,
+        }
     }
 }
 

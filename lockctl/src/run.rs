@@ -70,11 +70,16 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
         global.watchdog_timeout,
     );
     let config = ClientConfig::default().loss_margin(grace);
+    // `--wait` bounds connecting and waiting together: a server that is
+    // restarting or failing over is waited for as a held lock is.
+    let deadline = args
+        .wait
+        .and_then(|wait| tokio::time::Instant::now().checked_add(wait));
     let client = tokio::select! {
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        client = connect::client_with(global, config) => client?,
+        client = connect::client_by(global, config, deadline) => client?,
     };
-    let code = hold_and_run(&client, &name, &args, &mut signals, grace).await;
+    let code = hold_and_run(&client, &name, &args, deadline, &mut signals, grace).await;
     // Once the lock is known lost there is nothing left to release, and a
     // frozen server would only delay the exit: close without waiting.
     let lost = matches!(&code, Err(failure) if failure.code == exit::LOST);
@@ -87,6 +92,7 @@ async fn hold_and_run(
     client: &LockClient,
     name: &LockName,
     args: &RunArgs,
+    deadline: Option<tokio::time::Instant>,
     signals: &mut Signals,
     grace: Duration,
 ) -> Result<u8, Failure> {
@@ -98,7 +104,11 @@ async fn hold_and_run(
     };
     let mut opts = AcquireOptions::new();
     if let Some(wait) = args.wait {
-        opts = opts.wait(wait);
+        // What connecting left of it; `--wait 0s` still tries once.
+        let left = deadline.map_or(wait, |d| {
+            d.saturating_duration_since(tokio::time::Instant::now())
+        });
+        opts = opts.wait(left);
     }
     if let Some(lease) = args.lease {
         opts = opts.lease(lease);
