@@ -51,3 +51,52 @@ fn an_unreachable_cluster_is_one_line_and_exit_69() {
     let line = one_error_line(&output);
     assert!(line.contains("Redis Cluster"), "{line}");
 }
+
+/// The issue-13 report: a master is killed and, before its replica is
+/// promoted, a new `lockctl --cluster <every master> run NAME --wait`
+/// starts. A name on a healthy master locks at once; a name on the dead
+/// master's slots locks once the replica took over, within `--wait`.
+#[test]
+fn a_run_during_a_failover_waits_it_out() {
+    let mut cluster = RedisCluster::start();
+    let masters: Vec<String> = cluster
+        .master_ports()
+        .iter()
+        .map(|port| format!("redis://127.0.0.1:{port}/"))
+        .collect();
+    let seeds = masters.join(",");
+    let global = ["--cluster", seeds.as_str()];
+    let doomed_port = cluster.master_ports()[0];
+    let name_on = |on_doomed: bool| {
+        (0..)
+            .map(|i| format!("failover-job-{i}"))
+            .find(|n| (cluster.master_of_slot(cluster.keyslot(n)) == doomed_port) == on_doomed)
+            .expect("some name hashes there")
+    };
+    let (doomed, healthy) = (name_on(true), name_on(false));
+    let doomed_slot = cluster.keyslot(&doomed);
+    cluster.kill_master_of_slot(doomed_slot);
+
+    let started = std::time::Instant::now();
+    let mut args = global.to_vec();
+    args.extend(["run", &healthy, "--wait", "30s", "--", "true"]);
+    let output = run("redis://127.0.0.1:1", &args);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    let healthy_took = started.elapsed();
+    assert_eq!(
+        cluster.master_of_slot(doomed_slot),
+        doomed_port,
+        "the replica was promoted before the healthy name was tried"
+    );
+    assert!(healthy_took < std::time::Duration::from_secs(1), "{healthy_took:?}");
+
+    let mut args = global.to_vec();
+    args.extend(["run", &doomed, "--wait", "30s", "--", "true"]);
+    let output = run("redis://127.0.0.1:1", &args);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    assert_ne!(cluster.master_of_slot(doomed_slot), doomed_port);
+    eprintln!(
+        "healthy name: {healthy_took:?}; dead master's name: {:?} after the kill",
+        started.elapsed()
+    );
+}
