@@ -63,6 +63,15 @@
 //! of their keys, and pub/sub that follows slots; we use `redis` for
 //! connections, commands and replies only.
 //!
+//! ## Partial outages
+//! Connecting needs one seed that answers `CLUSTER SLOTS`; every node is
+//! connected on first use, and the pub/sub mode ([`PubSubMode::Auto`]) is
+//! read from the masters that answer. So a client starts while a master is
+//! down: calls for slots on healthy masters work at once, and calls for the
+//! dead master's slots wait for its replica (table above) within the
+//! command timeout; a waiting acquisition then tries again until its own
+//! deadline (see `lock_core`'s [`Lock::acquire`]).
+//!
 //! ## Notices
 //! On Redis 7+ ([`PubSubMode::Auto`]) unlock messages use sharded pub/sub:
 //! the scripts `SPUBLISH` and each waiter's channel is `SSUBSCRIBE`d on the
