@@ -13,13 +13,17 @@ use std::time::Duration;
 use lock_core::{LockError, Result};
 use redis::Value;
 use tokio::sync::{watch, Mutex};
-use tokio::time::{sleep_until, timeout_at, Instant};
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::{sleep, sleep_until, timeout_at, Instant};
 
 use crate::nodes::Nodes;
 use crate::slot::SLOTS;
 
 /// At most one `CLUSTER SLOTS` round per this interval.
 pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_millis(100);
+/// How long a node asked for the map has before the next is asked too: a
+/// healthy node answers `CLUSTER SLOTS` well within it.
+const STAGGER: Duration = Duration::from_millis(200);
 
 /// A node address, `host:port`.
 pub(crate) type Addr = Arc<str>;
@@ -270,6 +274,12 @@ impl Topology {
         installed
     }
 
+    /// Asks the current masters, then the seeds, for the map. A node gets
+    /// [`STAGGER`] to answer before the next one is asked as well (and
+    /// the next is asked at once when one fails): a node that is down
+    /// without refusing connections (a dead host, a partition) costs a
+    /// fraction of a second, not a third of the command timeout, so a
+    /// client still connects when several seeds are unreachable.
     async fn fetch(&self, nodes: &Nodes, deadline: Instant) -> Result<SlotMap> {
         let current = self.map();
         let mut candidates: Vec<Addr> = current.masters().to_vec();
@@ -278,32 +288,51 @@ impl Topology {
                 candidates.push(seed.clone());
             }
         }
-        let mut last_error =
-            LockError::unavailable("no cluster node to ask for the topology", None);
-        for addr in candidates {
+        let ask = |addr: Addr| async move {
             // One node must not take all the time: a dead one would.
             let by = deadline.min(Instant::now() + self.command_timeout / 3);
-            match nodes
+            let reply = nodes
                 .query(&addr, redis::cmd("CLUSTER").arg("SLOTS"), by)
-                .await
-            {
-                Ok(reply) => match SlotMap::from_cluster_slots(&reply, &addr) {
-                    Ok(map) if !map.masters().is_empty() => return Ok(map),
-                    Ok(_) => {
-                        last_error = LockError::unavailable(
-                            format!("node {addr} serves no slots (cluster not ready)"),
-                            None,
-                        );
-                    }
-                    Err(e) => last_error = e,
-                },
-                Err(e) => last_error = e,
+                .await?;
+            match SlotMap::from_cluster_slots(&reply, &addr) {
+                Ok(map) if !map.masters().is_empty() => Ok(map),
+                Ok(_) => Err(LockError::unavailable(
+                    format!("node {addr} serves no slots (cluster not ready)"),
+                    None,
+                )),
+                Err(e) => Err(e),
             }
-            if Instant::now() >= deadline {
-                break;
+        };
+        let mut last_error =
+            LockError::unavailable("no cluster node to ask for the topology", None);
+        let mut waiting = candidates.into_iter();
+        let mut asking = FuturesUnordered::new();
+        loop {
+            if asking.is_empty() {
+                match waiting.next() {
+                    Some(addr) => asking.push(ask(addr)),
+                    None => return Err(last_error),
+                }
+            }
+            let more = waiting.len() > 0;
+            tokio::select! {
+                Some(answer) = asking.next() => match answer {
+                    Ok(map) => return Ok(map),
+                    Err(e) => {
+                        last_error = e;
+                        if let Some(addr) = waiting.next() {
+                            asking.push(ask(addr));
+                        }
+                    }
+                },
+                () = sleep(STAGGER), if more => {
+                    if let Some(addr) = waiting.next() {
+                        asking.push(ask(addr));
+                    }
+                }
+                () = sleep_until(deadline) => return Err(last_error),
             }
         }
-        Err(last_error)
     }
 }
 

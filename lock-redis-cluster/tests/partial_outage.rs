@@ -1,14 +1,17 @@
 //! A client started while one master is down (killed, its replica not yet
 //! promoted): connecting works, names on the healthy masters lock at once,
 //! and a name on the dead master's slots locks once the replica takes over,
-//! within the caller's wait.
+//! within the caller's wait. And seeds that never answer do not keep a
+//! client from connecting through one that does.
 
 mod common;
 
+use std::net::TcpListener;
 use std::time::Duration;
 
+use common::fake_node::FakeNode;
 use lock_redis_cluster::slot::key_slot;
-use lock_redis_cluster::{ClientConfig, PubSubMode};
+use lock_redis_cluster::{ClientConfig, ClusterConfig, ClusterTransport, PubSubMode, Transport};
 use lock_testkit::fixtures::RedisCluster;
 use tokio::time::Instant;
 
@@ -75,4 +78,34 @@ async fn a_new_client_works_during_a_failover() {
     guard.unlock().await.unwrap();
     eprintln!("connected in {connected:?}; the dead master's name locked after {waited:?}");
     client.close().await;
+}
+
+/// Seeds that accept connections but never answer (a dead host, a
+/// partition): each gets a moment before the next seed is asked too, so the
+/// one that answers is reached well within the command timeout.
+#[tokio::test]
+async fn silent_seeds_do_not_keep_a_client_from_connecting() {
+    let silent: Vec<TcpListener> = (0..3)
+        .map(|_| TcpListener::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let node = FakeNode::start().await;
+    node.set_slots(&[(0, 16383, node.port)]);
+    let mut seeds: Vec<String> = silent
+        .iter()
+        .map(|l| format!("redis://{}/", l.local_addr().unwrap()))
+        .collect();
+    seeds.push(node.url());
+    let timeout = Duration::from_secs(3);
+    let started = Instant::now();
+    let transport = ClusterTransport::connect(
+        ClusterConfig::new(seeds)
+            .pubsub(PubSubMode::Classic)
+            .command_timeout(timeout),
+    )
+    .await
+    .expect("the answering seed gives the map");
+    let took = started.elapsed();
+    assert!(took < timeout / 2, "took {took:?}");
+    assert_eq!(transport.slot_map().master(0), Some(node.addr().as_str()));
+    transport.close().await;
 }
