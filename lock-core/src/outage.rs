@@ -181,7 +181,11 @@ mod tests {
         let mut outage = Outage::new(&policy, &name, Some(deadline));
         let down = LockError::unavailable("down", None);
         while outage.ride(&down).await {}
-        assert_eq!(Instant::now(), deadline, "the last attempt is at the deadline");
+        assert_eq!(
+            Instant::now(),
+            deadline,
+            "the last attempt is at the deadline"
+        );
 
         let mut no_wait = Outage::new(&policy, &name, Some(Instant::now()));
         assert!(!no_wait.ride(&down).await);

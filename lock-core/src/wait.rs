@@ -55,16 +55,14 @@ pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<
     // A waiter rides out store outages within its deadline (see the
     // `outage` module); a try (deadline now) fails as the retry policy says.
     let mut outage = Outage::new(&inner.config.retry, lock.name(), deadline);
-    let mut attempt = async || {
-        loop {
-            match attempt().await {
-                Err(e) if outage.ride(&e).await => {}
-                result => {
-                    if result.is_ok() {
-                        outage.over();
-                    }
-                    return result;
+    let mut attempt = async || loop {
+        match attempt().await {
+            Err(e) if outage.ride(&e).await => {}
+            result => {
+                if result.is_ok() {
+                    outage.over();
                 }
+                return result;
             }
         }
     };

@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::stream::{FuturesUnordered, StreamExt};
 use lock_core::{LockError, Result};
 use redis::Value;
 use tokio::sync::{watch, Mutex};
-use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::{sleep, sleep_until, timeout_at, Instant};
 
 use crate::nodes::Nodes;

@@ -54,7 +54,11 @@ async fn a_new_client_works_during_a_failover() {
             .await
             .expect("healthy masters answer")
             .expect("nobody holds it");
-        assert!(t.elapsed() < Duration::from_secs(1), "{name}: {:?}", t.elapsed());
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "{name}: {:?}",
+            t.elapsed()
+        );
         guard.unlock().await.unwrap();
     }
     // Otherwise this test would show nothing about a partial outage.

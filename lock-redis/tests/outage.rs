@@ -51,7 +51,10 @@ async fn a_waiter_rides_out_a_server_that_is_down() {
     let waiting = held_and_waited_for(&server, "outage-down").await;
     server.kill();
     tokio::time::sleep(OUTAGE).await;
-    assert!(!waiting.is_finished(), "the waiter gave up during the outage");
+    assert!(
+        !waiting.is_finished(),
+        "the waiter gave up during the outage"
+    );
     server.restart();
     let back = Instant::now();
     let (guard, acquired) = tokio::time::timeout(RECOVERY, waiting)

@@ -88,7 +88,11 @@ async fn acquisition_that_failed_but_ran_is_undone() {
     server.lose_next_replies(RetryPolicy::default().attempts);
     // A try: a waiter would ride the failures out (see the outage tests).
     let err = lock
-        .acquire(AcquireOptions::new().no_wait().lease(Duration::from_secs(3600)))
+        .acquire(
+            AcquireOptions::new()
+                .no_wait()
+                .lease(Duration::from_secs(3600)),
+        )
         .await
         .unwrap_err();
     assert!(err.is_retryable());

@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use lock_core::{ClientConfig, LockClient, LockError};
-use tokio::time::Instant;
 use lock_redis::RedisConfig;
 use lock_redis_cluster::ClusterConfig;
+use tokio::time::Instant;
 
 use crate::cli::Global;
 use crate::exit::{Failure, UNAVAILABLE};

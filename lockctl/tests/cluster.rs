@@ -88,7 +88,10 @@ fn a_run_during_a_failover_waits_it_out() {
         doomed_port,
         "the replica was promoted before the healthy name was tried"
     );
-    assert!(healthy_took < std::time::Duration::from_secs(1), "{healthy_took:?}");
+    assert!(
+        healthy_took < std::time::Duration::from_secs(1),
+        "{healthy_took:?}"
+    );
 
     let mut args = global.to_vec();
     args.extend(["run", &doomed, "--wait", "30s", "--", "true"]);

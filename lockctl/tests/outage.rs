@@ -30,7 +30,10 @@ fn a_waiter_rides_out_a_redis_restart() {
     server.cmd(&["PEXPIRE", "job", "1500"]);
     let waiting = waiter(&url, "job", "20s");
     wait_until("the waiter to subscribe", PATIENCE, || {
-        strings(&server, &["PUBSUB", "NUMSUB", "redisson_lock__channel:{job}"])[1] == "1"
+        strings(
+            &server,
+            &["PUBSUB", "NUMSUB", "redisson_lock__channel:{job}"],
+        )[1] == "1"
     });
     server.kill();
     thread::sleep(DOWN);
@@ -38,7 +41,10 @@ fn a_waiter_rides_out_a_redis_restart() {
     let back = Instant::now();
     let (status, stderr) = waiting.wait(PATIENCE);
     assert_eq!(code(status), 0, "{stderr}");
-    eprintln!("the waiter got the lock {:?} after Redis was back", back.elapsed());
+    eprintln!(
+        "the waiter got the lock {:?} after Redis was back",
+        back.elapsed()
+    );
 }
 
 #[test]
