@@ -58,7 +58,12 @@ fn an_unreachable_cluster_is_one_line_and_exit_69() {
 /// master's slots locks once the replica took over, within `--wait`.
 #[test]
 fn a_run_during_a_failover_waits_it_out() {
-    let mut cluster = RedisCluster::start();
+    // A node timeout of 2 s leaves the healthy run time to finish before
+    // the failover, even on a loaded machine.
+    let mut cluster = RedisCluster::builder()
+        .arg("--cluster-node-timeout")
+        .arg("2000")
+        .start();
     let masters: Vec<String> = cluster
         .master_ports()
         .iter()
@@ -78,8 +83,9 @@ fn a_run_during_a_failover_waits_it_out() {
     cluster.kill_master_of_slot(doomed_slot);
 
     let started = std::time::Instant::now();
+    // No wait at all: connecting and the one try must work as they are.
     let mut args = global.to_vec();
-    args.extend(["run", &healthy, "--wait", "30s", "--", "true"]);
+    args.extend(["run", &healthy, "--wait", "0s", "--", "true"]);
     let output = run("redis://127.0.0.1:1", &args);
     assert_eq!(code(output.status), 0, "{output:?}");
     let healthy_took = started.elapsed();
@@ -87,10 +93,6 @@ fn a_run_during_a_failover_waits_it_out() {
         cluster.master_of_slot(doomed_slot),
         doomed_port,
         "the replica was promoted before the healthy name was tried"
-    );
-    assert!(
-        healthy_took < std::time::Duration::from_secs(1),
-        "{healthy_took:?}"
     );
 
     let mut args = global.to_vec();
