@@ -61,6 +61,8 @@ pub(crate) struct ClientInner {
     /// Latch time to live in milliseconds; 0 when retries are off (no
     /// request is ever repeated, so no outcome needs keeping).
     pub(crate) latch_ms: u64,
+    /// Waiters riding out a store outage (the `outage` module).
+    pub(crate) outages: crate::outage::Outages,
     next_owner: AtomicU64,
     closed: AtomicBool,
 }
@@ -146,6 +148,7 @@ impl LockClient {
                 watchdog_ms,
                 waiter_ms,
                 latch_ms,
+                outages: Default::default(),
                 next_owner: AtomicU64::new(1),
                 closed: AtomicBool::new(false),
             }),

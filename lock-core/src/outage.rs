@@ -11,9 +11,12 @@
 //!
 //! The backoff is the retry policy's, growing with each failed attempt of
 //! the outage up to its [`max_backoff`](crate::RetryPolicy::max_backoff).
-//! The first failure of an outage is logged once at `warn`, further ones at
-//! `debug`, and the end of the outage at `info`, so a long outage is one
-//! line in the log, not one per retry.
+//! A client logs an outage once at `warn`, when the first of its waiters
+//! meets it, and once at `info`, when a waiter that met it gets an answer
+//! again; the other waiters and every retry log at `debug`. So a long
+//! outage is two lines in the log, not one per retry or per waiter.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio::time::Instant;
 
@@ -21,9 +24,30 @@ use crate::config::RetryPolicy;
 use crate::error::LockError;
 use crate::name::LockName;
 
+/// How many waiters of one client are in an outage right now: the log
+/// says when the first meets one and when it is over.
+#[derive(Debug, Default)]
+pub(crate) struct Outages {
+    waiters: AtomicUsize,
+}
+
+impl Outages {
+    /// A waiter met an outage; `true` when it is the first to.
+    fn enter(&self) -> bool {
+        self.waiters.fetch_add(1, Ordering::AcqRel) == 0
+    }
+
+    /// A waiter is out of the outage (answered, or gone); `true` when it
+    /// was the last in it.
+    fn leave(&self) -> bool {
+        self.waiters.fetch_sub(1, Ordering::AcqRel) == 1
+    }
+}
+
 /// The outage (if any) one waiter is in.
 pub(crate) struct Outage<'a> {
     policy: &'a RetryPolicy,
+    shared: &'a Outages,
     name: &'a LockName,
     deadline: Option<Instant>,
     /// When the first failed attempt of the current outage ended, and how
@@ -32,14 +56,17 @@ pub(crate) struct Outage<'a> {
 }
 
 impl<'a> Outage<'a> {
-    /// A waiter on `name` until `deadline` (`None`: forever).
+    /// A waiter on `name` until `deadline` (`None`: forever), one of the
+    /// client's `shared`.
     pub(crate) fn new(
         policy: &'a RetryPolicy,
+        shared: &'a Outages,
         name: &'a LockName,
         deadline: Option<Instant>,
     ) -> Self {
         Self {
             policy,
+            shared,
             name,
             deadline,
             current: None,
@@ -64,13 +91,15 @@ impl<'a> Outage<'a> {
                 *failed
             }
             None => {
-                tracing::warn!(
-                    %error,
-                    lock = %self.name,
-                    deadline = ?self.deadline.map(|d| d - now),
-                    "lock store unavailable while waiting for a lock; trying again with backoff until it answers{}",
-                    if self.deadline.is_some() { " or the wait runs out" } else { "" }
-                );
+                if self.shared.enter() {
+                    tracing::warn!(
+                        %error,
+                        lock = %self.name,
+                        "lock store unavailable while waiting for a lock; waiters try again with backoff until it answers or their wait runs out"
+                    );
+                } else {
+                    tracing::debug!(%error, lock = %self.name, "lock store unavailable; waiting on");
+                }
                 self.current = Some((now, 1));
                 1
             }
@@ -87,12 +116,23 @@ impl<'a> Outage<'a> {
     /// An attempt got an answer: any outage is over.
     pub(crate) fn over(&mut self) {
         if let Some((since, failed)) = self.current.take() {
-            tracing::info!(
-                lock = %self.name,
-                outage = ?since.elapsed(),
-                attempts = failed,
-                "lock store answers again; waiting for the lock goes on"
-            );
+            let last = self.shared.leave();
+            let outage = since.elapsed();
+            if last {
+                tracing::info!(lock = %self.name, ?outage, attempts = failed, "lock store answers again");
+            } else {
+                tracing::debug!(lock = %self.name, ?outage, attempts = failed, "lock store answers again");
+            }
+        }
+    }
+}
+
+impl Drop for Outage<'_> {
+    /// A waiter that gives up (deadline, cancelled) is out of the outage
+    /// too, without saying it is over.
+    fn drop(&mut self) {
+        if self.current.take().is_some() {
+            self.shared.leave();
         }
     }
 }
@@ -129,23 +169,28 @@ mod tests {
         fn exit(&self, _: &Id) {}
     }
 
-    /// One warning per outage, however many attempts it takes.
+    /// One warning per outage, however many attempts and waiters it takes.
     #[tokio::test(start_paused = true)]
     async fn warns_once_per_outage() {
         let warnings = Arc::new(AtomicUsize::new(0));
         let _log = tracing::subscriber::set_default(Warnings(Arc::clone(&warnings)));
         let policy = RetryPolicy::default();
+        let shared = Outages::default();
         let name = name();
-        let mut outage = Outage::new(&policy, &name, None);
+        let mut first = Outage::new(&policy, &shared, &name, None);
+        let mut second = Outage::new(&policy, &shared, &name, None);
         let down = LockError::unavailable("down", None);
         for _ in 0..10 {
-            outage.ride(&down).await;
+            first.ride(&down).await;
+            second.ride(&down).await;
         }
         assert_eq!(warnings.load(Ordering::Relaxed), 1);
-        outage.over();
-        outage.over();
+        first.over();
+        first.over();
+        // A waiter that gives up is out of it as well.
+        drop(second);
         assert_eq!(warnings.load(Ordering::Relaxed), 1);
-        outage.ride(&down).await;
+        first.ride(&down).await;
         assert_eq!(warnings.load(Ordering::Relaxed), 2, "a new outage");
     }
 
@@ -156,8 +201,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn rides_retryable_errors_with_capped_backoff() {
         let policy = RetryPolicy::default();
+        let shared = Outages::default();
         let name = name();
-        let mut outage = Outage::new(&policy, &name, None);
+        let mut outage = Outage::new(&policy, &shared, &name, None);
         let down = LockError::unavailable("down", None);
         let mut last = Duration::ZERO;
         for _ in 0..20 {
@@ -172,13 +218,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn other_errors_and_passed_deadlines_end_the_wait() {
         let policy = RetryPolicy::default();
+        let shared = Outages::default();
         let name = name();
-        let mut outage = Outage::new(&policy, &name, None);
+        let mut outage = Outage::new(&policy, &shared, &name, None);
         assert!(!outage.ride(&LockError::invalid("bad")).await);
         assert!(!outage.ride(&LockError::Closed).await);
 
         let deadline = Instant::now() + Duration::from_millis(70);
-        let mut outage = Outage::new(&policy, &name, Some(deadline));
+        let mut outage = Outage::new(&policy, &shared, &name, Some(deadline));
         let down = LockError::unavailable("down", None);
         while outage.ride(&down).await {}
         assert_eq!(
@@ -187,15 +234,16 @@ mod tests {
             "the last attempt is at the deadline"
         );
 
-        let mut no_wait = Outage::new(&policy, &name, Some(Instant::now()));
+        let mut no_wait = Outage::new(&policy, &shared, &name, Some(Instant::now()));
         assert!(!no_wait.ride(&down).await);
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_new_outage_starts_with_a_short_backoff() {
         let policy = RetryPolicy::default();
+        let shared = Outages::default();
         let name = name();
-        let mut outage = Outage::new(&policy, &name, None);
+        let mut outage = Outage::new(&policy, &shared, &name, None);
         let down = LockError::unavailable("down", None);
         for _ in 0..10 {
             outage.ride(&down).await;

@@ -54,7 +54,7 @@ pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<
     };
     // A waiter rides out store outages within its deadline (see the
     // `outage` module); a try (deadline now) fails as the retry policy says.
-    let mut outage = Outage::new(&inner.config.retry, lock.name(), deadline);
+    let mut outage = Outage::new(&inner.config.retry, &inner.outages, lock.name(), deadline);
     let mut attempt = async || loop {
         match attempt().await {
             Err(e) if outage.ride(&e).await => {}
