@@ -21,7 +21,8 @@
 //! wake-up per unlock) is documented in the `waiter` module; how one
 //! owner's holds share one lost signal and deadline, in the `holds` module;
 //! how leases are kept alive and loss is detected, in the `watchdog`
-//! module; how dropped futures never leave a lock held, in the `op` module.
+//! module; how dropped futures never leave a lock held, in the `op` module;
+//! how a wait rides out a store outage, in the `outage` module.
 //! These are private modules: their promises are the public behaviour of
 //! [`Lock`], [`FairLock`] and [`Guard`], and the conformance suite in
 //! `lock-testkit` checks them on every deployment.

@@ -4,13 +4,15 @@ use std::time::Duration;
 
 use crate::owner::Owner;
 
-/// How long an acquisition waits for a held lock.
+/// How long an acquisition waits for a held lock, and for a store that
+/// does not answer (see [`crate::Lock::acquire`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Wait {
-    /// Until the lock is taken.
+    /// Until the lock is taken, through store outages of any length.
     #[default]
     Forever,
-    /// At most this long; `Duration::ZERO` tries once.
+    /// At most this long; `Duration::ZERO` tries once (a failure the
+    /// retry policy does not get past is returned at once).
     For(Duration),
 }
 
