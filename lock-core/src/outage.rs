@@ -12,11 +12,11 @@
 //! The backoff is the retry policy's, growing with each failed attempt of
 //! the outage up to its [`max_backoff`](crate::RetryPolicy::max_backoff).
 //! A client logs an outage once at `warn`, when the first of its waiters
-//! meets it, and once at `info`, when a waiter that met it gets an answer
+//! meets it, and once at `info`, when the first of them gets an answer
 //! again; the other waiters and every retry log at `debug`. So a long
 //! outage is two lines in the log, not one per retry or per waiter.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::time::Instant;
 
@@ -24,23 +24,37 @@ use crate::config::RetryPolicy;
 use crate::error::LockError;
 use crate::name::LockName;
 
-/// How many waiters of one client are in an outage right now: the log
-/// says when the first meets one and when it is over.
+/// The outage one client's waiters are in, if any: the log says when the
+/// first meets it and when the store answers again. (Only the log depends
+/// on it, so races between waiters cost a line too many or too few.)
 #[derive(Debug, Default)]
 pub(crate) struct Outages {
+    /// Waiters whose last attempt failed.
     waiters: AtomicUsize,
+    /// Whether the outage was logged and its end was not yet.
+    announced: AtomicBool,
 }
 
 impl Outages {
-    /// A waiter met an outage; `true` when it is the first to.
+    /// A waiter met an outage; `true` when the client should say so.
     fn enter(&self) -> bool {
-        self.waiters.fetch_add(1, Ordering::AcqRel) == 0
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        !self.announced.swap(true, Ordering::AcqRel)
     }
 
-    /// A waiter is out of the outage (answered, or gone); `true` when it
-    /// was the last in it.
-    fn leave(&self) -> bool {
-        self.waiters.fetch_sub(1, Ordering::AcqRel) == 1
+    /// A waiter got an answer; `true` when the client should say the
+    /// outage is over.
+    fn answered(&self) -> bool {
+        self.waiters.fetch_sub(1, Ordering::AcqRel);
+        self.announced.swap(false, Ordering::AcqRel)
+    }
+
+    /// A waiter gave up without an answer; the last to leave ends the
+    /// outage silently, so the next one is announced again.
+    fn gone(&self) {
+        if self.waiters.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.announced.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -116,9 +130,8 @@ impl<'a> Outage<'a> {
     /// An attempt got an answer: any outage is over.
     pub(crate) fn over(&mut self) {
         if let Some((since, failed)) = self.current.take() {
-            let last = self.shared.leave();
             let outage = since.elapsed();
-            if last {
+            if self.shared.answered() {
                 tracing::info!(lock = %self.name, ?outage, attempts = failed, "lock store answers again");
             } else {
                 tracing::debug!(lock = %self.name, ?outage, attempts = failed, "lock store answers again");
@@ -132,7 +145,7 @@ impl Drop for Outage<'_> {
     /// too, without saying it is over.
     fn drop(&mut self) {
         if self.current.take().is_some() {
-            self.shared.leave();
+            self.shared.gone();
         }
     }
 }
@@ -187,11 +200,16 @@ mod tests {
         assert_eq!(warnings.load(Ordering::Relaxed), 1);
         first.over();
         first.over();
-        // A waiter that gives up is out of it as well.
-        drop(second);
+        second.over();
         assert_eq!(warnings.load(Ordering::Relaxed), 1);
         first.ride(&down).await;
         assert_eq!(warnings.load(Ordering::Relaxed), 2, "a new outage");
+        // A waiter that gives up is out of it as well: the next outage is
+        // announced.
+        drop(first);
+        let mut third = Outage::new(&policy, &shared, &name, None);
+        third.ride(&down).await;
+        assert_eq!(warnings.load(Ordering::Relaxed), 3);
     }
 
     fn name() -> LockName {
