@@ -123,11 +123,13 @@ mod pubsub;
 pub mod scripts;
 mod single;
 pub mod subscriptions;
+pub mod tls;
 
 pub use config::{
     RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
 };
 pub use single::SingleNode;
+pub use tls::TlsOptions;
 
 pub use lock_core;
 pub use lock_core::*;
