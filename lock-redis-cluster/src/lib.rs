@@ -104,6 +104,7 @@ use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
 pub use lock_core::*;
+pub use lock_redis::TlsOptions;
 pub use lock_script::{KeyLayout, Transport};
 pub use topology::SlotMap;
 pub use transport::ClusterTransport;

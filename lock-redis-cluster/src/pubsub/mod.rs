@@ -284,6 +284,8 @@ impl Manager {
                 sharded: self.sharded,
                 connect_timeout: self.inner.config.connect_timeout,
                 command_timeout: self.inner.config.command_timeout,
+                #[cfg(feature = "tls")]
+                tls: self.inner.nodes.pubsub_tls(),
             };
             tokio::spawn(node::run(settings, rx, self.events_tx.clone()));
             self.nodes.insert(addr.clone(), tx);
