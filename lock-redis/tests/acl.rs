@@ -215,4 +215,46 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
     let err = guard.unlock().await.unwrap_err();
     assert!(err.is_auth_error(), "{err:?}");
     assert!(err.to_string().contains("channel"), "{err}");
+
+    // Nor to subscribe to it: a waiter is told at once, rather than
+    // waiting without ever hearing an unlock.
+    set_user(&server, "locker", "s3cret", LOCK_USER_RULE);
+    let holder = connect(user_config(&server, "locker", "s3cret"))
+        .await
+        .unwrap();
+    let held = holder.lock("other").unwrap().lock().await.unwrap();
+    let started = Instant::now();
+    let err = client
+        .lock("other")
+        .unwrap()
+        .try_lock_for(Duration::from_secs(3))
+        .await
+        .unwrap_err();
+    assert!(err.is_auth_error(), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    held.unlock().await.unwrap();
+
+    // A fair waiter told so leaves the queue it had joined.
+    let held = holder.fair_lock("fair").unwrap().lock().await.unwrap();
+    let err = client
+        .fair_lock("fair")
+        .unwrap()
+        .try_lock_for(Duration::from_secs(3))
+        .await
+        .unwrap_err();
+    assert!(err.is_auth_error(), "{err:?}");
+    let queue = format!("redisson_lock_queue:{{{PREFIX}fair}}");
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while server.cmd(&["LLEN", &queue]) != lock_redis::redis::Value::Int(0) {
+        assert!(
+            Instant::now() < deadline,
+            "the refused waiter stayed queued"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    held.unlock().await.unwrap();
 }
