@@ -1,7 +1,7 @@
 //! The README's ACL rule for a lock user, with the cluster's additions
 //! (`CLUSTER SLOTS`, `INFO`, `ASKING`, sharded pub/sub), serves locks and
-//! wakes waiters on every master; wrong credentials are
-//! `LockError::Unauthorized`.
+//! wakes waiters on every master; wrong credentials, and unlock channels
+//! the user may not subscribe to, are `LockError::Unauthorized`.
 
 use std::time::{Duration, Instant};
 
@@ -110,6 +110,34 @@ async fn a_lock_user_serves_every_master_and_bad_credentials_are_unauthorized() 
             break;
         }
     }
+
+    // A user that may not subscribe to the unlock channels: its waiter is
+    // told so at once, rather than never hearing an unlock.
+    for port in cluster.ports() {
+        let mut args = vec!["ACL", "SETUSER", "deaf", "reset", "on", ">pw"];
+        args.extend(
+            CLUSTER_LOCK_USER_RULE
+                .iter()
+                .filter(|rule| !rule.starts_with('&')),
+        );
+        cluster.node(port).cmd(&args);
+    }
+    let deaf = connect(config(&cluster, "deaf", "pw")).await.unwrap();
+    let held = holder.lock("deaf").unwrap().lock().await.unwrap();
+    let started = Instant::now();
+    let err = deaf
+        .lock("deaf")
+        .unwrap()
+        .try_lock_for(Duration::from_secs(3))
+        .await
+        .unwrap_err();
+    assert!(err.is_auth_error(), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    held.unlock().await.unwrap();
 
     let started = Instant::now();
     let err = connect(config(&cluster, "locker", "wrong"))

@@ -201,6 +201,17 @@ impl Manager {
                     }
                 }
             }
+            NodeEvent::Refused { channel, message } => {
+                if let Some(d) = self.desired.remove(&channel) {
+                    tracing::warn!(%channel, %message, "the ACL refuses this channel");
+                    let refused = LockError::Unauthorized {
+                        message: format!("redis refused the subscription: {message}"),
+                    };
+                    for waiter in d.waiters {
+                        let _ = waiter.send(Err(refused.clone()));
+                    }
+                }
+            }
             NodeEvent::Down { addr } => {
                 let mut any = false;
                 for d in self.desired.values_mut() {

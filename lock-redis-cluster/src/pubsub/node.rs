@@ -44,6 +44,9 @@ pub(crate) enum NodeEvent {
     /// The node dropped `channel` (its slot moved away) or refused it
     /// (`-MOVED`): it must be subscribed elsewhere.
     Lost { addr: Addr, channel: String },
+    /// The ACL does not let our user subscribe to `channel` (`-NOPERM`):
+    /// no node will, so its subscribers must be told.
+    Refused { channel: String, message: String },
     /// The connection broke; every subscription of this node is gone until
     /// it reconnects and confirms them again.
     Down { addr: Addr },
@@ -277,10 +280,15 @@ fn handle(
                 Some(Pending::Sub(channel)) => {
                     tracing::debug!(%addr, %channel, %message, "subscribe refused");
                     channels.remove(&channel);
-                    let _ = events.send(NodeEvent::Lost {
-                        addr: addr.clone(),
-                        channel,
-                    });
+                    let event = if message.starts_with("NOPERM") {
+                        NodeEvent::Refused { channel, message }
+                    } else {
+                        NodeEvent::Lost {
+                            addr: addr.clone(),
+                            channel,
+                        }
+                    };
+                    let _ = events.send(event);
                 }
                 Some(Pending::Ping) => *ping_sent = None,
                 Some(Pending::Unsub(_)) | None => {}
