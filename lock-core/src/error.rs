@@ -104,6 +104,27 @@ pub enum LockError {
     /// The client was closed; no further operation is possible.
     #[error("lock client is closed")]
     Closed,
+
+    /// The backend refused who we are or what we asked: wrong user or
+    /// password (`WRONGPASS`), no authentication (`NOAUTH`), or a user not
+    /// allowed a command, key or channel the operation needs (`NOPERM`).
+    /// Not retryable: fix the credentials or the user's permissions.
+    #[error("lock backend refused the credentials or permissions: {message}")]
+    Unauthorized {
+        /// What the backend said.
+        message: String,
+    },
+
+    /// A TLS handshake failed over a certificate: the server's certificate
+    /// is not signed by a trusted authority or does not name the server, or
+    /// the server refused our client certificate (or its absence). The
+    /// server was reached; retrying will not help until the certificates or
+    /// the trusted authorities change.
+    #[error("TLS certificate refused: {message}")]
+    Tls {
+        /// What failed, from the TLS library.
+        message: String,
+    },
 }
 
 impl LockError {
@@ -177,6 +198,18 @@ impl LockError {
         matches!(self, Self::WrongType { .. })
     }
 
+    /// Whether the backend refused the credentials or a permission
+    /// ([`LockError::Unauthorized`]).
+    pub fn is_auth_error(&self) -> bool {
+        matches!(self, Self::Unauthorized { .. })
+    }
+
+    /// Whether a TLS handshake failed over a certificate
+    /// ([`LockError::Tls`]).
+    pub fn is_tls_error(&self) -> bool {
+        matches!(self, Self::Tls { .. })
+    }
+
     /// Whether the store was out of memory and refused the write.
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, Self::OutOfMemory { .. })
@@ -208,6 +241,14 @@ mod tests {
         };
         assert!(oom.is_out_of_memory());
         assert!(!oom.is_retryable());
+        let auth = LockError::Unauthorized {
+            message: "WRONGPASS".into(),
+        };
+        assert!(auth.is_auth_error() && !auth.is_retryable() && !auth.is_invalid_argument());
+        let tls = LockError::Tls {
+            message: "invalid peer certificate".into(),
+        };
+        assert!(tls.is_tls_error() && !tls.is_retryable() && !tls.is_auth_error());
     }
 
     #[test]

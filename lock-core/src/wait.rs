@@ -82,18 +82,24 @@ pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<
     let subscription = inner.waiters.join(&inner.connection, kind, channel);
     // Until the subscription is confirmed a notice could be missed, so
     // wait for it; if it fails, waiting stays correct, bounded by TTLs.
+    // Except when the store refuses the channel to this user (an ACL):
+    // that will not change by waiting, and the caller must hear of it.
     let confirmed = async {
-        if let Err(e) = subscription.confirmed().await {
-            tracing::warn!(%e, lock = %lock.name(), "subscription failed; waiting on lease timeouts");
+        match subscription.confirmed().await {
+            Err(e) if e.is_auth_error() => Err(e),
+            Err(e) => {
+                tracing::warn!(%e, lock = %lock.name(), "subscription failed; waiting on lease timeouts");
+                Ok(())
+            }
+            Ok(()) => Ok(()),
         }
     };
     match deadline {
-        Some(d) => {
-            if tokio::time::timeout_at(d, confirmed).await.is_err() {
-                return Ok(None);
-            }
-        }
-        None => confirmed.await,
+        Some(d) => match tokio::time::timeout_at(d, confirmed).await {
+            Err(_) => return Ok(None),
+            Ok(confirmed) => confirmed?,
+        },
+        None => confirmed.await?,
     }
 
     let mut baton = WakeBaton::new(Arc::clone(&subscription.notify));

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use lock_core::{LockError, Result};
-use lock_redis::RedisConfig;
+use lock_redis::{RedisConfig, TlsOptions};
 use lock_script::KeyLayout;
 
 /// How unlock notices travel through the cluster.
@@ -43,8 +43,10 @@ pub use lock_script::ReplicaSync;
 #[non_exhaustive]
 pub struct ClusterConfig {
     /// Nodes to learn the topology from (any nodes of the cluster;
-    /// `redis://[user][:password@]host:port/`). Credentials of the first
-    /// seed are used for every node.
+    /// `redis://[user][:password@]host:port/`, or `rediss://…` with the
+    /// `tls` feature). Credentials and the scheme of the first seed are used
+    /// for every node: with `rediss://`, every connection is TLS (seeds,
+    /// the nodes learnt from `CLUSTER SLOTS`, and the pub/sub connections).
     pub seeds: Vec<String>,
     /// Put before every lock name to make its key. Must not contain `{` or
     /// `}`: the key's hash tag must come from the lock name alone.
@@ -66,6 +68,11 @@ pub struct ClusterConfig {
     /// released again and the acquisition fails with
     /// [`LockError::NotReplicated`]. Off by default.
     pub replica_sync: Option<ReplicaSync>,
+    /// The CA to trust and the client certificate to present on every
+    /// connection of a `rediss://` cluster (the same options as
+    /// [`RedisConfig::tls`]); without it, the system's roots and no client
+    /// certificate.
+    pub tls: Option<TlsOptions>,
 }
 
 impl ClusterConfig {
@@ -81,6 +88,7 @@ impl ClusterConfig {
             max_redirects: 5,
             pubsub: PubSubMode::Auto,
             replica_sync: None,
+            tls: None,
         }
     }
 
@@ -126,6 +134,12 @@ impl ClusterConfig {
         self
     }
 
+    /// Sets [`ClusterConfig::tls`].
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
     /// The key layout this configuration gives.
     pub fn layout(&self) -> KeyLayout {
         KeyLayout::with_prefix(self.key_prefix.clone())
@@ -161,10 +175,14 @@ impl ClusterConfig {
 
     /// The single-node configuration used for connections to `url`.
     pub(crate) fn node_config(&self, url: &str) -> RedisConfig {
-        RedisConfig::new(url)
+        let config = RedisConfig::new(url)
             .command_timeout(self.command_timeout)
             .connect_timeout(self.connect_timeout)
-            .pool_size(self.pool_size)
+            .pool_size(self.pool_size);
+        match &self.tls {
+            Some(tls) => config.tls(tls.clone()),
+            None => config,
+        }
     }
 }
 

@@ -22,6 +22,15 @@
 //! # Ok(()) }
 //! ```
 //!
+//! ## TLS
+//! With `rediss://` seeds (feature `tls`), every connection is TLS: the
+//! seeds, every node learnt from `CLUSTER SLOTS` (asked over TLS, a node
+//! answers with its TLS ports) and the pub/sub connections, sharded or
+//! not, all with [`ClusterConfig::tls`] (the same [`TlsOptions`] as one
+//! server: a custom CA, a client certificate). The server certificates must
+//! name the addresses the nodes announce (often their IPs). A refused
+//! certificate is [`LockError::Tls`].
+//!
 //! ## Routing
 //! A key's slot is CRC16/XMODEM of its hash tag (the text between the first
 //! `{` and the next `}`, when not empty) or of the whole key, mod 16384
@@ -113,6 +122,7 @@ use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
 pub use lock_core::*;
+pub use lock_redis::TlsOptions;
 pub use lock_script::{KeyLayout, Transport};
 pub use topology::SlotMap;
 pub use transport::ClusterTransport;

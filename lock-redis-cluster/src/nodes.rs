@@ -1,5 +1,6 @@
 //! Connections to the nodes of a cluster: one [`ConnectionSet`] per node
-//! address, made on first use with the seed's credentials.
+//! address, made on first use with the first seed's credentials and scheme
+//! (TLS for a `rediss://` seed, with the configuration's TLS options).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -18,6 +19,10 @@ pub(crate) struct Nodes {
     config: ClusterConfig,
     /// The first seed's parsed URL: credentials and settings for all nodes.
     template: ConnectionInfo,
+    /// The TLS settings of the hand-written pub/sub connections, for a
+    /// `rediss://` cluster.
+    #[cfg(feature = "tls")]
+    pubsub_tls: Option<Arc<rustls::ClientConfig>>,
     sets: Mutex<HashMap<Addr, Arc<ConnectionSet>>>,
     closed: std::sync::atomic::AtomicBool,
 }
@@ -25,17 +30,36 @@ pub(crate) struct Nodes {
 impl Nodes {
     /// # Errors
     /// [`LockError::InvalidArgument`] for a seed that is not a
-    /// `redis://host:port` URL.
+    /// `redis://host:port` (or `rediss://host:port`) URL, or a `rediss://`
+    /// seed without the `tls` feature.
     pub(crate) fn new(config: &ClusterConfig) -> Result<Self> {
         let template = config.node_config(&config.seeds[0]).connection_info()?;
-        if !matches!(template.addr(), ConnectionAddr::Tcp(..)) {
+        let tls = match template.addr() {
+            ConnectionAddr::Tcp(..) => false,
+            ConnectionAddr::TcpTls { .. } => true,
+            _ => {
+                return Err(LockError::invalid(
+                    "cluster seeds must be redis://host:port or rediss://host:port URLs (Unix sockets are not supported for clusters)",
+                ))
+            }
+        };
+        #[cfg(feature = "tls")]
+        let pubsub_tls = if tls {
+            Some(config.tls.clone().unwrap_or_default().rustls_config()?)
+        } else {
+            None
+        };
+        #[cfg(not(feature = "tls"))]
+        if tls {
             return Err(LockError::invalid(
-                "cluster seeds must be redis://host:port URLs (TLS and Unix sockets are not supported for clusters)",
+                "rediss:// cluster seeds need lock-redis-cluster's `tls` feature",
             ));
         }
         Ok(Self {
             config: config.clone(),
             template,
+            #[cfg(feature = "tls")]
+            pubsub_tls,
             sets: Mutex::new(HashMap::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
         })
@@ -48,7 +72,9 @@ impl Nodes {
     pub(crate) fn seed_addr(config: &ClusterConfig, url: &str) -> Result<Addr> {
         let info = config.node_config(url).connection_info()?;
         match info.addr() {
-            ConnectionAddr::Tcp(host, port) => Ok(Arc::from(format!("{host}:{port}"))),
+            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                Ok(Arc::from(format!("{host}:{port}")))
+            }
             _ => Err(LockError::invalid(format!(
                 "cluster seed {url:?} is not a redis://host:port URL"
             ))),
@@ -61,10 +87,23 @@ impl Nodes {
             .rsplit_once(':')
             .and_then(|(h, p)| Some((h, p.parse::<u16>().ok()?)))
             .ok_or_else(|| LockError::protocol(format!("bad node address {addr:?}")))?;
-        Ok(self
-            .template
-            .clone()
-            .set_addr(ConnectionAddr::Tcp(host.to_owned(), port)))
+        let addr = match self.template.addr() {
+            ConnectionAddr::TcpTls { insecure, .. } => ConnectionAddr::TcpTls {
+                host: host.to_owned(),
+                port,
+                insecure: *insecure,
+                tls_params: None,
+            },
+            _ => ConnectionAddr::Tcp(host.to_owned(), port),
+        };
+        Ok(self.template.clone().set_addr(addr))
+    }
+
+    /// The TLS settings for a pub/sub connection, for a `rediss://`
+    /// cluster.
+    #[cfg(feature = "tls")]
+    pub(crate) fn pubsub_tls(&self) -> Option<Arc<rustls::ClientConfig>> {
+        self.pubsub_tls.clone()
     }
 
     /// The connections of `addr`, made on first use.
@@ -81,7 +120,7 @@ impl Nodes {
             return Ok(set.clone());
         }
         let client =
-            redis::Client::open(self.connection_info(addr)?).map_err(|e| from_redis(&e, ""))?;
+            lock_redis::tls::client(self.connection_info(addr)?, self.config.tls.as_ref())?;
         let set = Arc::new(ConnectionSet::new(
             client,
             &self.config.node_config(&format!("redis://{addr}/")),

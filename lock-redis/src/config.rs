@@ -7,6 +7,8 @@ use lock_core::{LockError, Result, MAX_LEASE};
 use lock_script::{KeyLayout, ReplicaSync};
 use redis::IntoConnectionInfo;
 
+use crate::tls::TlsOptions;
+
 /// Default [`RedisConfig::command_timeout`]: 3 s.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
 /// Default [`RedisConfig::connect_timeout`]: 3 s.
@@ -70,6 +72,10 @@ pub struct RedisConfig {
     /// Wait for replicas after every acquisition of every kind (see
     /// [`ReplicaSync`]); off by default.
     pub replica_sync: Option<ReplicaSync>,
+    /// The CA to trust and the client certificate to present on a
+    /// `rediss://` URL (feature `tls`); without it, the system's roots and
+    /// no client certificate. Needs a `rediss://` URL.
+    pub tls: Option<TlsOptions>,
 }
 
 impl RedisConfig {
@@ -82,6 +88,7 @@ impl RedisConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             pool_size: DEFAULT_POOL_SIZE,
             replica_sync: None,
+            tls: None,
         }
     }
 
@@ -116,6 +123,22 @@ impl RedisConfig {
         self
     }
 
+    /// Sets [`RedisConfig::tls`].
+    pub fn tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// The redis-rs client for this configuration (no I/O), with its TLS
+    /// options applied.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] as [`RedisConfig::validate`] for the
+    /// URL and TLS options.
+    pub fn client(&self) -> Result<redis::Client> {
+        crate::tls::client(self.connection_info()?, self.tls.as_ref())
+    }
+
     /// The key layout this configuration gives.
     pub fn layout(&self) -> KeyLayout {
         KeyLayout::with_prefix(self.key_prefix.clone())
@@ -126,9 +149,10 @@ impl RedisConfig {
     /// # Errors
     /// [`LockError::InvalidArgument`] naming the first bad field: an
     /// unparsable URL (or `rediss://` without the `tls` feature), a zero or
-    /// absurdly long timeout, a zero pool size.
+    /// absurdly long timeout, a zero pool size, TLS options on a
+    /// `redis://` URL or with a certificate that does not parse.
     pub fn validate(&self) -> Result<()> {
-        self.connection_info()?;
+        self.client()?;
         check_timeout(self.command_timeout, "command_timeout")?;
         check_timeout(self.connect_timeout, "connect_timeout")?;
         if self.pool_size == 0 {
@@ -199,6 +223,7 @@ impl fmt::Debug for RedisConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("pool_size", &self.pool_size)
             .field("replica_sync", &self.replica_sync)
+            .field("tls", &self.tls)
             .finish()
     }
 }

@@ -35,11 +35,16 @@
 //! ```
 //!
 //! A bad configuration (unparsable URL, `rediss://` without the `tls`
-//! feature, zero timeouts or pool size) is rejected by [`connect`] with
+//! feature, zero timeouts or pool size, TLS options on a `redis://` URL or
+//! with a PEM that does not parse) is rejected by [`connect`] with
 //! [`LockError::InvalidArgument`] before any I/O. `connect` then makes one
-//! connection and loads every kind's scripts, so an unreachable server or
-//! wrong password shows up there. Features: `tls`
-//! enables `rediss://` URLs (rustls with the system's root certificates).
+//! connection and loads every kind's scripts, so an unreachable server
+//! ([`LockError::Unavailable`]), a wrong password
+//! ([`LockError::Unauthorized`]) or a refused certificate
+//! ([`LockError::Tls`]) shows up there. Features: `tls` enables `rediss://`
+//! URLs (rustls), trusting the system's root certificates or the CA of
+//! [`TlsOptions`], which also presents a client certificate (mutual TLS);
+//! every connection of the client, pub/sub included, uses them.
 //!
 //! ## Connections
 //!
@@ -73,7 +78,9 @@
 //!
 //! | situation | error | [`LockError::is_retryable`] |
 //! | --- | --- | --- |
-//! | bad configuration, rejected credentials, zero lease | [`LockError::InvalidArgument`] | no |
+//! | bad configuration, zero lease | [`LockError::InvalidArgument`] | no |
+//! | rejected credentials (`WRONGPASS`, `NOAUTH`), a command, key or channel the ACL does not allow the user (`NOPERM`, also inside a script) | [`LockError::Unauthorized`] ([`LockError::is_auth_error`]) | no |
+//! | a TLS certificate refused: the server's not signed by the trusted CA, ours missing or refused | [`LockError::Tls`] ([`LockError::is_tls_error`]) | no |
 //! | a non-hash value at the lock key, a fencing counter that is not an integer | [`LockError::WrongType`] naming the key (value left untouched, nothing written) | no |
 //! | `OOM` at `maxmemory` (`noeviction`): acquire, re-entry, partial release (the last release and renewals still work) | [`LockError::OutOfMemory`] (nothing written) | no |
 //! | server down, connection refused or reset | [`LockError::Unavailable`] | yes |
@@ -123,11 +130,13 @@ mod pubsub;
 pub mod scripts;
 mod single;
 pub mod subscriptions;
+pub mod tls;
 
 pub use config::{
     RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
 };
 pub use single::SingleNode;
+pub use tls::TlsOptions;
 
 pub use lock_core;
 pub use lock_core::*;

@@ -309,6 +309,19 @@ impl Worker {
                         }
                         false
                     }
+                    Ok(Err(e)) if from_redis(&e, "").is_auth_error() => {
+                        // The ACL refuses these channels (NOPERM): an
+                        // answer, not a broken connection. Retrying on a
+                        // new connection would be refused again, so the
+                        // subscribers are told why.
+                        let refused = from_redis(&e, "");
+                        tracing::warn!(error = %refused, "pub/sub SUBSCRIBE refused");
+                        for (channel, confirm) in items {
+                            self.desired.remove(&channel);
+                            let _ = confirm.send(Err(refused.clone()));
+                        }
+                        false
+                    }
                     failed => {
                         log_failure("SUBSCRIBE", failed);
                         *sink = None;

@@ -68,10 +68,7 @@ impl SingleNode {
     /// runtime.
     pub fn new(config: &RedisConfig) -> Result<Self> {
         config.validate()?;
-        #[cfg(feature = "tls")]
-        install_crypto_provider();
-        let client =
-            redis::Client::open(config.connection_info()?).map_err(|e| from_redis(&e, ""))?;
+        let client = config.client()?;
         let pubsub = PubSub::spawn(
             client.clone(),
             config.connect_timeout,
@@ -137,16 +134,6 @@ impl SingleNode {
                 Err(timed_out(what, self.command_timeout))
             }
         }
-    }
-}
-
-/// rustls needs a process-wide crypto provider; install `ring`'s unless the
-/// application installed one already.
-#[cfg(feature = "tls")]
-fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Losing a race with another installer is fine: one is installed.
-        let _ = rustls::crypto::ring::default_provider().install_default();
     }
 }
 

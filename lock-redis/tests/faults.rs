@@ -181,7 +181,8 @@ async fn wrong_password_is_not_retryable() {
     let err = RedisBackend::connect(RedisConfig::new(url).command_timeout(TIMEOUT))
         .await
         .unwrap_err();
-    assert!(err.is_invalid_argument(), "{err:?}");
+    // Its own error, not a bad URL's (InvalidArgument).
+    assert!(err.is_auth_error() && !err.is_retryable(), "{err:?}");
     assert!(!err.to_string().contains("wrong@"), "{err}");
 
     // The right one works, with a user name too.

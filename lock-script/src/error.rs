@@ -9,7 +9,9 @@
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
 //! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
-//! | wrong password / user (`WRONGPASS`, `NOAUTH`, `NOPERM`), invalid URL | [`LockError::InvalidArgument`] | no |
+//! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script) | [`LockError::Unauthorized`] | no |
+//! | a TLS handshake failing over a certificate (server's not trusted, ours refused or missing; feature `tls`) | [`LockError::Tls`] | no |
+//! | invalid URL or client configuration | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
 //! | the backend was closed | [`LockError::Closed`] | no |
 //!
@@ -50,17 +52,17 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
                 message: format!("redis is at maxmemory and refused a write: {err}"),
             };
         }
-        Some("WRONGPASS" | "NOAUTH" | "NOPERM") => {
-            return LockError::invalid(format!(
-                "redis rejected the credentials or permissions: {err}"
-            ));
-        }
+        Some("WRONGPASS" | "NOAUTH" | "NOPERM") => return unauthorized(err),
         _ => {}
     }
+    if let Some(message) = tls::certificate_failure(err) {
+        return LockError::Tls { message };
+    }
+    if script_lacks_permission(err) {
+        return unauthorized(err);
+    }
     match err.kind() {
-        ErrorKind::AuthenticationFailed => LockError::invalid(format!(
-            "redis rejected the credentials or permissions: {err}"
-        )),
+        ErrorKind::AuthenticationFailed => unauthorized(err),
         ErrorKind::InvalidClientConfig => {
             LockError::invalid(format!("invalid redis configuration: {err}"))
         }
@@ -81,6 +83,24 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
     }
 }
 
+fn unauthorized(err: &RedisError) -> LockError {
+    LockError::Unauthorized {
+        message: format!("redis rejected the credentials or permissions: {err}"),
+    }
+}
+
+/// What Redis 7 says when a script's `redis.call` hits a command, key or
+/// channel the user may not use: the reply's code is the script's `ERR`,
+/// and the ACL refusal is only in its text.
+const SCRIPT_NOPERM: &str = "user executing the script";
+
+fn script_lacks_permission(err: &RedisError) -> bool {
+    err.code() == Some("ERR")
+        && err
+            .detail()
+            .is_some_and(|detail| detail.contains(SCRIPT_NOPERM) || detail.contains("NOPERM"))
+}
+
 /// The error code of a fencing-token counter that does not hold an integer
 /// (see `scripts/common.lua`).
 const BAD_TOKEN: &str = "BADTOKEN";
@@ -92,6 +112,80 @@ const BAD_TOKEN_TAIL: &str = " does not hold an integer fencing token counter";
 fn bad_token_counter(err: &RedisError) -> Option<&str> {
     let detail = err.detail()?;
     detail.rfind(BAD_TOKEN_TAIL).map(|end| &detail[..end])
+}
+
+#[cfg(feature = "tls")]
+mod tls {
+    //! A rustls error inside redis-rs's I/O error. redis-rs keeps the
+    //! `io::Error` of a failed handshake (or of the alert a server sends
+    //! after it, refusing our certificate) behind an `Arc` in its source
+    //! chain; the rustls error is that `io::Error`'s payload.
+
+    use std::error::Error;
+    use std::io;
+    use std::sync::Arc;
+
+    use rustls::AlertDescription as Alert;
+
+    /// The rustls error's text when `err` is a TLS failure over a
+    /// certificate, either side's; `None` for anything else (a connection
+    /// refused, or TLS spoken to a plain server, stay retryable).
+    pub(super) fn certificate_failure(err: &redis::RedisError) -> Option<String> {
+        let tls = rustls_error(err)?;
+        let about_certificates = match tls {
+            rustls::Error::InvalidCertificate(_) | rustls::Error::NoCertificatesPresented => true,
+            rustls::Error::AlertReceived(alert) => matches!(
+                alert,
+                Alert::BadCertificate
+                    | Alert::UnsupportedCertificate
+                    | Alert::CertificateRevoked
+                    | Alert::CertificateExpired
+                    | Alert::CertificateUnknown
+                    | Alert::UnknownCA
+                    | Alert::CertificateRequired
+                    | Alert::AccessDenied
+                    // OpenSSL's answer to a client certificate whose
+                    // signature does not verify against its CA.
+                    | Alert::DecryptError
+            ),
+            _ => false,
+        };
+        about_certificates.then(|| match tls {
+            rustls::Error::AlertReceived(_) => {
+                format!("the server refused the TLS client certificate ({tls})")
+            }
+            _ => format!("the server's TLS certificate is not trusted ({tls})"),
+        })
+    }
+
+    fn rustls_error(err: &redis::RedisError) -> Option<&rustls::Error> {
+        let mut next: Option<&(dyn Error + 'static)> = err.source();
+        while let Some(e) = next {
+            let io = e.downcast_ref::<io::Error>().or_else(|| {
+                e.downcast_ref::<Arc<dyn Error + Send + Sync>>()
+                    .and_then(|inner| inner.downcast_ref::<io::Error>())
+            });
+            if let Some(found) = io
+                .and_then(io::Error::get_ref)
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+            {
+                return Some(found);
+            }
+            if let Some(found) = e.downcast_ref::<rustls::Error>() {
+                return Some(found);
+            }
+            next = e.source();
+        }
+        None
+    }
+}
+
+#[cfg(not(feature = "tls"))]
+mod tls {
+    /// Without TLS there are no certificate failures.
+    pub(super) fn certificate_failure(_err: &redis::RedisError) -> Option<String> {
+        None
+    }
 }
 
 /// The error of a call that got no reply within `limit`.
@@ -181,8 +275,59 @@ mod tests {
     }
 
     #[test]
-    fn credentials_are_invalid_arguments() {
-        assert!(from_redis(&server_err("WRONGPASS"), "k").is_invalid_argument());
-        assert!(from_redis(&server_err("NOAUTH"), "k").is_invalid_argument());
+    fn credentials_and_permissions_are_auth_errors() {
+        for code in ["WRONGPASS", "NOAUTH", "NOPERM"] {
+            let e = from_redis(&server_err(code), "k");
+            assert!(e.is_auth_error(), "{code}: {e:?}");
+            assert!(!e.is_retryable() && !e.is_invalid_argument(), "{code}");
+        }
+        let auth = RedisError::from((ErrorKind::AuthenticationFailed, "bad password"));
+        assert!(from_redis(&auth, "k").is_auth_error());
+        // A script's redis.call refused by the ACL: Redis 7 reports it as
+        // the script's ERR.
+        let in_script = redis::make_extension_error(
+            "ERR".to_owned(),
+            Some(
+                "The user executing the script can't run this command or subcommand script: \
+                 abc, on @user_script:3."
+                    .to_owned(),
+            ),
+        );
+        assert!(from_redis(&in_script, "k").is_auth_error());
+        let other = redis::make_extension_error("ERR".to_owned(), Some("boom".to_owned()));
+        assert!(!from_redis(&other, "k").is_auth_error());
+    }
+
+    #[test]
+    fn a_bad_client_configuration_is_an_invalid_argument() {
+        let e = RedisError::from((ErrorKind::InvalidClientConfig, "nope"));
+        assert!(from_redis(&e, "k").is_invalid_argument());
+    }
+
+    #[cfg(feature = "tls")]
+    #[test]
+    fn certificate_failures_are_tls_errors_and_other_tls_trouble_is_retryable() {
+        let wrap =
+            |tls: rustls::Error| RedisError::from(io::Error::new(io::ErrorKind::InvalidData, tls));
+        let untrusted = wrap(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::UnknownIssuer,
+        ));
+        let e = from_redis(&untrusted, "k");
+        assert!(e.is_tls_error() && !e.is_retryable(), "{e:?}");
+        assert!(e.to_string().contains("not trusted"), "{e}");
+        let refused = wrap(rustls::Error::AlertReceived(
+            rustls::AlertDescription::CertificateRequired,
+        ));
+        let e = from_redis(&refused, "k");
+        assert!(e.is_tls_error(), "{e:?}");
+        assert!(
+            e.to_string().contains("refused the TLS client certificate"),
+            "{e}"
+        );
+        // TLS spoken to a plain server: not a certificate problem.
+        let garbled = wrap(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert!(from_redis(&garbled, "k").is_retryable());
     }
 }

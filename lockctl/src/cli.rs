@@ -2,6 +2,7 @@
 //! errors become exit code 64.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::error::ErrorKind;
@@ -22,6 +23,8 @@ Exit codes:
   64      usage: bad flag, duration, URL or lock name
   65      the key holds something that is not a lock
   69      Redis unreachable, not answering, or out of memory
+  77      Redis refused the credentials (user, password) or a permission
+          (ACL), or a TLS certificate was refused (server's or ours)
   70      internal error
   75      run: lock not acquired within --wait
   76      run: lock lost while the command ran (the command was stopped)
@@ -43,8 +46,10 @@ pub(crate) struct Cli {
 /// Options every command takes: where the locks are.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
-    /// The Redis server, e.g. redis://user:password@host:6379/0 (user,
-    /// password, port and database are optional).
+    /// The Redis server, e.g. redis://user@host:6379/0 (user, port and
+    /// database are optional), rediss://… for TLS. The password comes from
+    /// $REDIS_PASSWORD (or the URL): there is no flag for it, as flags
+    /// show in `ps`.
     #[arg(
         long,
         env = "REDIS_URL",
@@ -59,6 +64,20 @@ pub(crate) struct Global {
     /// --url.
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
     pub(crate) cluster: Vec<String>,
+
+    /// TLS (rediss:// URLs): trust the CA certificates in this PEM file
+    /// instead of the system's roots.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) tls_ca: Option<PathBuf>,
+
+    /// TLS: present this client certificate (PEM; with --tls-key), for
+    /// servers that require one (mutual TLS).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+
+    /// TLS: the private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
 
     /// Prefix put before every lock name to make its key (as the library's
     /// `RedisConfig::key_prefix`).

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lock_core::{ClientConfig, LockClient, LockError};
-use lock_redis::RedisConfig;
+use lock_redis::{RedisConfig, TlsOptions};
 use lock_redis_cluster::ClusterConfig;
 use tokio::time::Instant;
 
@@ -29,12 +29,17 @@ const CONNECTIONS: usize = 1;
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// Where the password comes from when the URL carries none: never a flag,
+/// whose value any user can read in `ps`.
+const PASSWORD_VAR: &str = "REDIS_PASSWORD";
+
 /// Connects a client (it serves every lock kind; commands pick the handle)
 /// to the server the global options name.
 ///
 /// # Errors
 /// Exit 64 for a bad URL or option (before any I/O), 69 when the server
-/// cannot be reached.
+/// cannot be reached, 77 when it refuses the credentials or a TLS
+/// certificate.
 pub(crate) async fn client(global: &Global) -> Result<LockClient, Failure> {
     client_with(global, ClientConfig::default()).await
 }
@@ -94,11 +99,20 @@ pub(crate) async fn client_by(
 
 /// A Redis Cluster, from `--cluster`.
 async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
-    let cluster = ClusterConfig::new(global.cluster.iter().cloned())
+    let seeds = global
+        .cluster
+        .iter()
+        .map(|url| with_password(url))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::lock("bad --cluster", &e))?;
+    let mut cluster = ClusterConfig::new(seeds)
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS);
+    if let Some(tls) = tls(global)? {
+        cluster = cluster.tls(tls);
+    }
     if let Err(e) = cluster.validate() {
         return Err(Failure::lock("bad --cluster", &e));
     }
@@ -109,11 +123,18 @@ async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Fa
 
 /// One Redis server, from `--url`.
 async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
-    let redis = RedisConfig::new(global.url.as_str())
+    let url = with_password(&global.url).map_err(|e| Failure::lock("bad --url", &e))?;
+    let mut redis = RedisConfig::new(url)
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS);
+    if let Some(tls) = tls(global)? {
+        redis = redis.tls(tls);
+    }
+    if let Err(e) = redis.validate() {
+        return Err(Failure::lock("bad --url or --tls-* option", &e));
+    }
     // Name the server in errors by address only: the URL may hold a
     // password.
     let server = match redis.connection_info() {
@@ -125,6 +146,52 @@ async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient
         .map_err(|e| unreachable_or(&format!("Redis at {server}"), &e))
 }
 
+/// The TLS options of `--tls-ca`, `--tls-cert` and `--tls-key`, if any is
+/// given.
+///
+/// # Errors
+/// Exit 64 for a file that cannot be read.
+fn tls(global: &Global) -> Result<Option<TlsOptions>, Failure> {
+    if global.tls_ca.is_none() && global.tls_cert.is_none() && global.tls_key.is_none() {
+        return Ok(None);
+    }
+    TlsOptions::from_files(
+        global.tls_ca.as_deref(),
+        global.tls_cert.as_deref(),
+        global.tls_key.as_deref(),
+    )
+    .map(Some)
+    .map_err(|e| Failure::lock("bad --tls-* option", &e))
+}
+
+/// `url` with the password of `$REDIS_PASSWORD` when the URL carries none
+/// (the user named in the URL, if any, is kept).
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for a URL that cannot hold a password.
+fn with_password(url: &str) -> Result<String, LockError> {
+    match std::env::var(PASSWORD_VAR) {
+        Ok(password) if !password.is_empty() => put_password(url, &password),
+        _ => Ok(url.to_owned()),
+    }
+}
+
+fn put_password(url: &str, password: &str) -> Result<String, LockError> {
+    // Not a URL at all: leave it to the URL check to name the problem.
+    let Ok(mut parsed) = url::Url::parse(url) else {
+        return Ok(url.to_owned());
+    };
+    if parsed.password().is_some() {
+        return Ok(url.to_owned());
+    }
+    parsed.set_password(Some(password)).map_err(|()| {
+        LockError::invalid(format!(
+            "${PASSWORD_VAR} is set, but the URL cannot carry a password"
+        ))
+    })?;
+    Ok(parsed.into())
+}
+
 /// A connect error, naming the server or cluster (and saying "cannot reach" when the
 /// error is a connection failure rather than, say, rejected credentials).
 fn unreachable_or(server: &str, err: &LockError) -> Failure {
@@ -134,4 +201,36 @@ fn unreachable_or(server: &str, err: &LockError) -> Failure {
         server.to_owned()
     };
     Failure::lock(&context, err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_goes_into_a_url_without_one() {
+        assert_eq!(
+            put_password("redis://127.0.0.1:6379", "s3cret").unwrap(),
+            "redis://:s3cret@127.0.0.1:6379"
+        );
+        assert_eq!(
+            put_password("rediss://locker@10.0.0.5:6380/2", "p@ss word").unwrap(),
+            "rediss://locker:p%40ss%20word@10.0.0.5:6380/2"
+        );
+        // The URL's own password wins.
+        assert_eq!(
+            put_password("redis://:mine@h:1/", "env").unwrap(),
+            "redis://:mine@h:1/"
+        );
+        // Not a URL: left for the URL check to report.
+        assert_eq!(put_password("not a url", "x").unwrap(), "not a url");
+    }
+
+    #[test]
+    fn an_encoded_password_reaches_redis_decoded() {
+        let url = put_password("redis://locker@127.0.0.1:1/", "p@ss:w/rd%").unwrap();
+        let info = RedisConfig::new(url).connection_info().unwrap();
+        assert_eq!(info.redis_settings().password(), Some("p@ss:w/rd%"));
+        assert_eq!(info.redis_settings().username(), Some("locker"));
+    }
 }

@@ -28,6 +28,10 @@ pub(crate) const NOT_ACQUIRED: u8 = 75;
 /// `run`: the lock was lost while the command ran (`EX_PROTOCOL`: the
 /// promise of exclusion was broken).
 pub(crate) const LOST: u8 = 76;
+/// Redis refused the credentials or a permission the operation needs (ACL),
+/// or a TLS certificate was refused, the server's by us or ours by the
+/// server (`EX_NOPERM`).
+pub(crate) const NO_PERMISSION: u8 = 77;
 /// `run`: the command exists but could not be executed (as a shell).
 pub(crate) const CANNOT_EXECUTE: u8 = 126;
 /// `run`: the command was not found (as a shell).
@@ -106,6 +110,7 @@ fn code_of(err: &LockError) -> u8 {
         // trying later may work, which is what "not acquired" says.
         LockError::NotReplicated { .. } => NOT_ACQUIRED,
         LockError::LockLost { .. } => LOST,
+        LockError::Unauthorized { .. } | LockError::Tls { .. } => NO_PERMISSION,
         _ => SOFTWARE,
     }
 }
@@ -149,6 +154,20 @@ mod tests {
         assert_eq!(
             Failure::from(LockError::WrongType { key: "k".into() }).code,
             DATA
+        );
+        assert_eq!(
+            Failure::from(LockError::Unauthorized {
+                message: "WRONGPASS".into()
+            })
+            .code,
+            NO_PERMISSION
+        );
+        assert_eq!(
+            Failure::from(LockError::Tls {
+                message: "invalid peer certificate".into()
+            })
+            .code,
+            NO_PERMISSION
         );
         assert_eq!(Failure::from(LockError::protocol("?")).code, SOFTWARE);
         assert_eq!(Failure::from(LockError::Closed).code, SOFTWARE);

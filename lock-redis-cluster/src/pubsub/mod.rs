@@ -201,6 +201,17 @@ impl Manager {
                     }
                 }
             }
+            NodeEvent::Refused { channel, message } => {
+                if let Some(d) = self.desired.remove(&channel) {
+                    tracing::warn!(%channel, %message, "the ACL refuses this channel");
+                    let refused = LockError::Unauthorized {
+                        message: format!("redis refused the subscription: {message}"),
+                    };
+                    for waiter in d.waiters {
+                        let _ = waiter.send(Err(refused.clone()));
+                    }
+                }
+            }
             NodeEvent::Down { addr } => {
                 let mut any = false;
                 for d in self.desired.values_mut() {
@@ -284,6 +295,8 @@ impl Manager {
                 sharded: self.sharded,
                 connect_timeout: self.inner.config.connect_timeout,
                 command_timeout: self.inner.config.command_timeout,
+                #[cfg(feature = "tls")]
+                tls: self.inner.nodes.pubsub_tls(),
             };
             tokio::spawn(node::run(settings, rx, self.events_tx.clone()));
             self.nodes.insert(addr.clone(), tx);

@@ -6,12 +6,15 @@
 //! manager. When the connection drops it reports [`NodeEvent::Down`],
 //! reconnects with backoff and subscribes everything again. It ends when
 //! the manager drops its command sender.
+//!
+//! In a `rediss://` cluster the connection is TLS, with the same CA and
+//! client certificate as the command connections.
 
 use std::collections::{HashSet, VecDeque};
 use std::time::Duration;
 
 use redis::ConnectionInfo;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::time::{timeout, Instant};
@@ -41,6 +44,9 @@ pub(crate) enum NodeEvent {
     /// The node dropped `channel` (its slot moved away) or refused it
     /// (`-MOVED`): it must be subscribed elsewhere.
     Lost { addr: Addr, channel: String },
+    /// The ACL does not let our user subscribe to `channel` (`-NOPERM`):
+    /// no node will, so its subscribers must be told.
+    Refused { channel: String, message: String },
     /// The connection broke; every subscription of this node is gone until
     /// it reconnects and confirms them again.
     Down { addr: Addr },
@@ -53,7 +59,14 @@ pub(crate) struct NodeSettings {
     pub(crate) sharded: bool,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    /// TLS settings, for a `rediss://` cluster.
+    #[cfg(feature = "tls")]
+    pub(crate) tls: Option<std::sync::Arc<rustls::ClientConfig>>,
 }
+
+/// A subscriber connection: plain TCP or TLS.
+trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Stream for T {}
 
 enum Pending {
     Sub(String),
@@ -106,16 +119,36 @@ pub(crate) async fn run(
     }
 }
 
-async fn connect(settings: &NodeSettings) -> std::io::Result<TcpStream> {
+async fn connect(settings: &NodeSettings) -> std::io::Result<Box<dyn Stream>> {
     let (host, port) = settings
         .addr
         .rsplit_once(':')
         .and_then(|(h, p)| Some((h.to_owned(), p.parse::<u16>().ok()?)))
         .ok_or_else(|| std::io::Error::other(format!("bad address {}", settings.addr)))?;
-    let mut stream = timeout(settings.connect_timeout, TcpStream::connect((host, port)))
-        .await
-        .map_err(|_| std::io::Error::from(std::io::ErrorKind::TimedOut))??;
-    stream.set_nodelay(true)?;
+    let timed_out = |_| std::io::Error::from(std::io::ErrorKind::TimedOut);
+    let tcp = timeout(
+        settings.connect_timeout,
+        TcpStream::connect((host.as_str(), port)),
+    )
+    .await
+    .map_err(timed_out)??;
+    tcp.set_nodelay(true)?;
+    #[cfg(feature = "tls")]
+    let mut stream: Box<dyn Stream> = match &settings.tls {
+        Some(config) => {
+            let name = rustls::pki_types::ServerName::try_from(host)
+                .map_err(|e| std::io::Error::other(format!("bad TLS server name: {e}")))?;
+            let connector = tokio_rustls::TlsConnector::from(config.clone());
+            Box::new(
+                timeout(settings.connect_timeout, connector.connect(name, tcp))
+                    .await
+                    .map_err(timed_out)??,
+            )
+        }
+        None => Box::new(tcp),
+    };
+    #[cfg(not(feature = "tls"))]
+    let mut stream: Box<dyn Stream> = Box::new(tcp);
     let redis = settings.info.redis_settings();
     if let Some(password) = redis.password() {
         let mut auth = redis::cmd("AUTH");
@@ -124,6 +157,7 @@ async fn connect(settings: &NodeSettings) -> std::io::Result<TcpStream> {
         }
         auth.arg(password);
         stream.write_all(&auth.get_packed_command()).await?;
+        stream.flush().await?;
         let mut reader = BufReader::new(&mut stream);
         let reply = timeout(settings.command_timeout, read_frame(&mut reader))
             .await
@@ -139,12 +173,12 @@ async fn connect(settings: &NodeSettings) -> std::io::Result<TcpStream> {
 /// should end), `false` when the connection broke.
 async fn serve(
     settings: &NodeSettings,
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     channels: &mut HashSet<String>,
     commands: &mut mpsc::UnboundedReceiver<NodeCmd>,
     events: &mpsc::UnboundedSender<NodeEvent>,
 ) -> bool {
-    let (read, mut write) = stream.into_split();
+    let (read, mut write) = tokio::io::split(stream);
     let mut reader = BufReader::new(read);
     let (sub, unsub) = if settings.sharded {
         ("SSUBSCRIBE", "SUNSUBSCRIBE")
@@ -157,7 +191,7 @@ async fn serve(
         out.extend(redis::cmd(sub).arg(ch).get_packed_command());
         pending.push_back(Pending::Sub(ch.clone()));
     }
-    if write.write_all(&out).await.is_err() {
+    if send(&mut write, &out).await.is_err() {
         return false;
     }
     // Frames are read by a separate task so a half-read frame is never
@@ -215,10 +249,17 @@ async fn serve(
                 ping_sent = Some(Instant::now());
             }
         }
-        if !out.is_empty() && write.write_all(&out).await.is_err() {
+        if !out.is_empty() && send(&mut write, &out).await.is_err() {
             return false;
         }
     }
+}
+
+/// Writes `bytes` and flushes them: a TLS stream may keep written data in
+/// its buffer until flushed (a no-op on plain TCP).
+async fn send(write: &mut (impl AsyncWrite + Unpin), bytes: &[u8]) -> std::io::Result<()> {
+    write.write_all(bytes).await?;
+    write.flush().await
 }
 
 fn handle(
@@ -239,10 +280,15 @@ fn handle(
                 Some(Pending::Sub(channel)) => {
                     tracing::debug!(%addr, %channel, %message, "subscribe refused");
                     channels.remove(&channel);
-                    let _ = events.send(NodeEvent::Lost {
-                        addr: addr.clone(),
-                        channel,
-                    });
+                    let event = if message.starts_with("NOPERM") {
+                        NodeEvent::Refused { channel, message }
+                    } else {
+                        NodeEvent::Lost {
+                            addr: addr.clone(),
+                            channel,
+                        }
+                    };
+                    let _ = events.send(event);
                 }
                 Some(Pending::Ping) => *ping_sent = None,
                 Some(Pending::Unsub(_)) | None => {}

@@ -23,11 +23,12 @@ use tempfile::TempDir;
 /// The longest any condition in these tests is waited for before failing.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
 
-/// `lockctl --url <server>`, with no `REDIS_URL` or `LOCK_TOKEN` leaking in
-/// from the environment of the test run.
+/// `lockctl --url <server>`, with no `REDIS_URL`, `REDIS_PASSWORD` or
+/// `LOCK_TOKEN` leaking in from the environment of the test run.
 pub(crate) fn lockctl(url: &str) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockctl"));
     cmd.env_remove("REDIS_URL")
+        .env_remove("REDIS_PASSWORD")
         .env_remove("LOCK_TOKEN")
         .env("RUST_BACKTRACE", "1") // a panic must still not show one
         .arg("--url")

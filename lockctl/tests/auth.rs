@@ -1,0 +1,78 @@
+//! Credentials: the password comes from `$REDIS_PASSWORD` or the URL (there
+//! is no flag for it); rejected credentials and missing ACL permissions
+//! exit 77, a bad URL 64.
+
+mod common;
+
+use common::*;
+use lock_testkit::fixtures::RedisServer;
+
+#[test]
+fn the_password_comes_from_redis_password() {
+    let server = RedisServer::builder().password("s3cret").start();
+    let url = format!("redis://127.0.0.1:{}/", server.port());
+    let ok = lockctl(&url)
+        .env("REDIS_PASSWORD", "s3cret")
+        .args(["run", "job", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(ok.status), 0, "{ok:?}");
+
+    // With a user from the URL too (an ACL user).
+    server.cmd(&[
+        "ACL",
+        "SETUSER",
+        "locker",
+        "on",
+        ">p@ss word",
+        "~*",
+        "&*",
+        "+@all",
+    ]);
+    let user_url = format!("redis://locker@127.0.0.1:{}/", server.port());
+    let ok = lockctl(&user_url)
+        .env("REDIS_PASSWORD", "p@ss word")
+        .args(["status", "job"])
+        .output()
+        .unwrap();
+    assert_eq!(code(ok.status), 0, "{ok:?}");
+
+    let wrong = lockctl(&url)
+        .env("REDIS_PASSWORD", "wrong")
+        .args(["run", "job", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(wrong.status), 77, "{wrong:?}");
+    let line = one_error_line(&wrong);
+    assert!(line.contains("credentials"), "{line}");
+    assert!(
+        !line.contains("wrong"),
+        "the password must not be echoed: {line}"
+    );
+
+    // No password at all.
+    let none = run(&url, &["status", "job"]);
+    assert_eq!(code(none.status), 77, "{none:?}");
+}
+
+#[test]
+fn there_is_no_password_flag() {
+    let output = run("redis://127.0.0.1:1", &["--password", "x", "status", "job"]);
+    assert_eq!(code(output.status), 64, "{output:?}");
+}
+
+#[test]
+fn a_missing_acl_permission_exits_77_and_a_bad_url_64() {
+    let server = RedisServer::start();
+    // May read nothing but its own keys: the lock script is refused.
+    server.cmd(&["ACL", "SETUSER", "reader", "on", ">pw", "~other:*", "+@all"]);
+    let url = format!("redis://reader:pw@127.0.0.1:{}/", server.port());
+    let output = run(&url, &["run", "job", "--", "true"]);
+    assert_eq!(code(output.status), 77, "{output:?}");
+    assert!(one_error_line(&output).contains("permissions"));
+
+    for bad in ["redis://127.0.0.1:notaport/", "not a url"] {
+        let output = run(bad, &["status", "job"]);
+        assert_eq!(code(output.status), 64, "{bad}: {output:?}");
+    }
+}
