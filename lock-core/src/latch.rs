@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::client::LockClient;
 use crate::condition;
 use crate::error::{LockError, Result};
-use crate::latch_kind::{CountDownRequest, LatchKind};
+use crate::latch_kind::{LatchRequest, LatchKind};
 use crate::name::LockName;
 use crate::op::Retry;
 
@@ -73,7 +73,8 @@ impl CountDownLatch {
 
     /// Sets the count to `count` if the latch does not exist (is open);
     /// `false`, changing nothing, when it exists. Waiters are told to read
-    /// the count again.
+    /// the count again. Retried after an unknown outcome without setting
+    /// the count twice.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a count of 0 or above
@@ -90,10 +91,8 @@ impl CountDownLatch {
                 "a latch count must be between 1 and {MAX_COUNT}, not {count}"
             )));
         }
-        // Setting only if absent: a repeat after a lost reply answers
-        // `false` for a count it set itself, which the caller can check
-        // with `count()`, but it never sets a count twice.
-        self.retrying("try_set_count", || self.kind.try_set_count(&self.name, count))
+        let req = self.request();
+        self.retrying("try_set_count", || self.kind.try_set_count(&req, count))
             .await
     }
 
@@ -108,7 +107,7 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Dropping the future may leave the count-down done or not.
     pub async fn count_down(&self) -> Result<u64> {
-        let req = CountDownRequest::new(self.name.clone(), self.client.inner.latch_ms);
+        let req = self.request();
         self.retrying("count_down", || self.kind.count_down(&req))
             .await
     }
@@ -126,8 +125,8 @@ impl CountDownLatch {
         self.retrying("count", || self.kind.count(&self.name)).await
     }
 
-    /// Deletes the latch whatever its count; whether it existed (after a
-    /// retry, `false` may mean that the lost first attempt deleted it). Its
+    /// Deletes the latch whatever its count; whether it existed. Retried
+    /// after an unknown outcome without deleting a count set since. Its
     /// waiters read the count again and, finding the latch open, return.
     ///
     /// # Errors
@@ -136,8 +135,8 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Dropping the future may leave the latch deleted or not.
     pub async fn delete(&self) -> Result<bool> {
-        self.retrying("delete", || self.kind.delete(&self.name))
-            .await
+        let req = self.request();
+        self.retrying("delete", || self.kind.delete(&req)).await
     }
 
     /// Waits until the latch is open (returns at once when it is).
@@ -178,9 +177,13 @@ impl CountDownLatch {
         .await
     }
 
+    /// A write with a fresh request id, kept for the client's latch ttl.
+    fn request(&self) -> LatchRequest {
+        LatchRequest::new(self.name.clone(), self.client.inner.latch_ms)
+    }
+
     /// Runs `op` with the client's retry policy (every operation here is
-    /// safe to repeat: reads, set-if-absent, delete, and count-downs that
-    /// carry their request id).
+    /// safe to repeat: reads, and writes that carry their request id).
     async fn retrying<T, F, Fut>(&self, what: &'static str, mut op: F) -> Result<T>
     where
         F: FnMut() -> Fut,

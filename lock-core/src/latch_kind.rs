@@ -8,9 +8,12 @@
 //!
 //! # Contract
 //! - Each operation is atomic on the store.
-//! - [`LatchKind::count_down`] carries a request id: repeating a request
-//!   with the same id within `latch_ttl_ms` returns the first outcome and
-//!   counts nothing, so the engine may retry after an unknown outcome.
+//! - Every write ([`LatchKind::try_set_count`], [`LatchKind::count_down`],
+//!   [`LatchKind::delete`]) carries a request id: repeating a request with
+//!   the same id within `latch_ttl_ms` returns the first outcome and writes
+//!   nothing, so the engine may retry after an unknown outcome (a repeated
+//!   set never sets a count again after the latch was counted down, a
+//!   repeated delete never deletes a newer count).
 //! - A count-down that brings the count to zero announces it on the
 //!   latch's channel ([`LatchKind::channel`]), and so do setting a count and
 //!   deleting the latch; [`LatchKind::wake`] reads those messages.
@@ -24,20 +27,21 @@ use crate::error::Result;
 use crate::kind::RequestId;
 use crate::name::LockName;
 
-/// One count-down of one latch, identified across its retries.
+/// One write to one latch (setting its count, counting down, deleting
+/// it), identified across its retries.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub struct CountDownRequest {
+pub struct LatchRequest {
     /// The latch.
     pub name: LockName,
-    /// Identifies this count-down across retries.
+    /// Identifies this write across retries.
     pub request_id: RequestId,
     /// How long the outcome is kept for retries, in milliseconds (0: not
     /// kept, the request is never repeated).
     pub latch_ttl_ms: u64,
 }
 
-impl CountDownRequest {
+impl LatchRequest {
     /// A request with a fresh request id.
     pub fn new(name: LockName, latch_ttl_ms: u64) -> Self {
         Self {
@@ -71,7 +75,7 @@ pub trait LatchKind: Send + Sync + 'static {
     /// [`crate::LockError::WrongType`] when the key holds something that
     /// is not a count; a retryable error when the store could not be
     /// reached.
-    async fn try_set_count(&self, name: &LockName, count: u64) -> Result<bool>;
+    async fn try_set_count(&self, req: &LatchRequest, count: u64) -> Result<bool>;
 
     /// Counts down by one; at zero the latch is deleted and its waiters
     /// told. Counting down a latch that does not exist changes nothing.
@@ -79,7 +83,7 @@ pub trait LatchKind: Send + Sync + 'static {
     ///
     /// # Errors
     /// As [`LatchKind::try_set_count`].
-    async fn count_down(&self, req: &CountDownRequest) -> Result<u64>;
+    async fn count_down(&self, req: &LatchRequest) -> Result<u64>;
 
     /// The current count; 0 when the latch does not exist (it is open).
     ///
@@ -92,7 +96,7 @@ pub trait LatchKind: Send + Sync + 'static {
     ///
     /// # Errors
     /// As [`LatchKind::try_set_count`].
-    async fn delete(&self, name: &LockName) -> Result<bool>;
+    async fn delete(&self, req: &LatchRequest) -> Result<bool>;
 
     /// The channel on which the latch's waiters are told to look again.
     fn channel(&self, name: &LockName) -> Channel;
