@@ -24,7 +24,7 @@ use tokio::time::Instant;
 use crate::client::LockClient;
 use crate::condition;
 use crate::error::{LockError, Result};
-use crate::latch_kind::{LatchRequest, LatchKind};
+use crate::latch_kind::{LatchKind, LatchRequest};
 use crate::name::LockName;
 use crate::op::Retry;
 

@@ -82,7 +82,7 @@ pub use kind::{
 };
 pub use kinds::Kinds;
 pub use latch::{CountDownLatch, MAX_COUNT};
-pub use latch_kind::{LatchRequest, LatchKind};
+pub use latch_kind::{LatchKind, LatchRequest};
 pub use lock::Lock;
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};

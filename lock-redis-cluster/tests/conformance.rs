@@ -25,9 +25,21 @@ async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
     let suites = [
-        ("reentrant, sharded pub/sub", PubSubMode::Sharded, Suite::Reentrant),
-        ("reentrant, classic pub/sub", PubSubMode::Classic, Suite::Reentrant),
-        ("fair, pub/sub chosen by version", PubSubMode::Auto, Suite::Fair),
+        (
+            "reentrant, sharded pub/sub",
+            PubSubMode::Sharded,
+            Suite::Reentrant,
+        ),
+        (
+            "reentrant, classic pub/sub",
+            PubSubMode::Classic,
+            Suite::Reentrant,
+        ),
+        (
+            "fair, pub/sub chosen by version",
+            PubSubMode::Auto,
+            Suite::Fair,
+        ),
         ("latch, sharded pub/sub", PubSubMode::Sharded, Suite::Latch),
         ("latch, classic pub/sub", PubSubMode::Classic, Suite::Latch),
     ];

@@ -118,6 +118,7 @@
 
 pub mod config;
 pub mod connections;
+pub mod describe;
 pub mod kinds;
 mod pubsub;
 pub mod scripts;

@@ -99,7 +99,12 @@ async fn our_count_is_a_plain_string_without_expiry_and_java_hears_it_set() {
     let c = client(&server, "").await;
     let channel = "redisson_countdownlatch__channel__{batch}";
     let mut java = JavaSubscriber::new(&server, channel).await;
-    assert!(c.count_down_latch("batch").unwrap().try_set_count(3).await.unwrap());
+    assert!(c
+        .count_down_latch("batch")
+        .unwrap()
+        .try_set_count(3)
+        .await
+        .unwrap());
     assert_eq!(java.next().await, "1");
     assert_eq!(text(&server.cmd(&["TYPE", "batch"])), "string");
     assert_eq!(text(&server.cmd(&["GET", "batch"])), "3");
@@ -169,7 +174,11 @@ async fn our_delete_publishes_new_count_and_a_java_count_down_of_ours_counts() {
     assert_eq!(java.next().await, "1");
     assert!(!latch.delete().await.unwrap());
     mark(&server, channel, "marker");
-    assert_eq!(java.next().await, "marker", "no message for nothing deleted");
+    assert_eq!(
+        java.next().await,
+        "marker",
+        "no message for nothing deleted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

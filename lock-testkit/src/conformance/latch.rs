@@ -159,10 +159,7 @@ pub async fn try_set_count(h: &dyn Harness) {
 /// testCount: a latch never set counts 0.
 pub async fn count(h: &dyn Harness) {
     let c = client(h).await;
-    assert_eq!(
-        latch(&c, &unique("latch-count")).count().await.unwrap(),
-        0
-    );
+    assert_eq!(latch(&c, &unique("latch-count")).count().await.unwrap(), 0);
 }
 
 /// testSingleCountDownAwait_SingleInstance (RedissonCountDownLatchConcurrentTest):
@@ -460,5 +457,8 @@ pub async fn closed_client_rejects_latch_operations(h: &dyn Harness) {
     ));
     assert!(matches!(l.count().await, Err(lock_core::LockError::Closed)));
     assert!(matches!(l.wait().await, Err(lock_core::LockError::Closed)));
-    assert!(matches!(l.delete().await, Err(lock_core::LockError::Closed)));
+    assert!(matches!(
+        l.delete().await,
+        Err(lock_core::LockError::Closed)
+    ));
 }

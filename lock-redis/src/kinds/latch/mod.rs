@@ -121,8 +121,7 @@ impl LatchKind for Latch {
         let group = transport.key_group(&key);
         let channel = self.channel(name);
         let request_latch = self.env.layout().unlock_latch(name, "0");
-        if transport.key_group(&channel) == group && transport.key_group(&request_latch) == group
-        {
+        if transport.key_group(&channel) == group && transport.key_group(&request_latch) == group {
             return Ok(());
         }
         Err(LockError::invalid(format!(
