@@ -24,7 +24,11 @@ use crate::{CLOSE_TIMEOUT, LOCK_TIMEOUT};
 
 pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     let n = bench.pick(1_000, 100);
-    let mut r = Report::new("latch", "count-down latch", Kind::Reentrant.implementation());
+    let mut r = Report::new(
+        "latch",
+        "count-down latch",
+        Kind::Reentrant.implementation(),
+    );
     bench.progress(&format!("latch: {n} waiters released by one count-down"));
     let target = bench.target(Kind::Reentrant)?;
     let waiters = target.lib_client(ClientConfig::default()).await?;

@@ -29,6 +29,7 @@ use lock_script::KeyLayout;
 
 pub mod basics;
 pub mod cancellation;
+pub mod describe;
 pub mod errors;
 pub mod fair;
 pub mod fenced;
@@ -324,8 +325,9 @@ macro_rules! fair_conformance_tests {
     };
 }
 
-/// Runs every check of the count-down latch (`latch.rs`) as its own test,
-/// on the same harness as [`conformance_tests!`](crate::conformance_tests).
+/// Runs every check of the count-down latch (`latch.rs`), and of
+/// [`LockClient::describe`] (`describe.rs`), as its own test, on the same
+/// harness as [`conformance_tests!`](crate::conformance_tests).
 #[macro_export]
 macro_rules! latch_conformance_tests {
     ($(#[$attr:meta])* harness = $make:path) => {
@@ -368,6 +370,7 @@ macro_rules! __latch_checks {
             latch::dropped_wait_leaves_no_subscription,
             latch::name_with_its_own_hash_tag_works_or_is_refused,
             latch::closed_client_rejects_latch_operations,
+            describe::describe_tells_the_layouts_apart,
         }
     };
 }
