@@ -373,7 +373,8 @@ fn describe_script_agrees_with_redis() {
     );
     for name in ["rw", "lock", "count", "list", "sem", "missing"] {
         let leases = format!("{{{name}}}:timeout");
-        p.eval(DESCRIBE, &[name, &leases], &[]);
+        p.eval(DESCRIBE, &[name, &leases], &["1"]);
+        p.eval(DESCRIBE, &[name, name], &["0"]);
     }
     p.same_keyspace();
 }

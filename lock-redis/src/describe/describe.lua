@@ -5,6 +5,9 @@
 -- KEYS[2]  permit leases             {<prefix><name>}:timeout  (a permit-expirable
 --                                    semaphore's sorted set; <prefix><name>:timeout
 --                                    when the name has its own '{')
+-- ARGV[1]  '1' to read KEYS[2]; '0' when it may not share a call with
+--          KEYS[1] (a cluster slot apart: a name with a '}' but no '{'),
+--          KEYS[2] is then KEYS[1] again and is not read as leases
 --
 -- Reply: {type, value, pttl, leases}
 --   type    TYPE of KEYS[1]: 'none', 'hash', 'string', or another type
@@ -21,7 +24,7 @@ elseif kind == 'string' then
     value = redis.call('get', KEYS[1])
 end
 local leases = false
-if redis.call('type', KEYS[2])['ok'] == 'zset' then
+if ARGV[1] == '1' and redis.call('type', KEYS[2])['ok'] == 'zset' then
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     leases = redis.call('zrangebyscore', KEYS[2], '(' .. now, '+inf', 'withscores')

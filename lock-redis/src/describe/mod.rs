@@ -86,12 +86,19 @@ impl Describe for Describer {
     /// Read-only: safe to drop.
     async fn describe(&self, name: &LockName) -> Result<Description> {
         let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &DESCRIBE,
-            vec![layout.lock_key(name), leases_key(layout, name)],
-            vec![],
-        )
-        .idempotent(true);
+        let key = layout.lock_key(name);
+        let leases = leases_key(layout, name);
+        let transport = self.env.transport();
+        // A name whose lease set lies in another cluster slot (a `}`
+        // without `{`) cannot be a permit-expirable semaphore there: its
+        // scripts could not run. Read the key alone then.
+        let (leases, read_leases) = if transport.key_group(&leases) == transport.key_group(&key) {
+            (leases, "1")
+        } else {
+            (key.clone(), "0")
+        };
+        let call = ScriptCall::new(&DESCRIBE, vec![key, leases], vec![read_leases.to_owned()])
+            .idempotent(true);
         let reply = self.env.eval(call).await?;
         decode(&reply).ok_or_else(|| bad_reply("describe", &reply))
     }
