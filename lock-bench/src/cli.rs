@@ -80,6 +80,8 @@ pub(crate) enum Workload {
     W2hCluster,
     /// W3 on a Redis Cluster.
     W3Cluster,
+    /// 1 000 waiters on one count-down latch, released by one count-down.
+    Latch,
 }
 
 impl Workload {
@@ -110,6 +112,7 @@ impl Workload {
             Self::W3 | Self::W3Fair | Self::W3Cluster => "W3",
             Self::W4 => "W4",
             Self::W5 => "W5",
+            Self::Latch => "latch",
         };
         let kind = match self {
             Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,

@@ -8,11 +8,13 @@ use uuid::Uuid;
 
 use crate::config::{lease_millis, ClientConfig};
 use crate::connection::Connection;
+use crate::describe::Description;
 use crate::error::{LockError, Result};
 use crate::fair_lock::FairLock;
 use crate::fenced_lock::FencedLock;
 use crate::holds::Holds;
 use crate::kinds::Kinds;
+use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
@@ -221,6 +223,46 @@ impl LockClient {
             LockName::new(name)?,
             Arc::clone(kind),
         ))
+    }
+
+    /// A handle on the count-down latch called `name`. Makes no I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, a
+    /// name this deployment cannot serve as a latch (on a cluster: a name
+    /// with its own hash tag, see the deployment's docs), or when this
+    /// client has no latch kind.
+    pub fn count_down_latch(&self, name: impl AsRef<str>) -> Result<CountDownLatch> {
+        let kind = self
+            .inner
+            .kinds
+            .latch_kind()
+            .ok_or_else(|| LockError::invalid("this client has no count-down latch kind"))?;
+        let name = LockName::new(name)?;
+        kind.check_name(&name)?;
+        Ok(CountDownLatch::new(self.clone(), name, Arc::clone(kind)))
+    }
+
+    /// What is stored under `name`, whatever kind put it there: a lock's
+    /// holders, a read-write lock's readers and writer, a semaphore's
+    /// permits or a latch's count. Writes nothing.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a bad name or when this client
+    /// has no reader registered; a retryable error when the store could
+    /// not be reached; [`LockError::Closed`].
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    pub async fn describe(&self, name: impl AsRef<str>) -> Result<Description> {
+        let describer = self
+            .inner
+            .kinds
+            .describer()
+            .ok_or_else(|| LockError::invalid("this client cannot describe names"))?;
+        let name = LockName::new(name)?;
+        self.inner.check_open()?;
+        describer.describe(&name).await
     }
 
     /// A fresh owner of this client, for explicit re-entrant use with

@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
+use crate::describe::Describe;
 use crate::fair_lock::FairKind;
 use crate::kind::ExclusiveKind;
+use crate::latch_kind::LatchKind;
 
 /// The kinds of locks one [`crate::LockClient`] hands out, each bound to the
 /// client's connection. A deployment's `connect` registers every kind it
@@ -23,6 +25,8 @@ use crate::kind::ExclusiveKind;
 pub struct Kinds {
     reentrant: Option<Arc<dyn ExclusiveKind>>,
     fair: Option<Arc<dyn FairKind>>,
+    latch: Option<Arc<dyn LatchKind>>,
+    describe: Option<Arc<dyn Describe>>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -30,6 +34,8 @@ impl std::fmt::Debug for Kinds {
         f.debug_struct("Kinds")
             .field("reentrant", &self.reentrant.is_some())
             .field("fair", &self.fair.is_some())
+            .field("latch", &self.latch.is_some())
+            .field("describe", &self.describe.is_some())
             .finish()
     }
 }
@@ -62,5 +68,29 @@ impl Kinds {
     /// The fair kind, when registered: its raw store operations.
     pub fn fair_kind(&self) -> Option<&Arc<dyn FairKind>> {
         self.fair.as_ref()
+    }
+
+    /// Registers the kind of [`crate::LockClient::count_down_latch`].
+    #[must_use]
+    pub fn latch(mut self, kind: Arc<dyn LatchKind>) -> Self {
+        self.latch = Some(kind);
+        self
+    }
+
+    /// The latch kind, when registered: its raw store operations.
+    pub fn latch_kind(&self) -> Option<&Arc<dyn LatchKind>> {
+        self.latch.as_ref()
+    }
+
+    /// Registers the reader behind [`crate::LockClient::describe`].
+    #[must_use]
+    pub fn describe(mut self, describe: Arc<dyn Describe>) -> Self {
+        self.describe = Some(describe);
+        self
+    }
+
+    /// The reader behind [`crate::LockClient::describe`], when registered.
+    pub fn describer(&self) -> Option<&Arc<dyn Describe>> {
+        self.describe.as_ref()
     }
 }

@@ -12,6 +12,7 @@
 //!   handed out in arrival order; [`FencedLock`]: the same lock with a
 //!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
+//! - [`CountDownLatch`]: a named count-down latch, on the same wait loop.
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -42,8 +43,10 @@
 #![deny(missing_docs)]
 
 mod client;
+mod condition;
 pub mod config;
 pub mod connection;
+mod describe;
 pub mod error;
 mod fair_lock;
 mod fenced_lock;
@@ -51,6 +54,8 @@ mod guard;
 mod holds;
 pub mod kind;
 mod kinds;
+mod latch;
+mod latch_kind;
 mod lock;
 pub mod name;
 mod op;
@@ -65,6 +70,10 @@ mod watchdog;
 pub use client::LockClient;
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE};
 pub use connection::{Channel, Connection, Notice, NoticeSink, Wake};
+pub use describe::{
+    CounterInfo, Describe, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo,
+    ReadWriteMode,
+};
 pub use error::{LockError, Result};
 pub use fair_lock::{FairKind, FairLock, FairLockInfo, QueuedWaiter};
 pub use fenced_lock::{FencedGuard, FencedLock};
@@ -74,6 +83,8 @@ pub use kind::{
     ReleaseRequest, RenewTarget, RequestId,
 };
 pub use kinds::Kinds;
+pub use latch::{CountDownLatch, MAX_COUNT};
+pub use latch_kind::{LatchKind, LatchRequest};
 pub use lock::Lock;
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};

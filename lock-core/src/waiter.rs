@@ -43,12 +43,16 @@ use crate::stats::Stats;
 
 type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
 
+/// Reads a message on a channel for its waiters: what it asks of them, or
+/// `None` to ignore it. Each kind reads its own channels' payloads.
+pub(crate) type ReadWake = Arc<dyn Fn(&[u8]) -> Option<Wake> + Send + Sync>;
+
 struct ChannelEntry {
     waiters: usize,
     notify: Arc<Notify>,
     confirmed: Confirmation,
-    /// The kind whose waiters listen here: it reads the messages.
-    kind: Arc<dyn ExclusiveKind>,
+    /// How the kind whose waiters listen here reads the messages.
+    read: ReadWake,
 }
 
 /// Every channel some waiter of this client is waiting on.
@@ -79,6 +83,19 @@ impl WaiterRegistry {
         kind: &Arc<dyn ExclusiveKind>,
         channel: Channel,
     ) -> Subscription {
+        let kind = Arc::clone(kind);
+        self.join_with(connection, Arc::new(move |p| kind.wake(p)), channel)
+    }
+
+    /// Joins the waiters of `channel`, whose messages `read` reads (for
+    /// kinds other than exclusive locks), subscribing when this is the
+    /// first.
+    pub(crate) fn join_with(
+        self: &Arc<Self>,
+        connection: &Arc<dyn Connection>,
+        read: ReadWake,
+        channel: Channel,
+    ) -> Subscription {
         let mut channels = self.channels();
         let entry = channels.entry(channel.clone()).or_insert_with(|| {
             self.stats.subscriptions.incr();
@@ -86,7 +103,7 @@ impl WaiterRegistry {
                 waiters: 0,
                 notify: Arc::new(Notify::new()),
                 confirmed: connection.subscribe(&channel).shared(),
-                kind: Arc::clone(kind),
+                read,
             }
         });
         entry.waiters += 1;
@@ -125,11 +142,11 @@ impl NoticeSink for WaiterRegistry {
                 let entry = self
                     .channels()
                     .get(&channel)
-                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.kind)));
-                let Some((notify, kind)) = entry else {
+                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.read)));
+                let Some((notify, read)) = entry else {
                     return;
                 };
-                match kind.wake(&payload) {
+                match read(&payload) {
                     Some(Wake::One) => notify.notify_one(),
                     Some(Wake::All) => notify.notify_waiters(),
                     None => tracing::debug!(

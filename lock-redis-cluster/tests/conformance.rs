@@ -1,5 +1,5 @@
-//! The conformance suite (reentrant and fair) on a real 6-node cluster, and
-//! our slot function against the cluster's own.
+//! The conformance suites (reentrant, fair, count-down latch) on a real
+//! 6-node cluster, and our slot function against the cluster's own.
 //!
 //! All suites run against one cluster (starting one per check would take
 //! minutes); the checks use unique lock names, so they do not see each
@@ -25,26 +25,46 @@ async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
     let suites = [
-        ("reentrant, sharded pub/sub", PubSubMode::Sharded, false),
-        ("reentrant, classic pub/sub", PubSubMode::Classic, false),
-        ("fair, pub/sub chosen by version", PubSubMode::Auto, true),
+        (
+            "reentrant, sharded pub/sub",
+            PubSubMode::Sharded,
+            Suite::Reentrant,
+        ),
+        (
+            "reentrant, classic pub/sub",
+            PubSubMode::Classic,
+            Suite::Reentrant,
+        ),
+        (
+            "fair, pub/sub chosen by version",
+            PubSubMode::Auto,
+            Suite::Fair,
+        ),
+        ("latch, sharded pub/sub", PubSubMode::Sharded, Suite::Latch),
+        ("latch, classic pub/sub", PubSubMode::Classic, Suite::Latch),
     ];
     let mut failed = Vec::new();
-    for (suite, mode, fair) in suites {
+    for (suite, mode, kind) in suites {
         let h = common::cluster::harness(&cluster, mode).await;
-        let (h, checks): (Arc<dyn Harness>, _) = if fair {
-            (
+        let (h, checks): (Arc<dyn Harness>, _) = match kind {
+            Suite::Fair => (
                 Arc::new(FairSuite(h as Arc<dyn Harness>)),
                 lock_testkit::fair_conformance_checks!(),
-            )
-        } else {
-            (h, lock_testkit::conformance_checks!())
+            ),
+            Suite::Reentrant => (h, lock_testkit::conformance_checks!()),
+            Suite::Latch => (h, lock_testkit::latch_conformance_checks!()),
         };
         for name in run_checks(h, checks, CHECK_LIMIT).await {
             failed.push(format!("{suite}: {name}"));
         }
     }
     assert!(failed.is_empty(), "failed checks: {failed:?}");
+}
+
+enum Suite {
+    Reentrant,
+    Fair,
+    Latch,
 }
 
 /// 10 000 random names, half of them with braces, hash to the slot
@@ -85,6 +105,18 @@ async fn slots_match_cluster_keyslot(cluster: &RedisCluster) {
         .map(drop)
         .unwrap_err();
     assert!(err.is_invalid_argument(), "{err}");
+
+    // A latch's channel wraps its whole name in braces (Redisson's
+    // layout), so a name with its own hash tag cannot share a slot with
+    // its key: refused when the handle is made, whatever the slots.
+    for name in ["{user:7}:jobs", "a}b", "{x}"] {
+        let err = client.count_down_latch(name).unwrap_err();
+        assert!(err.is_invalid_argument(), "{name}: {err}");
+    }
+    let latch = client.count_down_latch("user:7:jobs").unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    latch.count_down().await.unwrap();
+    latch.wait().await.unwrap();
 }
 
 fn random_name(i: usize) -> String {

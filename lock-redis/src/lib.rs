@@ -3,8 +3,10 @@
 //! [`connect`] gives a [`LockClient`] on one Redis server that hands out
 //! every lock kind: [`LockClient::lock`] (Redisson 4.x's reentrant lock,
 //! [`kinds::Reentrant`]) and [`LockClient::fair_lock`] (its fair lock,
-//! [`kinds::Fair`] from `lock-fair`), over the same connections, pub/sub
-//! connection and watchdog. Keys, scripts and replies are Redisson's, so
+//! [`kinds::Fair`] from `lock-fair`) and [`LockClient::count_down_latch`]
+//! (its count-down latch, [`kinds::Latch`]), over the same connections,
+//! pub/sub connection and watchdog; [`LockClient::describe`] reads any of
+//! their layouts ([`describe`]). Keys, scripts and replies are Redisson's, so
 //! Java services using Redisson and Rust services using this crate can
 //! share locks. This crate re-exports [`redis`], [`lock_script`] and the
 //! core types of [`lock_core`], so it is the only dependency a service
@@ -125,6 +127,7 @@
 
 pub mod config;
 pub mod connections;
+pub mod describe;
 pub mod kinds;
 mod pubsub;
 pub mod scripts;

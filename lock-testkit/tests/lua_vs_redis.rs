@@ -47,6 +47,23 @@ const FAIR_LEAVE: &str = fair!("leave_queue.lua");
 const FAIR_FORCE_UNLOCK: &str = fair!("force_unlock.lua");
 const FAIR_INSPECT: &str = include_str!("../../lock-fair/src/scripts/inspect.lua");
 
+/// A count-down latch script as lock-redis builds it: `counter.lua`, then
+/// the file.
+macro_rules! latch {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../lock-redis/src/kinds/latch/counter.lua"),
+            include_str!(concat!("../../lock-redis/src/kinds/latch/", $file))
+        )
+    };
+}
+
+const LATCH_SET: &str = latch!("try_set_count.lua");
+const LATCH_DOWN: &str = latch!("count_down.lua");
+const LATCH_COUNT: &str = latch!("count.lua");
+const LATCH_DELETE: &str = latch!("delete.lua");
+const DESCRIBE: &str = include_str!("../../lock-redis/src/describe/describe.lua");
+
 /// Reads one key the same way on both sides: type, value, PTTL.
 const DUMP: &str = "
 local kind = redis.call('type', KEYS[1])['ok']
@@ -251,6 +268,114 @@ fn reentrant_scripts_agree_with_redis() {
     p.eval(INSPECT, &[R.lock], &[]);
     p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
     p.eval(RENEW, &[R.lock], &["60000", A]);
+    p.same_keyspace();
+}
+
+#[test]
+fn latch_scripts_agree_with_redis() {
+    let mut p = Pair::new();
+    let (key, channel) = ("batch", "redisson_countdownlatch__channel__{batch}");
+    let req = |id: &str| format!("redisson_unlock_latch:{{batch}}:{id}");
+    let set = |p: &mut Pair, n: &str, id: &str| {
+        p.eval(
+            LATCH_SET,
+            &[key, channel, &req(id)],
+            &["1", n, "PUBLISH", "5000"],
+        )
+    };
+    let down = |p: &mut Pair, id: &str, ttl: &str| {
+        p.eval(
+            LATCH_DOWN,
+            &[key, channel, &req(id)],
+            &["0", "PUBLISH", ttl],
+        )
+    };
+    let delete = |p: &mut Pair, id: &str| {
+        p.eval(
+            LATCH_DELETE,
+            &[key, channel, &req(id)],
+            &["1", "SPUBLISH", "5000"],
+        )
+    };
+    // Set, refused while set, repeated; count down, repeated, to zero and
+    // past it; count; delete of nothing, of a count, repeated.
+    assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
+    assert_eq!(set(&mut p, "5", "s2"), ScriptReply::Int(0));
+    assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
+    p.eval(LATCH_COUNT, &[key], &[]);
+    assert_eq!(down(&mut p, "d1", "5000"), ScriptReply::Int(1));
+    assert_eq!(down(&mut p, "d1", "5000"), ScriptReply::Int(1));
+    p.same_keyspace();
+    assert_eq!(down(&mut p, "d2", "0"), ScriptReply::Int(0));
+    assert_eq!(down(&mut p, "d3", "5000"), ScriptReply::Int(0));
+    p.eval(LATCH_COUNT, &[key], &[]);
+    p.same_keyspace();
+    assert_eq!(delete(&mut p, "x1"), ScriptReply::Int(0));
+    set(&mut p, "3", "s3");
+    assert_eq!(delete(&mut p, "x2"), ScriptReply::Int(1));
+    assert_eq!(delete(&mut p, "x2"), ScriptReply::Int(1));
+    p.same_keyspace();
+    // Other values at the key: WRONGTYPE, nothing written.
+    for (cmd, value) in [
+        ("SET", "abc"),
+        ("SET", "007"),
+        ("SET", "-3"),
+        ("RPUSH", "x"),
+    ] {
+        p.reset();
+        p.redis.cmd(&[cmd, key, value]);
+        if cmd == "SET" {
+            p.memory.set_string(key, value);
+        } else {
+            p.memory.eval(
+                "return redis.call('rpush', KEYS[1], ARGV[1])",
+                &[key],
+                &[value],
+            );
+        }
+        p.eval(LATCH_COUNT, &[key], &[]);
+        set(&mut p, "1", "w1");
+        down(&mut p, "w2", "5000");
+        delete(&mut p, "w3");
+        p.same_keyspace();
+    }
+}
+
+#[test]
+fn describe_script_agrees_with_redis() {
+    let mut p = Pair::new();
+    let both = |p: &mut Pair, script: &str, keys: &[&str], args: &[&str]| {
+        p.eval(script, keys, args);
+    };
+    both(
+        &mut p,
+        "redis.call('hset', KEYS[1], 'mode', 'read', ARGV[1], 2)",
+        &["rw"],
+        &[A],
+    );
+    both(
+        &mut p,
+        "redis.call('hset', KEYS[1], ARGV[1], 1)",
+        &["lock"],
+        &[B],
+    );
+    both(&mut p, "redis.call('set', KEYS[1], '3')", &["count"], &[]);
+    both(&mut p, "redis.call('rpush', KEYS[1], 'x')", &["list"], &[]);
+    both(
+        &mut p,
+        "local t = redis.call('time'); local now = t[1] * 1000 + math.floor(t[2] / 1000)
+         redis.call('set', KEYS[1], '2')
+         redis.call('zadd', KEYS[2], now + 60000, 'live-permit-0001')
+         redis.call('zadd', KEYS[2], now - 60000, 'dead-permit-0001')
+         redis.call('zadd', KEYS[2], 922337203685477, 'forever-permit01')",
+        &["sem", "{sem}:timeout"],
+        &[],
+    );
+    for name in ["rw", "lock", "count", "list", "sem", "missing"] {
+        let leases = format!("{{{name}}}:timeout");
+        p.eval(DESCRIBE, &[name, &leases], &["1"]);
+        p.eval(DESCRIBE, &[name, name], &["0"]);
+    }
     p.same_keyspace();
 }
 

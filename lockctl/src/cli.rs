@@ -208,20 +208,27 @@ pub(crate) struct SuperviseArgs {
     pub(crate) cmd: Vec<OsString>,
 }
 
-/// `lockctl status`.
+/// `lockctl status`: whatever lock kind is stored under the name, detected
+/// from what is stored (a lock, read-write lock, semaphore or latch).
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// The lock's name.
+    /// The name (of a lock, read-write lock, semaphore or latch).
     pub(crate) name: String,
 
     /// Look at the fair lock (and show its queue).
     #[arg(long)]
     pub(crate) fair: bool,
 
-    /// Print one JSON object: {"name", "locked", "holders": [{"field",
+    /// Print one JSON object. A lock (kind "lock", or "none" when nothing
+    /// is stored): {"name", "kind", "locked", "holders": [{"field",
     /// "count"}], "ttl_ms" (null when free), "queue": [{"field",
     /// "deadline_ms"}]}; deadlines are Unix epoch milliseconds by the Redis
-    /// server's clock.
+    /// server's clock. Other kinds: {"name", "kind": "read_write_lock",
+    /// "locked", "mode", "writer", "readers", "ttl_ms"}, {"name", "kind":
+    /// "semaphore_or_latch", "value", "ttl_ms"}, {"name", "kind":
+    /// "permit_expirable_semaphore", "available_permits", "permits":
+    /// [{"id", "expires_at_ms"}]}, or {"name", "kind": "unknown",
+    /// "store_type"}.
     #[arg(long)]
     pub(crate) json: bool,
 }

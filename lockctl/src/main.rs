@@ -14,6 +14,7 @@ mod output;
 mod run;
 mod signals;
 mod status;
+mod status_kinds;
 mod supervise;
 
 use std::panic::{self, AssertUnwindSafe};

@@ -1,18 +1,27 @@
-//! `lockctl status`: one snapshot of a lock, for people or as JSON.
+//! `lockctl status`: one snapshot of whatever lock kind is stored under a
+//! name, for people or as JSON.
+//!
+//! The kind is detected from what is stored ([`lock_core::LockClient::describe`]):
+//! a re-entrant or fair lock is shown here as before (holders, ttl, and with
+//! `--fair` the queue); a read-write lock, a semaphore, a count-down latch
+//! and anything else by the `status_kinds` module.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lock_core::{FairLockInfo, LockName};
+use lock_core::{Description, FairLockInfo, LockName};
 use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
 use crate::exit::Failure;
-use crate::{connect, duration, output};
+use crate::{connect, duration, output, status_kinds};
 
-/// What `status --json` prints: one object, keys in this order.
+/// What `status --json` prints for a lock (or nothing): one object, keys in
+/// this order.
 #[derive(Debug, Serialize)]
 struct Report<'a> {
     name: &'a str,
+    /// `lock`, or `none` when nothing is stored under the name.
+    kind: &'a str,
     locked: bool,
     holders: Vec<HolderJson<'a>>,
     /// Remaining time to live; `null` when free or without expiry.
@@ -39,6 +48,28 @@ struct WaiterJson<'a> {
 pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure> {
     let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
     let client = connect::client(global).await?;
+    let described = client.describe(&name).await;
+    let described = match described {
+        Ok(d) => d,
+        Err(e) => {
+            client.close().await;
+            return Err(e.into());
+        }
+    };
+    let kind = match described {
+        Description::Free => "none",
+        Description::Lock(_) => "lock",
+        other => {
+            client.close().await;
+            let text = if args.json {
+                status_kinds::json(&name, &other)?
+            } else {
+                status_kinds::human(&name, &other, now_ms())
+            };
+            output::stdout(&text);
+            return Ok(0);
+        }
+    };
     // One client, either kind's handle: a plain lock shows no queue.
     let info = if args.fair {
         client.fair_lock(&name)?.info().await
@@ -52,7 +83,7 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
     client.close().await;
     let info = info?;
     let text = if args.json {
-        json(&name, &info)?
+        json(&name, kind, &info)?
     } else {
         human(&name, &info, args.fair, now_ms())
     };
@@ -60,10 +91,11 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
     Ok(0)
 }
 
-fn json(name: &LockName, info: &FairLockInfo) -> Result<String, Failure> {
+fn json(name: &LockName, kind: &str, info: &FairLockInfo) -> Result<String, Failure> {
     let (queue, info) = (&info.queue, &info.lock);
     let report = Report {
         name: name.as_str(),
+        kind,
         locked: info.is_locked(),
         holders: info
             .holders
@@ -82,10 +114,7 @@ fn json(name: &LockName, info: &FairLockInfo) -> Result<String, Failure> {
             })
             .collect(),
     };
-    let mut text = serde_json::to_string(&report)
-        .map_err(|e| Failure::new(crate::exit::SOFTWARE, format!("cannot write JSON: {e}")))?;
-    text.push('\n');
-    Ok(text)
+    status_kinds::to_json(&report)
 }
 
 /// A few aligned `label: value` lines. Queue deadlines are shown relative
@@ -135,11 +164,11 @@ fn human(name: &LockName, info: &FairLockInfo, fair: bool, now_ms: i64) -> Strin
     text
 }
 
-fn millis(d: Duration) -> u64 {
+pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-fn ms_duration(ms: i64) -> Duration {
+pub(crate) fn ms_duration(ms: i64) -> Duration {
     Duration::from_millis(ms.unsigned_abs())
 }
 
@@ -174,14 +203,14 @@ mod tests {
     fn json_has_every_key_in_order() {
         let name = LockName::new("job").unwrap();
         assert_eq!(
-            json(&name, &held()).unwrap(),
-            r#"{"name":"job","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","deadline_ms":10000},{"field":"c3:4","deadline_ms":4000}]}"#
+            json(&name, "lock", &held()).unwrap(),
+            r#"{"name":"job","kind":"lock","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","deadline_ms":10000},{"field":"c3:4","deadline_ms":4000}]}"#
                 .to_owned()
                 + "\n"
         );
         assert_eq!(
-            json(&name, &FairLockInfo::default()).unwrap(),
-            "{\"name\":\"job\",\"locked\":false,\"holders\":[],\"ttl_ms\":null,\"queue\":[]}\n"
+            json(&name, "none", &FairLockInfo::default()).unwrap(),
+            "{\"name\":\"job\",\"kind\":\"none\",\"locked\":false,\"holders\":[],\"ttl_ms\":null,\"queue\":[]}\n"
         );
     }
 

@@ -15,7 +15,7 @@ fn status_shows_what_redis_shows() {
     let url = server.url();
     assert_eq!(
         status_json(&url, &["job"]),
-        json!({"name": "job", "locked": false, "holders": [], "ttl_ms": null, "queue": []})
+        json!({"name": "job", "kind": "none", "locked": false, "holders": [], "ttl_ms": null, "queue": []})
     );
 
     let _holder = Holder::start(&url, &[], &["job"]);
@@ -28,6 +28,7 @@ fn status_shows_what_redis_shows() {
         panic!("HGETALL job: {fields:?}")
     };
     assert_eq!(status["name"], "job");
+    assert_eq!(status["kind"], "lock");
     assert_eq!(status["locked"], true);
     assert_eq!(
         status["holders"],
@@ -52,18 +53,154 @@ fn status_shows_what_redis_shows() {
 }
 
 /// A Redisson read-write lock (a hash with a `mode` field beside its
-/// counts) is shown held by its counted fields, not a protocol error.
+/// counts), held for writing: the writer by its owner, no readers.
 #[test]
 fn status_of_a_redisson_read_write_lock() {
     let server = RedisServer::start();
     let url = server.url();
-    let writer = "6d9f6e5c-2f4e-4b1e-9d39-2b8f4f1f7a10:1:write";
-    server.cmd(&["HSET", "rw", "mode", "write", writer, "2"]);
+    let owner = "6d9f6e5c-2f4e-4b1e-9d39-2b8f4f1f7a10:1";
+    let writer = format!("{owner}:write");
+    server.cmd(&["HSET", "rw", "mode", "write", &writer, "2"]);
     let status = status_json(&url, &["rw"]);
     assert_eq!(
         status,
-        json!({"name": "rw", "locked": true, "holders": [{"field": writer, "count": 2}], "ttl_ms": null, "queue": []})
+        json!({"name": "rw", "kind": "read_write_lock", "locked": true, "mode": "write",
+               "writer": {"field": owner, "count": 2}, "readers": [], "ttl_ms": null})
     );
+}
+
+/// Read mode: readers with their counts (the writer that also took reads
+/// among them), the writer, and the hash's time to live, as Redis shows
+/// them; the per-hold timeout keys beside it are not holders.
+#[test]
+fn status_of_a_read_locked_read_write_lock() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let (a, b) = (
+        "c0ffee00-0000-4000-8000-000000000001:7",
+        "c0ffee00-0000-4000-8000-000000000002:9",
+    );
+    server.cmd(&["HSET", "rw", "mode", "read", a, "2", b, "1"]);
+    server.cmd(&["PEXPIRE", "rw", "30000"]);
+    server.cmd(&[
+        "SET",
+        &format!("{{rw}}:{a}:rwlock_timeout:1"),
+        "1",
+        "PX",
+        "30000",
+    ]);
+    let pttl_before = int(&server, &["PTTL", "rw"]);
+    let status = status_json(&url, &["rw"]);
+    assert_eq!(status["kind"], "read_write_lock");
+    assert_eq!(status["mode"], "read");
+    assert_eq!(status["writer"], json!(null));
+    let mut readers = status["readers"].as_array().unwrap().clone();
+    readers.sort_by_key(|r| r["field"].as_str().unwrap().to_owned());
+    assert_eq!(
+        readers,
+        vec![
+            json!({"field": a, "count": 2}),
+            json!({"field": b, "count": 1})
+        ]
+    );
+    let ttl = status["ttl_ms"].as_i64().unwrap();
+    assert!(
+        ttl <= pttl_before && ttl > pttl_before - 5_000,
+        "{ttl} vs {pttl_before}"
+    );
+
+    let human = String::from_utf8(run(&url, &["status", "rw"]).stdout).unwrap();
+    assert!(
+        human.contains("kind:      read-write lock\nmode:      read\n"),
+        "{human}"
+    );
+    assert!(
+        human.contains(&format!("reader:    {a}  (held 2 times)\n")),
+        "{human}"
+    );
+}
+
+/// A semaphore (`SET name permits`, maybe with a ttl) and a count-down
+/// latch (`SET name count`, never a ttl) share one layout: both are shown
+/// as the one integer, with what it means for each.
+#[test]
+fn status_of_a_semaphore_or_latch() {
+    let server = RedisServer::start();
+    let url = server.url();
+    server.cmd(&["SET", "permits", "4", "PX", "60000"]);
+    let status = status_json(&url, &["permits"]);
+    assert_eq!(status["kind"], "semaphore_or_latch");
+    assert_eq!(status["value"], 4);
+    let ttl = status["ttl_ms"].as_i64().unwrap();
+    assert!((50_000..=60_000).contains(&ttl), "{ttl}");
+
+    // A latch as Redisson's trySetCount and ours write it: the count,
+    // without expiry.
+    server.cmd(&["SET", "batch", "3"]);
+    assert_eq!(
+        status_json(&url, &["batch"]),
+        json!({"name": "batch", "kind": "semaphore_or_latch", "value": 3, "ttl_ms": null})
+    );
+    let human = String::from_utf8(run(&url, &["status", "batch"]).stdout).unwrap();
+    assert!(
+        human.contains("semaphore: 3 permits available\n"),
+        "{human}"
+    );
+    assert!(
+        human.contains("latch:     count 3 (a latch lives at key \"batch\""),
+        "{human}"
+    );
+}
+
+/// A permit-expirable semaphore: free permits, and the live leases of
+/// `{name}:timeout` (ids as 32 hex characters; an expired lease is not
+/// shown, a permit without lease is).
+#[test]
+fn status_of_a_permit_expirable_semaphore() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let now = {
+        let t = strings(&server, &["TIME"]);
+        t[0].parse::<i64>().unwrap() * 1000
+    };
+    server.cmd(&["SET", "jobs", "2"]);
+    let (live, forever, dead) = ("0123456789abcdef", "fedcba9876543210", "aaaaaaaaaaaaaaaa");
+    server.cmd(&["ZADD", "{jobs}:timeout", &(now + 60_000).to_string(), live]);
+    server.cmd(&["ZADD", "{jobs}:timeout", "922337203685477", forever]);
+    server.cmd(&["ZADD", "{jobs}:timeout", &(now - 60_000).to_string(), dead]);
+    let status = status_json(&url, &["jobs"]);
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
+    assert_eq!(
+        status,
+        json!({"name": "jobs", "kind": "permit_expirable_semaphore", "available_permits": 2,
+               "permits": [{"id": hex(live), "expires_at_ms": now + 60_000},
+                           {"id": hex(forever), "expires_at_ms": null}]})
+    );
+    let human = String::from_utf8(run(&url, &["status", "jobs"]).stdout).unwrap();
+    assert!(human.contains("leased:    2 live permits\n"), "{human}");
+    assert!(
+        human.contains(&format!("permit:    {}  (no lease)\n", hex(forever))),
+        "{human}"
+    );
+}
+
+/// A value no lock kind stores is named by its type; nothing is changed.
+#[test]
+fn status_of_something_else() {
+    let server = RedisServer::start();
+    let url = server.url();
+    server.cmd(&["RPUSH", "queue", "x"]);
+    server.cmd(&["SET", "note", "hello"]);
+    assert_eq!(
+        status_json(&url, &["queue"]),
+        json!({"name": "queue", "kind": "unknown", "store_type": "list"})
+    );
+    assert_eq!(
+        status_json(&url, &["note"]),
+        json!({"name": "note", "kind": "unknown", "store_type": "string"})
+    );
+    assert_eq!(strings(&server, &["LRANGE", "queue", "0", "-1"]), vec!["x"]);
+    assert_eq!(text(&server.cmd(&["GET", "note"])), "hello");
 }
 
 #[test]

@@ -21,6 +21,7 @@ use crate::target::{Kind, Target};
 mod baseline;
 mod contended;
 mod handoff;
+mod latch;
 mod many_locks;
 mod raw;
 mod uncontended;
@@ -209,6 +210,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::W5) {
         emit(&bounded(limit, "W5", waiters::run(bench)).await?);
+    }
+    if wants(Workload::Latch) {
+        emit(&bounded(limit, "latch", latch::run(bench)).await?);
     }
     for kind in [Kind::Fair, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND

@@ -11,8 +11,10 @@ use lock_core::{ClientConfig, Kinds, LockClient, Result};
 use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 
+pub mod latch;
 pub mod reentrant;
 
+pub use latch::Latch;
 pub use lock_fair::Fair;
 pub use reentrant::Reentrant;
 
@@ -26,14 +28,17 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
     let connection = Arc::new(ScriptConnection::new(env.clone()));
     let kinds = Kinds::new()
         .reentrant(Arc::new(Reentrant::new(env.clone())))
-        .fair(Arc::new(Fair::new(env)));
+        .fair(Arc::new(Fair::new(env.clone())))
+        .latch(Arc::new(Latch::new(env.clone())))
+        .describe(Arc::new(crate::describe::Describer::new(env)));
     LockClient::new(connection, kinds, config)
 }
 
 /// Every script of every registered kind, for preloading at connect.
 pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
-    for script in Fair::scripts() {
+    let others = Fair::scripts().into_iter().chain(Latch::scripts());
+    for script in others.chain(crate::describe::Describer::scripts()) {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {
             all.push(script);
         }

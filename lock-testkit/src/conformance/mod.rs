@@ -29,10 +29,12 @@ use lock_script::KeyLayout;
 
 pub mod basics;
 pub mod cancellation;
+pub mod describe;
 pub mod errors;
 pub mod fair;
 pub mod fenced;
 pub mod holds;
+pub mod latch;
 pub mod latches;
 pub mod layout;
 pub mod leases;
@@ -320,6 +322,56 @@ macro_rules! fair_conformance_tests {
             $crate::conformance::FairSuite($make().await)
         }
         $crate::__fair_checks! { __conformance_each; [$(#[$attr])*] __fair_suite }
+    };
+}
+
+/// Runs every check of the count-down latch (`latch.rs`), and of
+/// [`LockClient::describe`] (`describe.rs`), as its own test, on the same
+/// harness as [`conformance_tests!`](crate::conformance_tests).
+#[macro_export]
+macro_rules! latch_conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__latch_checks! { __conformance_each; [$(#[$attr])*] $make }
+    };
+}
+
+/// The count-down latch's checks as `(name, check)` pairs; see
+/// [`conformance_checks!`](crate::conformance_checks).
+#[macro_export]
+macro_rules! latch_conformance_checks {
+    () => {
+        $crate::__latch_checks! { __conformance_list; [] unused }
+    };
+}
+
+/// Implementation detail: the count-down latch's checks, handed to `$each`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __latch_checks {
+    ($each:ident; [$(#[$attr:meta])*] $make:path) => {
+        $crate::$each! {
+            [$(#[$attr])*] $make;
+            latch::await_timeout,
+            latch::await_timeout_fail,
+            latch::multi_await,
+            latch::count_down,
+            latch::delete,
+            latch::delete_failed,
+            latch::try_set_count,
+            latch::count,
+            latch::single_count_down_await_single_instance,
+            latch::zero_notice_wakes_every_waiter,
+            latch::redisson_count_down_wakes_us,
+            latch::new_count_message_makes_waiters_look_again,
+            latch::layout_is_redissons,
+            latch::repeated_writes_count_once,
+            latch::invalid_counts_fail_before_io,
+            latch::wrong_type_is_reported_and_left_untouched,
+            latch::dropped_wait_leaves_no_subscription,
+            latch::name_with_its_own_hash_tag_works_or_is_refused,
+            latch::closed_client_rejects_latch_operations,
+            describe::describe_tells_the_layouts_apart,
+        }
     };
 }
 

@@ -1,0 +1,205 @@
+//! [`CountDownLatch`]: a distributed count-down latch, by name.
+//!
+//! # Promise
+//! Someone sets a count ([`CountDownLatch::try_set_count`]); each
+//! [`CountDownLatch::count_down`] takes one off; when it reaches zero the
+//! latch is gone (open) and every waiter ([`CountDownLatch::wait`],
+//! [`CountDownLatch::wait_for`]) of every client returns. A latch that was
+//! never set, was deleted, or reached zero is open: waiting returns at
+//! once. Once open it can be set again (a new round).
+//!
+//! Waiters are woken by the notice of the count-down that reached zero,
+//! through the engine's shared wait loop (the `condition` module): read the
+//! count, subscribe, read again, sleep until a notice. A notice that the
+//! count was set or the latch deleted makes them read the count again.
+//!
+//! A count-down is retried after an unknown outcome with its request id,
+//! so it never counts twice.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::client::LockClient;
+use crate::condition;
+use crate::error::{LockError, Result};
+use crate::latch_kind::{LatchKind, LatchRequest};
+use crate::name::LockName;
+use crate::op::Retry;
+
+/// The largest count a latch takes: counts are signed 64-bit integers in
+/// the store.
+pub const MAX_COUNT: u64 = i64::MAX as u64;
+
+/// A handle on one named count-down latch
+/// ([`LockClient::count_down_latch`]; see the module docs). Cheap to
+/// clone; makes no I/O until used.
+///
+/// ```
+/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+/// let latch = client.count_down_latch("batch:7")?;
+/// latch.try_set_count(3).await?;
+/// // … three workers each call `latch.count_down().await?` when done …
+/// # for _ in 0..3 { latch.count_down().await?; }
+/// latch.wait().await?; // returns once the third has counted down
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct CountDownLatch {
+    client: LockClient,
+    name: LockName,
+    kind: Arc<dyn LatchKind>,
+}
+
+impl std::fmt::Debug for CountDownLatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountDownLatch")
+            .field("name", &self.name)
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CountDownLatch {
+    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn LatchKind>) -> Self {
+        Self { client, name, kind }
+    }
+
+    /// The latch's name.
+    pub fn name(&self) -> &LockName {
+        &self.name
+    }
+
+    /// Sets the count to `count` if the latch does not exist (is open);
+    /// `false`, changing nothing, when it exists. Waiters are told to read
+    /// the count again. Retried after an unknown outcome without setting
+    /// the count twice.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a count of 0 or above
+    /// [`MAX_COUNT`] (before any I/O); [`LockError::WrongType`] when the
+    /// latch's key holds something that is not a count (left untouched);
+    /// [`LockError::Unavailable`] after the retry policy;
+    /// [`LockError::Closed`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the count set or not.
+    pub async fn try_set_count(&self, count: u64) -> Result<bool> {
+        if count == 0 || count > MAX_COUNT {
+            return Err(LockError::invalid(format!(
+                "a latch count must be between 1 and {MAX_COUNT}, not {count}"
+            )));
+        }
+        let req = self.request();
+        self.retrying("try_set_count", || self.kind.try_set_count(&req, count))
+            .await
+    }
+
+    /// Counts down by one and returns the count left. At zero the latch is
+    /// deleted and every waiter returns; counting down an open latch
+    /// changes nothing (returns 0). Retried after an unknown outcome
+    /// without counting twice.
+    ///
+    /// # Errors
+    /// As [`CountDownLatch::try_set_count`] (but for the count checks).
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the count-down done or not.
+    pub async fn count_down(&self) -> Result<u64> {
+        let req = self.request();
+        self.retrying("count_down", || self.kind.count_down(&req))
+            .await
+    }
+
+    /// The current count; 0 when the latch is open (not set, deleted, or
+    /// counted down to zero). A count below zero written by another
+    /// client reads as 0: such a latch is open.
+    ///
+    /// # Errors
+    /// As [`CountDownLatch::count_down`].
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    pub async fn count(&self) -> Result<u64> {
+        self.retrying("count", || self.kind.count(&self.name)).await
+    }
+
+    /// Deletes the latch whatever its count; whether it existed. Retried
+    /// after an unknown outcome without deleting a count set since. Its
+    /// waiters read the count again and, finding the latch open, return.
+    ///
+    /// # Errors
+    /// As [`CountDownLatch::count_down`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the latch deleted or not.
+    pub async fn delete(&self) -> Result<bool> {
+        let req = self.request();
+        self.retrying("delete", || self.kind.delete(&req)).await
+    }
+
+    /// Waits until the latch is open (returns at once when it is).
+    ///
+    /// # Errors
+    /// As [`CountDownLatch::count_down`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future leaves no subscription behind.
+    pub async fn wait(&self) -> Result<()> {
+        self.wait_until(None).await.map(drop)
+    }
+
+    /// Waits up to `timeout` for the latch to open: `true` when it did,
+    /// `false` when the time ran out first.
+    ///
+    /// # Errors
+    /// As [`CountDownLatch::wait`].
+    ///
+    /// # Cancel safety
+    /// As [`CountDownLatch::wait`].
+    pub async fn wait_for(&self, timeout: Duration) -> Result<bool> {
+        let now = Instant::now();
+        self.wait_until(Some(now.checked_add(timeout).unwrap_or(now + MAX_WAIT)))
+            .await
+    }
+
+    async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
+        let kind = Arc::clone(&self.kind);
+        let read = Arc::new(move |payload: &[u8]| kind.wake(payload));
+        condition::wait_until(
+            &self.client.inner,
+            self.kind.channel(&self.name),
+            read,
+            deadline,
+            || async { Ok(self.count().await? == 0) },
+        )
+        .await
+    }
+
+    /// A write with a fresh request id, kept for the client's latch ttl.
+    fn request(&self) -> LatchRequest {
+        LatchRequest::new(self.name.clone(), self.client.inner.latch_ms)
+    }
+
+    /// Runs `op` with the client's retry policy (every operation here is
+    /// safe to repeat: reads, and writes that carry their request id).
+    async fn retrying<T, F, Fut>(&self, what: &'static str, mut op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let inner = &self.client.inner;
+        inner.check_open()?;
+        let mut retry = Retry::new(&inner.config.retry, what);
+        loop {
+            match op().await {
+                Err(e) if retry.again(&e).await => {}
+                result => return result,
+            }
+        }
+    }
+}
+
+/// A wait too long to represent: effectively forever.
+const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);

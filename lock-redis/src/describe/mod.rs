@@ -1,0 +1,303 @@
+//! [`Describer`]: what is stored under a name, read with one kind-neutral
+//! script (`describe.lua`) and told apart by Redisson's layouts
+//! (`SPEC.md` §3, §8), for [`lock_core::LockClient::describe`].
+//!
+//! | stored under `<name>` | described as |
+//! | --- | --- |
+//! | nothing (and no live permit leases) | [`Description::Free`] |
+//! | a hash with a `mode` field (`read`/`write`) | [`Description::ReadWriteLock`]: the field `<owner>:write` is the writer, other `<owner>` fields readers |
+//! | any other hash | [`Description::Lock`]: its counted fields (as the lock's inspection reads them) |
+//! | an integer, with a sorted set `{<name>}:timeout` beside it | [`Description::PermitExpirableSemaphore`] (free permits, live leases) |
+//! | an integer alone | [`Description::SemaphoreOrLatch`]: a semaphore's free permits and a latch's count look alike |
+//! | anything else | [`Description::Unknown`] with its Redis type |
+//!
+//! Read-write locks and semaphores are read from their layouts here
+//! directly, so this needs none of their kinds' code.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::{
+    CounterInfo, Describe, Description, ExpirableSemaphoreInfo, Holder, LeasedPermit, LockInfo,
+    LockName, ReadWriteInfo, ReadWriteMode, Result,
+};
+use lock_script::error::bad_reply;
+use lock_script::{ScriptCall, ScriptEnv};
+use redis::{Script, Value};
+
+/// Reads what is stored under a name (`describe.lua`).
+pub static DESCRIBE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("describe.lua")));
+
+/// A permit lease score meaning "no lease" (Redisson's).
+const NO_LEASE: f64 = 922_337_203_685_477.0;
+
+/// The writer's field suffix in a read-write lock hash.
+const WRITE_SUFFIX: &str = ":write";
+
+/// Reads any name's layout; registered on every client
+/// ([`crate::kinds::client`]).
+#[derive(Debug, Clone)]
+pub struct Describer {
+    env: ScriptEnv,
+}
+
+impl Describer {
+    /// A reader over `env`.
+    pub fn new(env: ScriptEnv) -> Self {
+        Self { env }
+    }
+
+    /// Its script, for preloading.
+    pub fn scripts() -> Vec<&'static Script> {
+        vec![&DESCRIBE]
+    }
+}
+
+/// The sorted set of a permit-expirable semaphore's leases: Redisson's
+/// `suffixName(name, "timeout")`.
+///
+/// ```
+/// # use lock_redis::describe::leases_key; use lock_script::KeyLayout;
+/// # use lock_core::LockName;
+/// let l = KeyLayout::with_prefix("p:");
+/// assert_eq!(leases_key(&l, &LockName::new("jobs").unwrap()), "{p:jobs}:timeout");
+/// assert_eq!(leases_key(&l, &LockName::new("{t}jobs").unwrap()), "p:{t}jobs:timeout");
+/// ```
+pub fn leases_key(layout: &lock_script::KeyLayout, name: &LockName) -> String {
+    let key = layout.lock_key(name);
+    if key.contains('{') {
+        format!("{key}:timeout")
+    } else {
+        format!("{{{key}}}:timeout")
+    }
+}
+
+#[async_trait]
+impl Describe for Describer {
+    /// Runs `describe.lua` and reads its reply by the table in the module
+    /// docs.
+    ///
+    /// # Errors
+    /// Retryable errors as described in [`lock_script::error`];
+    /// [`lock_core::LockError::Protocol`] for a reply of another shape.
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    async fn describe(&self, name: &LockName) -> Result<Description> {
+        let layout = self.env.layout();
+        let key = layout.lock_key(name);
+        let leases = leases_key(layout, name);
+        let transport = self.env.transport();
+        // A name whose lease set lies in another cluster slot (a `}`
+        // without `{`) cannot be a permit-expirable semaphore there: its
+        // scripts could not run. Read the key alone then.
+        let (leases, read_leases) = if transport.key_group(&leases) == transport.key_group(&key) {
+            (leases, "1")
+        } else {
+            (key.clone(), "0")
+        };
+        let call = ScriptCall::new(&DESCRIBE, vec![key, leases], vec![read_leases.to_owned()])
+            .idempotent(true);
+        let reply = self.env.eval(call).await?;
+        decode(&reply).ok_or_else(|| bad_reply("describe", &reply))
+    }
+}
+
+fn decode(reply: &Value) -> Option<Description> {
+    let Value::Array(items) = reply else {
+        return None;
+    };
+    let [kind, value, pttl, leases] = items.as_slice() else {
+        return None;
+    };
+    let ttl = match pttl {
+        Value::Int(ms) => u64::try_from(*ms).ok().map(Duration::from_millis),
+        _ => return None,
+    };
+    let leases = match leases {
+        Value::Nil => None,
+        Value::Array(flat) => Some(permits(flat)?),
+        _ => return None,
+    };
+    Some(match (text(kind)?.as_str(), value) {
+        ("hash", Value::Array(flat)) => hash(flat, ttl)?,
+        ("string", value) => {
+            let counter = text(value)?.parse::<i64>().ok();
+            match (counter, leases) {
+                (Some(available), Some(permits)) => Description::PermitExpirableSemaphore(
+                    ExpirableSemaphoreInfo::new(available, permits),
+                ),
+                (Some(value), None) => Description::SemaphoreOrLatch(CounterInfo::new(value, ttl)),
+                (None, _) => Description::Unknown {
+                    store_type: "string".to_owned(),
+                },
+            }
+        }
+        ("none", _) => match leases {
+            Some(permits) if !permits.is_empty() => {
+                Description::PermitExpirableSemaphore(ExpirableSemaphoreInfo::new(0, permits))
+            }
+            _ => Description::Free,
+        },
+        (other, _) => Description::Unknown {
+            store_type: other.to_owned(),
+        },
+    })
+}
+
+/// A lock hash: a read-write lock when it has a `mode` field, else a lock.
+fn hash(flat: &[Value], ttl: Option<Duration>) -> Option<Description> {
+    let pairs = flat
+        .chunks(2)
+        .map(|pair| match pair {
+            [field, value] => Some((text(field)?, text(value)?)),
+            _ => None,
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let mode = pairs
+        .iter()
+        .find(|(field, _)| field == "mode")
+        .map(|(_, value)| value.as_str());
+    let mut writer = None;
+    let mut counted = Vec::new();
+    for (field, value) in &pairs {
+        // Fields that are not counts (`mode`) are skipped, as the lock's
+        // own inspection does.
+        let Ok(count) = value.parse::<u64>() else {
+            continue;
+        };
+        match field.strip_suffix(WRITE_SUFFIX) {
+            Some(owner) if mode.is_some() => {
+                writer = Some(Holder {
+                    field: owner.to_owned(),
+                    count,
+                });
+            }
+            _ => counted.push(Holder {
+                field: field.clone(),
+                count,
+            }),
+        }
+    }
+    Some(match mode {
+        Some(mode) => {
+            let mode = if mode == "write" {
+                ReadWriteMode::Write
+            } else {
+                ReadWriteMode::Read
+            };
+            Description::ReadWriteLock(ReadWriteInfo::new(mode, writer, counted, ttl))
+        }
+        None => Description::Lock(LockInfo::new(counted, ttl)),
+    })
+}
+
+/// Live leases: (16 raw bytes, expiry score) pairs.
+fn permits(flat: &[Value]) -> Option<Vec<LeasedPermit>> {
+    flat.chunks(2)
+        .map(|pair| {
+            let [Value::BulkString(id), score] = pair else {
+                return None;
+            };
+            let score: f64 = text(score)?.parse().ok()?;
+            let expires = (score < NO_LEASE).then_some(score as u64);
+            Some(LeasedPermit::new(hex(id), expires))
+        })
+        .collect()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        Value::Double(d) => Some(d.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bulk(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    fn reply(kind: &str, value: Value, pttl: i64, leases: Value) -> Value {
+        Value::Array(vec![bulk(kind), value, Value::Int(pttl), leases])
+    }
+
+    #[test]
+    fn a_hash_with_mode_is_a_read_write_lock() {
+        let flat = Value::Array(
+            ["mode", "read", "c1:1", "2", "c2:3:write", "1", "c2:3", "1"]
+                .map(bulk)
+                .to_vec(),
+        );
+        let Some(Description::ReadWriteLock(rw)) = decode(&reply("hash", flat, 900, Value::Nil))
+        else {
+            panic!()
+        };
+        assert_eq!(rw.mode, ReadWriteMode::Read);
+        assert_eq!(rw.writer.unwrap().field, "c2:3");
+        let readers: Vec<_> = rw.readers.iter().map(|h| (&*h.field, h.count)).collect();
+        assert_eq!(readers, [("c1:1", 2), ("c2:3", 1)]);
+        assert_eq!(rw.ttl, Some(Duration::from_millis(900)));
+    }
+
+    #[test]
+    fn other_hashes_are_locks_and_strings_counters() {
+        let flat = Value::Array(["c1:1", "1"].map(bulk).to_vec());
+        assert!(matches!(
+            decode(&reply("hash", flat, -1, Value::Nil)),
+            Some(Description::Lock(info)) if info.holders.len() == 1 && info.ttl.is_none()
+        ));
+        assert_eq!(
+            decode(&reply("string", bulk("-2"), -1, Value::Nil)),
+            Some(Description::SemaphoreOrLatch(CounterInfo::new(-2, None)))
+        );
+        assert_eq!(
+            decode(&reply("string", bulk("x"), -1, Value::Nil)),
+            Some(Description::Unknown {
+                store_type: "string".into()
+            })
+        );
+        assert_eq!(
+            decode(&reply("list", Value::Nil, -1, Value::Nil)),
+            Some(Description::Unknown {
+                store_type: "list".into()
+            })
+        );
+        assert_eq!(
+            decode(&reply("none", Value::Nil, -2, Value::Array(vec![]))),
+            Some(Description::Free)
+        );
+        assert_eq!(decode(&Value::Int(1)), None);
+    }
+
+    #[test]
+    fn leases_are_hex_ids_with_expiries() {
+        let id = Value::BulkString(vec![0xab; 16]);
+        let leases = Value::Array(vec![
+            id.clone(),
+            bulk("1700000000000"),
+            id,
+            bulk("922337203685477"),
+        ]);
+        let Some(Description::PermitExpirableSemaphore(s)) =
+            decode(&reply("string", bulk("3"), -1, leases))
+        else {
+            panic!()
+        };
+        assert_eq!(s.available, 3);
+        assert_eq!(s.permits[0].id, "ab".repeat(16));
+        assert_eq!(s.permits[0].expires_at_ms, Some(1_700_000_000_000));
+        assert_eq!(s.permits[1].expires_at_ms, None);
+    }
+}

@@ -1,0 +1,92 @@
+//! [`LockClient::describe`]: what is stored under a name, told apart by
+//! layout on every deployment (it is one kind-neutral script). Run in the
+//! latch suite ([`latch_conformance_tests!`](crate::latch_conformance_tests)),
+//! the suite of the first kind that shares its layout with another.
+//!
+//! Read-write lock hashes (a `mode` field beside counts) are checked by the
+//! decoder's unit tests and by `lockctl/tests/status.rs` on Redis.
+
+use std::time::Duration;
+
+use lock_core::{Description, LockClient, LockName};
+
+use super::{client, key, unique, Harness};
+
+/// Free, a lock, a latch's count, a permit-expirable semaphore's counter
+/// and live leases, and a list are each described as such.
+pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
+    let c: LockClient = client(h).await;
+    let free = unique("describe-free");
+    assert_eq!(c.describe(&free).await.unwrap(), Description::Free);
+
+    let locked = unique("describe-lock");
+    let guard = c
+        .lock(&locked)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    match c.describe(&locked).await.unwrap() {
+        Description::Lock(info) => {
+            assert_eq!(info.holders.len(), 1);
+            assert_eq!(info.holders[0].owner(), Some(guard.owner()));
+            assert!(info.ttl.is_some_and(|t| t <= Duration::from_secs(20)));
+        }
+        other => panic!("{other:?}"),
+    }
+    guard.unlock().await.unwrap();
+
+    let latch = unique("describe-latch");
+    c.count_down_latch(&latch)
+        .unwrap()
+        .try_set_count(3)
+        .await
+        .unwrap();
+    match c.describe(&latch).await.unwrap() {
+        Description::SemaphoreOrLatch(counter) => {
+            assert_eq!((counter.value, counter.ttl), (3, None));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let semaphore = unique("describe-expirable");
+    let k = key(h, &semaphore);
+    let leases = lock_redis::describe::leases_key(&h.layout(), &LockName::new(&semaphore).unwrap());
+    let list = format!("{leases}:list");
+    let now = h.now_ms().await;
+    h.set_string(&k, "2").await;
+    h.enqueue(&list, &leases, now + 60_000, "0123456789abcdef")
+        .await;
+    h.enqueue(&list, &leases, now - 60_000, "fedcba9876543210")
+        .await;
+    match c.describe(&semaphore).await.unwrap() {
+        Description::PermitExpirableSemaphore(s) => {
+            assert_eq!(s.available, 2);
+            assert_eq!(s.permits.len(), 1, "{s:?}");
+            assert_eq!(s.permits[0].id, "30313233343536373839616263646566");
+            assert_eq!(
+                s.permits[0].expires_at_ms,
+                Some(u64::try_from(now + 60_000).unwrap())
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // `list` is not under the layout's prefix: describe it by a name whose
+    // key is `list` only when there is no prefix.
+    if h.layout().prefix().is_empty() {
+        assert_eq!(
+            c.describe(&list).await.unwrap(),
+            Description::Unknown {
+                store_type: "list".into()
+            }
+        );
+    }
+    h.set_string(&k, "many").await;
+    assert_eq!(
+        c.describe(&semaphore).await.unwrap(),
+        Description::Unknown {
+            store_type: "string".into()
+        }
+    );
+}

@@ -1,0 +1,302 @@
+//! `lockctl status` of the kinds that are not plain locks: a read-write
+//! lock, a semaphore or count-down latch (one integer: the two share a
+//! layout), a permit-expirable semaphore, and a value no lock kind stores.
+//!
+//! JSON objects start with `name` and `kind` (`read_write_lock`,
+//! `semaphore_or_latch`, `permit_expirable_semaphore`, `unknown`), then the
+//! kind's own keys, in the order of the structs below.
+
+use lock_core::{
+    CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LockName, ReadWriteInfo,
+    ReadWriteMode,
+};
+use serde::Serialize;
+
+use crate::duration;
+use crate::exit::Failure;
+use crate::status::{millis, ms_duration};
+
+#[derive(Debug, Serialize)]
+struct RwJson<'a> {
+    name: &'a str,
+    kind: &'static str,
+    locked: bool,
+    /// `read` or `write`.
+    mode: &'static str,
+    writer: Option<HolderJson<'a>>,
+    readers: Vec<HolderJson<'a>>,
+    ttl_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct HolderJson<'a> {
+    field: &'a str,
+    count: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct CounterJson<'a> {
+    name: &'a str,
+    kind: &'static str,
+    /// A semaphore's available permits, or a latch's count.
+    value: i64,
+    ttl_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct ExpirableJson<'a> {
+    name: &'a str,
+    kind: &'static str,
+    available_permits: i64,
+    permits: Vec<PermitJson<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct PermitJson<'a> {
+    id: &'a str,
+    /// Unix epoch milliseconds; `null` for a permit without a lease.
+    expires_at_ms: Option<u64>,
+}
+
+#[derive(Debug, Serialize)]
+struct UnknownJson<'a> {
+    name: &'a str,
+    kind: &'static str,
+    store_type: &'a str,
+}
+
+/// `value` as one line of JSON.
+pub(crate) fn to_json(value: &impl Serialize) -> Result<String, Failure> {
+    let mut text = serde_json::to_string(value)
+        .map_err(|e| Failure::new(crate::exit::SOFTWARE, format!("cannot write JSON: {e}")))?;
+    text.push('\n');
+    Ok(text)
+}
+
+fn holder(h: &Holder) -> HolderJson<'_> {
+    HolderJson {
+        field: &h.field,
+        count: h.count,
+    }
+}
+
+fn mode(mode: ReadWriteMode) -> &'static str {
+    match mode {
+        ReadWriteMode::Write => "write",
+        _ => "read",
+    }
+}
+
+/// The JSON object of a description other than a lock's.
+pub(crate) fn json(name: &LockName, d: &Description) -> Result<String, Failure> {
+    let name = name.as_str();
+    match d {
+        Description::ReadWriteLock(rw) => to_json(&RwJson {
+            name,
+            kind: "read_write_lock",
+            locked: rw.writer.is_some() || !rw.readers.is_empty(),
+            mode: mode(rw.mode),
+            writer: rw.writer.as_ref().map(holder),
+            readers: rw.readers.iter().map(holder).collect(),
+            ttl_ms: rw.ttl.map(millis),
+        }),
+        Description::SemaphoreOrLatch(c) => to_json(&CounterJson {
+            name,
+            kind: "semaphore_or_latch",
+            value: c.value,
+            ttl_ms: c.ttl.map(millis),
+        }),
+        Description::PermitExpirableSemaphore(s) => to_json(&ExpirableJson {
+            name,
+            kind: "permit_expirable_semaphore",
+            available_permits: s.available,
+            permits: s
+                .permits
+                .iter()
+                .map(|p| PermitJson {
+                    id: &p.id,
+                    expires_at_ms: p.expires_at_ms,
+                })
+                .collect(),
+        }),
+        Description::Unknown { store_type } => to_json(&UnknownJson {
+            name,
+            kind: "unknown",
+            store_type,
+        }),
+        other => Err(Failure::new(
+            crate::exit::SOFTWARE,
+            format!("no status view for {other:?}"),
+        )),
+    }
+}
+
+/// Aligned `label: value` lines of a description other than a lock's.
+/// Lease ends are shown relative to `now_ms` (this machine's clock; they
+/// are stored by the writer's).
+pub(crate) fn human(name: &LockName, d: &Description, now_ms: i64) -> String {
+    let mut lines = vec![("name", name.to_string())];
+    match d {
+        Description::ReadWriteLock(rw) => read_write(&mut lines, rw),
+        Description::SemaphoreOrLatch(c) => counter(&mut lines, c, name),
+        Description::PermitExpirableSemaphore(s) => expirable(&mut lines, s, now_ms),
+        Description::Unknown { store_type } => {
+            lines.push(("kind", "none of the lock kinds".to_owned()));
+            lines.push((
+                "type",
+                format!("{store_type} (not a lock, semaphore or latch)"),
+            ));
+        }
+        other => lines.push(("kind", format!("{other:?}"))),
+    }
+    let mut text = String::new();
+    for (label, value) in lines {
+        text.push_str(&format!("{:<11}{value}\n", format!("{label}:")));
+    }
+    text
+}
+
+fn held(count: u64) -> String {
+    if count == 1 {
+        "held once".to_owned()
+    } else {
+        format!("held {count} times")
+    }
+}
+
+fn ttl(lines: &mut Vec<(&'static str, String)>, ttl: Option<std::time::Duration>) {
+    lines.push((
+        "ttl",
+        ttl.map_or_else(|| "no expiry".to_owned(), duration::display),
+    ));
+}
+
+fn read_write(lines: &mut Vec<(&'static str, String)>, rw: &ReadWriteInfo) {
+    lines.push(("kind", "read-write lock".to_owned()));
+    lines.push(("mode", mode(rw.mode).to_owned()));
+    match &rw.writer {
+        Some(w) => lines.push(("writer", format!("{}  ({})", w.field, held(w.count)))),
+        None => lines.push(("writer", "none".to_owned())),
+    }
+    if rw.readers.is_empty() {
+        lines.push(("readers", "none".to_owned()));
+    }
+    for r in &rw.readers {
+        lines.push(("reader", format!("{}  ({})", r.field, held(r.count))));
+    }
+    ttl(lines, rw.ttl);
+}
+
+fn counter(lines: &mut Vec<(&'static str, String)>, c: &CounterInfo, name: &LockName) {
+    lines.push(("kind", "semaphore or count-down latch".to_owned()));
+    lines.push(("value", c.value.to_string()));
+    lines.push(("semaphore", format!("{} permits available", c.value)));
+    lines.push((
+        "latch",
+        format!(
+            "count {} (a latch lives at key {name:?} itself; it is open when nothing is there)",
+            c.value.max(0)
+        ),
+    ));
+    ttl(lines, c.ttl);
+}
+
+fn expirable(lines: &mut Vec<(&'static str, String)>, s: &ExpirableSemaphoreInfo, now_ms: i64) {
+    lines.push(("kind", "permit-expirable semaphore".to_owned()));
+    lines.push(("available", format!("{} permits", s.available)));
+    lines.push(("leased", format!("{} live permits", s.permits.len())));
+    for p in &s.permits {
+        let lease = match p.expires_at_ms {
+            None => "no lease".to_owned(),
+            Some(at) => {
+                let left = i64::try_from(at).unwrap_or(i64::MAX).saturating_sub(now_ms);
+                if left >= 0 {
+                    format!("lease ends in {}", duration::display(ms_duration(left)))
+                } else {
+                    format!("lease ended {} ago", duration::display(ms_duration(-left)))
+                }
+            }
+        };
+        lines.push(("permit", format!("{}  ({lease})", p.id)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use lock_core::LeasedPermit;
+
+    use super::*;
+
+    fn name() -> LockName {
+        LockName::new("job").unwrap()
+    }
+
+    #[test]
+    fn read_write_lock() {
+        let d = Description::ReadWriteLock(ReadWriteInfo::new(
+            ReadWriteMode::Read,
+            None,
+            vec![
+                Holder {
+                    field: "c1:1".into(),
+                    count: 2,
+                },
+                Holder {
+                    field: "c2:4".into(),
+                    count: 1,
+                },
+            ],
+            Some(Duration::from_millis(1500)),
+        ));
+        assert_eq!(
+            json(&name(), &d).unwrap(),
+            "{\"name\":\"job\",\"kind\":\"read_write_lock\",\"locked\":true,\"mode\":\"read\",\"writer\":null,\"readers\":[{\"field\":\"c1:1\",\"count\":2},{\"field\":\"c2:4\",\"count\":1}],\"ttl_ms\":1500}\n"
+        );
+        assert_eq!(
+            human(&name(), &d, 0),
+            "name:      job\n\
+             kind:      read-write lock\n\
+             mode:      read\n\
+             writer:    none\n\
+             reader:    c1:1  (held 2 times)\n\
+             reader:    c2:4  (held once)\n\
+             ttl:       1.5s\n"
+        );
+    }
+
+    #[test]
+    fn counter_and_expirable_semaphore_and_unknown() {
+        let c = Description::SemaphoreOrLatch(CounterInfo::new(3, None));
+        assert_eq!(
+            json(&name(), &c).unwrap(),
+            "{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":3,\"ttl_ms\":null}\n"
+        );
+        assert!(human(&name(), &c, 0).contains("latch:     count 3 (a latch lives at key \"job\""));
+        let s = Description::PermitExpirableSemaphore(ExpirableSemaphoreInfo::new(
+            1,
+            vec![
+                LeasedPermit::new("ab".repeat(16), Some(4_000)),
+                LeasedPermit::new("cd".repeat(16), None),
+            ],
+        ));
+        let id = "ab".repeat(16);
+        assert_eq!(
+            json(&name(), &s).unwrap(),
+            format!("{{\"name\":\"job\",\"kind\":\"permit_expirable_semaphore\",\"available_permits\":1,\"permits\":[{{\"id\":\"{id}\",\"expires_at_ms\":4000}},{{\"id\":\"{}\",\"expires_at_ms\":null}}]}}\n", "cd".repeat(16))
+        );
+        let text = human(&name(), &s, 1_000);
+        assert!(
+            text.contains(&format!("permit:    {id}  (lease ends in 3.0s)\n")),
+            "{text}"
+        );
+        let u = Description::Unknown {
+            store_type: "list".into(),
+        };
+        assert_eq!(
+            json(&name(), &u).unwrap(),
+            "{\"name\":\"job\",\"kind\":\"unknown\",\"store_type\":\"list\"}\n"
+        );
+    }
+}
