@@ -121,12 +121,14 @@ pub mod connections;
 pub mod kinds;
 mod pubsub;
 pub mod scripts;
+pub mod sentinel;
 mod single;
 pub mod subscriptions;
 
 pub use config::{
     RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
 };
+pub use sentinel::SentinelConfig;
 pub use single::SingleNode;
 
 pub use lock_core;
