@@ -251,7 +251,10 @@ impl ConnectionSet {
             self.endpoint.invalidate();
         } else if self.endpoint.follows_failovers() && err.code() == Some("READONLY") {
             // The node was demoted: every connection to it is wrong now.
-            tracing::info!(slot = lease.slot, "redis answered READONLY; asking the sentinels for the master");
+            tracing::info!(
+                slot = lease.slot,
+                "redis answered READONLY; asking the sentinels for the master"
+            );
             self.discard(lease);
             self.endpoint.invalidate();
         }

@@ -395,7 +395,6 @@ async fn master_moved(changes: Option<&mut watch::Receiver<u64>>) {
         }
     }
     std::future::pending().await
-
 }
 
 fn log_failure<E: std::fmt::Display>(
@@ -457,9 +456,13 @@ mod tests {
     async fn idle_pings_keep_a_healthy_connection_and_replace_a_dead_one() {
         let server = RedisServer::start();
         let short = Duration::from_millis(300);
-        let pubsub =
-            PubSub::spawn_with_ping(Endpoint::Fixed(server.client()), short, short, Duration::from_millis(100))
-                .unwrap();
+        let pubsub = PubSub::spawn_with_ping(
+            Endpoint::Fixed(server.client()),
+            short,
+            short,
+            Duration::from_millis(100),
+        )
+        .unwrap();
         let events = Arc::new(Events(std::sync::Mutex::new(Vec::new())));
         pubsub.set_handler(events.clone());
         pubsub.subscribe("ch".to_owned()).await.unwrap();

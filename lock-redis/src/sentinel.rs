@@ -84,7 +84,9 @@ impl SentinelConfig {
     /// unparsable sentinel URL (password redacted), an empty master name.
     pub fn validate(&self) -> Result<()> {
         if self.sentinels.is_empty() {
-            return Err(LockError::invalid("sentinel needs at least one sentinel URL"));
+            return Err(LockError::invalid(
+                "sentinel needs at least one sentinel URL",
+            ));
         }
         for url in &self.sentinels {
             url.as_str().into_connection_info().map_err(|e| {
@@ -111,7 +113,11 @@ impl SentinelConfig {
             redis = redis.set_password(password);
         }
         let node = SentinelNodeConnectionInfo::default().set_redis_connection_info(redis);
-        if self.sentinels.iter().any(|url| url.starts_with("rediss://")) {
+        if self
+            .sentinels
+            .iter()
+            .any(|url| url.starts_with("rediss://"))
+        {
             node.set_tls_mode(redis::TlsMode::Secure)
         } else {
             node
@@ -130,7 +136,10 @@ impl std::fmt::Debug for SentinelConfig {
             .field("sentinels", &sentinels)
             .field("master_name", &self.master_name)
             .field("master_username", &self.master_username)
-            .field("master_password", &self.master_password.as_ref().map(|_| "***"))
+            .field(
+                "master_password",
+                &self.master_password.as_ref().map(|_| "***"),
+            )
             .finish()
     }
 }
@@ -222,7 +231,10 @@ impl Master {
             state: Mutex::new(Found::default()),
             generation: watch::channel(0).0,
         });
-        runtime.spawn(listen_for_switches(Arc::downgrade(&master), connect_timeout));
+        runtime.spawn(listen_for_switches(
+            Arc::downgrade(&master),
+            connect_timeout,
+        ));
         Ok(master)
     }
 
@@ -357,7 +369,9 @@ async fn listen_for_switches(master: Weak<Master>, connect_timeout: Duration) {
             if payload.split(' ').next() != Some(name.as_str()) {
                 continue;
             }
-            let Some(master) = master.upgrade() else { return };
+            let Some(master) = master.upgrade() else {
+                return;
+            };
             tracing::info!(%payload, "sentinel: +switch-master");
             master.switched(connect_timeout).await;
         }

@@ -25,7 +25,6 @@ fn a_group_fails_over_on_request() {
         "the promoted replica has the data"
     );
     eprintln!("SENTINEL FAILOVER took {:?}", started.elapsed());
-
 }
 
 #[test]
