@@ -138,7 +138,7 @@ impl ConnectionSet {
     /// bounds its whole call (several commands, on `NOSCRIPT`) by its
     /// deadline, so a second timer per command would only cost time.
     pub fn new(client: Client, config: &RedisConfig) -> Self {
-        Self::to_endpoint(Endpoint::Fixed(client), config)
+        Self::to_endpoint(Endpoint::Fixed(Box::new(client)), config)
     }
 
     /// A set like [`ConnectionSet::new`] whose connections go to `endpoint`

@@ -457,7 +457,7 @@ mod tests {
         let server = RedisServer::start();
         let short = Duration::from_millis(300);
         let pubsub = PubSub::spawn_with_ping(
-            Endpoint::Fixed(server.client()),
+            Endpoint::Fixed(Box::new(server.client())),
             short,
             short,
             Duration::from_millis(100),

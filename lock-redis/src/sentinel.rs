@@ -147,8 +147,9 @@ impl std::fmt::Debug for SentinelConfig {
 /// Where a transport's connections go; see the module docs.
 #[derive(Clone)]
 pub(crate) enum Endpoint {
-    /// One server, at a fixed address.
-    Fixed(Client),
+    /// One server, at a fixed address (boxed: a client is large, and the
+    /// endpoint is kept by every connection set and pub/sub task).
+    Fixed(Box<Client>),
     /// The current master of a Sentinel group.
     Sentinel(Arc<Master>),
 }
@@ -157,7 +158,7 @@ impl Endpoint {
     /// A client for the server to connect to now, found by `deadline`.
     pub(crate) async fn client(&self, deadline: Instant) -> Result<Client> {
         match self {
-            Self::Fixed(client) => Ok(client.clone()),
+            Self::Fixed(client) => Ok(Client::clone(client)),
             Self::Sentinel(master) => master.client(deadline).await,
         }
     }

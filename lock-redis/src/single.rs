@@ -78,9 +78,9 @@ impl SingleNode {
         install_crypto_provider();
         let endpoint = match &config.sentinel {
             Some(sentinel) => Endpoint::Sentinel(Master::new(sentinel, config.connect_timeout)?),
-            None => Endpoint::Fixed(
+            None => Endpoint::Fixed(Box::new(
                 redis::Client::open(config.connection_info()?).map_err(|e| from_redis(&e, ""))?,
-            ),
+            )),
         };
         let pubsub = PubSub::spawn(
             endpoint.clone(),
