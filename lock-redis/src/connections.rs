@@ -273,6 +273,7 @@ impl ConnectionSet {
     /// hold.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.endpoint.close();
         for slot in self.slots.iter() {
             slot.state().live = None;
         }

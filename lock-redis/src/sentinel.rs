@@ -176,6 +176,14 @@ impl Endpoint {
         }
     }
 
+    /// Stops what the endpoint runs in the background (the `+switch-master`
+    /// listener).
+    pub(crate) fn close(&self) {
+        if let Self::Sentinel(master) = self {
+            master.close();
+        }
+    }
+
     /// Moves on each time the server is found to be another node.
     pub(crate) fn generation(&self) -> u64 {
         match self {
@@ -203,6 +211,8 @@ pub(crate) struct Master {
     sentinel: tokio::sync::Mutex<Sentinel>,
     state: Mutex<Found>,
     generation: watch::Sender<u64>,
+    /// The `+switch-master` listener, stopped on close and on drop.
+    listener: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 #[derive(Default)]
@@ -216,8 +226,9 @@ struct Found {
 
 impl Master {
     /// The group of `config`, nothing asked yet; starts the task that
-    /// listens for `+switch-master` (it ends when the returned value is
-    /// dropped). Must be called inside a tokio runtime.
+    /// listens for `+switch-master` (it ends on [`Master::close`] or when
+    /// the returned value is dropped). Must be called inside a tokio
+    /// runtime.
     pub(crate) fn new(config: &SentinelConfig, connect_timeout: Duration) -> Result<Arc<Self>> {
         config.validate()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
@@ -231,12 +242,29 @@ impl Master {
             sentinel: tokio::sync::Mutex::new(sentinel),
             state: Mutex::new(Found::default()),
             generation: watch::channel(0).0,
+            listener: Mutex::new(None),
         });
-        runtime.spawn(listen_for_switches(
+        let listener = runtime.spawn(listen_for_switches(
             Arc::downgrade(&master),
             connect_timeout,
         ));
+        *master
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(listener.abort_handle());
         Ok(master)
+    }
+
+    /// Stops listening for `+switch-master` (closing that connection).
+    pub(crate) fn close(&self) {
+        let listener = self
+            .listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(listener) = listener {
+            listener.abort();
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, Found> {
@@ -331,8 +359,17 @@ impl Master {
     }
 }
 
+impl Drop for Master {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
 /// Listens for `+switch-master` on one sentinel at a time (the next one
-/// when it fails), until `master` is dropped.
+/// when it fails), until aborted ([`Master::close`]). A sentinel that stops
+/// answering without closing the connection leaves this deaf until the
+/// connection breaks; the other triggers (broken connections, `READONLY`)
+/// still move the client.
 async fn listen_for_switches(master: Weak<Master>, connect_timeout: Duration) {
     let (urls, name) = match master.upgrade() {
         Some(m) => (m.config.sentinels.clone(), m.config.master_name.clone()),
@@ -340,9 +377,6 @@ async fn listen_for_switches(master: Weak<Master>, connect_timeout: Duration) {
     };
     let mut next = 0;
     loop {
-        if master.strong_count() == 0 {
-            return;
-        }
         let url = &urls[next % urls.len()];
         next += 1;
         let connected = match Client::open(url.as_str()) {
@@ -353,19 +387,15 @@ async fn listen_for_switches(master: Weak<Master>, connect_timeout: Duration) {
             sleep(LISTEN_RETRY).await;
             continue;
         };
-        if pubsub.subscribe(SWITCH_MASTER).await.is_err() {
+        if !matches!(
+            timeout(connect_timeout, pubsub.subscribe(SWITCH_MASTER)).await,
+            Ok(Ok(()))
+        ) {
             sleep(LISTEN_RETRY).await;
             continue;
         }
         let mut messages = pubsub.into_on_message();
-        loop {
-            // Wake now and then to notice that the transport is gone.
-            let message = match timeout(LISTEN_RETRY * 4, messages.next()).await {
-                Ok(Some(message)) => message,
-                Ok(None) => break,
-                Err(_) if master.strong_count() == 0 => return,
-                Err(_) => continue,
-            };
+        while let Some(message) = messages.next().await {
             let payload: String = message.get_payload().unwrap_or_default();
             if payload.split(' ').next() != Some(name.as_str()) {
                 continue;

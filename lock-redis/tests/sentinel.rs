@@ -237,3 +237,32 @@ async fn a_lock_the_promoted_replica_lacks_is_reported_lost() {
     holder.close().await;
     waiter.close().await;
 }
+
+/// Whether a client of `sentinel` is subscribed (to `+switch-master`).
+fn has_subscriber(sentinel: &lock_testkit::fixtures::RedisServer) -> bool {
+    let list = sentinel.cmd(&["CLIENT", "LIST"]);
+    format!("{list:?}").contains(" sub=1 ")
+}
+
+/// The `+switch-master` listener lives as long as the client: closing the
+/// client closes its connection to the sentinel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_stops_listening_to_the_sentinels() {
+    let group = blocking(SentinelGroup::start_minimal);
+    let sentinel = &group.sentinels()[0];
+    let client = connect(sentinel_config(&group)).await;
+    let deadline = tokio::time::Instant::now() + HAND_OVER;
+    while !has_subscriber(sentinel) {
+        assert!(tokio::time::Instant::now() < deadline, "never subscribed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    client.close().await;
+    let deadline = tokio::time::Instant::now() + HAND_OVER;
+    while has_subscriber(sentinel) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still listening after close"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
