@@ -52,8 +52,16 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 /// `name`: the waiter's subscription followed the master there. (Counting
 /// pub/sub clients would not do: the sentinels subscribe to every node.)
 async fn wait_for_subscriber(server: &lock_testkit::fixtures::RedisServer, name: &str) {
+    wait_for_subscriber_within(server, name, HAND_OVER).await;
+}
+
+async fn wait_for_subscriber_within(
+    server: &lock_testkit::fixtures::RedisServer,
+    name: &str,
+    within: Duration,
+) {
     let channel = format!("redisson_lock__channel:{{{name}}}");
-    let deadline = tokio::time::Instant::now() + HAND_OVER;
+    let deadline = tokio::time::Instant::now() + within;
     loop {
         let reply = server.cmd(&["PUBSUB", "NUMSUB", &channel]);
         if reply
@@ -265,4 +273,48 @@ async fn closing_the_client_stops_listening_to_the_sentinels() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Without `+switch-master` (the first "sentinel" is a plain server, which
+/// the listener subscribes to in vain and the lookup skips), the client
+/// still follows a failover: when the sentinels demote the old master they
+/// close its client connections, and the client asks them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_is_followed_without_switch_master_notices() {
+    let mut group = SentinelGroup::start();
+    let deaf = lock_testkit::fixtures::RedisServer::start();
+    let mut urls = vec![deaf.url()];
+    urls.extend(group.sentinel_urls());
+    let config = RedisConfig::sentinel(urls, SENTINEL_MASTER_NAME)
+        .command_timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT);
+    let holder = connect(config.clone()).await;
+    let waiter = connect(config).await;
+    let guard = holder.lock("deaf").unwrap().lock().await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = waiter.lock("deaf").unwrap();
+        async move { lock.lock().await }
+    });
+    wait_for_subscriber(group.master(), "deaf").await;
+    let old = group.master().port();
+    blocking(|| {
+        group.wait_replica_synced();
+        group.failover();
+    });
+    // The sentinels demote the old master within their INFO period
+    // (10 s), closing every client connection of it.
+    let started = std::time::Instant::now();
+    wait_for_subscriber_within(group.master(), "deaf", Duration::from_secs(15)).await;
+    assert_ne!(group.master().port(), old);
+    eprintln!("moved {:?} after the failover", started.elapsed());
+    assert!(!guard.is_lost());
+    guard.unlock().await.expect("unlock on the new master");
+    let taken = timeout(HAND_OVER, waiting)
+        .await
+        .expect("the waiter was woken on the new master")
+        .unwrap()
+        .unwrap();
+    taken.unlock().await.unwrap();
+    holder.close().await;
+    waiter.close().await;
 }
