@@ -349,6 +349,37 @@ mod tests {
     }
 
     #[test]
+    fn sentinel_groups_replace_the_url() {
+        let c = RedisConfig::sentinel(["redis://127.0.0.1:26379"], "locks");
+        assert!(c.validate().is_ok(), "the empty url is not used");
+        let sentinel = c.sentinel.as_ref().unwrap();
+        assert_eq!(sentinel.master_name, "locks");
+        assert_eq!(sentinel.master_password, None);
+        let c = c.sentinel_master_auth(Some("app"), "pw");
+        let sentinel = c.sentinel.as_ref().unwrap();
+        assert_eq!(sentinel.master_username.as_deref(), Some("app"));
+        assert_eq!(sentinel.master_password.as_deref(), Some("pw"));
+        // Other fields are still checked.
+        let e = c.pool_size(0).validate().unwrap_err();
+        assert!(e.to_string().contains("pool_size"), "{e}");
+        // Master credentials need a Sentinel group.
+        assert_eq!(
+            RedisConfig::new("redis://h/").sentinel_master_auth(None, "pw"),
+            RedisConfig::new("redis://h/")
+        );
+    }
+
+    #[test]
+    fn slot_checking_is_off_by_default() {
+        assert!(!RedisConfig::new("redis://h/").slot_checking_proxy);
+        assert!(
+            RedisConfig::new("redis://h/")
+                .slot_checking_proxy(true)
+                .slot_checking_proxy
+        );
+    }
+
+    #[test]
     fn layout_uses_the_prefix() {
         let c = RedisConfig::new("redis://h/").key_prefix("app:");
         assert_eq!(c.layout(), KeyLayout::with_prefix("app:"));
