@@ -2,20 +2,20 @@
 //! and followed across failovers.
 //!
 //! # How it works
-//! [`Endpoint`] is where the transport's connections go: a fixed server, or
-//! the master of a Sentinel group ([`Master`]). The command connections and
+//! `Endpoint` is where the transport's connections go: a fixed server, or
+//! the master of a Sentinel group (`Master`). The command connections and
 //! the pub/sub connection ask it for a client each time they connect (not
 //! per call: a healthy connection is used without any check).
 //!
-//! [`Master`] caches the master it found. To find one it asks the sentinels
+//! `Master` caches the master it found. To find one it asks the sentinels
 //! in order for their masters (`SENTINEL MASTERS`, through the `redis`
 //! crate's [`redis::sentinel::Sentinel`]), skips a master a sentinel flags
 //! down, and connects to the named node to check that `ROLE` says
-//! `master`. The cache is dropped ([`Master::invalidate`]) when a
+//! `master`. The cache is dropped (`Master::invalidate`) when a
 //! connection to it breaks, a connect fails, or a call is answered
 //! `READONLY` (the node was demoted), and when a sentinel announces
 //! `+switch-master` for the group. When the master found is another node
-//! than the last one, [`Master::generation`] moves on: every command
+//! than the last one, `Master::generation` moves on: every command
 //! connection to the old node is then replaced on its next use, and the
 //! pub/sub task reconnects to the new master and re-subscribes every
 //! channel (waiters get [`lock_script::PubSubEvent::Reset`] and look
