@@ -536,6 +536,51 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(1));
     }
 
+    /// A Sentinel master answering `READONLY` was demoted: its connection
+    /// is dropped and the sentinels are asked again (here they name no
+    /// master until it is promoted back), where a fixed server's connection
+    /// would be kept.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readonly_from_a_sentinel_master_asks_the_sentinels_again() {
+        use crate::sentinel::{Master, SentinelConfig};
+        use lock_testkit::fixtures::{SentinelGroup, SENTINEL_MASTER_NAME};
+
+        let group = tokio::task::block_in_place(SentinelGroup::start_minimal);
+        let other = RedisServer::start();
+        let config = RedisConfig::new("")
+            .pool_size(1)
+            .command_timeout(Duration::from_secs(2))
+            .connect_timeout(Duration::from_secs(2));
+        let sentinel = SentinelConfig::new(group.sentinel_urls(), SENTINEL_MASTER_NAME);
+        let master = Master::new(&sentinel, config.connect_timeout).unwrap();
+        let set = ConnectionSet::to_endpoint(Endpoint::Sentinel(master), &config);
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+
+        // Demote the master behind the sentinels' back.
+        let port = other.port().to_string();
+        group.master().cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        let mut lease = set.get(soon()).await.unwrap();
+        let err = redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .query_async::<()>(lease.conn())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some("READONLY"), "{err:?}");
+        set.report(&lease, &err);
+
+        // The cached master is gone: the sentinels are asked, and the node
+        // they name is not a master now.
+        let err = set.get(soon()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        assert!(err.to_string().contains(SENTINEL_MASTER_NAME), "{err}");
+
+        group.master().cmd(&["REPLICAOF", "NO", "ONE"]);
+        let (slot, generation, _) = next_leases(&set, 1).await[0];
+        assert_eq!((slot, generation), (0, 2), "a new connection to the master");
+        set.close();
+    }
+
     #[test]
     fn broken_means_the_connection_is_unusable() {
         for kind in [
