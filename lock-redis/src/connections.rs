@@ -203,16 +203,13 @@ impl ConnectionSet {
         // many at worst, never a broken connection kept).
         let epoch = self.epoch.load(Ordering::Acquire);
         let connect_by = deadline.min(Instant::now() + self.connect_timeout);
-        let client = match self.endpoint.client(connect_by).await {
-            Ok(client) => client,
+        let (client, master) = match self.endpoint.client(connect_by).await {
+            Ok(found) => found,
             Err(e) if e.is_timeout() && connect_by >= deadline => {
                 return Err(self.checkout_timed_out());
             }
             Err(e) => return Err(e),
         };
-        // Read after finding the master, so a failover just seen is not
-        // counted against the new connection.
-        let master = self.endpoint.generation();
         let conn = match timeout_at(
             connect_by,
             client.get_multiplexed_async_connection_with_config(&self.config),

@@ -90,6 +90,7 @@ impl PubSub {
             SubscriptionHandle::new(connect_timeout.saturating_add(command_timeout));
         let worker = Worker {
             master_changes: endpoint.changes(),
+            connected_to: 0,
             endpoint,
             connect_timeout,
             command_timeout,
@@ -119,6 +120,8 @@ struct Worker {
     endpoint: Endpoint,
     /// Moves on when a Sentinel group's master is another node.
     master_changes: Option<watch::Receiver<u64>>,
+    /// The master generation the live connection was made for.
+    connected_to: u64,
     connect_timeout: Duration,
     command_timeout: Duration,
     ping_interval: Duration,
@@ -189,11 +192,8 @@ impl Worker {
     /// Opens a connection and subscribes every desired channel.
     async fn connect(&mut self) -> Result<(PubSubSink, PubSubStream)> {
         let connect_by = Instant::now() + self.connect_timeout;
-        if let Some(changes) = &mut self.master_changes {
-            // Whatever moved so far is followed by this connect.
-            changes.mark_unchanged();
-        }
-        let client = self.endpoint.client(connect_by).await?;
+        let (client, generation) = self.endpoint.client(connect_by).await?;
+        self.connected_to = generation;
         let pubsub = tokio::time::timeout_at(connect_by, client.get_async_pubsub())
             .await
             .map_err(|_| timed_out("pub/sub connect", self.connect_timeout))?
@@ -232,7 +232,9 @@ impl Worker {
                     Some(message) => self.dispatch(&message),
                     None => return Flow::Lost,
                 },
-                () = master_moved(self.master_changes.as_mut()) => return Flow::Moved,
+                () = master_moved(self.master_changes.as_mut(), self.connected_to) => {
+                    return Flow::Moved;
+                }
                 () = tokio::time::sleep_until(ping_at) => {
                     match timeout(self.command_timeout, sink.ping::<redis::Value>()).await {
                         Ok(Ok(_)) => ping_at = Instant::now() + self.ping_interval,
@@ -386,12 +388,18 @@ impl Worker {
     }
 }
 
-/// Resolves when the master moves; never without a Sentinel group (or once
-/// the group is gone).
-async fn master_moved(changes: Option<&mut watch::Receiver<u64>>) {
+/// Resolves when the master's generation is not `connected_to` (the one
+/// the connection was made for), at once if it moved already; never without
+/// a Sentinel group (or once the group is gone).
+async fn master_moved(changes: Option<&mut watch::Receiver<u64>>, connected_to: u64) {
     if let Some(changes) = changes {
-        if changes.changed().await.is_ok() {
-            return;
+        loop {
+            if *changes.borrow_and_update() != connected_to {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                break;
+            }
         }
     }
     std::future::pending().await

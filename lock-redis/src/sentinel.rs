@@ -155,10 +155,11 @@ pub(crate) enum Endpoint {
 }
 
 impl Endpoint {
-    /// A client for the server to connect to now, found by `deadline`.
-    pub(crate) async fn client(&self, deadline: Instant) -> Result<Client> {
+    /// A client for the server to connect to now, found by `deadline`,
+    /// and the [generation](Endpoint::generation) it belongs to.
+    pub(crate) async fn client(&self, deadline: Instant) -> Result<(Client, u64)> {
         match self {
-            Self::Fixed(client) => Ok(Client::clone(client)),
+            Self::Fixed(client) => Ok((Client::clone(client), 0)),
             Self::Sentinel(master) => master.client(deadline).await,
         }
     }
@@ -272,6 +273,8 @@ impl Master {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Moves on (under the state lock) each time the master is found to be
+    /// another node.
     pub(crate) fn generation(&self) -> u64 {
         *self.generation.borrow()
     }
@@ -288,16 +291,20 @@ impl Master {
     /// (no sentinel answers, the named node is down or not a master);
     /// [`LockError::InvalidArgument`] when the master rejects the
     /// credentials.
-    pub(crate) async fn client(&self, deadline: Instant) -> Result<Client> {
-        if let Some(client) = self.state().current.clone() {
-            return Ok(client);
+    ///
+    /// Returns the client with the [generation](Master::generation) it
+    /// belongs to, read together (a failover seen meanwhile cannot pair an
+    /// old master with the new generation).
+    pub(crate) async fn client(&self, deadline: Instant) -> Result<(Client, u64)> {
+        if let Some(found) = self.cached() {
+            return Ok(found);
         }
         let Ok(mut sentinel) = timeout_at(deadline, self.sentinel.lock()).await else {
             return Err(self.not_found_in_time());
         };
         // Whoever asked before us may have found it.
-        if let Some(client) = self.state().current.clone() {
-            return Ok(client);
+        if let Some(found) = self.cached() {
+            return Ok(found);
         }
         let found = timeout_at(
             deadline,
@@ -338,7 +345,15 @@ impl Master {
             state.last_addr = Some(addr);
         }
         state.current = Some(client.clone());
-        Ok(client)
+        Ok((client, self.generation()))
+    }
+
+    /// The cached master and its generation. (The generation only moves
+    /// under the state lock, held here.)
+    fn cached(&self) -> Option<(Client, u64)> {
+        let state = self.state();
+        let client = state.current.clone()?;
+        Some((client, self.generation()))
     }
 
     fn not_found_in_time(&self) -> LockError {
