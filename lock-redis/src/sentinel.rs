@@ -288,9 +288,9 @@ impl Master {
     ///
     /// # Errors
     /// A retryable error when no sentinel names a reachable master in time
-    /// (no sentinel answers, the named node is down or not a master);
-    /// [`LockError::InvalidArgument`] when the master rejects the
-    /// credentials.
+    /// (no sentinel answers, the named node is down or not a master); the
+    /// mapped error when it is not retryable (the master rejects the
+    /// credentials: [`LockError::InvalidArgument`]).
     ///
     /// Returns the client with the [generation](Master::generation) it
     /// belongs to, read together (a failover seen meanwhile cannot pair an
@@ -314,8 +314,10 @@ impl Master {
         let client = match found {
             Ok(Ok(client)) => client,
             Ok(Err(e)) => {
+                // Rejected credentials and the like are the caller's to
+                // fix; everything else may pass with the failover.
                 let err = from_redis(&e, "");
-                if err.is_invalid_argument() {
+                if !err.is_retryable() {
                     return Err(err);
                 }
                 return Err(LockError::unavailable(

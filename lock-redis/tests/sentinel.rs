@@ -318,3 +318,25 @@ async fn a_failover_is_followed_without_switch_master_notices() {
     holder.close().await;
     waiter.close().await;
 }
+
+/// The master's password is the master's own (the sentinel needs none):
+/// missing or wrong, it is a configuration error, not an outage to wait
+/// out; right, locks work.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_master_password_is_used_and_a_wrong_one_is_not_retried() {
+    let group = blocking(|| SentinelGroup::start_minimal_with_password("master-secret"));
+    for config in [
+        sentinel_config(&group),
+        sentinel_config(&group).sentinel_master_auth(None, "wrong"),
+    ] {
+        let err = lock_redis::connect(config, ClientConfig::default())
+            .await
+            .unwrap_err();
+        assert!(err.is_invalid_argument(), "{err:?}");
+        assert!(!err.to_string().contains("master-secret"), "{err}");
+    }
+    let client = connect(sentinel_config(&group).sentinel_master_auth(None, "master-secret")).await;
+    let guard = client.lock("authed").unwrap().lock().await.unwrap();
+    guard.unlock().await.unwrap();
+    client.close().await;
+}
