@@ -114,8 +114,11 @@ pub mod config;
 mod nodes;
 mod pubsub;
 mod redirect;
-pub mod slot;
 pub mod topology;
+
+/// Hash slots (CRC16, hash tags): kept in `lock-script`, shared with the
+/// single-node transport's slot grouping behind proxies.
+pub use lock_script::slot;
 mod transport;
 
 use std::sync::Arc;

@@ -7,6 +7,7 @@ use lock_core::{LockError, Result, MAX_LEASE};
 use lock_script::{KeyLayout, ReplicaSync};
 use redis::IntoConnectionInfo;
 
+use crate::sentinel::SentinelConfig;
 use crate::tls::TlsOptions;
 
 /// Default [`RedisConfig::command_timeout`]: 3 s.
@@ -76,6 +77,12 @@ pub struct RedisConfig {
     /// `rediss://` URL (feature `tls`); without it, the system's roots and
     /// no client certificate. Needs a `rediss://` URL.
     pub tls: Option<TlsOptions>,
+    /// Find the server through Redis Sentinel instead of [`RedisConfig::url`]
+    /// (see [`RedisConfig::sentinel`]); `None` by default.
+    pub sentinel: Option<SentinelConfig>,
+    /// Group the keys of multi-key calls by hash slot (see
+    /// [`RedisConfig::slot_checking_proxy`]); off by default.
+    pub slot_checking_proxy: bool,
 }
 
 impl RedisConfig {
@@ -89,7 +96,73 @@ impl RedisConfig {
             pool_size: DEFAULT_POOL_SIZE,
             replica_sync: None,
             tls: None,
+            sentinel: None,
+            slot_checking_proxy: false,
         }
+    }
+
+    /// A configuration for the master that `sentinels` monitor as
+    /// `master_name`, with defaults for everything else: the master is found
+    /// by asking the sentinels (and checked with `ROLE`), and found again
+    /// after a failover; the command connections and the pub/sub connection
+    /// (with every subscription) move to the new master. Sentinel URLs are
+    /// `redis://[user:password@]host:port` (the sentinels' own credentials);
+    /// set the master's with [`RedisConfig::sentinel_master_auth`].
+    /// [`RedisConfig::url`] is not used.
+    ///
+    /// What a holder keeps across a failover: replication is asynchronous,
+    /// so a lock taken just before the master died may be missing on the
+    /// promoted replica. With [`RedisConfig::replica_sync`] an acquisition
+    /// is reported only once replicas have it; without, a holder whose lock
+    /// did not survive is told through its lost-lock signal at the next
+    /// renewal.
+    ///
+    /// ```
+    /// use lock_redis::RedisConfig;
+    /// let config = RedisConfig::sentinel(
+    ///     ["redis://10.0.0.1:26379", "redis://10.0.0.2:26379", "redis://10.0.0.3:26379"],
+    ///     "locks",
+    /// )
+    /// .sentinel_master_auth(None, "secret");
+    /// assert!(config.validate().is_ok());
+    /// assert!(!format!("{config:?}").contains("secret"));
+    /// ```
+    pub fn sentinel<I, S>(sentinels: I, master_name: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut config = Self::new("");
+        config.sentinel = Some(SentinelConfig::new(sentinels, master_name));
+        config
+    }
+
+    /// Sets the user (if any) and password the master found through
+    /// Sentinel is authenticated with. No effect without
+    /// [`RedisConfig::sentinel`].
+    pub fn sentinel_master_auth(
+        mut self,
+        username: Option<&str>,
+        password: impl Into<String>,
+    ) -> Self {
+        if let Some(sentinel) = &mut self.sentinel {
+            sentinel.master_username = username.map(str::to_owned);
+            sentinel.master_password = Some(password.into());
+        }
+        self
+    }
+
+    /// Sets [`RedisConfig::slot_checking_proxy`]: for a single address that
+    /// is a proxy in front of a Redis Cluster which checks that every
+    /// command's keys share one hash slot (and answers `CROSSSLOT`
+    /// otherwise). With it, the calls that touch many locks at once (the
+    /// watchdog's batched renewals) are split by hash slot (CRC16 of the
+    /// key's hash tag), as on a cluster; every other call's keys share one
+    /// hash tag already. Without it, a renewal spanning slots would fail
+    /// and every lock would be lost at the end of its lease.
+    pub fn slot_checking_proxy(mut self, on: bool) -> Self {
+        self.slot_checking_proxy = on;
+        self
     }
 
     /// Sets [`RedisConfig::key_prefix`].
@@ -148,11 +221,25 @@ impl RedisConfig {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] naming the first bad field: an
-    /// unparsable URL (or `rediss://` without the `tls` feature), a zero or
-    /// absurdly long timeout, a zero pool size, TLS options on a
-    /// `redis://` URL or with a certificate that does not parse.
+    /// unparsable URL (or `rediss://` without the `tls` feature), a bad
+    /// [Sentinel group](SentinelConfig::validate), a zero or absurdly long
+    /// timeout, a zero pool size, TLS options on a `redis://` URL or with a
+    /// certificate that does not parse, TLS options with Sentinel (not
+    /// supported yet: the master is reached with the sentinels' scheme).
     pub fn validate(&self) -> Result<()> {
-        self.client()?;
+        match &self.sentinel {
+            Some(sentinel) => {
+                sentinel.validate()?;
+                if self.tls.is_some() {
+                    return Err(LockError::invalid(
+                        "TLS options (custom CA, client certificate) are not supported with Sentinel yet",
+                    ));
+                }
+            }
+            None => {
+                self.client()?;
+            }
+        }
         check_timeout(self.command_timeout, "command_timeout")?;
         check_timeout(self.connect_timeout, "connect_timeout")?;
         if self.pool_size == 0 {
@@ -194,7 +281,7 @@ fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
 }
 
 /// The URL with its password replaced by `***`.
-fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
@@ -224,6 +311,8 @@ impl fmt::Debug for RedisConfig {
             .field("pool_size", &self.pool_size)
             .field("replica_sync", &self.replica_sync)
             .field("tls", &self.tls)
+            .field("sentinel", &self.sentinel)
+            .field("slot_checking_proxy", &self.slot_checking_proxy)
             .finish()
     }
 }
@@ -289,6 +378,37 @@ mod tests {
             .validate()
             .unwrap_err();
         assert!(!e.to_string().contains("hunter2"), "{e}");
+    }
+
+    #[test]
+    fn sentinel_groups_replace_the_url() {
+        let c = RedisConfig::sentinel(["redis://127.0.0.1:26379"], "locks");
+        assert!(c.validate().is_ok(), "the empty url is not used");
+        let sentinel = c.sentinel.as_ref().unwrap();
+        assert_eq!(sentinel.master_name, "locks");
+        assert_eq!(sentinel.master_password, None);
+        let c = c.sentinel_master_auth(Some("app"), "pw");
+        let sentinel = c.sentinel.as_ref().unwrap();
+        assert_eq!(sentinel.master_username.as_deref(), Some("app"));
+        assert_eq!(sentinel.master_password.as_deref(), Some("pw"));
+        // Other fields are still checked.
+        let e = c.pool_size(0).validate().unwrap_err();
+        assert!(e.to_string().contains("pool_size"), "{e}");
+        // Master credentials need a Sentinel group.
+        assert_eq!(
+            RedisConfig::new("redis://h/").sentinel_master_auth(None, "pw"),
+            RedisConfig::new("redis://h/")
+        );
+    }
+
+    #[test]
+    fn slot_checking_is_off_by_default() {
+        assert!(!RedisConfig::new("redis://h/").slot_checking_proxy);
+        assert!(
+            RedisConfig::new("redis://h/")
+                .slot_checking_proxy(true)
+                .slot_checking_proxy
+        );
     }
 
     #[test]

@@ -38,6 +38,14 @@
 //!
 //! Calls already running on a discarded connection finish on it; its socket
 //! closes when the last of them drops its handle.
+//!
+//! # Following a Sentinel master
+//! A set made for a Sentinel group asks the group's master for a client on
+//! every connect (the master is cached until a failure). Broken
+//! connections, failed connects and `READONLY` replies (a demoted master)
+//! make it ask the sentinels again; each connection remembers the master
+//! generation it was made for and is replaced once the master is found to
+//! be another node.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -50,6 +58,7 @@ use redis::{AsyncConnectionConfig, Client, RedisError};
 use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
+use crate::sentinel::Endpoint;
 use lock_script::error::{from_redis, timed_out};
 
 /// A connection handed out by [`ConnectionSet::get`], with what is needed to
@@ -81,7 +90,7 @@ impl fmt::Debug for Lease {
 /// A fixed number of lazily made multiplexed connections; see the module
 /// docs.
 pub struct ConnectionSet {
-    client: Client,
+    endpoint: Endpoint,
     config: AsyncConnectionConfig,
     connect_timeout: Duration,
     command_timeout: Duration,
@@ -108,6 +117,8 @@ struct Live {
     conn: MultiplexedConnection,
     generation: u64,
     epoch: u64,
+    /// The endpoint's generation (which master) it was made for.
+    master: u64,
 }
 
 impl Slot {
@@ -127,6 +138,12 @@ impl ConnectionSet {
     /// bounds its whole call (several commands, on `NOSCRIPT`) by its
     /// deadline, so a second timer per command would only cost time.
     pub fn new(client: Client, config: &RedisConfig) -> Self {
+        Self::to_endpoint(Endpoint::Fixed(Box::new(client)), config)
+    }
+
+    /// A set like [`ConnectionSet::new`] whose connections go to `endpoint`
+    /// (a fixed server or a Sentinel group's master).
+    pub(crate) fn to_endpoint(endpoint: Endpoint, config: &RedisConfig) -> Self {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connect_timeout))
             .set_response_timeout(None);
@@ -137,7 +154,7 @@ impl ConnectionSet {
             })
             .collect();
         Self {
-            client,
+            endpoint,
             config: connection_config,
             connect_timeout: config.connect_timeout,
             command_timeout: config.command_timeout,
@@ -186,10 +203,16 @@ impl ConnectionSet {
         // many at worst, never a broken connection kept).
         let epoch = self.epoch.load(Ordering::Acquire);
         let connect_by = deadline.min(Instant::now() + self.connect_timeout);
+        let (client, master) = match self.endpoint.client(connect_by).await {
+            Ok(found) => found,
+            Err(e) if e.is_timeout() && connect_by >= deadline => {
+                return Err(self.checkout_timed_out());
+            }
+            Err(e) => return Err(e),
+        };
         let conn = match timeout_at(
             connect_by,
-            self.client
-                .get_multiplexed_async_connection_with_config(&self.config),
+            client.get_multiplexed_async_connection_with_config(&self.config),
         )
         .await
         {
@@ -203,14 +226,16 @@ impl ConnectionSet {
                 if e.is_connection_refusal() || e.is_connection_dropped() {
                     self.retire_up_to(epoch);
                 }
+                self.endpoint.invalidate();
                 return Err(from_redis(&e, ""));
             }
             Err(_) if connect_by < deadline => {
+                self.endpoint.invalidate();
                 return Err(timed_out("connecting", self.connect_timeout));
             }
             Err(_) => return Err(self.checkout_timed_out()),
         };
-        self.install(index, conn, epoch)
+        self.install(index, conn, epoch, master)
     }
 
     /// Reports that a call on `lease` failed with `err`. Discards the
@@ -220,6 +245,15 @@ impl ConnectionSet {
         if is_broken(err) {
             tracing::debug!(slot = lease.slot, error = %err, "redis connection broken");
             self.discard(lease);
+            self.endpoint.invalidate();
+        } else if self.endpoint.follows_failovers() && err.code() == Some("READONLY") {
+            // The node was demoted: every connection to it is wrong now.
+            tracing::info!(
+                slot = lease.slot,
+                "redis answered READONLY; asking the sentinels for the master"
+            );
+            self.discard(lease);
+            self.endpoint.invalidate();
         }
     }
 
@@ -228,6 +262,7 @@ impl ConnectionSet {
     pub fn report_no_reply(&self, lease: &Lease) {
         tracing::debug!(slot = lease.slot, "no reply from redis in time");
         self.discard(lease);
+        self.endpoint.invalidate();
     }
 
     /// Drops every connection; later [`ConnectionSet::get`] calls fail with
@@ -235,16 +270,22 @@ impl ConnectionSet {
     /// hold.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.endpoint.close();
         for slot in self.slots.iter() {
             slot.state().live = None;
         }
     }
 
-    /// The slot's connection, if it has one made in the current epoch.
+    /// The slot's connection, if it has one made in the current epoch, to
+    /// the current master.
     fn current(&self, index: usize) -> Option<Lease> {
         let epoch = self.epoch.load(Ordering::Acquire);
+        let master = self.endpoint.generation();
         let state = self.slots[index].state();
-        let live = state.live.as_ref().filter(|live| live.epoch >= epoch)?;
+        let live = state
+            .live
+            .as_ref()
+            .filter(|live| live.epoch >= epoch && live.master == master)?;
         Some(Lease {
             conn: live.conn.clone(),
             slot: index,
@@ -253,7 +294,13 @@ impl ConnectionSet {
         })
     }
 
-    fn install(&self, index: usize, conn: MultiplexedConnection, epoch: u64) -> Result<Lease> {
+    fn install(
+        &self,
+        index: usize,
+        conn: MultiplexedConnection,
+        epoch: u64,
+        master: u64,
+    ) -> Result<Lease> {
         let mut state = self.slots[index].state();
         // Checked under the slot lock, so `close` cannot miss this one.
         if self.is_closed() {
@@ -265,6 +312,7 @@ impl ConnectionSet {
             conn: conn.clone(),
             generation,
             epoch,
+            master,
         });
         Ok(Lease {
             conn,
@@ -483,6 +531,51 @@ mod tests {
         server.resume();
         assert!(err.is_timeout(), "{err:?}");
         assert!(started.elapsed() < Duration::from_secs(1));
+    }
+
+    /// A Sentinel master answering `READONLY` was demoted: its connection
+    /// is dropped and the sentinels are asked again (here they name no
+    /// master until it is promoted back), where a fixed server's connection
+    /// would be kept.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn readonly_from_a_sentinel_master_asks_the_sentinels_again() {
+        use crate::sentinel::{Master, SentinelConfig};
+        use lock_testkit::fixtures::{SentinelGroup, SENTINEL_MASTER_NAME};
+
+        let group = tokio::task::block_in_place(SentinelGroup::start_minimal);
+        let other = RedisServer::start();
+        let config = RedisConfig::new("")
+            .pool_size(1)
+            .command_timeout(Duration::from_secs(2))
+            .connect_timeout(Duration::from_secs(2));
+        let sentinel = SentinelConfig::new(group.sentinel_urls(), SENTINEL_MASTER_NAME);
+        let master = Master::new(&sentinel, config.connect_timeout).unwrap();
+        let set = ConnectionSet::to_endpoint(Endpoint::Sentinel(master), &config);
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+
+        // Demote the master behind the sentinels' back.
+        let port = other.port().to_string();
+        group.master().cmd(&["REPLICAOF", "127.0.0.1", &port]);
+        let mut lease = set.get(soon()).await.unwrap();
+        let err = redis::cmd("SET")
+            .arg("k")
+            .arg("v")
+            .query_async::<()>(lease.conn())
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some("READONLY"), "{err:?}");
+        set.report(&lease, &err);
+
+        // The cached master is gone: the sentinels are asked, and the node
+        // they name is not a master now.
+        let err = set.get(soon()).await.unwrap_err();
+        assert!(err.is_retryable(), "{err:?}");
+        assert!(err.to_string().contains(SENTINEL_MASTER_NAME), "{err}");
+
+        group.master().cmd(&["REPLICAOF", "NO", "ONE"]);
+        let (slot, generation, _) = next_leases(&set, 1).await[0];
+        assert_eq!((slot, generation), (0, 2), "a new connection to the master");
+        set.close();
     }
 
     #[test]

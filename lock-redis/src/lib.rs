@@ -48,6 +48,27 @@
 //! [`TlsOptions`], which also presents a client certificate (mutual TLS);
 //! every connection of the client, pub/sub included, uses them.
 //!
+//! ## Sentinel and slot-checking proxies
+//!
+//! [`RedisConfig::sentinel`] finds the master through Redis Sentinel and
+//! follows failovers: the command connections and the pub/sub connection
+//! (with every subscription) move to the master the sentinels name, checked
+//! with `ROLE`, after a broken connection, a `READONLY` reply or a
+//! `+switch-master` announcement (see the [`sentinel`] module).
+//! [`RedisConfig::slot_checking_proxy`] is for one address in front of a
+//! cluster that refuses commands spanning hash slots: the batched renewals
+//! are then split by slot.
+//!
+//! ```no_run
+//! # async fn demo() -> lock_redis::Result<()> {
+//! use std::time::Duration;
+//! use lock_redis::{ClientConfig, RedisConfig};
+//! let config = RedisConfig::sentinel(["redis://10.0.0.1:26379", "redis://10.0.0.2:26379"], "locks")
+//!     .replica_sync(1, Duration::from_millis(200)); // keep locks across a failover
+//! let client = lock_redis::connect(config, ClientConfig::default()).await?;
+//! # let _ = client; Ok(()) }
+//! ```
+//!
 //! ## Connections
 //!
 //! Scripts run on [`RedisConfig::pool_size`] multiplexed connections (4 by
@@ -131,6 +152,7 @@ pub mod describe;
 pub mod kinds;
 mod pubsub;
 pub mod scripts;
+pub mod sentinel;
 mod single;
 pub mod subscriptions;
 pub mod tls;
@@ -138,6 +160,7 @@ pub mod tls;
 pub use config::{
     RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
 };
+pub use sentinel::SentinelConfig;
 pub use single::SingleNode;
 pub use tls::TlsOptions;
 

@@ -20,6 +20,11 @@
 //! been lost meanwhile. Commands that arrive while disconnected only change
 //! the desired set.
 //!
+//! With a Sentinel group, each connect goes to the master the sentinels
+//! name, and the connection is dropped and made again (to the new master,
+//! every channel re-subscribed, then [`PubSubEvent::Reset`]) when the
+//! master is found to be another node.
+//!
 //! # Promise to subscribers
 //! A subscribe future resolves `Ok` once the server confirmed the
 //! subscription (possibly on a later connection), or with a retryable
@@ -36,9 +41,10 @@ use futures::StreamExt;
 use lock_core::{LockError, Result};
 use redis::aio::{PubSubSink, PubSubStream};
 use redis::Msg;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep, timeout, Instant};
 
+use crate::sentinel::Endpoint;
 use crate::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::PubSubEvent;
@@ -64,15 +70,15 @@ impl PubSub {
     /// Starts the task (which connects in the background) on the current
     /// tokio runtime.
     pub(crate) fn spawn(
-        client: redis::Client,
+        endpoint: Endpoint,
         connect_timeout: Duration,
         command_timeout: Duration,
     ) -> Result<SubscriptionHandle> {
-        Self::spawn_with_ping(client, connect_timeout, command_timeout, PING_INTERVAL)
+        Self::spawn_with_ping(endpoint, connect_timeout, command_timeout, PING_INTERVAL)
     }
 
     fn spawn_with_ping(
-        client: redis::Client,
+        endpoint: Endpoint,
         connect_timeout: Duration,
         command_timeout: Duration,
         ping_interval: Duration,
@@ -83,7 +89,9 @@ impl PubSub {
         let (handle, rx, handler) =
             SubscriptionHandle::new(connect_timeout.saturating_add(command_timeout));
         let worker = Worker {
-            client,
+            master_changes: endpoint.changes(),
+            connected_to: 0,
+            endpoint,
             connect_timeout,
             command_timeout,
             ping_interval,
@@ -104,10 +112,16 @@ enum Flow {
     Lost,
     /// The handle was dropped or closed: stop.
     Exit,
+    /// The server is now another node (a Sentinel failover): reconnect.
+    Moved,
 }
 
 struct Worker {
-    client: redis::Client,
+    endpoint: Endpoint,
+    /// Moves on when a Sentinel group's master is another node.
+    master_changes: Option<watch::Receiver<u64>>,
+    /// The master generation the live connection was made for.
+    connected_to: u64,
     connect_timeout: Duration,
     command_timeout: Duration,
     ping_interval: Duration,
@@ -150,11 +164,18 @@ impl Worker {
                     first = false;
                     match self.serve(sink, stream).await {
                         Flow::Exit => break,
-                        Flow::Lost => tracing::warn!("pub/sub connection lost; reconnecting"),
+                        Flow::Lost => {
+                            self.endpoint.invalidate();
+                            tracing::warn!("pub/sub connection lost; reconnecting");
+                        }
+                        Flow::Moved => {
+                            tracing::info!("the master moved; pub/sub reconnecting to it");
+                        }
                     }
                 }
                 Err(e) => {
                     first = false;
+                    self.endpoint.invalidate();
                     failures = failures.saturating_add(1);
                     tracing::warn!(error = %e, attempt = failures, "pub/sub connect failed");
                     if let Flow::Exit = self.backoff(failures).await {
@@ -170,7 +191,10 @@ impl Worker {
 
     /// Opens a connection and subscribes every desired channel.
     async fn connect(&mut self) -> Result<(PubSubSink, PubSubStream)> {
-        let pubsub = timeout(self.connect_timeout, self.client.get_async_pubsub())
+        let connect_by = Instant::now() + self.connect_timeout;
+        let (client, generation) = self.endpoint.client(connect_by).await?;
+        self.connected_to = generation;
+        let pubsub = tokio::time::timeout_at(connect_by, client.get_async_pubsub())
             .await
             .map_err(|_| timed_out("pub/sub connect", self.connect_timeout))?
             .map_err(|e| from_redis(&e, ""))?;
@@ -208,6 +232,9 @@ impl Worker {
                     Some(message) => self.dispatch(&message),
                     None => return Flow::Lost,
                 },
+                () = master_moved(self.master_changes.as_mut(), self.connected_to) => {
+                    return Flow::Moved;
+                }
                 () = tokio::time::sleep_until(ping_at) => {
                     match timeout(self.command_timeout, sink.ping::<redis::Value>()).await {
                         Ok(Ok(_)) => ping_at = Instant::now() + self.ping_interval,
@@ -374,6 +401,23 @@ impl Worker {
     }
 }
 
+/// Resolves when the master's generation is not `connected_to` (the one
+/// the connection was made for), at once if it moved already; never without
+/// a Sentinel group (or once the group is gone).
+async fn master_moved(changes: Option<&mut watch::Receiver<u64>>, connected_to: u64) {
+    if let Some(changes) = changes {
+        loop {
+            if *changes.borrow_and_update() != connected_to {
+                return;
+            }
+            if changes.changed().await.is_err() {
+                break;
+            }
+        }
+    }
+    std::future::pending().await
+}
+
 fn log_failure<E: std::fmt::Display>(
     what: &str,
     failed: std::result::Result<redis::RedisResult<()>, E>,
@@ -433,9 +477,13 @@ mod tests {
     async fn idle_pings_keep_a_healthy_connection_and_replace_a_dead_one() {
         let server = RedisServer::start();
         let short = Duration::from_millis(300);
-        let pubsub =
-            PubSub::spawn_with_ping(server.client(), short, short, Duration::from_millis(100))
-                .unwrap();
+        let pubsub = PubSub::spawn_with_ping(
+            Endpoint::Fixed(Box::new(server.client())),
+            short,
+            short,
+            Duration::from_millis(100),
+        )
+        .unwrap();
         let events = Arc::new(Events(std::sync::Mutex::new(Vec::new())));
         pubsub.set_handler(events.clone());
         pubsub.subscribe("ch".to_owned()).await.unwrap();

@@ -1,5 +1,6 @@
-//! The transport of one Redis server (standalone, or a primary reached
-//! directly): a small set of multiplexed connections for scripts (see the
+//! The transport of one Redis server (standalone, a primary reached
+//! directly, the master of a Sentinel group, or a slot-checking proxy): a
+//! small set of multiplexed connections for scripts (see the
 //! `connections` module) and one dedicated pub/sub connection.
 
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use crate::config::RedisConfig;
 use crate::connections::{ConnectionSet, Lease};
 use crate::pubsub::PubSub;
 use crate::scripts;
+use crate::sentinel::{Endpoint, Master};
 use crate::subscriptions::SubscriptionHandle;
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
@@ -44,6 +46,9 @@ pub struct SingleNode {
     connections: ConnectionSet,
     pubsub: SubscriptionHandle,
     command_timeout: Duration,
+    /// Keys of different hash slots never share a call
+    /// ([`RedisConfig::slot_checking_proxy`]).
+    slot_groups: bool,
 }
 
 impl std::fmt::Debug for SingleNode {
@@ -52,6 +57,7 @@ impl std::fmt::Debug for SingleNode {
             .field("connections", &self.connections)
             .field("pubsub", &self.pubsub)
             .field("command_timeout", &self.command_timeout)
+            .field("slot_groups", &self.slot_groups)
             .finish()
     }
 }
@@ -68,16 +74,25 @@ impl SingleNode {
     /// runtime.
     pub fn new(config: &RedisConfig) -> Result<Self> {
         config.validate()?;
-        let client = config.client()?;
+        let endpoint = match &config.sentinel {
+            Some(sentinel) => {
+                // `rediss://` sentinel URLs make the redis crate speak TLS.
+                #[cfg(feature = "tls")]
+                crate::tls::install_crypto_provider();
+                Endpoint::Sentinel(Master::new(sentinel, config.connect_timeout)?)
+            }
+            None => Endpoint::Fixed(Box::new(config.client()?)),
+        };
         let pubsub = PubSub::spawn(
-            client.clone(),
+            endpoint.clone(),
             config.connect_timeout,
             config.command_timeout,
         )?;
         Ok(Self {
-            connections: ConnectionSet::new(client, config),
+            connections: ConnectionSet::to_endpoint(endpoint, config),
             pubsub,
             command_timeout: config.command_timeout,
+            slot_groups: config.slot_checking_proxy,
         })
     }
 
@@ -177,6 +192,16 @@ impl Transport for SingleNode {
                 .map(|(r, call)| r.map_err(|e| from_redis(&e, call.first_key())))
                 .collect()),
             Err(e) => Ok(vec![Err(e); calls.len()]),
+        }
+    }
+
+    /// `0` for every key, or the key's hash slot behind a slot-checking
+    /// proxy ([`RedisConfig::slot_checking_proxy`]).
+    fn key_group(&self, key: &str) -> u32 {
+        if self.slot_groups {
+            u32::from(lock_script::slot::key_slot(key))
+        } else {
+            0
         }
     }
 

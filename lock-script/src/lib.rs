@@ -13,6 +13,8 @@
 //!   messages ([`layout::UNLOCK_MESSAGE`], [`wake`]);
 //! - [`scripts`]: the Lua every kind's scripts share (`common.lua`,
 //!   [`with_common`]) and the batch renewal of lock hashes;
+//! - [`slot`]: Redis Cluster's hash slots (CRC16, hash tags), for
+//!   transports that group or route keys by slot;
 //! - [`replies`]: decoders of the reply shapes several kinds produce;
 //! - [`error`]: how Redis failures become [`lock_core::LockError`]s, for
 //!   every transport;
@@ -43,6 +45,7 @@ pub mod error;
 pub mod layout;
 pub mod replies;
 pub mod scripts;
+pub mod slot;
 mod transport;
 
 pub use call::ScriptCall;

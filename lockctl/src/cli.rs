@@ -79,6 +79,29 @@ pub(crate) struct Global {
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
 
+    /// Redis Sentinel instead of one server: one or more sentinels,
+    /// comma-separated (redis://host:26379,redis://host2:26379), with
+    /// --master. The master they name is used, and followed across
+    /// failovers. Overrides --url.
+    #[arg(
+        long,
+        value_name = "URL[,URL…]",
+        value_delimiter = ',',
+        requires = "master",
+        conflicts_with = "cluster"
+    )]
+    pub(crate) sentinel: Vec<String>,
+
+    /// The name the sentinels monitor the master under (with --sentinel).
+    #[arg(long, value_name = "NAME", requires = "sentinel")]
+    pub(crate) master: Option<String>,
+
+    /// The server at --url is a proxy in front of a Redis Cluster that
+    /// refuses commands whose keys span hash slots (CROSSSLOT): calls that
+    /// touch many locks are split by slot.
+    #[arg(long, conflicts_with_all = ["cluster", "sentinel"])]
+    pub(crate) slot_checking_proxy: bool,
+
     /// Prefix put before every lock name to make its key (as the library's
     /// `RedisConfig::key_prefix`).
     #[arg(long, value_name = "P", default_value = "")]

@@ -57,10 +57,12 @@ pub(crate) async fn client_with(
     config
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
-    if global.cluster.is_empty() {
-        single_node(global, config).await
-    } else {
+    if !global.cluster.is_empty() {
         cluster(global, config).await
+    } else if let Some(master) = &global.master {
+        sentinel(global, master, config).await
+    } else {
+        single_node(global, config).await
     }
 }
 
@@ -97,6 +99,25 @@ pub(crate) async fn client_by(
     }
 }
 
+/// The master of a Sentinel group, from `--sentinel` and `--master`.
+async fn sentinel(
+    global: &Global,
+    master: &str,
+    config: ClientConfig,
+) -> Result<LockClient, Failure> {
+    let redis = RedisConfig::sentinel(global.sentinel.iter().cloned(), master)
+        .key_prefix(global.prefix.as_str())
+        .connect_timeout(CONNECT_TIMEOUT)
+        .command_timeout(COMMAND_TIMEOUT)
+        .pool_size(CONNECTIONS);
+    if let Err(e) = redis.validate() {
+        return Err(Failure::lock("bad --sentinel or --master", &e));
+    }
+    lock_redis::connect(redis, config)
+        .await
+        .map_err(|e| unreachable_or(&format!("the Redis master {master:?} via Sentinel"), &e))
+}
+
 /// A Redis Cluster, from `--cluster`.
 async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
     let seeds = global
@@ -128,7 +149,8 @@ async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
-        .pool_size(CONNECTIONS);
+        .pool_size(CONNECTIONS)
+        .slot_checking_proxy(global.slot_checking_proxy);
     if let Some(tls) = tls(global)? {
         redis = redis.tls(tls);
     }

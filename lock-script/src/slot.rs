@@ -1,4 +1,6 @@
-//! Cluster hash slots: which of the 16 384 slots a key (or channel) lives in.
+//! Hash slots: which of Redis Cluster's 16 384 slots a key (or channel)
+//! lives in. Here, below every transport, because the cluster routes by slot
+//! and a single node behind a slot-checking proxy groups keys by slot.
 //!
 //! `slot = CRC16/XMODEM(tag) mod 16384`, where `tag` is the text between the
 //! first `{` and the first `}` after it when that text is non-empty, and
@@ -10,7 +12,7 @@ pub const SLOTS: u16 = 16384;
 /// The part of `key` that is hashed: its hash tag, or the whole key.
 ///
 /// ```
-/// use lock_redis_cluster::slot::hash_tag;
+/// use lock_script::slot::hash_tag;
 /// assert_eq!(hash_tag(b"redisson_lock__channel:{orders}"), b"orders");
 /// assert_eq!(hash_tag(b"orders"), b"orders");
 /// assert_eq!(hash_tag(b"a{}b"), b"a{}b"); // an empty tag does not count
@@ -30,7 +32,7 @@ pub fn hash_tag(key: &[u8]) -> &[u8] {
 /// The hash slot of `key`.
 ///
 /// ```
-/// use lock_redis_cluster::slot::key_slot;
+/// use lock_script::slot::key_slot;
 /// assert_eq!(key_slot("foo"), 12182);
 /// assert_eq!(key_slot("{foo}:lock"), 12182);
 /// ```
