@@ -12,6 +12,9 @@
 //!   handed out in arrival order; [`FencedLock`]: the same lock with a
 //!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
+//! - [`MultiLock`]: several locks (of any clients) held as one, all or
+//!   nothing; [`RedLock`]: one lock over N independent stores, held by a
+//!   majority (Redlock). Both compose [`Lock`] handles.
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -51,10 +54,12 @@ mod holds;
 pub mod kind;
 mod kinds;
 mod lock;
+mod multi_lock;
 pub mod name;
 mod op;
 mod options;
 pub mod owner;
+mod red_lock;
 mod stats;
 mod wait;
 mod waiter;
@@ -73,7 +78,9 @@ pub use kind::{
 };
 pub use kinds::Kinds;
 pub use lock::Lock;
+pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
+pub use red_lock::{RedGuard, RedLock};
 pub use stats::ClientStats;
