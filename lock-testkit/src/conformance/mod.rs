@@ -36,6 +36,7 @@ pub mod holds;
 pub mod latches;
 pub mod layout;
 pub mod leases;
+pub mod multi;
 pub mod waiting;
 
 /// Which kind of lock a suite checks.
