@@ -87,7 +87,11 @@ impl MultiLock {
         if members.is_empty() {
             return Err(LockError::invalid("a multi-lock needs at least one lock"));
         }
-        distinct(&members, |lock| (lock.inner().id, lock.name().as_str()), "multi-lock")?;
+        distinct(
+            &members,
+            |lock| (lock.inner().id, lock.name().as_str()),
+            "multi-lock",
+        )?;
         // Stable: equal names keep the caller's order.
         members.sort_by(|a, b| a.name().as_str().cmp(b.name().as_str()));
         Ok(Self { members })

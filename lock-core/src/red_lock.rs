@@ -250,7 +250,8 @@ impl RedLock {
             Wait::For(wait) => Some(Instant::now().checked_add(wait)),
         };
         loop {
-            let remaining = deadline.map(|d| d.map(|d| d.saturating_duration_since(Instant::now())));
+            let remaining =
+                deadline.map(|d| d.map(|d| d.saturating_duration_since(Instant::now())));
             let round_wait = match remaining {
                 None | Some(None) => lease / 2,
                 Some(Some(left)) => (left / n)
@@ -404,9 +405,7 @@ impl RedGuard {
     /// [`LockError::LockLost`].
     pub fn check(&self) -> Result<()> {
         if self.is_lost() {
-            Err(LockError::LockLost {
-                name: self.name(),
-            })
+            Err(LockError::LockLost { name: self.name() })
         } else {
             Ok(())
         }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lock_redis::{ClientConfig, LockClient, RedisConfig, RedLock};
+use lock_redis::{ClientConfig, LockClient, RedLock, RedisConfig};
 use lock_testkit::conformance::{multi::STORES, unique, WATCHDOG};
 use lock_testkit::fixtures::RedisServer;
 
@@ -78,7 +78,11 @@ async fn masters_restarted_empty_let_no_second_holder_in() {
     let start = tokio::time::Instant::now();
     // Within the lease (and past it: the watchdog keeps the other three).
     let theirs = reds[1].try_lock_for(WATCHDOG * 2).await.unwrap();
-    assert!(theirs.is_none(), "no second holder after {:?}", start.elapsed());
+    assert!(
+        theirs.is_none(),
+        "no second holder after {:?}",
+        start.elapsed()
+    );
     assert!(!guard.is_lost());
     assert_eq!(guard.held(), 3, "the restarted masters' members are lost");
     guard.unlock().await.unwrap();

@@ -85,6 +85,37 @@ async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient
         .map_err(|e| unreachable_or(&format!("Redis at {server}"), &e))
 }
 
+/// One client per `--redlock` server, connected concurrently (each with
+/// the global prefix and timeouts).
+///
+/// # Errors
+/// As [`client`], for the first server that fails: a RedLock's majority
+/// is counted over every server named, so each must be reachable.
+pub(crate) async fn redlock_clients(
+    global: &Global,
+    urls: &[String],
+    config: ClientConfig,
+) -> Result<Vec<LockClient>, Failure> {
+    let config = config.watchdog_timeout(global.watchdog_timeout);
+    config
+        .validate()
+        .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
+    let connecting = urls.iter().map(|url| {
+        let global = Global {
+            url: url.clone(),
+            cluster: Vec::new(),
+            prefix: global.prefix.clone(),
+            watchdog_timeout: global.watchdog_timeout,
+        };
+        let config = config.clone();
+        async move { single_node(&global, config).await }
+    });
+    futures::future::join_all(connecting)
+        .await
+        .into_iter()
+        .collect()
+}
+
 /// A connect error, naming the server or cluster (and saying "cannot reach" when the
 /// error is a connection failure rather than, say, rejected credentials).
 fn unreachable_or(server: &str, err: &LockError) -> Failure {

@@ -32,7 +32,10 @@ async fn clients(stores: &Stores, n: usize) -> Vec<LockClient> {
 
 /// Lock `name` on each client.
 fn on_each(clients: &[LockClient], name: &str) -> Vec<Lock> {
-    clients.iter().map(|c| c.lock(name).expect("a lock")).collect()
+    clients
+        .iter()
+        .map(|c| c.lock(name).expect("a lock"))
+        .collect()
 }
 
 async fn locked(lock: &Lock) -> bool {
@@ -86,7 +89,11 @@ pub async fn multi_lock_is_all_or_nothing(stores: &Stores) {
     let waited = start.elapsed();
     assert!(waited >= wait && waited < wait * 3, "waited {waited:?}");
     for i in [0, 2] {
-        assert!(!locked(&others[i].lock(&names[i]).unwrap()).await, "{} was released", names[i]);
+        assert!(
+            !locked(&others[i].lock(&names[i]).unwrap()).await,
+            "{} was released",
+            names[i]
+        );
     }
     held.unlock().await.unwrap();
 }
@@ -156,23 +163,36 @@ pub async fn cancelled_half_taken_multi_lock_leaves_nothing_held(stores: &Stores
     let (names, multi) = abc(&ours, "multi-cancel");
     let held = others[2].lock(&names[2]).unwrap().lock().await.unwrap();
     let task = tokio::spawn(async move { multi.lock().await.map(drop) });
-    let (a, b) = (others[0].lock(&names[0]).unwrap(), others[1].lock(&names[1]).unwrap());
-    eventually(Duration::from_secs(2), "the first two members taken", || async {
-        locked(&a).await && locked(&b).await
-    })
+    let (a, b) = (
+        others[0].lock(&names[0]).unwrap(),
+        others[1].lock(&names[1]).unwrap(),
+    );
+    eventually(
+        Duration::from_secs(2),
+        "the first two members taken",
+        || async { locked(&a).await && locked(&b).await },
+    )
     .await;
     eventually(Duration::from_secs(2), "waiting on the third", || async {
-        stores[2].subscribers(&channel(&*stores[2], &names[2])).await == 1
+        stores[2]
+            .subscribers(&channel(&*stores[2], &names[2]))
+            .await
+            == 1
     })
     .await;
     task.abort();
     assert!(task.await.unwrap_err().is_cancelled());
-    eventually(Duration::from_secs(2), "the taken members released", || async {
-        !locked(&a).await && !locked(&b).await
-    })
+    eventually(
+        Duration::from_secs(2),
+        "the taken members released",
+        || async { !locked(&a).await && !locked(&b).await },
+    )
     .await;
     eventually(Duration::from_secs(2), "unsubscribed", || async {
-        stores[2].subscribers(&channel(&*stores[2], &names[2])).await == 0
+        stores[2]
+            .subscribers(&channel(&*stores[2], &names[2]))
+            .await
+            == 0
     })
     .await;
     for i in 0..2 {
@@ -189,7 +209,12 @@ pub async fn multi_guard_is_lost_when_any_member_is_lost(stores: &Stores) {
     let (names, multi) = abc(&ours, "multi-lost");
     let guard = multi.lock().await.unwrap();
     assert!(!guard.is_lost());
-    assert!(others[1].lock(&names[1]).unwrap().force_unlock().await.unwrap());
+    assert!(others[1]
+        .lock(&names[1])
+        .unwrap()
+        .force_unlock()
+        .await
+        .unwrap());
     tokio::time::timeout(WATCHDOG * 2, guard.lost())
         .await
         .expect("the loss of one member is reported");
@@ -214,7 +239,10 @@ pub async fn multi_lock_with_lease_expires_every_member(stores: &Stores) {
         .expect("lost with its lease");
     tokio::time::sleep(Duration::from_millis(50)).await;
     for (i, name) in names.iter().enumerate() {
-        assert!(!locked(&others[i].lock(name).unwrap()).await, "{name} expired");
+        assert!(
+            !locked(&others[i].lock(name).unwrap()).await,
+            "{name} expired"
+        );
     }
     drop(guard);
 }
@@ -226,11 +254,18 @@ pub async fn multi_lock_refuses_bad_input(stores: &Stores) {
     assert!(MultiLock::new(Vec::<Lock>::new())
         .unwrap_err()
         .is_invalid_argument());
-    let twice = [ours[0].lock(&name).unwrap(), ours[0].fair_lock(&name).unwrap().as_lock().clone()];
+    let twice = [
+        ours[0].lock(&name).unwrap(),
+        ours[0].fair_lock(&name).unwrap().as_lock().clone(),
+    ];
     assert!(MultiLock::new(twice).unwrap_err().is_invalid_argument());
     let multi = MultiLock::new(on_each(&ours, &name)).unwrap();
     let foreign = AcquireOptions::new().owner(ours[0].new_owner());
-    assert!(multi.acquire(foreign).await.unwrap_err().is_invalid_argument());
+    assert!(multi
+        .acquire(foreign)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
     let zero = multi.lock_with_lease(Duration::ZERO).await.unwrap_err();
     assert!(zero.is_invalid_argument());
     for (i, store) in stores[..2].iter().enumerate() {
@@ -245,7 +280,10 @@ pub async fn redlock_holds_a_majority_when_a_minority_is_busy(stores: &Stores) {
     let others = clients(stores, STORES).await;
     let name = unique("red-minority");
     let theirs = on_each(&others, &name);
-    let busy = [theirs[0].lock().await.unwrap(), theirs[1].lock().await.unwrap()];
+    let busy = [
+        theirs[0].lock().await.unwrap(),
+        theirs[1].lock().await.unwrap(),
+    ];
     let red = RedLock::new(on_each(&ours, &name)).unwrap();
     assert_eq!(red.quorum(), 3);
     let guard = red
@@ -425,12 +463,21 @@ pub async fn redlock_with_lease_expires(stores: &Stores) {
 pub async fn redlock_refuses_bad_input(stores: &Stores) {
     let ours = clients(stores, 2).await;
     let name = unique("red-bad");
-    assert!(RedLock::new(Vec::<Lock>::new()).unwrap_err().is_invalid_argument());
-    let one_client = [ours[0].lock(&name).unwrap(), ours[0].lock(unique("other")).unwrap()];
+    assert!(RedLock::new(Vec::<Lock>::new())
+        .unwrap_err()
+        .is_invalid_argument());
+    let one_client = [
+        ours[0].lock(&name).unwrap(),
+        ours[0].lock(unique("other")).unwrap(),
+    ];
     assert!(RedLock::new(one_client).unwrap_err().is_invalid_argument());
     let red = RedLock::new(on_each(&ours, &name)).unwrap();
     let foreign = AcquireOptions::new().owner(ours[0].new_owner());
-    assert!(red.acquire(foreign).await.unwrap_err().is_invalid_argument());
+    assert!(red
+        .acquire(foreign)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
     let zero = red.lock_with_lease(Duration::ZERO).await.unwrap_err();
     assert!(zero.is_invalid_argument());
     for store in &stores[..2] {
