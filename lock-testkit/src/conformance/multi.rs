@@ -202,6 +202,46 @@ pub async fn cancelled_half_taken_multi_lock_leaves_nothing_held(stores: &Stores
     held.unlock().await.unwrap();
 }
 
+/// Polls `fut` up to `n` times (yielding between polls), then drops it.
+async fn poll_then_drop<F: std::future::Future>(fut: F, n: usize) -> Option<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    for _ in 0..n {
+        if let std::task::Poll::Ready(out) = futures::poll!(fut.as_mut()) {
+            return Some(out);
+        }
+        tokio::task::yield_now().await;
+    }
+    None
+}
+
+/// Multi-lock and RedLock acquisitions dropped at any await point hold
+/// nothing once what they left in flight has settled.
+pub async fn acquisitions_dropped_at_any_point_leave_nothing_held(stores: &Stores) {
+    let ours = clients(stores, STORES).await;
+    let others = clients(stores, STORES).await;
+    let (names, multi) = abc(&ours, "multi-drop");
+    let red_name = unique("red-drop");
+    let red = RedLock::new(on_each(&ours, &red_name)).unwrap();
+    for polls in 0..12 {
+        drop(poll_then_drop(multi.lock(), polls).await);
+        drop(poll_then_drop(red.lock(), polls).await);
+        for client in &ours {
+            tokio::time::timeout(WATCHDOG / 3, client.settle())
+                .await
+                .expect("settled well before a lease could expire");
+        }
+        for (i, name) in names.iter().enumerate() {
+            assert!(
+                !locked(&others[i].lock(name).unwrap()).await,
+                "{name} after {polls} polls"
+            );
+        }
+        for lock in on_each(&others, &red_name) {
+            assert!(!locked(&lock).await, "RedLock member after {polls} polls");
+        }
+    }
+}
+
 /// The multi-guard is lost when any one member is lost.
 pub async fn multi_guard_is_lost_when_any_member_is_lost(stores: &Stores) {
     let ours = clients(stores, 3).await;
@@ -501,6 +541,7 @@ macro_rules! multi_conformance_tests {
             multi_lock_waits_for_a_held_member,
             multi_locks_listed_in_opposite_orders_do_not_deadlock,
             cancelled_half_taken_multi_lock_leaves_nothing_held,
+            acquisitions_dropped_at_any_point_leave_nothing_held,
             multi_guard_is_lost_when_any_member_is_lost,
             multi_lock_with_lease_expires_every_member,
             multi_lock_refuses_bad_input,
