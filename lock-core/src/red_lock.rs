@@ -11,13 +11,19 @@
 //! random part of half a round (so that two contenders that split the
 //! members between them do not split them again in step) and starts over.
 //!
-//! - **Round wait**: `clamp(remaining budget / N, 1 ms, lease / 2)`, and
-//!   never past the budget; `lease / 2` when waiting forever. Redisson's
+//! - **Round wait**: `clamp(remaining budget / N, 1 ms, lease / 2N)`,
+//!   and never past the budget; `lease / 2N` when waiting forever (3 s
+//!   for the default 30 s watchdog lease and 5 masters). Redisson's
 //!   per-member wait is `max(remaining / N, 1 ms)` because it takes the
 //!   members one after another, so one pass fits the budget; taken
 //!   concurrently, a round lasts one member's wait, so the same figure
-//!   leaves room for about N rounds, and the `lease / 2` cap keeps a round
-//!   that succeeds at its end valid for half a lease.
+//!   leaves room for about N rounds. The cap bounds how long contenders
+//!   that split the members between them (none with a quorum, each
+//!   waiting for members the others hold) stay stuck: until the first of
+//!   their rounds ends and releases its members, which the others'
+//!   waiters then take on the unlock notice. It also keeps a round that
+//!   succeeds at its end valid for most of a lease. A round that waits
+//!   without success costs at most 2N requests (attempts and releases).
 //! - **Stragglers**: once a quorum is held, the members still answering
 //!   get as long again as the quorum took (at least 1 ms); then the round
 //!   ends. Holding more than a quorum is what lets the lock survive the
@@ -252,12 +258,10 @@ impl RedLock {
         loop {
             let remaining =
                 deadline.map(|d| d.map(|d| d.saturating_duration_since(Instant::now())));
+            let cap = (lease / n.saturating_mul(2)).max(Duration::from_millis(1));
             let round_wait = match remaining {
-                None | Some(None) => lease / 2,
-                Some(Some(left)) => (left / n)
-                    .max(Duration::from_millis(1))
-                    .min(lease / 2)
-                    .min(left),
+                None | Some(None) => cap,
+                Some(Some(left)) => (left / n).max(Duration::from_millis(1)).min(cap).min(left),
             };
             if let Some(guards) = self.round(&opts, round_wait).await? {
                 return Ok(Some(RedGuard {
