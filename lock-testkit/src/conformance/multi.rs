@@ -75,6 +75,33 @@ pub async fn multi_lock_takes_every_member_and_unlock_frees_them(stores: &Stores
     }
 }
 
+/// Members of different kinds (a fair lock, a plain one) are taken and
+/// released together, each by its own protocol.
+pub async fn multi_lock_mixes_kinds(stores: &Stores) {
+    let ours = clients(stores, 2).await;
+    let others = clients(stores, 2).await;
+    let (fair, plain) = (unique("multi-kinds-a"), unique("multi-kinds-b"));
+    let multi = MultiLock::new([
+        ours[0].fair_lock(&fair).unwrap().as_lock().clone(),
+        ours[1].lock(&plain).unwrap(),
+    ])
+    .unwrap();
+    let guard = multi.lock().await.unwrap();
+    let theirs_fair = others[0].fair_lock(&fair).unwrap();
+    assert!(theirs_fair.try_lock().await.unwrap().is_none());
+    assert!(others[1]
+        .lock(&plain)
+        .unwrap()
+        .try_lock()
+        .await
+        .unwrap()
+        .is_none());
+    guard.unlock().await.unwrap();
+    assert!(!theirs_fair.is_locked().await.unwrap());
+    assert!(!locked(&others[1].lock(&plain).unwrap()).await);
+    assert!(leftover_keys(&*stores[0], &fair).await.is_empty());
+}
+
 /// When one member stays held by someone else, the multi-lock times out
 /// holding nothing: the members it took are released.
 pub async fn multi_lock_is_all_or_nothing(stores: &Stores) {
@@ -538,6 +565,7 @@ macro_rules! multi_conformance_tests {
             [$(#[$attr])*] $make;
             multi_lock_takes_every_member_and_unlock_frees_them,
             multi_lock_is_all_or_nothing,
+            multi_lock_mixes_kinds,
             multi_lock_waits_for_a_held_member,
             multi_locks_listed_in_opposite_orders_do_not_deadlock,
             cancelled_half_taken_multi_lock_leaves_nothing_held,
