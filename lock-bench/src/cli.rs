@@ -68,6 +68,8 @@ pub(crate) enum Workload {
     W4,
     /// Thousands of waiters on one lock.
     W5,
+    /// W1 with a RedLock over 3 and 5 masters, against 1.
+    W1Redlock,
     /// W1 with the fair lock.
     W1Fair,
     /// W2H with the fair lock.
@@ -113,6 +115,7 @@ impl Workload {
             Self::W4 => "W4",
             Self::W5 => "W5",
             Self::Latch => "latch",
+            Self::W1Redlock => "W1-redlock",
         };
         let kind = match self {
             Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,

@@ -136,6 +136,14 @@ impl Guard {
             .expires
     }
 
+    /// When this guard reports its lock lost unless renewed meanwhile: the
+    /// [lease deadline](Guard::lease_deadline) less the safety margin.
+    pub(crate) fn lost_at(&self) -> Instant {
+        self.own_deadline
+            .unwrap_or_else(|| self.hold.deadline())
+            .lost_at
+    }
+
     /// Whether the lock is known to be gone: a renewal found it no longer
     /// ours, renewals failed until its lease (less the safety margin, see
     /// [`Guard::lease_deadline`]) ran out, its fixed lease (less the margin)

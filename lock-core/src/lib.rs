@@ -13,6 +13,9 @@
 //!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
 //! - [`CountDownLatch`]: a named count-down latch, on the same wait loop.
+//! - [`MultiLock`]: several locks (of any clients) held as one, all or
+//!   nothing; [`RedLock`]: one lock over N independent stores, held by a
+//!   majority (Redlock). Both compose [`Lock`] handles.
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -57,11 +60,13 @@ mod kinds;
 mod latch;
 mod latch_kind;
 mod lock;
+mod multi_lock;
 pub mod name;
 mod op;
 mod options;
 mod outage;
 pub mod owner;
+mod red_lock;
 mod stats;
 mod wait;
 mod waiter;
@@ -86,7 +91,9 @@ pub use kinds::Kinds;
 pub use latch::{CountDownLatch, MAX_COUNT};
 pub use latch_kind::{LatchKind, LatchRequest};
 pub use lock::Lock;
+pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
+pub use red_lock::{RedGuard, RedLock};
 pub use stats::ClientStats;

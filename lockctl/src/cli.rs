@@ -214,6 +214,18 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) fenced: bool,
 
+    /// Take a RedLock instead: the lock on each of these independent Redis
+    /// servers (comma-separated), held once a majority is; the command is
+    /// stopped (exit 76) when fewer than a majority hold it. Every server
+    /// must be reachable at the start. Overrides --url and --cluster.
+    #[arg(
+        long,
+        value_name = "URL,URL,…",
+        value_delimiter = ',',
+        conflicts_with_all = ["fair", "fenced"]
+    )]
+    pub(crate) redlock: Vec<String>,
+
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) cmd: Vec<OsString>,
@@ -350,6 +362,28 @@ mod tests {
         assert_eq!(run.wait, Some(Duration::from_millis(250)));
         assert_eq!(run.lease, Some(Duration::from_secs(300)));
         assert_eq!(run.cmd, ["sh", "-c", "echo --wait"]);
+    }
+
+    #[test]
+    fn redlock_takes_a_list_and_excludes_fair_and_fenced() {
+        let cli = parse_from(&[
+            "run",
+            "job",
+            "--redlock",
+            "redis://a,redis://b,redis://c",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        let Command::Run(run) = cli.command else {
+            panic!("not run: {:?}", cli.command)
+        };
+        assert_eq!(run.redlock, ["redis://a", "redis://b", "redis://c"]);
+        for flag in ["--fair", "--fenced"] {
+            let err = parse_from(&["run", "job", "--redlock", "redis://a", flag, "--", "true"])
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::ArgumentConflict, "{flag}");
+        }
     }
 
     #[test]

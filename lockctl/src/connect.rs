@@ -144,7 +144,17 @@ async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Fa
 
 /// One Redis server, from `--url`.
 async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
-    let url = with_password(&global.url).map_err(|e| Failure::lock("bad --url", &e))?;
+    single_node_at(global, &global.url, config).await
+}
+
+/// The server at `url`, with the other global options (prefix, TLS files,
+/// `$REDIS_PASSWORD`): `--url`, or one of `--redlock`'s servers.
+async fn single_node_at(
+    global: &Global,
+    url: &str,
+    config: ClientConfig,
+) -> Result<LockClient, Failure> {
+    let url = with_password(url).map_err(|e| Failure::lock("bad --url", &e))?;
     let mut redis = RedisConfig::new(url)
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
@@ -212,6 +222,30 @@ fn put_password(url: &str, password: &str) -> Result<String, LockError> {
         ))
     })?;
     Ok(parsed.into())
+}
+
+/// One client per `--redlock` server, connected concurrently (each with
+/// the global prefix and timeouts).
+///
+/// # Errors
+/// As [`client`], for the first server that fails: a RedLock's majority
+/// is counted over every server named, so each must be reachable.
+pub(crate) async fn redlock_clients(
+    global: &Global,
+    urls: &[String],
+    config: ClientConfig,
+) -> Result<Vec<LockClient>, Failure> {
+    let config = config.watchdog_timeout(global.watchdog_timeout);
+    config
+        .validate()
+        .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
+    let connecting = urls
+        .iter()
+        .map(|url| single_node_at(global, url, config.clone()));
+    futures::future::join_all(connecting)
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// A connect error, naming the server or cluster (and saying "cannot reach" when the

@@ -1,7 +1,7 @@
 #![doc = include_str!("../README.md")]
 // Module map: `cli` parses, `connect` makes the client, `run`, `status` and
-// `force_unlock` are the commands, `child`, `signals` and `supervise` (the
-// process between `run` and its command) serve `run`, and `exit` and
+// `force_unlock` are the commands, `child`, `signals`, `held` and `supervise`
+// (the process between `run` and its command) serve `run`, and `exit` and
 // `output` turn every outcome into one stderr line and a code.
 
 mod child;
@@ -10,6 +10,7 @@ mod connect;
 mod duration;
 mod exit;
 mod force_unlock;
+mod held;
 mod output;
 mod run;
 mod signals;

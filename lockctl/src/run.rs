@@ -33,12 +33,13 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, ClientConfig, Guard, LockClient, LockName};
+use lock_core::{AcquireOptions, ClientConfig, LockClient, LockName, RedLock};
 use nix::sys::signal::Signal;
 
 use crate::child::{self, Group};
 use crate::cli::{Global, RunArgs};
 use crate::exit::{self, Failure};
+use crate::held::Held;
 use crate::signals::Signals;
 use crate::{connect, duration, output};
 
@@ -75,33 +76,60 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
     let deadline = args
         .wait
         .and_then(|wait| tokio::time::Instant::now().checked_add(wait));
-    let client = tokio::select! {
-        signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        client = connect::client_by(global, config, deadline) => client?,
+    let connecting = async {
+        if args.redlock.is_empty() {
+            Ok(vec![connect::client_by(global, config, deadline).await?])
+        } else {
+            connect::redlock_clients(global, &args.redlock, config).await
+        }
     };
-    let code = hold_and_run(&client, &name, &args, deadline, &mut signals, grace).await;
+    let clients = tokio::select! {
+        signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
+        clients = connecting => clients?,
+    };
+    let code = hold_and_run(&clients, &name, &args, deadline, &mut signals, grace).await;
     // Once the lock is known lost there is nothing left to release, and a
     // frozen server would only delay the exit: close without waiting.
     let lost = matches!(&code, Err(failure) if failure.code == exit::LOST);
     let close_timeout = if lost { Duration::ZERO } else { CLOSE_TIMEOUT };
-    let _ = tokio::time::timeout(close_timeout, client.close()).await;
+    let closing = futures::future::join_all(clients.iter().map(LockClient::close));
+    let _ = tokio::time::timeout(close_timeout, closing).await;
     code
 }
 
-async fn hold_and_run(
-    client: &LockClient,
+/// Takes the lock `args` ask for: on the one client, or a RedLock over
+/// every client (`--redlock`).
+async fn acquire(
+    clients: &[LockClient],
     name: &LockName,
     args: &RunArgs,
-    deadline: Option<tokio::time::Instant>,
-    signals: &mut Signals,
-    grace: Duration,
-) -> Result<u8, Failure> {
+    opts: AcquireOptions,
+) -> Result<Option<Held>, Failure> {
+    if !args.redlock.is_empty() {
+        let locks = clients
+            .iter()
+            .map(|client| client.lock(name))
+            .collect::<lock_core::Result<Vec<_>>>()?;
+        return Ok(RedLock::new(locks)?.acquire(opts).await?.map(Held::Red));
+    }
+    let client = &clients[0];
     // `--fair` picks the handle's kind; the client serves both.
     let lock = if args.fair {
         client.fair_lock(name)?.as_lock().clone()
     } else {
         client.lock(name)?
     };
+    Ok(lock.acquire(opts).await?.map(Held::One))
+}
+
+async fn hold_and_run(
+    clients: &[LockClient],
+    name: &LockName,
+    args: &RunArgs,
+    deadline: Option<tokio::time::Instant>,
+    signals: &mut Signals,
+    grace: Duration,
+) -> Result<u8, Failure> {
     let mut opts = AcquireOptions::new();
     if let Some(wait) = args.wait {
         // What connecting left of it; `--wait 0s` still tries once.
@@ -120,7 +148,7 @@ async fn hold_and_run(
         // Dropping the acquisition is cancel-safe; closing the client then
         // waits for whatever it left in flight.
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        acquired = lock.acquire(opts) => acquired?,
+        acquired = acquire(clients, name, args, opts) => acquired?,
     };
     let Some(guard) = guard else {
         let waited = duration::display(args.wait.unwrap_or_default());
@@ -182,7 +210,7 @@ enum Ended {
 /// signals lockctl receives meanwhile.
 async fn wait_or_lose(
     command: &mut Group,
-    guard: &Guard,
+    guard: &Held,
     signals: &mut Signals,
 ) -> Result<Ended, Failure> {
     loop {
@@ -205,7 +233,7 @@ async fn wait_or_lose(
 
 /// Releases the lock after the command exited; the exit code is the
 /// command's unless the lock turns out to have been lost.
-async fn finish(guard: Guard, name: &LockName, status: ExitStatus) -> Result<u8, Failure> {
+async fn finish(guard: Held, name: &LockName, status: ExitStatus) -> Result<u8, Failure> {
     let code = exit::of_status(status);
     match tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await {
         Ok(Ok(())) => Ok(code),
@@ -228,7 +256,7 @@ async fn finish(guard: Guard, name: &LockName, status: ExitStatus) -> Result<u8,
 }
 
 /// Releases the lock when the command could not be started at all.
-async fn release(guard: Guard, name: &LockName) {
+async fn release(guard: Held, name: &LockName) {
     match tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await {
         Ok(Ok(())) => {}
         Ok(Err(e)) => warn_unreleased(name, &Failure::from(e).message),

@@ -24,6 +24,7 @@ mod handoff;
 mod latch;
 mod many_locks;
 mod raw;
+mod redlock;
 mod uncontended;
 mod waiters;
 mod watchdog;
@@ -213,6 +214,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::Latch) {
         emit(&bounded(limit, "latch", latch::run(bench)).await?);
+    }
+    if wants(Workload::W1Redlock) {
+        emit(&bounded(limit, "W1-redlock", redlock::run(bench)).await?);
     }
     for kind in [Kind::Fair, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND

@@ -15,6 +15,11 @@
 //! [`lock`], which gives a handle of the suite's [`Kind`], so every engine
 //! behaviour is checked for every kind.
 //!
+//! `multi.rs` and `redlock.rs` check the locks composed over several
+//! stores ([`lock_core::MultiLock`], [`lock_core::RedLock`]); they take a
+//! set of independent stores instead of one harness, and run with
+//! [`multi_conformance_tests!`](crate::multi_conformance_tests).
+//!
 //! Checks use short durations (watchdog timeouts under a second) so they run
 //! in seconds on real Redis and instantly under paused time in memory.
 //! Checks assert on time measured with `tokio::time::Instant`, so they hold
@@ -38,6 +43,8 @@ pub mod latch;
 pub mod latches;
 pub mod layout;
 pub mod leases;
+pub mod multi;
+pub mod redlock;
 pub mod waiting;
 
 /// Which kind of lock a suite checks.

@@ -1,0 +1,465 @@
+//! [`RedLock`]: one lock over N independent stores, held by a majority.
+//!
+//! # Algorithm (Redlock)
+//! The members are ordinary [`Lock`]s of N clients, one per independent
+//! store (a master with no replica standing in for it). An acquisition
+//! runs in rounds. In each round every member is taken *concurrently*,
+//! each through its own wait loop with the round's wait; the round
+//! succeeds when a quorum (N/2 + 1) is held and still valid, that is, not
+//! yet within its safety margin of its lease's end. Otherwise it releases
+//! everything it took, and, while the wait budget lasts, backs off for a
+//! random part of half a round (so that two contenders that split the
+//! members between them do not split them again in step) and starts over.
+//!
+//! - **Round wait**: `clamp(remaining budget / N, 1 ms, lease / 2N)`,
+//!   and never past the budget; `lease / 2N` when waiting forever (3 s
+//!   for the default 30 s watchdog lease and 5 masters). Redisson's
+//!   per-member wait is `max(remaining / N, 1 ms)` because it takes the
+//!   members one after another, so one pass fits the budget; taken
+//!   concurrently, a round lasts one member's wait, so the same figure
+//!   leaves room for about N rounds. The cap bounds how long contenders
+//!   that split the members between them (none with a quorum, each
+//!   waiting for members the others hold) stay stuck: until the first of
+//!   their rounds ends and releases its members, which the others'
+//!   waiters then take on the unlock notice. It also keeps a round that
+//!   succeeds at its end valid for most of a lease. A round that waits
+//!   without success costs at most 2N requests (attempts and releases).
+//! - **Stragglers**: once a quorum is held, the members still answering
+//!   get as long again as the quorum took (at least 1 ms); then the round
+//!   ends. Holding more than a quorum is what lets the lock survive the
+//!   loss of members; waiting for a member held by someone else (or a
+//!   frozen store) is not worth more than that.
+//! - **Giving up early**: a round ends as soon as a quorum can no longer
+//!   be reached. When the members that *failed* (errors, not a busy lock)
+//!   alone make a quorum impossible, the acquisition fails with the first
+//!   of their errors rather than retrying: most stores are down.
+//!
+//! # Clock-drift allowance
+//! A member counts as valid until `sent + lease − (lease / 100 + 2 ms +
+//! loss_margin)`, where `sent` is when its winning attempt was sent (on
+//! this client's clock; the store started the lease no earlier) and the
+//! allowance is that member's client's
+//! [safety margin](crate::ClientConfig::safety_margin): Redlock's
+//! `lease × drift factor 0.01 + 2 ms` for the drift between clocks, plus
+//! the configured margin for the holder to stop. This is Redlock's
+//! "elapsed < lease − drift" measured per member from its own send, which
+//! is at least as strict where it matters: each member's lease is known to
+//! have started no earlier than its own send, not the round's start.
+//!
+//! # While held
+//! Each member's client's watchdog renews that member (with no fixed
+//! lease). A member whose store loses it (killed, restarted empty, or a
+//! renewal finds it gone) is reported lost on its own [`Guard`]; the
+//! [`RedGuard`] is lost only once fewer than a quorum of its members are
+//! held.
+//!
+//! # What it guarantees, and what it does not
+//! While a quorum of stores keeps its keys, two holders cannot both hold a
+//! quorum: two majorities share a store, and that store's lock excludes.
+//! It does not protect against:
+//! - a holder paused (GC, swap, SIGSTOP) or partitioned past its lease:
+//!   it still believes it holds the lock when another holder has it
+//!   (Kleppmann, "How to do distributed locking", 2016). The lost signal
+//!   fires a margin before the lease ends on the holder's own clock, but a
+//!   holder that is not running cannot act on it;
+//! - clocks that jump (an NTP step, a VM migration) by more than the
+//!   allowance: leases are timed by each store's clock;
+//! - a store that restarts empty (no persistence) and takes part again
+//!   within a lease while a minority of the others is down: the holder's
+//!   majority may then no longer exclude a new one. Restart stores later
+//!   than one lease (Redis's "delayed restart") or persist with fsync.
+//!
+//! For safety, pair it with fencing tokens checked by the resource
+//! written to. A [`RedLock`] has no token of its own: the tokens of its
+//! members ([`crate::AcquireOptions::fenced`], each member's
+//! [`Guard::fencing_token`]) come from independent counters, so neither
+//! their maximum nor their sum rises from one holder to the next (two
+//! majorities share a store, but not necessarily the one with the largest
+//! counter). Fence with a [`crate::FencedLock`] on a single store (or a
+//! consensus system) when the resource must refuse a paused holder.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use tokio::time::Instant;
+
+use crate::error::{LockError, Result};
+use crate::guard::Guard;
+use crate::lock::Lock;
+use crate::multi_lock::{release_all, unlock_all};
+use crate::options::{AcquireOptions, Wait};
+
+/// One lock over N independent stores, held by a majority (see the module
+/// docs for the algorithm, its drift allowance and its limits). Cheap to
+/// clone; makes no I/O until used.
+///
+/// ```
+/// # async fn demo(clients: Vec<lock_core::LockClient>) -> lock_core::Result<()> {
+/// use lock_core::RedLock;
+/// // One client per independent Redis master.
+/// let locks = clients.iter().map(|c| c.lock("reports")).collect::<Result<Vec<_>, _>>()?;
+/// let red = RedLock::new(locks)?;
+/// let guard = red.lock().await?; // held on a majority of the stores
+/// // … guard.lost() resolves once fewer than a majority hold it …
+/// guard.unlock().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct RedLock {
+    members: Vec<Lock>,
+}
+
+impl RedLock {
+    /// A RedLock over `locks`, one per independent store, each of its own
+    /// client (usually the same name on each).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] when `locks` is empty, or two are of
+    /// one client (one store counted twice would break the majority
+    /// argument). Two clients of one store are not told apart: give each
+    /// member a store of its own.
+    pub fn new(locks: impl IntoIterator<Item = Lock>) -> Result<Self> {
+        let members: Vec<Lock> = locks.into_iter().collect();
+        if members.is_empty() {
+            return Err(LockError::invalid("a RedLock needs at least one lock"));
+        }
+        let mut clients = HashSet::new();
+        if let Some(lock) = members.iter().find(|lock| !clients.insert(lock.inner().id)) {
+            return Err(LockError::invalid(format!(
+                "two RedLock members (one is {:?}) are of client {}: each member needs a client of its own, on its own store",
+                lock.name().as_str(),
+                lock.inner().id
+            )));
+        }
+        Ok(Self { members })
+    }
+
+    /// The members, as given.
+    pub fn locks(&self) -> &[Lock] {
+        &self.members
+    }
+
+    /// How many members must be held: N/2 + 1.
+    pub fn quorum(&self) -> usize {
+        self.members.len() / 2 + 1
+    }
+
+    /// Takes a quorum of the members, waiting as long as it takes; the
+    /// members' watchdogs keep them while the guard lives.
+    ///
+    /// # Errors
+    /// When members failing with errors (not held by others) alone leave
+    /// no quorum: the first of those errors (e.g. a retryable
+    /// [`LockError::Unavailable`] when most stores are down).
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future releases, in the background,
+    /// every member taken so far, and leaves nothing queued or subscribed.
+    ///
+    /// # Examples
+    /// See [`RedLock`].
+    pub async fn lock(&self) -> Result<RedGuard> {
+        match self.acquire(AcquireOptions::new()).await? {
+            Some(guard) => Ok(guard),
+            None => Err(LockError::protocol(
+                "an unbounded wait ended without the RedLock",
+            )),
+        }
+    }
+
+    /// Takes a quorum for `lease` at most (no renewal), waiting as long as
+    /// it takes.
+    ///
+    /// # Errors
+    /// As [`RedLock::lock`]; [`LockError::InvalidArgument`] for a bad lease
+    /// before any I/O.
+    ///
+    /// # Cancel safety
+    /// As [`RedLock::lock`].
+    pub async fn lock_with_lease(&self, lease: Duration) -> Result<RedGuard> {
+        match self.acquire(AcquireOptions::new().lease(lease)).await? {
+            Some(guard) => Ok(guard),
+            None => Err(LockError::protocol(
+                "an unbounded wait ended without the RedLock",
+            )),
+        }
+    }
+
+    /// One round, each member tried once. `Ok(None)`, holding nothing,
+    /// when no quorum was free.
+    ///
+    /// # Errors
+    /// As [`RedLock::lock`].
+    ///
+    /// # Cancel safety
+    /// As [`RedLock::lock`].
+    pub async fn try_lock(&self) -> Result<Option<RedGuard>> {
+        self.acquire(AcquireOptions::new().no_wait()).await
+    }
+
+    /// Waits up to `wait` for a quorum. `Ok(None)`, holding nothing, when
+    /// the wait ran out.
+    ///
+    /// # Errors
+    /// As [`RedLock::lock`].
+    ///
+    /// # Cancel safety
+    /// As [`RedLock::lock`].
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<RedGuard>> {
+        self.acquire(AcquireOptions::new().wait(wait)).await
+    }
+
+    /// Waits up to `wait` for a quorum and holds it for `lease` at most.
+    ///
+    /// # Errors
+    /// As [`RedLock::lock_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`RedLock::lock`].
+    pub async fn try_lock_for_with_lease(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<RedGuard>> {
+        self.acquire(AcquireOptions::new().wait(wait).lease(lease))
+            .await
+    }
+
+    /// The general acquisition: `opts.wait` is the whole budget,
+    /// `opts.lease` and `opts.fenced` apply to each member. `Ok(None)`,
+    /// holding nothing, when the budget ran out.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an explicit `opts.owner` (each
+    /// member takes its own owner) or a bad lease, before any I/O;
+    /// otherwise as [`RedLock::lock`].
+    ///
+    /// # Cancel safety
+    /// As [`RedLock::lock`].
+    pub async fn acquire(&self, opts: AcquireOptions) -> Result<Option<RedGuard>> {
+        if opts.owner.is_some() {
+            return Err(LockError::invalid(
+                "a RedLock's members take their own owners; an explicit owner is refused",
+            ));
+        }
+        let n = u32::try_from(self.members.len()).unwrap_or(u32::MAX);
+        let lease = opts.lease.unwrap_or_else(|| {
+            self.members
+                .iter()
+                .map(|lock| lock.inner().config.watchdog_timeout)
+                .min()
+                .unwrap_or_default()
+        });
+        let deadline = match opts.wait {
+            Wait::Forever => None,
+            Wait::For(wait) => Some(Instant::now().checked_add(wait)),
+        };
+        loop {
+            let remaining =
+                deadline.map(|d| d.map(|d| d.saturating_duration_since(Instant::now())));
+            let cap = (lease / n.saturating_mul(2)).max(Duration::from_millis(1));
+            let round_wait = match remaining {
+                None | Some(None) => cap,
+                Some(Some(left)) => (left / n).max(Duration::from_millis(1)).min(cap).min(left),
+            };
+            if let Some(guards) = self.round(&opts, round_wait).await? {
+                return Ok(Some(RedGuard {
+                    members: guards,
+                    quorum: self.quorum(),
+                }));
+            }
+            let backoff = (round_wait / 2).mul_f64(fastrand::f64());
+            match deadline {
+                None | Some(None) => tokio::time::sleep(backoff).await,
+                Some(Some(d)) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Ok(None);
+                    }
+                    tokio::time::sleep_until((now + backoff).min(d)).await;
+                    if Instant::now() >= d {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    /// One round: every member concurrently, with `wait` each. The valid
+    /// members taken when a quorum of them is; otherwise everything taken
+    /// is released and `None` returned. Dropping this future drops the
+    /// members' acquisitions and guards, which releases what they took.
+    async fn round(&self, opts: &AcquireOptions, wait: Duration) -> Result<Option<Vec<Guard>>> {
+        let quorum = self.quorum();
+        let spare = self.members.len() - quorum;
+        let member = AcquireOptions {
+            wait: Wait::For(wait),
+            owner: None,
+            ..opts.clone()
+        };
+        let started = Instant::now();
+        let mut pending: FuturesUnordered<_> = self
+            .members
+            .iter()
+            .map(|lock| lock.acquire(member.clone()))
+            .collect();
+        let mut taken = Vec::with_capacity(self.members.len());
+        let mut busy = 0;
+        let mut errors = Vec::new();
+        let mut stragglers_until = None;
+        while busy + errors.len() <= spare {
+            let next = match stragglers_until {
+                None => pending.next().await,
+                Some(until) => match tokio::time::timeout_at(until, pending.next()).await {
+                    Ok(next) => next,
+                    Err(_) => break,
+                },
+            };
+            match next {
+                None => break,
+                Some(Ok(Some(guard))) => {
+                    taken.push(guard);
+                    if taken.len() == quorum {
+                        let now = Instant::now();
+                        let took = (now - started).max(Duration::from_millis(1));
+                        stragglers_until = Some(now + took);
+                    }
+                }
+                Some(Ok(None)) => busy += 1,
+                Some(Err(e)) => errors.push(e),
+            }
+        }
+        // Members still answering are dropped: what they take is released.
+        drop(pending);
+        let valid = taken.iter().filter(|guard| !guard.is_lost()).count();
+        if valid >= quorum {
+            return Ok(Some(taken));
+        }
+        release_all(taken).await;
+        if errors.len() > spare {
+            return Err(errors.swap_remove(0));
+        }
+        tracing::debug!(
+            lock = %self.members[0].name(),
+            valid,
+            quorum,
+            busy,
+            failed = errors.len(),
+            "RedLock round without a valid quorum; released what it took"
+        );
+        Ok(None)
+    }
+}
+
+/// A quorum of a [`RedLock`]'s members, held. Release it with
+/// [`RedGuard::unlock`].
+///
+/// # Dropping
+/// Dropping it drops every member's [`Guard`]: each stops its renewal and
+/// is released in the background (see [`Guard`]).
+#[must_use = "the lock is released as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct RedGuard {
+    members: Vec<Guard>,
+    quorum: usize,
+}
+
+impl RedGuard {
+    /// The guards of the members taken (a quorum at least), in the order
+    /// they were taken.
+    pub fn guards(&self) -> &[Guard] {
+        &self.members
+    }
+
+    /// How many members must stay held: N/2 + 1 of the RedLock's N.
+    pub fn quorum(&self) -> usize {
+        self.quorum
+    }
+
+    /// How many members are not known lost.
+    pub fn held(&self) -> usize {
+        self.members.iter().filter(|guard| !guard.is_lost()).count()
+    }
+
+    /// Whether fewer than a quorum of members are held: the lock is lost.
+    /// Cheap; makes no I/O. Once `true`, it stays `true`.
+    pub fn is_lost(&self) -> bool {
+        self.held() < self.quorum
+    }
+
+    /// Resolves once fewer than a quorum of members are held.
+    ///
+    /// # Cancel safety
+    /// Cancel-safe; it only observes.
+    pub async fn lost(&self) {
+        let mut losses: FuturesUnordered<_> = self.members.iter().map(Guard::lost).collect();
+        let mut held = self.members.len();
+        while held >= self.quorum {
+            if losses.next().await.is_none() {
+                break;
+            }
+            held -= 1;
+        }
+    }
+
+    /// `Err(LockLost)` once the lock is lost ([`RedGuard::is_lost`]).
+    ///
+    /// # Errors
+    /// [`LockError::LockLost`].
+    pub fn check(&self) -> Result<()> {
+        if self.is_lost() {
+            Err(LockError::LockLost { name: self.name() })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The instant after which fewer than a quorum of members may still be
+    /// held: the quorum-th latest of the members'
+    /// [lease deadlines](Guard::lease_deadline).
+    pub fn lease_deadline(&self) -> Instant {
+        let mut deadlines: Vec<Instant> = self.members.iter().map(Guard::lease_deadline).collect();
+        deadlines.sort_unstable_by(|a, b| b.cmp(a));
+        deadlines
+            .get(self.quorum - 1)
+            .copied()
+            .unwrap_or_else(Instant::now)
+    }
+
+    fn name(&self) -> String {
+        self.members
+            .first()
+            .map(|guard| guard.name().to_string())
+            .unwrap_or_default()
+    }
+
+    /// Releases every member, concurrently.
+    ///
+    /// # Errors
+    /// When fewer than a quorum of members were released: the first
+    /// member's error ([`LockError::NotHeld`] for a member whose lease ran
+    /// out or that was lost, backend errors for a store that is down).
+    /// Failures of a minority are logged, not returned: the lock was held
+    /// until released.
+    ///
+    /// # Cancel safety
+    /// Every member's release runs to completion even if this future is
+    /// dropped.
+    pub async fn unlock(self) -> Result<()> {
+        let quorum = self.quorum;
+        let results = unlock_all(self.members).await;
+        let released = results.iter().filter(|(_, r)| r.is_ok()).count();
+        let mut first_error = None;
+        for (name, result) in results {
+            if let Err(e) = result {
+                tracing::debug!(lock = %name, %e, "releasing a RedLock member failed");
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) if released < quorum => Err(e),
+            _ => Ok(()),
+        }
+    }
+}

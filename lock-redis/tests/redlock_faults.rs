@@ -1,0 +1,93 @@
+//! RedLock over five independent redis-servers whose masters die during a
+//! hold: two dead keep it held, three dead lose it (and the guard says
+//! so), and a master restarted empty lets no second holder in.
+
+use std::time::Duration;
+
+use lock_redis::{ClientConfig, LockClient, RedLock, RedisConfig};
+use lock_testkit::conformance::{multi::STORES, unique, WATCHDOG};
+use lock_testkit::fixtures::RedisServer;
+
+async fn connect(server: &RedisServer) -> LockClient {
+    let redis = RedisConfig::new(server.url())
+        .command_timeout(Duration::from_millis(500))
+        .connect_timeout(Duration::from_millis(500));
+    lock_redis::connect(redis, ClientConfig::default().watchdog_timeout(WATCHDOG))
+        .await
+        .expect("connect to the fixture")
+}
+
+/// Five servers, and a RedLock over them for each of `processes`
+/// processes (each with a client per server).
+async fn setup(processes: usize, name: &str) -> (Vec<RedisServer>, Vec<RedLock>) {
+    let servers: Vec<RedisServer> = (0..STORES).map(|_| RedisServer::start()).collect();
+    let mut reds = Vec::new();
+    for _ in 0..processes {
+        let mut locks = Vec::new();
+        for server in &servers {
+            locks.push(connect(server).await.lock(name).unwrap());
+        }
+        reds.push(RedLock::new(locks).unwrap());
+    }
+    (servers, reds)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_dead_masters_keep_the_lock_held() {
+    let name = unique("red-kill-two");
+    let (mut servers, reds) = setup(2, &name).await;
+    let guard = reds[0].lock().await.unwrap();
+    assert_eq!(guard.held(), STORES);
+    servers[0].kill();
+    servers[1].kill();
+    tokio::time::sleep(WATCHDOG * 3).await;
+    assert_eq!(guard.held(), 3, "the dead masters' members are lost");
+    assert!(!guard.is_lost());
+    let theirs = reds[1].try_lock_for(WATCHDOG).await.unwrap();
+    assert!(theirs.is_none(), "no second holder");
+    guard.unlock().await.unwrap();
+    let theirs = reds[1].try_lock_for(Duration::from_secs(2)).await.unwrap();
+    assert!(theirs.expect("free once released").held() >= 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_dead_masters_lose_the_lock_and_say_so() {
+    let name = unique("red-kill-three");
+    let (mut servers, reds) = setup(1, &name).await;
+    let guard = reds[0].lock().await.unwrap();
+    for server in &mut servers[..3] {
+        server.kill();
+    }
+    tokio::time::timeout(WATCHDOG * 2, guard.lost())
+        .await
+        .expect("the loss is reported within a lease");
+    assert!(guard.check().unwrap_err().is_lost());
+    assert!(guard.unlock().await.is_err());
+    // Nor can anyone take it now: no majority is reachable.
+    let again = reds[0].try_lock_for(Duration::from_millis(300)).await;
+    assert!(!matches!(again, Ok(Some(_))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn masters_restarted_empty_let_no_second_holder_in() {
+    let name = unique("red-restart");
+    let (mut servers, reds) = setup(2, &name).await;
+    let guard = reds[0].lock().await.unwrap();
+    servers[0].restart();
+    servers[1].restart();
+    let start = tokio::time::Instant::now();
+    // Within the lease (and past it: the watchdog keeps the other three).
+    let theirs = reds[1].try_lock_for(WATCHDOG * 2).await.unwrap();
+    assert!(
+        theirs.is_none(),
+        "no second holder after {:?}",
+        start.elapsed()
+    );
+    assert!(!guard.is_lost());
+    assert_eq!(guard.held(), 3, "the restarted masters' members are lost");
+    guard.unlock().await.unwrap();
+    let theirs = reds[1].try_lock_for(Duration::from_secs(2)).await.unwrap();
+    // The restarted masters' connections may still be reconnecting: a
+    // majority is what counts.
+    assert!(theirs.expect("free once released").held() >= 3);
+}

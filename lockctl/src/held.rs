@@ -1,0 +1,50 @@
+//! What `run` holds while its command runs: one lock, or a RedLock over
+//! several servers (`--redlock`). Both end the same ways (released, lost,
+//! their lease over), so `run` treats them alike.
+
+use lock_core::{Guard, RedGuard, Result};
+use tokio::time::Instant;
+
+/// A held lock of either shape.
+pub(crate) enum Held {
+    /// A lock on one server or cluster.
+    One(Guard),
+    /// A majority of the `--redlock` servers.
+    Red(RedGuard),
+}
+
+impl Held {
+    /// Resolves when the hold is lost (for a RedLock: once fewer than a
+    /// majority of its servers hold it).
+    pub(crate) async fn lost(&self) {
+        match self {
+            Self::One(guard) => guard.lost().await,
+            Self::Red(guard) => guard.lost().await,
+        }
+    }
+
+    /// After this instant someone else may hold the lock.
+    pub(crate) fn lease_deadline(&self) -> Instant {
+        match self {
+            Self::One(guard) => guard.lease_deadline(),
+            Self::Red(guard) => guard.lease_deadline(),
+        }
+    }
+
+    /// The fencing token, when one was asked for (never for a RedLock:
+    /// `--fenced` and `--redlock` exclude each other).
+    pub(crate) fn fencing_token(&self) -> Option<u64> {
+        match self {
+            Self::One(guard) => guard.fencing_token(),
+            Self::Red(_) => None,
+        }
+    }
+
+    /// Releases it.
+    pub(crate) async fn unlock(self) -> Result<()> {
+        match self {
+            Self::One(guard) => guard.unlock().await,
+            Self::Red(guard) => guard.unlock().await,
+        }
+    }
+}

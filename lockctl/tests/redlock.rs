@@ -1,0 +1,129 @@
+//! `lockctl run --redlock`: a command under a RedLock over three
+//! redis-servers, with the exit codes of a plain `run`.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use lock_testkit::fixtures::RedisServer;
+
+fn servers() -> (Vec<RedisServer>, String) {
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    (servers, urls.join(","))
+}
+
+fn held_on(servers: &[RedisServer], name: &str) -> usize {
+    servers
+        .iter()
+        .filter(|s| int(s, &["EXISTS", name]) == 1)
+        .count()
+}
+
+#[test]
+fn the_command_runs_under_a_majority_and_its_status_passes_through() {
+    let (servers, urls) = servers();
+    let dir = tempfile::tempdir().unwrap();
+    // `--url` names no server at all: --redlock replaces it.
+    let output = lockctl("redis://127.0.0.1:1")
+        .args(["run", "job", "--redlock", &urls, "--", "sh", "-c"])
+        .arg("echo \"$LOCK_NAME ${LOCK_TOKEN-unset}\" > seen; exit 7")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(output.status), 7, "{output:?}");
+    let seen = std::fs::read_to_string(dir.path().join("seen")).unwrap();
+    assert_eq!(seen, "job unset\n");
+    assert_eq!(held_on(&servers, "job"), 0, "released everywhere");
+}
+
+#[test]
+fn a_held_majority_makes_a_bounded_wait_exit_75() {
+    let (servers, urls) = servers();
+    // Someone holds the lock on two of the three servers.
+    let _first = Holder::start(&servers[0].url(), &[], &["job"]);
+    let _second = Holder::start(&servers[1].url(), &[], &["job"]);
+    let started = Instant::now();
+    let output = run(
+        &servers[2].url(),
+        &[
+            "run",
+            "job",
+            "--redlock",
+            &urls,
+            "--wait",
+            "300ms",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code(output.status), 75, "{output:?}");
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(250) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+    assert!(one_error_line(&output).contains("not acquired within 300ms"));
+    assert_eq!(
+        int(&servers[2], &["EXISTS", "job"]),
+        0,
+        "the free one was released"
+    );
+}
+
+#[test]
+fn losing_the_majority_stops_the_command_and_exits_76() {
+    let (mut servers, urls) = servers();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = lockctl(&servers[0].url());
+    cmd.args([
+        "--watchdog-timeout",
+        "1s",
+        "run",
+        "job",
+        "--redlock",
+        &urls,
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg("echo $$ > pid; exec sleep 30")
+    .current_dir(dir.path());
+    let proc = Proc::spawn(cmd);
+    let command = read_pid(&dir.path().join("pid"));
+    wait_until("the lock on every server", PATIENCE, || {
+        held_on(&servers, "job") == 3
+    });
+    // One server gone: a majority still holds it.
+    servers[0].kill();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(process_exists(command), "still held by two of three");
+    servers[1].kill();
+    let killed = Instant::now();
+    let (status, stderr) = proc.wait(PATIENCE);
+    assert_eq!(code(status), 76, "{stderr}");
+    assert!(
+        killed.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        killed.elapsed()
+    );
+    assert!(!process_exists(command), "the command still runs");
+    assert!(
+        stderr.contains("was lost while the command ran"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn an_unreachable_server_exits_69_before_taking_anything() {
+    let (servers, urls) = servers();
+    let urls = format!("{urls},redis://127.0.0.1:1");
+    let output = run(
+        &servers[0].url(),
+        &["run", "job", "--redlock", &urls, "--", "true"],
+    );
+    assert_eq!(code(output.status), 69, "{output:?}");
+    one_error_line(&output);
+    assert_eq!(held_on(&servers, "job"), 0);
+}
