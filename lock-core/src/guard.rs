@@ -12,6 +12,7 @@ use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 use crate::name::LockName;
 use crate::op;
 use crate::owner::Owner;
+use crate::telemetry;
 
 /// A held lock. Release it with [`Guard::unlock`]; dropping it releases in
 /// the background.
@@ -74,8 +75,9 @@ impl Guard {
         let hold = inner.holds.register(target, kind, deadline, watchdog);
         if watchdog && inner.watchdog.is_stopped() {
             // Closed meanwhile: nothing will renew it.
-            inner.holds.end(&hold);
+            inner.holds.end(&hold, "closed");
         }
+        telemetry::guard_held(kind.kind_name(), true);
         Self {
             inner,
             name: req.name,
@@ -180,7 +182,7 @@ impl Guard {
     fn hold_lost(&self) -> bool {
         let lost = self.hold.is_lost();
         if lost {
-            self.inner.holds.end(&self.hold);
+            self.inner.holds.end(&self.hold, "expired");
         }
         lost
     }
@@ -261,6 +263,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        telemetry::guard_held(self.hold.kind.kind_name(), false);
         if self.released {
             return;
         }

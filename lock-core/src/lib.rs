@@ -56,7 +56,9 @@ mod op;
 mod options;
 pub mod owner;
 mod stats;
+pub mod telemetry;
 mod wait;
+mod wait_strategy;
 mod waiter;
 mod watchdog;
 
@@ -77,3 +79,4 @@ pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
 pub use stats::ClientStats;
+pub use wait_strategy::{PollBackoff, WaitStrategy};

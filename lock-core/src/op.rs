@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::client::ClientInner;
 use crate::config::RetryPolicy;
@@ -33,20 +34,25 @@ use crate::kind::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
 };
 use crate::stats::InFlight;
+use crate::telemetry;
 
 /// Decides, after each failure of one operation, whether to try again, and
 /// sleeps the backoff when so.
 pub(crate) struct Retry<'a> {
     policy: &'a RetryPolicy,
+    /// The operation, for logs and [`telemetry::RETRIES`]'s `op` label.
     what: &'static str,
+    /// The kind's name, for [`telemetry::RETRIES`]'s `kind` label.
+    kind: &'static str,
     attempt: u32,
 }
 
 impl<'a> Retry<'a> {
-    pub(crate) fn new(policy: &'a RetryPolicy, what: &'static str) -> Self {
+    pub(crate) fn new(policy: &'a RetryPolicy, what: &'static str, kind: &'static str) -> Self {
         Self {
             policy,
             what,
+            kind,
             attempt: 1,
         }
     }
@@ -58,6 +64,7 @@ impl<'a> Retry<'a> {
         }
         let backoff = self.policy.backoff(self.attempt);
         tracing::debug!(%error, attempt = self.attempt, ?backoff, "{} failed; retrying", self.what);
+        telemetry::retry(self.kind, self.what);
         tokio::time::sleep(backoff).await;
         self.attempt += 1;
         true
@@ -91,7 +98,7 @@ pub(crate) async fn acquire(
     let backend = Arc::clone(kind);
     let task = inner.runtime.spawn(async move {
         let started = Instant::now();
-        let mut retry = Retry::new(&task_inner.config.retry, "acquire");
+        let mut retry = Retry::new(&task_inner.config.retry, "acquire", backend.kind_name());
         let outcome = loop {
             match backend.try_acquire(&req).await {
                 Err(e) if retry.again(&e).await => continue,
@@ -185,7 +192,8 @@ fn reconcile(
 }
 
 /// One release (with retries) through `kind`, run to completion in its own
-/// task. Awaiting
+/// task, traced as span `lock.release` (INFO; fields `lock`, `kind`,
+/// `outcome`). Awaiting
 /// the returned handle is optional: the release happens either way.
 ///
 /// Its outcome is told to the client's table of holds: a release that
@@ -202,9 +210,16 @@ pub(crate) fn release(
     let policy: RetryPolicy = inner.config.retry.clone();
     let in_flight = InFlight::start(&inner.stats);
     let holds = Arc::clone(&inner.holds);
-    inner.runtime.spawn(async move {
+    let span = tracing::info_span!(
+        "lock.release",
+        lock = %req.name,
+        kind = backend.kind_name(),
+        outcome = tracing::field::Empty,
+    );
+    let traced = span.clone();
+    let task = async move {
         let _in_flight = in_flight;
-        let mut retry = Retry::new(&policy, "release");
+        let mut retry = Retry::new(&policy, "release", backend.kind_name());
         let result = loop {
             match backend.release(&req).await {
                 Err(e) if retry.again(&e).await => continue,
@@ -223,8 +238,18 @@ pub(crate) fn release(
                 tracing::warn!(%e, lock = %req.name, "release failed; the lock expires with its lease");
             }
         }
+        traced.record(
+            "outcome",
+            match &result {
+                Ok(ReleaseOutcome::Released) => "released",
+                Ok(ReleaseOutcome::StillHeld) => "still_held",
+                Ok(ReleaseOutcome::NotHeld) => "not_held",
+                Err(_) => "error",
+            },
+        );
         result
-    })
+    };
+    inner.runtime.spawn(task.instrument(span))
 }
 
 /// Maps a failed task: a panic in a backend, or a runtime shutting down.
@@ -327,7 +352,7 @@ impl Drop for QueueTicket {
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
-            let mut retry = Retry::new(&policy, "leave queue");
+            let mut retry = Retry::new(&policy, "leave_queue", backend.kind_name());
             loop {
                 match backend.leave_queue(&name, &owner).await {
                     Err(e) if retry.again(&e).await => continue,
