@@ -125,7 +125,7 @@ mod single;
 pub mod subscriptions;
 
 pub use config::{
-    RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
+    redact_url, RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
 };
 pub use single::SingleNode;
 
