@@ -273,7 +273,7 @@ impl ClientConfig {
     /// is counted). A shorter latch could expire before the last retry of
     /// a request runs, which would then apply it a second time.
     /// [`crate::LockClient::new`] calls this with its backend's
-    /// [`crate::LockBackend::command_timeout`].
+    /// [`crate::Connection::command_timeout`].
     ///
     /// ```
     /// # use lock_core::ClientConfig;
