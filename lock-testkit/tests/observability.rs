@@ -199,3 +199,57 @@ async fn gauges_follow_guards_and_waiters() {
     assert_eq!(histogram(&f, WAIT_SECONDS, &cancelled), vec![0.05]);
     assert_eq!(histogram(&f, ACQUIRE_SECONDS, &cancelled), vec![0.05]);
 }
+
+/// Each way a hold can be lost is counted once, under its reason; an
+/// ordinary unlock is no loss.
+#[tokio::test(start_paused = true)]
+async fn lost_holds_are_counted_by_reason() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = InMemoryServer::new();
+    let a = server
+        .client_with(ClientConfig::default().watchdog_timeout(WATCHDOG))
+        .unwrap();
+    // Unlocked in time: not lost.
+    a.lock("fine")
+        .unwrap()
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    // A fixed lease that runs out under its guard.
+    let leased = a
+        .lock("leased")
+        .unwrap()
+        .lock_with_lease(Duration::from_millis(200))
+        .await
+        .unwrap();
+    leased.lost().await;
+    assert!(leased.is_lost());
+    drop(leased);
+    // Freed by another release of the same owner under the guard.
+    let lock = a.lock("released").unwrap();
+    let guard = lock.lock().await.unwrap();
+    assert!(lock.unlock_as(guard.owner()).await.unwrap());
+    guard.lost().await;
+    drop(guard);
+    // Kept by the watchdog when the client closes.
+    let kept = a.lock("kept").unwrap().lock().await.unwrap();
+    a.close().await;
+    kept.lost().await;
+    drop(kept);
+
+    let f = figures(&recorder);
+    let reason = |r| counter(&f, LOST, &[("kind", "reentrant"), ("reason", r)]);
+    assert_eq!(
+        [
+            reason("expired"),
+            reason("released"),
+            reason("closed"),
+            reason("not_held")
+        ],
+        [1, 1, 1, 0]
+    );
+}
