@@ -96,41 +96,47 @@ pub(crate) async fn acquire(
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let backend = Arc::clone(kind);
-    let task = inner.runtime.spawn(async move {
-        let started = Instant::now();
-        let mut retry = Retry::new(&task_inner.config.retry, "acquire", backend.kind_name());
-        let outcome = loop {
-            match backend.try_acquire(&req).await {
-                Err(e) if retry.again(&e).await => continue,
-                Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
-                    // The request may still run (e.g. queued in a frozen
-                    // server) and take the lock after we gave up.
-                    reconcile(Arc::clone(&task_inner), backend, req, started);
-                    return Err(e);
+    // The attempt's task logs its retries inside the caller's
+    // `lock.acquire` span.
+    let span = tracing::Span::current();
+    let task = inner.runtime.spawn(
+        async move {
+            let started = Instant::now();
+            let mut retry = Retry::new(&task_inner.config.retry, "acquire", backend.kind_name());
+            let outcome = loop {
+                match backend.try_acquire(&req).await {
+                    Err(e) if retry.again(&e).await => continue,
+                    Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
+                        // The request may still run (e.g. queued in a frozen
+                        // server) and take the lock after we gave up.
+                        reconcile(Arc::clone(&task_inner), backend, req, started);
+                        return Err(e);
+                    }
+                    result => break result?,
                 }
-                result => break result?,
-            }
-        };
-        Ok(match outcome {
-            // The hold stays "in flight" until a guard owns it or its undo
-            // has started, so `settle` cannot slip between the two.
-            AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
-                inner: task_inner,
-                kind: backend,
-                req,
-                armed: true,
-                in_flight,
-                fencing_token,
-                started,
-            }),
-            AcquireOutcome::Held { ttl } => Attempt::Held {
-                ttl,
-                queued: req
-                    .queue_ms
-                    .map(|_| QueueTicket::new(task_inner, backend, req.name, req.owner)),
-            },
-        })
-    });
+            };
+            Ok(match outcome {
+                // The hold stays "in flight" until a guard owns it or its undo
+                // has started, so `settle` cannot slip between the two.
+                AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
+                    inner: task_inner,
+                    kind: backend,
+                    req,
+                    armed: true,
+                    in_flight,
+                    fencing_token,
+                    started,
+                }),
+                AcquireOutcome::Held { ttl } => Attempt::Held {
+                    ttl,
+                    queued: req
+                        .queue_ms
+                        .map(|_| QueueTicket::new(task_inner, backend, req.name, req.owner)),
+                },
+            })
+        }
+        .instrument(span),
+    );
     inner.stats.tries.incr();
     task.await.map_err(join_error)?
 }
