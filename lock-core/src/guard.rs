@@ -46,6 +46,10 @@ pub struct Guard {
     /// A fixed lease's own deadline; `None` under the watchdog, whose
     /// guards go by the hold's deadline.
     own_deadline: Option<Deadline>,
+    /// The kind that took this guard's hold, for the holds gauge (the
+    /// owner's shared hold may have been started by another kind of the
+    /// same name).
+    kind_name: &'static str,
     released: bool,
 }
 
@@ -77,7 +81,8 @@ impl Guard {
             // Closed meanwhile: nothing will renew it.
             inner.holds.end(&hold, "closed");
         }
-        telemetry::guard_held(kind.kind_name(), true);
+        let kind_name = kind.kind_name();
+        telemetry::guard_held(kind_name, true);
         Self {
             inner,
             name: req.name,
@@ -86,6 +91,7 @@ impl Guard {
             fencing_token,
             hold,
             own_deadline: (!watchdog).then_some(deadline),
+            kind_name,
             released: false,
         }
     }
@@ -263,7 +269,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        telemetry::guard_held(self.hold.kind.kind_name(), false);
+        telemetry::guard_held(self.kind_name, false);
         if self.released {
             return;
         }
