@@ -125,8 +125,11 @@ pub async fn cancelled_waiter_leaves_the_queue(h: &dyn Harness) {
         let lock = b.fair_lock(&name).unwrap();
         waiters.push(tokio::spawn(async move {
             let g = lock.lock().await.unwrap();
+            // Read while holding: the next holder can only read its time
+            // after this unlock, however late this task runs afterwards.
+            let acquired = Instant::now();
             g.unlock().await.unwrap();
-            (i, Instant::now())
+            (i, acquired)
         }));
         queued(h, &name, i + 1).await;
     }
