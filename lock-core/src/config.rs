@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{LockError, Result};
+use crate::wait_strategy::WaitStrategy;
 
 /// The longest lease or watchdog timeout accepted: 100 years. Redis stores
 /// expiries as milliseconds since the epoch in a signed 64-bit integer, so
@@ -47,13 +48,17 @@ pub fn lease_millis(lease: Duration, what: &str) -> Result<u64> {
 /// Each retry of an operation reuses its request id, so a retry after an
 /// unknown outcome (the request may have run) cannot count a hold twice.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
 pub struct RetryPolicy {
     /// Attempts in all, the first included. `1` disables retries.
     pub attempts: u32,
     /// Backoff before the first retry; doubled for each further retry.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub base_backoff: Duration,
     /// Upper bound of one backoff.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub max_backoff: Duration,
 }
 
@@ -115,11 +120,25 @@ impl RetryPolicy {
 /// let config = ClientConfig::default().watchdog_timeout(Duration::from_secs(10));
 /// assert!(config.validate().is_ok());
 /// ```
+///
+/// With the `serde` feature it is read from a service's own configuration
+/// file; every field is optional (missing ones keep their defaults) and
+/// durations are written as `"30s"` or `"250ms"`:
+///
+/// ```toml
+/// watchdog_timeout = "10s"
+/// waiter_timeout = "5s"
+/// wait_strategy = { poll = { max = "64ms" } }
+/// retry = { attempts = 3, base_backoff = "20ms" }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
 pub struct ClientConfig {
     /// The lease of a lock taken without an explicit lease; renewed every
     /// third of it while the guard lives. Default 30 s.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub watchdog_timeout: Duration,
     /// How transient failures are retried.
     pub retry: RetryPolicy,
@@ -127,21 +146,28 @@ pub struct ClientConfig {
     /// (the latch keys' time to live). Must cover the whole retry window
     /// ([`ClientConfig::retry_window`]): a client whose backend reports its
     /// command timeout refuses a shorter one. Default 30 s.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub latch_ttl: Duration,
     /// How long a waiter waits for a notice when the holder's key has no
     /// time to live (written by something other than a lock client). Bounds
     /// the cost of a lost notice in that case.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub no_ttl_recheck: Duration,
     /// Fair locks: how long a queued waiter stays queued without refreshing
     /// its place. Live waiters refresh every third of it, so a waiter whose
     /// process died delays those behind it by at most this long. Default
     /// 5 s.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub waiter_timeout: Duration,
     /// Extra time, on top of the allowance for clock drift, by which a
     /// guard reports its lock lost before the store may expire it: e.g. the
     /// time the holder needs to stop its work. See
     /// [`ClientConfig::safety_margin`]. Default 0.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub loss_margin: Duration,
+    /// How waiters wait between attempts: for unlock notices (the default)
+    /// or by polling, for stores without pub/sub. Every kind honours it.
+    pub wait_strategy: WaitStrategy,
 }
 
 impl Default for ClientConfig {
@@ -153,6 +179,7 @@ impl Default for ClientConfig {
             no_ttl_recheck: Duration::from_secs(5),
             waiter_timeout: Duration::from_secs(5),
             loss_margin: Duration::ZERO,
+            wait_strategy: WaitStrategy::Subscribe,
         }
     }
 }
@@ -191,6 +218,12 @@ impl ClientConfig {
     /// Sets [`ClientConfig::loss_margin`].
     pub fn loss_margin(mut self, margin: Duration) -> Self {
         self.loss_margin = margin;
+        self
+    }
+
+    /// Sets [`ClientConfig::wait_strategy`].
+    pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
+        self.wait_strategy = strategy;
         self
     }
 
@@ -240,7 +273,7 @@ impl ClientConfig {
     /// is counted). A shorter latch could expire before the last retry of
     /// a request runs, which would then apply it a second time.
     /// [`crate::LockClient::new`] calls this with its backend's
-    /// [`crate::LockBackend::command_timeout`].
+    /// [`crate::Connection::command_timeout`].
     ///
     /// ```
     /// # use lock_core::ClientConfig;
@@ -306,7 +339,7 @@ impl ClientConfig {
                 "waiter_timeout must be at least 3 ms (waiters refresh every third of it)",
             ));
         }
-        Ok(())
+        self.wait_strategy.validate()
     }
 }
 

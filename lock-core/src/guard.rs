@@ -12,6 +12,7 @@ use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 use crate::name::LockName;
 use crate::op;
 use crate::owner::Owner;
+use crate::telemetry;
 
 /// A held lock. Release it with [`Guard::unlock`]; dropping it releases in
 /// the background.
@@ -45,6 +46,10 @@ pub struct Guard {
     /// A fixed lease's own deadline; `None` under the watchdog, whose
     /// guards go by the hold's deadline.
     own_deadline: Option<Deadline>,
+    /// The kind that took this guard's hold, for the holds gauge (the
+    /// owner's shared hold may have been started by another kind of the
+    /// same name).
+    kind_name: &'static str,
     released: bool,
 }
 
@@ -74,8 +79,10 @@ impl Guard {
         let hold = inner.holds.register(target, kind, deadline, watchdog);
         if watchdog && inner.watchdog.is_stopped() {
             // Closed meanwhile: nothing will renew it.
-            inner.holds.end(&hold);
+            inner.holds.end(&hold, "closed");
         }
+        let kind_name = kind.kind_name();
+        telemetry::guard_held(kind_name, true);
         Self {
             inner,
             name: req.name,
@@ -84,6 +91,7 @@ impl Guard {
             fencing_token,
             hold,
             own_deadline: (!watchdog).then_some(deadline),
+            kind_name,
             released: false,
         }
     }
@@ -188,7 +196,7 @@ impl Guard {
     fn hold_lost(&self) -> bool {
         let lost = self.hold.is_lost();
         if lost {
-            self.inner.holds.end(&self.hold);
+            self.inner.holds.end(&self.hold, "expired");
         }
         lost
     }
@@ -269,6 +277,7 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        telemetry::guard_held(self.kind_name, false);
         if self.released {
             return;
         }

@@ -33,7 +33,7 @@
 //! the count in the store may be the new hold's.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -42,6 +42,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::kind::{ExclusiveKind, ReleaseOutcome, RenewTarget};
+use crate::telemetry;
 
 /// Until when a hold lasts, as far as this client knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +80,8 @@ pub(crate) struct Hold {
     pub(crate) kind: Arc<dyn ExclusiveKind>,
     generation: u64,
     lost: CancellationToken,
+    /// Set when the hold ends, lost or not: a loss is counted once.
+    ended: AtomicBool,
     deadline: Mutex<Deadline>,
 }
 
@@ -112,9 +115,21 @@ impl Hold {
     pub(crate) fn is_lost(&self) -> bool {
         let lost = self.overdue();
         if lost {
-            self.lost.cancel();
+            self.finish(Some("expired"));
         }
         lost
+    }
+
+    /// Ends the hold: every guard of it is told. `loss` says why when the
+    /// end is a loss (for [`crate::telemetry::LOST`]); `None` for the usual
+    /// end, the release of its last guard.
+    fn finish(&self, loss: Option<&'static str>) {
+        if !self.ended.swap(true, Ordering::AcqRel) {
+            if let Some(reason) = loss {
+                telemetry::lost(self.kind.kind_name(), reason);
+            }
+        }
+        self.lost.cancel();
     }
 
     /// Resolves once the hold is lost: told, or past its deadline (which
@@ -205,6 +220,7 @@ impl Holds {
                     kind: Arc::clone(kind),
                     generation: self.next_generation.fetch_add(1, Ordering::Relaxed),
                     lost: CancellationToken::new(),
+                    ended: AtomicBool::new(false),
                     deadline: Mutex::new(deadline),
                 }),
                 guards: 1,
@@ -220,7 +236,7 @@ impl Holds {
         }
         drop(table);
         if let Some(ended) = ended {
-            ended.lost.cancel();
+            ended.finish(Some("expired"));
         }
         if first_watched {
             self.work.notify_one();
@@ -262,9 +278,9 @@ impl Holds {
         }
     }
 
-    /// `hold` ended: every guard of it is told, and it leaves the table (if
-    /// it is still the current generation).
-    pub(crate) fn end(&self, hold: &Arc<Hold>) {
+    /// `hold` ended, lost for `reason`: every guard of it is told, and it
+    /// leaves the table (if it is still the current generation).
+    pub(crate) fn end(&self, hold: &Arc<Hold>, reason: &'static str) {
         let mut table = self.table();
         if table
             .get(&hold.target)
@@ -273,7 +289,7 @@ impl Holds {
             self.remove(&mut table, &hold.target);
         }
         drop(table);
-        hold.lost.cancel();
+        hold.finish(Some(reason));
     }
 
     /// A release of one hold of `target` was answered `outcome`. `hold`:
@@ -297,7 +313,7 @@ impl Holds {
             // No guard of it is left to tell (the usual last unlock).
             (Some(hold), _) => {
                 drop(table);
-                hold.lost.cancel();
+                hold.finish(None);
                 return;
             }
             (None, Some(current)) => current,
@@ -308,7 +324,7 @@ impl Holds {
         if !ended.lost.is_cancelled() {
             tracing::warn!(lock = %target.name, ?outcome, "a release ended the owner's hold under its guards; signalling loss");
         }
-        ended.lost.cancel();
+        ended.finish(Some("released"));
     }
 
     /// The holds the watchdog keeps alive, not known lost.
@@ -341,7 +357,7 @@ impl Holds {
             if !hold.lost.is_cancelled() {
                 tracing::warn!(lock = %hold.target.name, "lease deadline passed without a successful renewal; signalling loss");
             }
-            self.end(&hold);
+            self.end(&hold, "expired");
         }
     }
 
@@ -355,7 +371,7 @@ impl Holds {
             .map(|entry| Arc::clone(&entry.hold))
             .collect();
         for hold in watched {
-            self.end(&hold);
+            self.end(&hold, "closed");
         }
     }
 

@@ -291,6 +291,13 @@ pub trait ExclusiveKind: Send + Sync + 'static {
         ))
     }
 
+    /// A short name of the kind (`"reentrant"`, `"fair"`, …), the `kind`
+    /// of its tracing spans and metric labels. Constant, and of few values:
+    /// it labels metrics.
+    fn kind_name(&self) -> &'static str {
+        "lock"
+    }
+
     /// The channel on which `owner`, waiting for `name`, is told that the
     /// lock may be free.
     fn channel(&self, name: &LockName, owner: &Owner) -> Channel;

@@ -191,7 +191,7 @@ impl CountDownLatch {
     {
         let inner = &self.client.inner;
         inner.check_open()?;
-        let mut retry = Retry::new(&inner.config.retry, what);
+        let mut retry = Retry::new(&inner.config.retry, what, "latch");
         loop {
             match op().await {
                 Err(e) if retry.again(&e).await => {}

@@ -68,7 +68,9 @@ mod outage;
 pub mod owner;
 mod red_lock;
 mod stats;
+pub mod telemetry;
 mod wait;
+mod wait_strategy;
 mod waiter;
 mod watchdog;
 
@@ -97,3 +99,4 @@ pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
 pub use red_lock::{RedGuard, RedLock};
 pub use stats::ClientStats;
+pub use wait_strategy::{PollBackoff, WaitStrategy};

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::client::ClientInner;
 use crate::config::RetryPolicy;
@@ -33,20 +34,25 @@ use crate::kind::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
 };
 use crate::stats::InFlight;
+use crate::telemetry;
 
 /// Decides, after each failure of one operation, whether to try again, and
 /// sleeps the backoff when so.
 pub(crate) struct Retry<'a> {
     policy: &'a RetryPolicy,
+    /// The operation, for logs and [`telemetry::RETRIES`]'s `op` label.
     what: &'static str,
+    /// The kind's name, for [`telemetry::RETRIES`]'s `kind` label.
+    kind: &'static str,
     attempt: u32,
 }
 
 impl<'a> Retry<'a> {
-    pub(crate) fn new(policy: &'a RetryPolicy, what: &'static str) -> Self {
+    pub(crate) fn new(policy: &'a RetryPolicy, what: &'static str, kind: &'static str) -> Self {
         Self {
             policy,
             what,
+            kind,
             attempt: 1,
         }
     }
@@ -58,6 +64,7 @@ impl<'a> Retry<'a> {
         }
         let backoff = self.policy.backoff(self.attempt);
         tracing::debug!(%error, attempt = self.attempt, ?backoff, "{} failed; retrying", self.what);
+        telemetry::retry(self.kind, self.what);
         tokio::time::sleep(backoff).await;
         self.attempt += 1;
         true
@@ -89,41 +96,47 @@ pub(crate) async fn acquire(
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let backend = Arc::clone(kind);
-    let task = inner.runtime.spawn(async move {
-        let started = Instant::now();
-        let mut retry = Retry::new(&task_inner.config.retry, "acquire");
-        let outcome = loop {
-            match backend.try_acquire(&req).await {
-                Err(e) if retry.again(&e).await => continue,
-                Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
-                    // The request may still run (e.g. queued in a frozen
-                    // server) and take the lock after we gave up.
-                    reconcile(Arc::clone(&task_inner), backend, req, started);
-                    return Err(e);
+    // The attempt's task logs its retries inside the caller's
+    // `lock.acquire` span.
+    let span = tracing::Span::current();
+    let task = inner.runtime.spawn(
+        async move {
+            let started = Instant::now();
+            let mut retry = Retry::new(&task_inner.config.retry, "acquire", backend.kind_name());
+            let outcome = loop {
+                match backend.try_acquire(&req).await {
+                    Err(e) if retry.again(&e).await => continue,
+                    Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
+                        // The request may still run (e.g. queued in a frozen
+                        // server) and take the lock after we gave up.
+                        reconcile(Arc::clone(&task_inner), backend, req, started);
+                        return Err(e);
+                    }
+                    result => break result?,
                 }
-                result => break result?,
-            }
-        };
-        Ok(match outcome {
-            // The hold stays "in flight" until a guard owns it or its undo
-            // has started, so `settle` cannot slip between the two.
-            AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
-                inner: task_inner,
-                kind: backend,
-                req,
-                armed: true,
-                in_flight,
-                fencing_token,
-                started,
-            }),
-            AcquireOutcome::Held { ttl } => Attempt::Held {
-                ttl,
-                queued: req
-                    .queue_ms
-                    .map(|_| QueueTicket::new(task_inner, backend, req.name, req.owner)),
-            },
-        })
-    });
+            };
+            Ok(match outcome {
+                // The hold stays "in flight" until a guard owns it or its undo
+                // has started, so `settle` cannot slip between the two.
+                AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
+                    inner: task_inner,
+                    kind: backend,
+                    req,
+                    armed: true,
+                    in_flight,
+                    fencing_token,
+                    started,
+                }),
+                AcquireOutcome::Held { ttl } => Attempt::Held {
+                    ttl,
+                    queued: req
+                        .queue_ms
+                        .map(|_| QueueTicket::new(task_inner, backend, req.name, req.owner)),
+                },
+            })
+        }
+        .instrument(span),
+    );
     inner.stats.tries.incr();
     task.await.map_err(join_error)?
 }
@@ -185,7 +198,8 @@ fn reconcile(
 }
 
 /// One release (with retries) through `kind`, run to completion in its own
-/// task. Awaiting
+/// task, traced as span `lock.release` (INFO; fields `lock`, `kind`,
+/// `outcome`). Awaiting
 /// the returned handle is optional: the release happens either way.
 ///
 /// Its outcome is told to the client's table of holds: a release that
@@ -202,9 +216,16 @@ pub(crate) fn release(
     let policy: RetryPolicy = inner.config.retry.clone();
     let in_flight = InFlight::start(&inner.stats);
     let holds = Arc::clone(&inner.holds);
-    inner.runtime.spawn(async move {
+    let span = tracing::info_span!(
+        "lock.release",
+        lock = %req.name,
+        kind = backend.kind_name(),
+        outcome = tracing::field::Empty,
+    );
+    let traced = span.clone();
+    let task = async move {
         let _in_flight = in_flight;
-        let mut retry = Retry::new(&policy, "release");
+        let mut retry = Retry::new(&policy, "release", backend.kind_name());
         let result = loop {
             match backend.release(&req).await {
                 Err(e) if retry.again(&e).await => continue,
@@ -223,8 +244,18 @@ pub(crate) fn release(
                 tracing::warn!(%e, lock = %req.name, "release failed; the lock expires with its lease");
             }
         }
+        traced.record(
+            "outcome",
+            match &result {
+                Ok(ReleaseOutcome::Released) => "released",
+                Ok(ReleaseOutcome::StillHeld) => "still_held",
+                Ok(ReleaseOutcome::NotHeld) => "not_held",
+                Err(_) => "error",
+            },
+        );
         result
-    })
+    };
+    inner.runtime.spawn(task.instrument(span))
 }
 
 /// Maps a failed task: a panic in a backend, or a runtime shutting down.
@@ -327,7 +358,7 @@ impl Drop for QueueTicket {
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
-            let mut retry = Retry::new(&policy, "leave queue");
+            let mut retry = Retry::new(&policy, "leave_queue", backend.kind_name());
             loop {
                 match backend.leave_queue(&name, &owner).await {
                     Err(e) if retry.again(&e).await => continue,

@@ -1,14 +1,19 @@
 //! The wait loop every exclusive kind's handle shares: try, subscribe to
 //! the channel the kind names, wait for a notice or the holder's time to
-//! live, try again. Cancel-safe at every await (see the `op` and `waiter`
+//! live, try again. Under [`WaitStrategy::Poll`] nothing is subscribed:
+//! the wait is a backoff step instead (or the time to live, if sooner). Cancel-safe at every await (see the `op` and `waiter`
 //! modules); kinds whose waiters queue join the queue from the first
 //! attempt, refresh their place while they wait, and leave it when they
 //! give up.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::futures::Notified;
+use tokio::sync::Notify;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use crate::client::ClientInner;
 use crate::config::{lease_millis, ClientConfig};
@@ -21,11 +26,31 @@ use crate::options::{AcquireOptions, Wait};
 use crate::outage::Outage;
 use crate::owner::Owner;
 use crate::stats::Parked;
+use crate::telemetry::Timed;
+use crate::wait_strategy::WaitStrategy;
 use crate::waiter::WakeBaton;
 
 /// The general acquisition of [`Lock::acquire`] (and of every kind's face
 /// built on it). `Ok(None)` when the wait ran out.
+///
+/// Traced as span `lock.acquire` (INFO; fields `lock`, `kind`, `outcome`),
+/// its wait as `lock.wait` (DEBUG; also `strategy`), and timed in
+/// [`telemetry::ACQUIRE_SECONDS`] and [`telemetry::WAIT_SECONDS`].
 pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
+    let kind = lock.kind().kind_name();
+    let span = tracing::info_span!(
+        "lock.acquire",
+        lock = %lock.name(),
+        kind,
+        outcome = tracing::field::Empty,
+    );
+    let mut timed = Timed::acquire(kind, span.clone());
+    let result = acquire_traced(lock, opts).instrument(span).await;
+    timed.finish(&result);
+    result
+}
+
+async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
     let inner = lock.inner();
     let kind = lock.kind();
     inner.check_open()?;
@@ -75,83 +100,131 @@ pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<
         return Ok(None);
     }
 
-    // The kind names the channel: the lock's own, shared by its waiters,
-    // or (when waiters queue) the waiter's own, on which only the queue
-    // head is told.
-    let channel = kind.channel(lock.name(), &owner);
-    let subscription = inner.waiters.join(&inner.connection, kind, channel);
-    // Until the subscription is confirmed a notice could be missed, so
-    // wait for it; if it fails, waiting stays correct, bounded by TTLs.
-    // Except when the store refuses the channel to this user (an ACL):
-    // that will not change by waiting, and the caller must hear of it.
-    let confirmed = async {
-        match subscription.confirmed().await {
-            Err(e) if e.is_auth_error() => Err(e),
-            Err(e) => {
-                tracing::warn!(%e, lock = %lock.name(), "subscription failed; waiting on lease timeouts");
-                Ok(())
+    let span = tracing::debug_span!(
+        "lock.wait",
+        lock = %lock.name(),
+        kind = kind.kind_name(),
+        strategy = if inner.config.wait_strategy.subscribes() { "subscribe" } else { "poll" },
+        outcome = tracing::field::Empty,
+    );
+    let mut timed = Timed::wait(kind.kind_name(), span.clone());
+    let waited = async {
+        // Polling waiters never subscribe; they look again after each
+        // step of their backoff (see the `wait_strategy` module).
+        let mut poll = match inner.config.wait_strategy {
+            WaitStrategy::Subscribe => None,
+            WaitStrategy::Poll(backoff) => Some(backoff.steps()),
+        };
+        // The kind names the channel: the lock's own, shared by its waiters,
+        // or (when waiters queue) the waiter's own, on which only the queue
+        // head is told.
+        let subscription = poll.is_none().then(|| {
+            let channel = kind.channel(lock.name(), &owner);
+            inner.waiters.join(&inner.connection, kind, channel)
+        });
+        if let Some(subscription) = &subscription {
+            // Until the subscription is confirmed a notice could be missed, so
+            // wait for it; if it fails, waiting stays correct, bounded by TTLs.
+            // Except when the store refuses the channel to this user (an
+            // ACL): that will not change by waiting, and the caller must
+            // hear of it.
+            let confirmed = async {
+                match subscription.confirmed().await {
+                    Err(e) if e.is_auth_error() => Err(e),
+                    Err(e) => {
+                        tracing::warn!(%e, lock = %lock.name(), "subscription failed; waiting on lease timeouts");
+                        Ok(())
+                    }
+                    Ok(()) => Ok(()),
+                }
+            };
+            match deadline {
+                Some(d) => match tokio::time::timeout_at(d, confirmed).await {
+                    Err(_) => return Ok(None),
+                    Ok(confirmed) => confirmed?,
+                },
+                None => confirmed.await?,
             }
-            Ok(()) => Ok(()),
+        }
+        let notify = subscription.as_ref().map(|s| Arc::clone(&s.notify));
+        let mut baton = notify.clone().map(WakeBaton::new);
+
+        // The lock may have been released between the first attempt and the
+        // subscription, unseen: always try again once subscribed.
+        loop {
+            let notified = notify.as_deref().map(Notify::notified);
+            tokio::pin!(notified);
+            // Register before the attempt: a notice arriving while it is in
+            // flight must still wake us.
+            if let Some(notified) = notified.as_mut().as_pin_mut() {
+                notified.enable();
+            }
+            let ttl = match attempt().await? {
+                Attempt::Acquired(hold) => {
+                    disarm(&mut baton);
+                    // Taking the lock leaves its queue.
+                    if let Some(ticket) = queued.take() {
+                        ticket.disarm();
+                    }
+                    return Ok(Some(guard(inner, hold, watchdog)));
+                }
+                Attempt::Held { ttl, queued: place } => {
+                    disarm(&mut baton);
+                    if let (Some(old), Some(_)) = (queued.take(), &place) {
+                        old.disarm();
+                    }
+                    queued = place.or(queued);
+                    ttl
+                }
+            };
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Ok(None);
+            }
+            let mut holder_wait = ttl
+                .unwrap_or(inner.config.no_ttl_recheck)
+                .max(Duration::from_millis(1));
+            if queues {
+                // Look again (refreshing our place) before it could expire.
+                holder_wait = holder_wait.min(inner.config.waiter_timeout / 3);
+            }
+            if let Some(steps) = &mut poll {
+                holder_wait = holder_wait.min(steps.next_sleep());
+            }
+            let mut until = now + holder_wait;
+            if let Some(d) = deadline {
+                until = until.min(d);
+            }
+            let _parked = Parked::start(&inner.stats);
+            tokio::select! {
+                _ = notice(notified.as_mut()) => {
+                    inner.stats.wakeups.incr();
+                    if let Some(baton) = &mut baton {
+                        baton.arm();
+                    }
+                }
+                _ = tokio::time::sleep_until(until) => {}
+            }
         }
     };
-    match deadline {
-        Some(d) => match tokio::time::timeout_at(d, confirmed).await {
-            Err(_) => return Ok(None),
-            Ok(confirmed) => confirmed?,
-        },
-        None => confirmed.await?,
-    }
+    let result = waited.instrument(span).await;
+    timed.finish(&result);
+    result
+}
 
-    let mut baton = WakeBaton::new(Arc::clone(&subscription.notify));
-    // The lock may have been released between the first attempt and the
-    // subscription, unseen: always try again once subscribed.
-    loop {
-        let notified = subscription.notify.notified();
-        tokio::pin!(notified);
-        // Register before the attempt: a notice arriving while it is in
-        // flight must still wake us.
-        notified.as_mut().enable();
-        let ttl = match attempt().await? {
-            Attempt::Acquired(hold) => {
-                baton.disarm();
-                // Taking the lock leaves its queue.
-                if let Some(ticket) = queued.take() {
-                    ticket.disarm();
-                }
-                return Ok(Some(guard(inner, hold, watchdog)));
-            }
-            Attempt::Held { ttl, queued: place } => {
-                baton.disarm();
-                if let (Some(old), Some(_)) = (queued.take(), &place) {
-                    old.disarm();
-                }
-                queued = place.or(queued);
-                ttl
-            }
-        };
-        let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) {
-            return Ok(None);
-        }
-        let mut holder_wait = ttl
-            .unwrap_or(inner.config.no_ttl_recheck)
-            .max(Duration::from_millis(1));
-        if queues {
-            // Look again (refreshing our place) before it could expire.
-            holder_wait = holder_wait.min(inner.config.waiter_timeout / 3);
-        }
-        let mut until = now + holder_wait;
-        if let Some(d) = deadline {
-            until = until.min(d);
-        }
-        let _parked = Parked::start(&inner.stats);
-        tokio::select! {
-            _ = &mut notified => {
-                inner.stats.wakeups.incr();
-                baton.arm();
-            }
-            _ = tokio::time::sleep_until(until) => {}
-        }
+/// The wake-up was used (or the lock is held by someone whose unlock will
+/// wake the next waiter).
+fn disarm(baton: &mut Option<WakeBaton>) {
+    if let Some(baton) = baton {
+        baton.disarm();
+    }
+}
+
+/// Resolves on a notice; never without a subscription (polling).
+async fn notice(notified: Pin<&mut Option<Notified<'_>>>) {
+    match notified.as_pin_mut() {
+        Some(notified) => notified.await,
+        None => std::future::pending().await,
     }
 }
 

@@ -46,11 +46,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::config::RetryPolicy;
 use crate::holds::{Deadline, Hold, Holds};
 use crate::kind::{ExclusiveKind, RenewTarget};
 use crate::stats::Stats;
+use crate::telemetry;
 
 /// The client's handle on its watchdog task. Dropping it stops the task.
 pub(crate) struct Watchdog {
@@ -212,8 +214,25 @@ impl Task {
             .all(|ok| ok)
     }
 
-    /// Renews `batch`, holds taken through `kind`, in one call.
+    /// Renews `batch`, holds taken through `kind`, in one call, traced as
+    /// span `lock.renew` (DEBUG; fields `kind`, `locks`, `outcome`: `ok`
+    /// when the call went through, whatever it found, else `failed`).
     async fn renew_kind(&self, kind: &dyn ExclusiveKind, batch: &[Arc<Hold>]) -> bool {
+        let span = tracing::debug_span!(
+            "lock.renew",
+            kind = kind.kind_name(),
+            locks = batch.len(),
+            outcome = tracing::field::Empty,
+        );
+        let ok = self
+            .renew_kind_traced(kind, batch)
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", if ok { "ok" } else { "failed" });
+        ok
+    }
+
+    async fn renew_kind_traced(&self, kind: &dyn ExclusiveKind, batch: &[Arc<Hold>]) -> bool {
         let targets: Vec<RenewTarget> = batch.iter().map(|hold| hold.target.clone()).collect();
         let lease_ms = self.lease.as_millis() as u64;
         let sent = Instant::now();
@@ -226,33 +245,41 @@ impl Task {
                     got = results.len(),
                     "watchdog: a kind returned a renewal batch of the wrong size"
                 );
+                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
                 return false;
             }
             Err(e) => {
                 tracing::warn!(%e, locks = targets.len(), "watchdog: renewal failed; will retry");
+                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
                 return false;
             }
         };
         let renewed_until = Deadline::new(sent, self.lease, self.margin);
         let mut all_ok = true;
         let mut renewed = 0;
+        let (mut not_held, mut failed) = (0, 0);
         for (hold, result) in batch.iter().zip(results) {
             match result {
                 // A renewal landing after the hold was reported lost does
                 // not revive it.
                 Ok(true) if hold.extend(renewed_until) => renewed += 1,
-                Ok(true) => self.holds.end(hold),
+                Ok(true) => self.holds.end(hold, "expired"),
                 Ok(false) => {
                     tracing::warn!(lock = %hold.target.name, "watchdog: lock is no longer held; signalling loss");
-                    self.holds.end(hold);
+                    not_held += 1;
+                    self.holds.end(hold, "not_held");
                 }
                 Err(e) => {
+                    failed += 1;
                     all_ok = false;
                     tracing::debug!(%e, lock = %hold.target.name, "watchdog: renewal of one lock failed");
                 }
             }
         }
         self.stats.renewed.add(renewed);
+        telemetry::renewals(kind.kind_name(), "renewed", renewed);
+        telemetry::renewals(kind.kind_name(), "not_held", not_held);
+        telemetry::renewals(kind.kind_name(), "failed", failed);
         all_ok
     }
 }

@@ -180,6 +180,10 @@ impl ExclusiveKind for Fair {
         Ok(self.inspect_fair(name).await?.lock)
     }
 
+    fn kind_name(&self) -> &'static str {
+        "fair"
+    }
+
     /// A waiter's own channel, `redisson_lock__channel:{<name>}:<owner>`:
     /// only the queue head is told, with message `0`.
     fn channel(&self, name: &LockName, owner: &Owner) -> Channel {

@@ -8,6 +8,8 @@ use lock_script::KeyLayout;
 
 /// How unlock notices travel through the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum PubSubMode {
     /// Sharded pub/sub when every seed runs Redis 7 or newer, classic
@@ -38,8 +40,25 @@ pub use lock_script::ReplicaSync;
 ///     .pubsub(PubSubMode::Auto)
 ///     .replica_sync(1, Duration::from_millis(200));
 /// config.validate().unwrap();
+/// // Seed passwords are not printed.
+/// let secret = ClusterConfig::new(["redis://:hunter2@10.0.0.1:7000/"]);
+/// assert!(!format!("{secret:?}").contains("hunter2"));
 /// ```
-#[derive(Debug, Clone)]
+///
+/// With the `serde` feature it is read from a service's configuration file
+/// (only `seeds` is required; durations as `"3s"`, `"250ms"`). Like
+/// [`RedisConfig`] it is not serialized, so seed passwords are never
+/// written out again; [`crate::connect`] validates the result.
+///
+/// ```toml
+/// seeds = ["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"]
+/// command_timeout = "2s"
+/// pubsub = "classic"
+/// replica_sync = { replicas = 1, timeout = "200ms" }
+/// ```
+#[derive(Clone)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct ClusterConfig {
     /// Nodes to learn the topology from (any nodes of the cluster;
@@ -50,29 +69,83 @@ pub struct ClusterConfig {
     pub seeds: Vec<String>,
     /// Put before every lock name to make its key. Must not contain `{` or
     /// `}`: the key's hash tag must come from the lock name alone.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub key_prefix: String,
     /// The longest one call may take, redirects, topology refreshes and
     /// waits for a failover included. Default 3 s.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_timeout", with = "humantime_serde")
+    )]
     pub command_timeout: Duration,
     /// The longest establishing one connection may take. Default 3 s.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_timeout", with = "humantime_serde")
+    )]
     pub connect_timeout: Duration,
     /// Multiplexed connections per master. Default 2.
+    #[cfg_attr(feature = "serde", serde(default = "default_pool_size"))]
     pub pool_size: usize,
     /// At most this many `-MOVED`/`-ASK` redirects are followed by one
     /// call. Default 5.
+    #[cfg_attr(feature = "serde", serde(default = "default_max_redirects"))]
     pub max_redirects: u32,
     /// How unlock notices travel. Default [`PubSubMode::Auto`].
+    #[cfg_attr(feature = "serde", serde(default))]
     pub pubsub: PubSubMode,
     /// When set, every lock acquisition waits (`WAIT`) until this many
     /// replicas have the write; when fewer acknowledge in time the lock is
     /// released again and the acquisition fails with
     /// [`LockError::NotReplicated`]. Off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub replica_sync: Option<ReplicaSync>,
     /// The CA to trust and the client certificate to present on every
     /// connection of a `rediss://` cluster (the same options as
     /// [`RedisConfig::tls`]); without it, the system's roots and no client
     /// certificate.
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub tls: Option<TlsOptions>,
+}
+
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
+const DEFAULT_POOL_SIZE: usize = 2;
+const DEFAULT_MAX_REDIRECTS: u32 = 5;
+
+#[cfg(feature = "serde")]
+fn default_timeout() -> Duration {
+    DEFAULT_TIMEOUT
+}
+
+#[cfg(feature = "serde")]
+fn default_pool_size() -> usize {
+    DEFAULT_POOL_SIZE
+}
+
+#[cfg(feature = "serde")]
+fn default_max_redirects() -> u32 {
+    DEFAULT_MAX_REDIRECTS
+}
+
+impl std::fmt::Debug for ClusterConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let seeds: Vec<String> = self
+            .seeds
+            .iter()
+            .map(|s| lock_redis::redact_url(s))
+            .collect();
+        f.debug_struct("ClusterConfig")
+            .field("seeds", &seeds)
+            .field("key_prefix", &self.key_prefix)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("pool_size", &self.pool_size)
+            .field("max_redirects", &self.max_redirects)
+            .field("pubsub", &self.pubsub)
+            .field("replica_sync", &self.replica_sync)
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 impl ClusterConfig {
@@ -82,10 +155,10 @@ impl ClusterConfig {
         Self {
             seeds: seeds.into_iter().map(Into::into).collect(),
             key_prefix: String::new(),
-            command_timeout: Duration::from_secs(3),
-            connect_timeout: Duration::from_secs(3),
-            pool_size: 2,
-            max_redirects: 5,
+            command_timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_TIMEOUT,
+            pool_size: DEFAULT_POOL_SIZE,
+            max_redirects: DEFAULT_MAX_REDIRECTS,
             pubsub: PubSubMode::Auto,
             replica_sync: None,
             tls: None,

@@ -1,5 +1,6 @@
-//! The conformance suites (reentrant, fair, count-down latch) on a real
-//! 6-node cluster, and our slot function against the cluster's own.
+//! The conformance suites (reentrant, fair and count-down latch; reentrant
+//! and fair with polling clients too) on a real 6-node cluster, and our slot
+//! function against the cluster's own.
 //!
 //! All suites run against one cluster (starting one per check would take
 //! minutes); the checks use unique lock names, so they do not see each
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::PubSubMode;
+use lock_testkit::conformance::polling::Polling;
 use lock_testkit::conformance::{run_checks, FairSuite, Harness};
 use lock_testkit::fixtures::RedisCluster;
 
@@ -54,6 +56,25 @@ async fn every_suite_on_one_cluster() {
             Suite::Reentrant => (h, lock_testkit::conformance_checks!()),
             Suite::Latch => (h, lock_testkit::latch_conformance_checks!()),
         };
+        for name in run_checks(h, checks, CHECK_LIMIT).await {
+            failed.push(format!("{suite}: {name}"));
+        }
+    }
+    // Both suites once more with clients that poll: nothing is subscribed.
+    let h = common::cluster::harness(&cluster, PubSubMode::Auto).await as Arc<dyn Harness>;
+    let polling: [(&str, Arc<dyn Harness>, _); 2] = [
+        (
+            "reentrant, polling",
+            Arc::new(Polling::new(Arc::clone(&h))),
+            lock_testkit::conformance_checks!(),
+        ),
+        (
+            "fair, polling",
+            Arc::new(FairSuite(Polling::new(h))),
+            lock_testkit::fair_conformance_checks!(),
+        ),
+    ];
+    for (suite, h, checks) in polling {
         for name in run_checks(h, checks, CHECK_LIMIT).await {
             failed.push(format!("{suite}: {name}"));
         }

@@ -39,7 +39,22 @@ pub const DEFAULT_POOL_SIZE: usize = 4;
 ///
 /// assert!(RedisConfig::new("not a url").validate().unwrap_err().is_invalid_argument());
 /// ```
+///
+/// With the `serde` feature it is read from a service's configuration file
+/// (only `url` is required; durations as `"3s"`, `"250ms"`). It is not
+/// serialized: that would write the password out again. Errors while
+/// reading name the field, never the URL's password; [`crate::connect`]
+/// validates the result.
+///
+/// ```toml
+/// url = "redis://:secret@10.0.0.5:6379/0"
+/// key_prefix = "billing:"
+/// command_timeout = "1s"
+/// replica_sync = { replicas = 1, timeout = "200ms" }
+/// ```
 #[derive(Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct RedisConfig {
     /// The server: `redis://[user][:password@]host[:port][/db]` (or
@@ -49,14 +64,23 @@ pub struct RedisConfig {
     /// Put before every lock name to make its key (see
     /// [`KeyLayout::with_prefix`]); empty by default. Channels, latches and
     /// token counters derive from the prefixed name.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub key_prefix: String,
     /// The longest one call may take, from getting a connection (connecting
     /// it, if needed) to the script's reply, including loading a script the
     /// server lost. A call that takes longer fails with a retryable timeout
     /// error ([`LockError::is_timeout`]). Default 3 s.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_command_timeout", with = "humantime_serde")
+    )]
     pub command_timeout: Duration,
     /// The longest establishing one connection may take (a command
     /// connection or the pub/sub connection). Default 3 s.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default = "default_connect_timeout", with = "humantime_serde")
+    )]
     pub connect_timeout: Duration,
     /// The number of multiplexed connections calls are spread over,
     /// round-robin. Each is opened on first use and shared by any number of
@@ -69,20 +93,42 @@ pub struct RedisConfig {
     /// a pool checked every connection with a `PING` round trip on
     /// checkout, doubling the cost of each lock operation, while
     /// multiplexed connections need no checkout.)
+    #[cfg_attr(feature = "serde", serde(default = "default_pool_size"))]
     pub pool_size: usize,
     /// Wait for replicas after every acquisition of every kind (see
     /// [`ReplicaSync`]); off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub replica_sync: Option<ReplicaSync>,
     /// The CA to trust and the client certificate to present on a
     /// `rediss://` URL (feature `tls`); without it, the system's roots and
-    /// no client certificate. Needs a `rediss://` URL.
+    /// no client certificate. Needs a `rediss://` URL. Not read from
+    /// configuration files (feature `serde`): certificates are loaded in
+    /// code, e.g. with [`TlsOptions::from_files`].
+    #[cfg_attr(feature = "serde", serde(skip))]
     pub tls: Option<TlsOptions>,
     /// Find the server through Redis Sentinel instead of [`RedisConfig::url`]
     /// (see [`RedisConfig::sentinel`]); `None` by default.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub sentinel: Option<SentinelConfig>,
     /// Group the keys of multi-key calls by hash slot (see
     /// [`RedisConfig::slot_checking_proxy`]); off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub slot_checking_proxy: bool,
+}
+
+#[cfg(feature = "serde")]
+fn default_command_timeout() -> Duration {
+    DEFAULT_COMMAND_TIMEOUT
+}
+
+#[cfg(feature = "serde")]
+fn default_connect_timeout() -> Duration {
+    DEFAULT_CONNECT_TIMEOUT
+}
+
+#[cfg(feature = "serde")]
+fn default_pool_size() -> usize {
+    DEFAULT_POOL_SIZE
 }
 
 impl RedisConfig {
@@ -280,7 +326,15 @@ fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// The URL with its password replaced by `***`.
+/// `url` with its password replaced by `***`, for logs and messages.
+///
+/// ```
+/// assert_eq!(lock_redis::redact_url("redis://u:pw@h:6379/0"), "redis://u:***@h:6379/0");
+/// ```
+pub fn redact_url(url: &str) -> String {
+    redact(url)
+}
+
 pub(crate) fn redact(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();

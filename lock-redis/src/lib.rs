@@ -158,7 +158,7 @@ pub mod subscriptions;
 pub mod tls;
 
 pub use config::{
-    RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
+    redact_url, RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
 };
 pub use sentinel::SentinelConfig;
 pub use single::SingleNode;

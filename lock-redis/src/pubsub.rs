@@ -67,8 +67,8 @@ type Confirm = oneshot::Sender<Result<()>>;
 pub(crate) struct PubSub;
 
 impl PubSub {
-    /// Starts the task (which connects in the background) on the current
-    /// tokio runtime.
+    /// Starts the task on the current tokio runtime; it connects in the
+    /// background on the first subscription.
     pub(crate) fn spawn(
         endpoint: Endpoint,
         connect_timeout: Duration,
@@ -143,6 +143,12 @@ enum Run {
 
 impl Worker {
     async fn run(mut self) {
+        if let Flow::Exit = self.first_use().await {
+            if let Some(done) = self.closing.take() {
+                let _ = done.send(());
+            }
+            return;
+        }
         let mut failures: u32 = 0;
         let mut first = true;
         loop {
@@ -187,6 +193,21 @@ impl Worker {
         if let Some(done) = self.closing.take() {
             let _ = done.send(());
         }
+    }
+
+    /// Waits, unconnected, until some channel is wanted: a client whose
+    /// waiters poll (`WaitStrategy::Poll`) never subscribes, and so never
+    /// opens a pub/sub connection at all.
+    async fn first_use(&mut self) -> Flow {
+        while self.desired.is_empty() {
+            let Some(command) = self.commands.recv().await else {
+                return Flow::Exit;
+            };
+            if let Some(Flow::Exit) = self.apply(vec![command], None).await {
+                return Flow::Exit;
+            }
+        }
+        Flow::Lost
     }
 
     /// Opens a connection and subscribes every desired channel.
@@ -471,6 +492,40 @@ mod tests {
             .filter_map(|line| line.split(' ').find(|f| f.starts_with("id=")))
             .map(str::to_owned)
             .collect()
+    }
+
+    /// The connection is opened on the first subscription, not before: a
+    /// client that never subscribes (its waiters poll) opens none.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connects_on_the_first_subscription_only() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("redis://{}/", listener.local_addr().unwrap());
+        let short = Duration::from_millis(300);
+        let pubsub = PubSub::spawn(
+            Endpoint::Fixed(Box::new(redis::Client::open(url).unwrap())),
+            short,
+            short,
+        )
+        .unwrap();
+        let idle = tokio::time::timeout(Duration::from_millis(300), listener.accept()).await;
+        assert!(idle.is_err(), "connected before any subscription");
+        let subscribing = pubsub.subscribe("ch".to_owned());
+        let accepted = tokio::time::timeout(Duration::from_secs(2), listener.accept()).await;
+        assert!(accepted.is_ok(), "the first subscription connects");
+        drop(subscribing);
+    }
+
+    /// Closing a task that never connected finishes at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn closing_before_any_subscription_finishes() {
+        let server = RedisServer::start();
+        let short = Duration::from_millis(300);
+        let pubsub =
+            PubSub::spawn(Endpoint::Fixed(Box::new(server.client())), short, short).unwrap();
+        tokio::time::timeout(Duration::from_secs(1), pubsub.close())
+            .await
+            .expect("closed");
+        assert!(pubsub_ids(&server).is_empty());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

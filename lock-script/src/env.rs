@@ -29,11 +29,14 @@ pub const RENEW_CHUNK: usize = 500;
 /// replicas. Releases and renewals do not wait. Applies to every kind on
 /// every deployment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct ReplicaSync {
     /// How many replicas must acknowledge the write.
     pub replicas: u32,
     /// How long to wait for them (`WAIT`'s timeout).
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub timeout: Duration,
 }
 

@@ -42,6 +42,8 @@ use redis::{IntoConnectionInfo, RedisConnectionInfo};
 /// A Sentinel group to find the master of (see
 /// [`RedisConfig::sentinel`](crate::RedisConfig::sentinel)).
 #[derive(Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct SentinelConfig {
     /// The sentinels: `redis://[user:password@]host:port` each (credentials
@@ -52,8 +54,10 @@ pub struct SentinelConfig {
     pub master_name: String,
     /// The user the master (and a promoted replica) is authenticated as,
     /// if any.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub master_username: Option<String>,
     /// The password for the master (and a promoted replica), if any.
+    #[cfg_attr(feature = "serde", serde(default))]
     pub master_password: Option<String>,
 }
 

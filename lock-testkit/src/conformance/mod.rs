@@ -44,6 +44,7 @@ pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod multi;
+pub mod polling;
 pub mod redlock;
 pub mod waiting;
 
@@ -241,6 +242,13 @@ pub const WATCHDOG: Duration = Duration::from_millis(900);
 /// The client configuration the checks use.
 pub fn config() -> ClientConfig {
     ClientConfig::default().watchdog_timeout(WATCHDOG)
+}
+
+/// Whether `c`'s waiters subscribe to unlock notices (the default), rather
+/// than poll ([`lock_core::WaitStrategy::Poll`]): checks of how a waiter
+/// learns of an unlock assert the mechanism of the client's strategy.
+pub fn subscribes(c: &LockClient) -> bool {
+    c.config().wait_strategy.subscribes()
 }
 
 /// A new client with [`config`].

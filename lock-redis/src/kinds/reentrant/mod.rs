@@ -186,6 +186,10 @@ impl ExclusiveKind for Reentrant {
         replies::token(&self.env.eval(call).await?, &counter)
     }
 
+    fn kind_name(&self) -> &'static str {
+        "reentrant"
+    }
+
     /// The lock's channel, `redisson_lock__channel:{<name>}`, shared by
     /// every waiter of the lock.
     fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {

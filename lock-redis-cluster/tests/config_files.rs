@@ -1,0 +1,52 @@
+//! `ClusterConfig` read from a configuration file (feature `serde`).
+#![cfg(feature = "serde")]
+
+use std::time::Duration;
+
+use lock_redis_cluster::{ClusterConfig, PubSubMode};
+
+#[test]
+fn toml_example_sets_every_field() {
+    let config: ClusterConfig = toml::from_str(
+        r#"
+        seeds = ["redis://:s3cret@10.0.0.1:7000/", "redis://10.0.0.2:7000/"]
+        key_prefix = "billing:"
+        command_timeout = "2s"
+        connect_timeout = "500ms"
+        pool_size = 3
+        max_redirects = 7
+        pubsub = "classic"
+        replica_sync = { replicas = 1, timeout = "200ms" }
+        "#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.seeds,
+        ["redis://:s3cret@10.0.0.1:7000/", "redis://10.0.0.2:7000/"]
+    );
+    assert_eq!(config.key_prefix, "billing:");
+    assert_eq!(config.command_timeout, Duration::from_secs(2));
+    assert_eq!(config.connect_timeout, Duration::from_millis(500));
+    assert_eq!((config.pool_size, config.max_redirects), (3, 7));
+    assert_eq!(config.pubsub, PubSubMode::Classic);
+    let sync = config.replica_sync.expect("replica sync");
+    assert_eq!(
+        (sync.replicas, sync.timeout),
+        (1, Duration::from_millis(200))
+    );
+    assert!(config.validate().is_ok());
+    let shown = format!("{config:?}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+}
+
+#[test]
+fn only_the_seeds_are_required() {
+    let config: ClusterConfig =
+        serde_json::from_str(r#"{ "seeds": ["redis://127.0.0.1:7000/"] }"#).unwrap();
+    let defaults = ClusterConfig::new(["redis://127.0.0.1:7000/"]);
+    assert_eq!(format!("{config:?}"), format!("{defaults:?}"));
+    let e = toml::from_str::<ClusterConfig>("pool_size = 2").unwrap_err();
+    assert!(e.to_string().contains("seeds"), "{e}");
+    let e = toml::from_str::<ClusterConfig>("seeds = []\npubsub = \"loud\"").unwrap_err();
+    assert!(e.to_string().contains("loud"), "{e}");
+}

@@ -1,0 +1,23 @@
+//! The whole conformance suite (reentrant and fair) on the in-memory
+//! backend with clients that wait by polling and never subscribe.
+
+use lock_testkit::conformance::polling::Polling;
+use lock_testkit::InMemoryServer;
+
+async fn harness() -> Polling<InMemoryServer> {
+    Polling::new(InMemoryServer::new())
+}
+
+lock_testkit::conformance_tests!(
+    #[tokio::test(start_paused = true)]
+    harness = harness
+);
+
+mod fair {
+    use super::*;
+
+    lock_testkit::fair_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        harness = harness
+    );
+}
