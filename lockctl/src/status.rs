@@ -44,7 +44,7 @@ struct WaiterJson<'a> {
 }
 
 /// Runs `lockctl status`; returns the exit code (0 whether or not the lock
-/// is held).
+/// is held; 65, after the description, when the key holds no lock kind).
 pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure> {
     let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
     let client = connect::client(global).await?;
@@ -67,6 +67,14 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
                 status_kinds::human(&name, &other, now_ms())
             };
             output::stdout(&text);
+            // Described, but not a lock of any kind: the documented exit
+            // for "the key holds something that is not a lock".
+            if let Description::Unknown { store_type } = &other {
+                output::error(&format!(
+                    "key {name:?} holds a {store_type}: not a lock, semaphore or latch"
+                ));
+                return Ok(crate::exit::DATA);
+            }
             return Ok(0);
         }
     };

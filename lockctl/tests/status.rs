@@ -184,21 +184,24 @@ fn status_of_a_permit_expirable_semaphore() {
     );
 }
 
-/// A value no lock kind stores is named by its type; nothing is changed.
+/// A value no lock kind stores is named by its type, with exit 65 and one
+/// line on stderr; nothing is changed.
 #[test]
 fn status_of_something_else() {
     let server = RedisServer::start();
     let url = server.url();
     server.cmd(&["RPUSH", "queue", "x"]);
     server.cmd(&["SET", "note", "hello"]);
-    assert_eq!(
-        status_json(&url, &["queue"]),
-        json!({"name": "queue", "kind": "unknown", "store_type": "list"})
-    );
-    assert_eq!(
-        status_json(&url, &["note"]),
-        json!({"name": "note", "kind": "unknown", "store_type": "string"})
-    );
+    for (key, store_type) in [("queue", "list"), ("note", "string")] {
+        let output = run(&url, &["status", "--json", key]);
+        assert_eq!(code(output.status), 65, "{output:?}");
+        assert!(one_error_line(&output).contains("not a lock"), "{output:?}");
+        let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(
+            json,
+            json!({"name": key, "kind": "unknown", "store_type": store_type})
+        );
+    }
     assert_eq!(strings(&server, &["LRANGE", "queue", "0", "-1"]), vec!["x"]);
     assert_eq!(text(&server.cmd(&["GET", "note"])), "hello");
 }
