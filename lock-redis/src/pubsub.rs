@@ -222,12 +222,52 @@ impl Worker {
         let (mut sink, stream) = pubsub.split();
         let channels: Vec<String> = self.desired.iter().cloned().collect();
         for chunk in channels.chunks(SUBSCRIBE_CHUNK) {
-            timeout(self.command_timeout, sink.subscribe(chunk))
-                .await
-                .map_err(|_| timed_out("re-subscribe", self.command_timeout))?
-                .map_err(|e| from_redis(&e, ""))?;
+            if let Err(refused) = self.subscribe_on_connect(&mut sink, chunk).await? {
+                // The ACL refuses one channel and with it the whole
+                // command: subscribe one by one to tell who is refused.
+                tracing::debug!(error = %refused, "pub/sub SUBSCRIBE of a batch refused");
+                for channel in chunk {
+                    if let Err(refused) = self
+                        .subscribe_on_connect(&mut sink, std::slice::from_ref(channel))
+                        .await?
+                    {
+                        self.refuse(channel, &refused);
+                    }
+                }
+            }
         }
         Ok((sink, stream))
+    }
+
+    /// SUBSCRIBE while connecting: `Err` fails the connection; `Ok(Err)` is
+    /// the ACL refusing a channel, an answer on a healthy connection.
+    async fn subscribe_on_connect(
+        &self,
+        sink: &mut PubSubSink,
+        channels: &[String],
+    ) -> Result<std::result::Result<(), LockError>> {
+        match timeout(self.command_timeout, sink.subscribe(channels)).await {
+            Err(_) => Err(timed_out("re-subscribe", self.command_timeout)),
+            Ok(Ok(())) => Ok(Ok(())),
+            Ok(Err(e)) => {
+                let error = from_redis(&e, "");
+                if error.is_auth_error() {
+                    Ok(Err(error))
+                } else {
+                    Err(error)
+                }
+            }
+        }
+    }
+
+    /// The ACL refuses `channel` to this user: retrying on a new
+    /// connection would be refused again, so its subscribers are told why.
+    fn refuse(&mut self, channel: &str, refused: &LockError) {
+        tracing::warn!(error = %refused, channel, "pub/sub SUBSCRIBE refused");
+        self.desired.remove(channel);
+        for confirm in self.waiting.remove(channel).unwrap_or_default() {
+            let _ = confirm.send(Err(refused.clone()));
+        }
     }
 
     /// Serves one live connection until it is lost or the task must stop.

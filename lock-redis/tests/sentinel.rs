@@ -171,7 +171,7 @@ async fn a_requested_failover_keeps_the_lock_and_wakes_the_waiter() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_master_with_replica_sync_keeps_the_lock() {
     let mut group = SentinelGroup::start();
-    let holder = connect(sentinel_config(&group).replica_sync(1, Duration::from_secs(2))).await;
+    let holder = connect(sentinel_config(&group).replica_sync(1, Duration::from_millis(900))).await;
     // After the failover the group has no replica left: a waiter waiting
     // for one would never succeed.
     let waiter = connect(sentinel_config(&group)).await;
