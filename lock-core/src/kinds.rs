@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::fair_lock::FairKind;
 use crate::kind::ExclusiveKind;
+use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 
 /// The kinds of locks one [`crate::LockClient`] hands out, each bound to the
 /// client's connection. A deployment's `connect` registers every kind it
@@ -23,6 +24,8 @@ use crate::kind::ExclusiveKind;
 pub struct Kinds {
     reentrant: Option<Arc<dyn ExclusiveKind>>,
     fair: Option<Arc<dyn FairKind>>,
+    semaphore: Option<Arc<dyn SemaphoreKind>>,
+    permit_semaphore: Option<Arc<dyn PermitSemaphoreKind>>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -30,6 +33,8 @@ impl std::fmt::Debug for Kinds {
         f.debug_struct("Kinds")
             .field("reentrant", &self.reentrant.is_some())
             .field("fair", &self.fair.is_some())
+            .field("semaphore", &self.semaphore.is_some())
+            .field("permit_semaphore", &self.permit_semaphore.is_some())
             .finish()
     }
 }
@@ -62,5 +67,29 @@ impl Kinds {
     /// The fair kind, when registered: its raw store operations.
     pub fn fair_kind(&self) -> Option<&Arc<dyn FairKind>> {
         self.fair.as_ref()
+    }
+
+    /// Registers the kind of [`crate::LockClient::semaphore`].
+    #[must_use]
+    pub fn semaphore(mut self, kind: Arc<dyn SemaphoreKind>) -> Self {
+        self.semaphore = Some(kind);
+        self
+    }
+
+    /// The semaphore kind, when registered: its raw store operations.
+    pub fn semaphore_kind(&self) -> Option<&Arc<dyn SemaphoreKind>> {
+        self.semaphore.as_ref()
+    }
+
+    /// Registers the kind of [`crate::LockClient::permit_expirable_semaphore`].
+    #[must_use]
+    pub fn permit_semaphore(mut self, kind: Arc<dyn PermitSemaphoreKind>) -> Self {
+        self.permit_semaphore = Some(kind);
+        self
+    }
+
+    /// The expirable-permit semaphore kind, when registered.
+    pub fn permit_semaphore_kind(&self) -> Option<&Arc<dyn PermitSemaphoreKind>> {
+        self.permit_semaphore.as_ref()
     }
 }

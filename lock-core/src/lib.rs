@@ -12,6 +12,9 @@
 //!   handed out in arrival order; [`FencedLock`]: the same lock with a
 //!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
+//! - [`Semaphore`] ([`PermitGuard`]) and [`PermitExpirableSemaphore`]:
+//!   counting semaphores on the same wait loop (the `counting` module),
+//!   through the seams [`SemaphoreKind`] and [`PermitSemaphoreKind`].
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -43,6 +46,7 @@
 mod client;
 pub mod config;
 pub mod connection;
+mod counting;
 pub mod error;
 mod fair_lock;
 mod fenced_lock;
@@ -55,6 +59,9 @@ pub mod name;
 mod op;
 mod options;
 pub mod owner;
+mod permit_semaphore;
+mod semaphore;
+pub mod semaphore_kind;
 mod stats;
 mod wait;
 mod waiter;
@@ -76,4 +83,10 @@ pub use lock::Lock;
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
+pub use permit_semaphore::PermitExpirableSemaphore;
+pub use semaphore::{PermitGuard, Semaphore};
+pub use semaphore_kind::{
+    LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest, PermitSemaphoreKind,
+    SemaphoreKind, MAX_PERMITS,
+};
 pub use stats::ClientStats;

@@ -43,12 +43,16 @@ use crate::stats::Stats;
 
 type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
 
+/// Reads a message on a channel: what it asks of the waiters there. The
+/// kind whose waiters listen on the channel provides it.
+pub(crate) type WakeReader = Arc<dyn Fn(&[u8]) -> Option<Wake> + Send + Sync>;
+
 struct ChannelEntry {
     waiters: usize,
     notify: Arc<Notify>,
     confirmed: Confirmation,
     /// The kind whose waiters listen here: it reads the messages.
-    kind: Arc<dyn ExclusiveKind>,
+    reader: WakeReader,
 }
 
 /// Every channel some waiter of this client is waiting on.
@@ -79,6 +83,18 @@ impl WaiterRegistry {
         kind: &Arc<dyn ExclusiveKind>,
         channel: Channel,
     ) -> Subscription {
+        let kind = Arc::clone(kind);
+        self.join_with(connection, Arc::new(move |p| kind.wake(p)), channel)
+    }
+
+    /// Joins the waiters of `channel`, whose messages `reader` reads (the
+    /// counting kinds, which are no [`ExclusiveKind`]).
+    pub(crate) fn join_with(
+        self: &Arc<Self>,
+        connection: &Arc<dyn Connection>,
+        reader: WakeReader,
+        channel: Channel,
+    ) -> Subscription {
         let mut channels = self.channels();
         let entry = channels.entry(channel.clone()).or_insert_with(|| {
             self.stats.subscriptions.incr();
@@ -86,7 +102,7 @@ impl WaiterRegistry {
                 waiters: 0,
                 notify: Arc::new(Notify::new()),
                 confirmed: connection.subscribe(&channel).shared(),
-                kind: Arc::clone(kind),
+                reader,
             }
         });
         entry.waiters += 1;
@@ -125,13 +141,20 @@ impl NoticeSink for WaiterRegistry {
                 let entry = self
                     .channels()
                     .get(&channel)
-                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.kind)));
-                let Some((notify, kind)) = entry else {
+                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.reader), e.waiters));
+                let Some((notify, reader, waiters)) = entry else {
                     return;
                 };
-                match kind.wake(&payload) {
+                match reader(&payload) {
                     Some(Wake::One) => notify.notify_one(),
                     Some(Wake::All) => notify.notify_waiters(),
+                    // Each waiter is woken once at most: more wake-ups than
+                    // waiters would only leave a stale one stored.
+                    Some(Wake::Up(n)) => {
+                        for _ in 0..n.min(u64::try_from(waiters).unwrap_or(u64::MAX)) {
+                            notify.notify_one();
+                        }
+                    }
                     None => tracing::debug!(
                         %channel,
                         payload = %String::from_utf8_lossy(&payload),
