@@ -11,14 +11,20 @@ use lock_core::{ClientConfig, Kinds, LockClient, Result};
 use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 
+pub mod permit_semaphore;
 pub mod reentrant;
+pub mod semaphore;
 
 pub use lock_fair::Fair;
+pub use permit_semaphore::PermitSemaphore;
 pub use reentrant::Reentrant;
+pub use semaphore::Semaphore;
 
 /// A client over `env` (one deployment's transport, key layout and replica
-/// sync) with every kind registered: [`LockClient::lock`] (reentrant) and
-/// [`LockClient::fair_lock`] (fair) share its connection and watchdog.
+/// sync) with every kind registered: [`LockClient::lock`] (reentrant),
+/// [`LockClient::fair_lock`] (fair), [`LockClient::semaphore`] and
+/// [`LockClient::permit_expirable_semaphore`] share its connection and
+/// watchdog.
 ///
 /// # Errors
 /// As [`LockClient::new`].
@@ -26,14 +32,20 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
     let connection = Arc::new(ScriptConnection::new(env.clone()));
     let kinds = Kinds::new()
         .reentrant(Arc::new(Reentrant::new(env.clone())))
-        .fair(Arc::new(Fair::new(env)));
+        .fair(Arc::new(Fair::new(env.clone())))
+        .semaphore(Arc::new(Semaphore::new(env.clone())))
+        .permit_semaphore(Arc::new(PermitSemaphore::new(env)));
     LockClient::new(connection, kinds, config)
 }
 
 /// Every script of every registered kind, for preloading at connect.
 pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
-    for script in Fair::scripts() {
+    let more = Fair::scripts()
+        .into_iter()
+        .chain(Semaphore::scripts())
+        .chain(PermitSemaphore::scripts());
+    for script in more {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {
             all.push(script);
         }
