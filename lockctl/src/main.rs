@@ -11,6 +11,7 @@ mod duration;
 mod exit;
 mod force_unlock;
 mod output;
+mod permits;
 mod run;
 mod signals;
 mod status;
