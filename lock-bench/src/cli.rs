@@ -68,6 +68,8 @@ pub(crate) enum Workload {
     W4,
     /// Thousands of waiters on one lock.
     W5,
+    /// 16 tasks on a semaphore with 4 permits.
+    S1,
     /// W1 with the fair lock.
     W1Fair,
     /// W2H with the fair lock.
@@ -110,6 +112,7 @@ impl Workload {
             Self::W3 | Self::W3Fair | Self::W3Cluster => "W3",
             Self::W4 => "W4",
             Self::W5 => "W5",
+            Self::S1 => "S1",
         };
         let kind = match self {
             Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,

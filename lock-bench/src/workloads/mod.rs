@@ -23,6 +23,7 @@ mod contended;
 mod handoff;
 mod many_locks;
 mod raw;
+mod semaphore;
 mod uncontended;
 mod waiters;
 mod watchdog;
@@ -209,6 +210,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::W5) {
         emit(&bounded(limit, "W5", waiters::run(bench)).await?);
+    }
+    if wants(Workload::S1) {
+        emit(&bounded(limit, "S1", semaphore::run(bench)).await?);
     }
     for kind in [Kind::Fair, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND
