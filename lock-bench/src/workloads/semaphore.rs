@@ -41,10 +41,8 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     ));
     let mut clients: Vec<LockClient> = Vec::with_capacity(CLIENTS);
     for _ in 0..CLIENTS {
-        let connect = lock_redis::connect(
-            RedisConfig::new(bench.url.clone()),
-            ClientConfig::default(),
-        );
+        let connect =
+            lock_redis::connect(RedisConfig::new(bench.url.clone()), ClientConfig::default());
         clients.push(
             bounded(Duration::from_secs(15), "connecting a lock client", async {
                 connect.await.context("cannot connect a lock client")
@@ -53,7 +51,10 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
         );
     }
     let name = bench.name("s1");
-    clients[0].semaphore(&name)?.try_set_permits(PERMITS).await?;
+    clients[0]
+        .semaphore(&name)?
+        .try_set_permits(PERMITS)
+        .await?;
     let released: Released = Arc::default();
     let barrier = Arc::new(Barrier::new(TASKS + 1));
     let mut set = JoinSet::new();
@@ -111,28 +112,41 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     let s = handoffs.summary();
     let p50 = s.map(|s| s.p50_us);
     let mut r = Report::new("S1", "semaphore", "lock-redis");
-    r.add("acquisitions", "acquisitions", acquisitions as f64, Unit::Count)
-        .add("acquisitions_per_s", "acquisitions/s", rate, Unit::PerSec)
-        .add(
-            "per_s_vs_raw_pair",
-            "acquisitions/s / raw pair rate (one connection)",
-            rate / base.pair_rate(),
-            Unit::Ratio,
-        )
-        .add("handoffs", "handoffs", handoffs.len() as f64, Unit::Count)
-        .add("p50_us", "handoff p50", p50, Unit::Micros)
-        .add("p99_us", "handoff p99", s.map(|s| s.p99_us), Unit::Micros)
-        .add(
-            "p50_vs_ping",
-            "handoff p50 / PING p50",
-            p50.map(|p| p / base.ping_p50_us),
-            Unit::Ratio,
-        )
-        .add("permits_left", "free permits at the end", left as f64, Unit::Count);
+    r.add(
+        "acquisitions",
+        "acquisitions",
+        acquisitions as f64,
+        Unit::Count,
+    )
+    .add("acquisitions_per_s", "acquisitions/s", rate, Unit::PerSec)
+    .add(
+        "per_s_vs_raw_pair",
+        "acquisitions/s / raw pair rate (one connection)",
+        rate / base.pair_rate(),
+        Unit::Ratio,
+    )
+    .add("handoffs", "handoffs", handoffs.len() as f64, Unit::Count)
+    .add("p50_us", "handoff p50", p50, Unit::Micros)
+    .add("p99_us", "handoff p99", s.map(|s| s.p99_us), Unit::Micros)
+    .add(
+        "p50_vs_ping",
+        "handoff p50 / PING p50",
+        p50.map(|p| p / base.ping_p50_us),
+        Unit::Ratio,
+    )
+    .add(
+        "permits_left",
+        "free permits at the end",
+        left as f64,
+        Unit::Count,
+    );
     bench.progress(&format!(
         "S1: {rate:.0} acquisitions/s, handoff p50 {} µs = {}× PING",
         p50.map_or_else(|| "n/a".to_owned(), |p| format!("{p:.0}")),
-        p50.map_or_else(|| "n/a".to_owned(), |p| format!("{:.2}", p / base.ping_p50_us)),
+        p50.map_or_else(
+            || "n/a".to_owned(),
+            |p| format!("{:.2}", p / base.ping_p50_us)
+        ),
     ));
     Ok(r)
 }
