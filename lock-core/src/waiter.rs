@@ -21,7 +21,9 @@
 //!
 //! # Promises
 //! - An exclusive unlock notice wakes **one** waiter of this client (the one
-//!   that has waited longest); a read unlock or a reconnect wakes all.
+//!   that has waited longest); a read unlock or a reconnect wakes all; a
+//!   semaphore's notice of `n` free permits wakes up to `n`
+//!   ([`Wake::Up`](crate::Wake::Up)).
 //! - A woken waiter that goes away before it has used its wake-up — its
 //!   future dropped, or its attempt failed with an error — passes the
 //!   wake-up on to the next waiter ([`WakeBaton`]), so a wake-up is never
