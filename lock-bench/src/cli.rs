@@ -70,6 +70,8 @@ pub(crate) enum Workload {
     W5,
     /// W1 with a RedLock over 3 and 5 masters, against 1.
     W1Redlock,
+    /// 16 tasks on a semaphore with 4 permits.
+    S1,
     /// W1 with the fair lock.
     W1Fair,
     /// W2H with the fair lock.
@@ -116,6 +118,7 @@ impl Workload {
             Self::W5 => "W5",
             Self::Latch => "latch",
             Self::W1Redlock => "W1-redlock",
+            Self::S1 => "S1",
         };
         let kind = match self {
             Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,

@@ -18,6 +18,8 @@ use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
+use crate::permit_semaphore::PermitExpirableSemaphore;
+use crate::semaphore::Semaphore;
 use crate::stats::{ClientStats, Stats};
 use crate::waiter::WaiterRegistry;
 use crate::watchdog::Watchdog;
@@ -263,6 +265,45 @@ impl LockClient {
         let name = LockName::new(name)?;
         self.inner.check_open()?;
         describer.describe(&name).await
+    }
+
+    /// A handle on the semaphore called `name` (a count of free permits
+    /// anyone may take or give back). Makes no I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no semaphore kind.
+    pub fn semaphore(&self, name: impl AsRef<str>) -> Result<Semaphore> {
+        let kind = self
+            .inner
+            .kinds
+            .semaphore_kind()
+            .ok_or_else(|| LockError::invalid("this client has no semaphore kind"))?;
+        Ok(Semaphore::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
+    }
+
+    /// A handle on the semaphore called `name` whose taken permits have
+    /// ids and leases, and come back by themselves when a lease ends. Makes
+    /// no I/O.
+    ///
+    /// # Errors
+    /// As [`LockClient::semaphore`].
+    pub fn permit_expirable_semaphore(
+        &self,
+        name: impl AsRef<str>,
+    ) -> Result<PermitExpirableSemaphore> {
+        let kind = self.inner.kinds.permit_semaphore_kind().ok_or_else(|| {
+            LockError::invalid("this client has no expirable-permit semaphore kind")
+        })?;
+        Ok(PermitExpirableSemaphore::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
     }
 
     /// A fresh owner of this client, for explicit re-entrant use with

@@ -1,6 +1,7 @@
-//! Waiting until a condition read from the store holds: the shared wait
-//! loop (`wait.rs`) for kinds whose waiters take nothing, such as a
-//! count-down latch's.
+//! Waiting until a condition read from the store holds, for kinds whose
+//! waiters take nothing, such as a count-down latch's: the counting kinds'
+//! wait loop ([`crate::counting`]) with a check that takes nothing, so it
+//! honours the client's wait strategy and a refused channel alike.
 //!
 //! # Algorithm
 //! Check; when that fails, join the channel's shared subscription (the
@@ -24,16 +25,16 @@ use tokio::time::Instant;
 
 use crate::client::ClientInner;
 use crate::connection::Channel;
+use crate::counting::{wait_for, Try};
 use crate::error::Result;
-use crate::stats::Parked;
-use crate::waiter::ReadWake;
+use crate::waiter::WakeReader;
 
 /// Waits until `check` answers `true` (then `Ok(true)`) or `deadline`
 /// passes (`Ok(false)`); see the module docs.
 pub(crate) async fn wait_until<F, Fut>(
     inner: &Arc<ClientInner>,
     channel: Channel,
-    read: ReadWake,
+    read: WakeReader,
     deadline: Option<Instant>,
     mut check: F,
 ) -> Result<bool>
@@ -42,48 +43,17 @@ where
     Fut: Future<Output = Result<bool>>,
 {
     inner.check_open()?;
-    if check().await? {
-        return Ok(true);
-    }
-    let passed = |d: Instant| Instant::now() >= d;
-    if deadline.is_some_and(passed) {
-        return Ok(false);
-    }
-    let subscription = inner.waiters.join_with(&inner.connection, read, channel);
-    let confirmed = async {
-        if let Err(e) = subscription.confirmed().await {
-            tracing::warn!(%e, "subscription failed; waiting on the recheck interval");
+    let attempt = || {
+        let checked = check();
+        async move {
+            Ok(if checked.await? {
+                Try::Got(())
+            } else {
+                Try::Busy(None)
+            })
         }
     };
-    match deadline {
-        Some(d) => {
-            if tokio::time::timeout_at(d, confirmed).await.is_err() {
-                return Ok(false);
-            }
-        }
-        None => confirmed.await,
-    }
-    loop {
-        let notified = subscription.notify.notified();
-        tokio::pin!(notified);
-        // Register before checking: a notice arriving while the check is
-        // in flight must still wake us.
-        notified.as_mut().enable();
-        if check().await? {
-            return Ok(true);
-        }
-        let now = Instant::now();
-        if deadline.is_some_and(passed) {
-            return Ok(false);
-        }
-        let mut until = now + inner.config.no_ttl_recheck;
-        if let Some(d) = deadline {
-            until = until.min(d);
-        }
-        let _parked = Parked::start(&inner.stats);
-        tokio::select! {
-            _ = &mut notified => inner.stats.wakeups.incr(),
-            _ = tokio::time::sleep_until(until) => {}
-        }
-    }
+    Ok(wait_for(inner, channel, read, deadline, attempt)
+        .await?
+        .is_some())
 }

@@ -57,6 +57,10 @@ pub enum Wake {
     One,
     /// Every waiter (e.g. a read unlock).
     All,
+    /// Up to this many waiters per client, longest waiting first (e.g.
+    /// permits given back to a semaphore: as many waiters as there are
+    /// free permits); `Up(0)` wakes none.
+    Up(u64),
 }
 
 /// A message from the store to the engine.

@@ -6,6 +6,7 @@ use crate::describe::Describe;
 use crate::fair_lock::FairKind;
 use crate::kind::ExclusiveKind;
 use crate::latch_kind::LatchKind;
+use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 
 /// The kinds of locks one [`crate::LockClient`] hands out, each bound to the
 /// client's connection. A deployment's `connect` registers every kind it
@@ -27,6 +28,8 @@ pub struct Kinds {
     fair: Option<Arc<dyn FairKind>>,
     latch: Option<Arc<dyn LatchKind>>,
     describe: Option<Arc<dyn Describe>>,
+    semaphore: Option<Arc<dyn SemaphoreKind>>,
+    permit_semaphore: Option<Arc<dyn PermitSemaphoreKind>>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -36,6 +39,8 @@ impl std::fmt::Debug for Kinds {
             .field("fair", &self.fair.is_some())
             .field("latch", &self.latch.is_some())
             .field("describe", &self.describe.is_some())
+            .field("semaphore", &self.semaphore.is_some())
+            .field("permit_semaphore", &self.permit_semaphore.is_some())
             .finish()
     }
 }
@@ -92,5 +97,29 @@ impl Kinds {
     /// The reader behind [`crate::LockClient::describe`], when registered.
     pub fn describer(&self) -> Option<&Arc<dyn Describe>> {
         self.describe.as_ref()
+    }
+
+    /// Registers the kind of [`crate::LockClient::semaphore`].
+    #[must_use]
+    pub fn semaphore(mut self, kind: Arc<dyn SemaphoreKind>) -> Self {
+        self.semaphore = Some(kind);
+        self
+    }
+
+    /// The semaphore kind, when registered: its raw store operations.
+    pub fn semaphore_kind(&self) -> Option<&Arc<dyn SemaphoreKind>> {
+        self.semaphore.as_ref()
+    }
+
+    /// Registers the kind of [`crate::LockClient::permit_expirable_semaphore`].
+    #[must_use]
+    pub fn permit_semaphore(mut self, kind: Arc<dyn PermitSemaphoreKind>) -> Self {
+        self.permit_semaphore = Some(kind);
+        self
+    }
+
+    /// The expirable-permit semaphore kind, when registered.
+    pub fn permit_semaphore_kind(&self) -> Option<&Arc<dyn PermitSemaphoreKind>> {
+        self.permit_semaphore.as_ref()
     }
 }

@@ -16,6 +16,9 @@
 //! - [`MultiLock`]: several locks (of any clients) held as one, all or
 //!   nothing; [`RedLock`]: one lock over N independent stores, held by a
 //!   majority (Redlock). Both compose [`Lock`] handles.
+//! - [`Semaphore`] ([`PermitGuard`]) and [`PermitExpirableSemaphore`]:
+//!   counting semaphores on the same wait loop (the `counting` module),
+//!   through the seams [`SemaphoreKind`] and [`PermitSemaphoreKind`].
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -49,6 +52,7 @@ mod client;
 mod condition;
 pub mod config;
 pub mod connection;
+mod counting;
 mod describe;
 pub mod error;
 mod fair_lock;
@@ -66,7 +70,10 @@ mod op;
 mod options;
 mod outage;
 pub mod owner;
+mod permit_semaphore;
 mod red_lock;
+mod semaphore;
+pub mod semaphore_kind;
 mod stats;
 pub mod telemetry;
 mod wait;
@@ -97,6 +104,12 @@ pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
+pub use permit_semaphore::PermitExpirableSemaphore;
 pub use red_lock::{RedGuard, RedLock};
+pub use semaphore::{PermitGuard, Semaphore};
+pub use semaphore_kind::{
+    LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest, PermitSemaphoreKind,
+    SemaphoreKind, MAX_PERMITS,
+};
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};

@@ -221,7 +221,7 @@ fn disarm(baton: &mut Option<WakeBaton>) {
 }
 
 /// Resolves on a notice; never without a subscription (polling).
-async fn notice(notified: Pin<&mut Option<Notified<'_>>>) {
+pub(crate) async fn notice(notified: Pin<&mut Option<Notified<'_>>>) {
     match notified.as_pin_mut() {
         Some(notified) => notified.await,
         None => std::future::pending().await,

@@ -21,7 +21,9 @@
 //!
 //! # Promises
 //! - An exclusive unlock notice wakes **one** waiter of this client (the one
-//!   that has waited longest); a read unlock or a reconnect wakes all.
+//!   that has waited longest); a read unlock or a reconnect wakes all; a
+//!   semaphore's notice of `n` free permits wakes up to `n`
+//!   ([`Wake::Up`](crate::Wake::Up)).
 //! - A woken waiter that goes away before it has used its wake-up — its
 //!   future dropped, or its attempt failed with an error — passes the
 //!   wake-up on to the next waiter ([`WakeBaton`]), so a wake-up is never
@@ -43,16 +45,16 @@ use crate::stats::Stats;
 
 type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
 
-/// Reads a message on a channel for its waiters: what it asks of them, or
-/// `None` to ignore it. Each kind reads its own channels' payloads.
-pub(crate) type ReadWake = Arc<dyn Fn(&[u8]) -> Option<Wake> + Send + Sync>;
+/// Reads a message on a channel: what it asks of the waiters there. The
+/// kind whose waiters listen on the channel provides it.
+pub(crate) type WakeReader = Arc<dyn Fn(&[u8]) -> Option<Wake> + Send + Sync>;
 
 struct ChannelEntry {
     waiters: usize,
     notify: Arc<Notify>,
     confirmed: Confirmation,
-    /// How the kind whose waiters listen here reads the messages.
-    read: ReadWake,
+    /// The kind whose waiters listen here: it reads the messages.
+    reader: WakeReader,
 }
 
 /// Every channel some waiter of this client is waiting on.
@@ -87,13 +89,12 @@ impl WaiterRegistry {
         self.join_with(connection, Arc::new(move |p| kind.wake(p)), channel)
     }
 
-    /// Joins the waiters of `channel`, whose messages `read` reads (for
-    /// kinds other than exclusive locks), subscribing when this is the
-    /// first.
+    /// Joins the waiters of `channel`, whose messages `reader` reads (the
+    /// counting kinds, which are no [`ExclusiveKind`]).
     pub(crate) fn join_with(
         self: &Arc<Self>,
         connection: &Arc<dyn Connection>,
-        read: ReadWake,
+        reader: WakeReader,
         channel: Channel,
     ) -> Subscription {
         let mut channels = self.channels();
@@ -103,7 +104,7 @@ impl WaiterRegistry {
                 waiters: 0,
                 notify: Arc::new(Notify::new()),
                 confirmed: connection.subscribe(&channel).shared(),
-                read,
+                reader,
             }
         });
         entry.waiters += 1;
@@ -142,13 +143,20 @@ impl NoticeSink for WaiterRegistry {
                 let entry = self
                     .channels()
                     .get(&channel)
-                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.read)));
-                let Some((notify, read)) = entry else {
+                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.reader), e.waiters));
+                let Some((notify, reader, waiters)) = entry else {
                     return;
                 };
-                match read(&payload) {
+                match reader(&payload) {
                     Some(Wake::One) => notify.notify_one(),
                     Some(Wake::All) => notify.notify_waiters(),
+                    // Each waiter is woken once at most: more wake-ups than
+                    // waiters would only leave a stale one stored.
+                    Some(Wake::Up(n)) => {
+                        for _ in 0..n.min(u64::try_from(waiters).unwrap_or(u64::MAX)) {
+                            notify.notify_one();
+                        }
+                    }
                     None => tracing::debug!(
                         %channel,
                         payload = %String::from_utf8_lossy(&payload),

@@ -79,6 +79,18 @@ async fn every_suite_on_one_cluster() {
             failed.push(format!("{suite}: {name}"));
         }
     }
+    // The semaphore kinds, on both pub/sub modes: their channel
+    // (`redisson_sc:{name}`) shares the count's slot.
+    for (suite, mode) in [
+        ("semaphores, sharded pub/sub", PubSubMode::Sharded),
+        ("semaphores, classic pub/sub", PubSubMode::Classic),
+    ] {
+        let h = common::cluster::harness(&cluster, mode).await;
+        let checks = lock_testkit::semaphore_conformance_checks!();
+        for name in run_checks(h, checks, CHECK_LIMIT).await {
+            failed.push(format!("{suite}: {name}"));
+        }
+    }
     assert!(failed.is_empty(), "failed checks: {failed:?}");
 }
 

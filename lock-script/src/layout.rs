@@ -138,6 +138,36 @@ impl KeyLayout {
     pub fn timeout_key(&self, name: &LockName) -> String {
         self.helper("redisson_lock_timeout", name)
     }
+
+    /// The channel of both semaphore kinds, `redisson_sc:{<key>}`.
+    ///
+    /// ```
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
+    /// let l = KeyLayout::with_prefix("p:");
+    /// assert_eq!(l.semaphore_channel(&LockName::new("jobs").unwrap()), "redisson_sc:{p:jobs}");
+    /// ```
+    pub fn semaphore_channel(&self, name: &LockName) -> String {
+        self.helper("redisson_sc", name)
+    }
+
+    /// The expirable-permit semaphore's sorted set of leases: Redisson's
+    /// suffix name `{<key>}:timeout` (`<key>:timeout` when the key has a
+    /// `{`).
+    ///
+    /// ```
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
+    /// let l = KeyLayout::default();
+    /// assert_eq!(l.permit_leases_key(&LockName::new("jobs").unwrap()), "{jobs}:timeout");
+    /// assert_eq!(l.permit_leases_key(&LockName::new("{t}jobs").unwrap()), "{t}jobs:timeout");
+    /// ```
+    pub fn permit_leases_key(&self, name: &LockName) -> String {
+        let key = self.lock_key(name);
+        if key.contains('{') {
+            format!("{key}:timeout")
+        } else {
+            format!("{{{key}}}:timeout")
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The whole conformance suite (reentrant and fair) on the in-memory
+//! The whole conformance suite (reentrant, fair, latch, semaphores) on the in-memory
 //! backend with clients that wait by polling and never subscribe.
 
 use lock_testkit::conformance::polling::Polling;
@@ -17,6 +17,24 @@ mod fair {
     use super::*;
 
     lock_testkit::fair_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        harness = harness
+    );
+}
+
+mod latch {
+    use super::*;
+
+    lock_testkit::latch_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        harness = harness
+    );
+}
+
+mod semaphores {
+    use super::*;
+
+    lock_testkit::semaphore_conformance_tests!(
         #[tokio::test(start_paused = true)]
         harness = harness
     );

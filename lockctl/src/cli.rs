@@ -226,6 +226,15 @@ pub(crate) struct RunArgs {
     )]
     pub(crate) redlock: Vec<String>,
 
+    /// Allow up to N concurrent runs instead of one: take a permit of the
+    /// expirable-permit semaphore NAME, created with N permits if absent
+    /// (like `consul lock -n N`; an existing semaphore keeps its count).
+    /// The permit is leased and renewed like the lock, so a lockctl that
+    /// dies gives it back within --watchdog-timeout.
+    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],
+          value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
+    pub(crate) permits: Option<u64>,
+
     /// The command to run and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub(crate) cmd: Vec<OsString>,

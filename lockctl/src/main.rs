@@ -12,6 +12,7 @@ mod exit;
 mod force_unlock;
 mod held;
 mod output;
+mod permits;
 mod run;
 mod signals;
 mod status;

@@ -41,7 +41,7 @@ use crate::cli::{Global, RunArgs};
 use crate::exit::{self, Failure};
 use crate::held::Held;
 use crate::signals::Signals;
-use crate::{connect, duration, output};
+use crate::{connect, duration, output, permits};
 
 /// How long releasing may take after the command exited. The release is
 /// retried on errors; if Redis is gone, the lock expires with its lease
@@ -87,7 +87,21 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
         clients = connecting => clients?,
     };
-    let code = hold_and_run(&clients, &name, &args, deadline, &mut signals, grace).await;
+    let code = match args.permits {
+        Some(permits) => {
+            let lease = args.lease.unwrap_or(global.watchdog_timeout);
+            let renew = args.lease.is_none();
+            let held = permits::Held {
+                client: &clients[0],
+                name: &name,
+                permits,
+                lease,
+                renew,
+            };
+            held.run(&args, &mut signals, grace).await
+        }
+        None => hold_and_run(&clients, &name, &args, deadline, &mut signals, grace).await,
+    };
     // Once the lock is known lost there is nothing left to release, and a
     // frozen server would only delay the exit: close without waiting.
     let lost = matches!(&code, Err(failure) if failure.code == exit::LOST);

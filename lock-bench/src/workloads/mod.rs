@@ -25,6 +25,7 @@ mod latch;
 mod many_locks;
 mod raw;
 mod redlock;
+mod semaphore;
 mod uncontended;
 mod waiters;
 mod watchdog;
@@ -217,6 +218,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::W1Redlock) {
         emit(&bounded(limit, "W1-redlock", redlock::run(bench)).await?);
+    }
+    if wants(Workload::S1) {
+        emit(&bounded(limit, "S1", semaphore::run(bench)).await?);
     }
     for kind in [Kind::Fair, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND

@@ -12,15 +12,21 @@ use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 
 pub mod latch;
+pub mod permit_semaphore;
 pub mod reentrant;
+pub mod semaphore;
 
 pub use latch::Latch;
 pub use lock_fair::Fair;
+pub use permit_semaphore::PermitSemaphore;
 pub use reentrant::Reentrant;
+pub use semaphore::Semaphore;
 
 /// A client over `env` (one deployment's transport, key layout and replica
-/// sync) with every kind registered: [`LockClient::lock`] (reentrant) and
-/// [`LockClient::fair_lock`] (fair) share its connection and watchdog.
+/// sync) with every kind registered: [`LockClient::lock`] (reentrant),
+/// [`LockClient::fair_lock`] (fair), [`LockClient::semaphore`] and
+/// [`LockClient::permit_expirable_semaphore`] share its connection and
+/// watchdog.
 ///
 /// # Errors
 /// As [`LockClient::new`].
@@ -30,6 +36,8 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
         .reentrant(Arc::new(Reentrant::new(env.clone())))
         .fair(Arc::new(Fair::new(env.clone())))
         .latch(Arc::new(Latch::new(env.clone())))
+        .semaphore(Arc::new(Semaphore::new(env.clone())))
+        .permit_semaphore(Arc::new(PermitSemaphore::new(env.clone())))
         .describe(Arc::new(crate::describe::Describer::new(env)));
     LockClient::new(connection, kinds, config)
 }
@@ -37,7 +45,11 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
 /// Every script of every registered kind, for preloading at connect.
 pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
-    let others = Fair::scripts().into_iter().chain(Latch::scripts());
+    let others = Fair::scripts()
+        .into_iter()
+        .chain(Latch::scripts())
+        .chain(Semaphore::scripts())
+        .chain(PermitSemaphore::scripts());
     for script in others.chain(crate::describe::Describer::scripts()) {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {
             all.push(script);

@@ -44,8 +44,10 @@ pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod multi;
+pub mod permit_semaphore;
 pub mod polling;
 pub mod redlock;
+pub mod semaphore;
 pub mod waiting;
 
 /// Which kind of lock a suite checks.
@@ -386,6 +388,65 @@ macro_rules! __latch_checks {
             latch::name_with_its_own_hash_tag_works_or_is_refused,
             latch::closed_client_rejects_latch_operations,
             describe::describe_tells_the_layouts_apart,
+        }
+    };
+}
+
+/// Runs every check of the two semaphore kinds (`semaphore.rs`,
+/// `permit_semaphore.rs`) on the same harness as
+/// [`conformance_tests!`](crate::conformance_tests). Semaphores are no
+/// [`Lock`], so they are not a [`Kind`] of the lock suites: they have
+/// checks of their own.
+#[macro_export]
+macro_rules! semaphore_conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__semaphore_checks! { __conformance_each; [$(#[$attr])*] $make }
+    };
+}
+
+/// The semaphore kinds' checks as `(name, check)` pairs; see
+/// [`conformance_checks!`](crate::conformance_checks).
+#[macro_export]
+macro_rules! semaphore_conformance_checks {
+    () => {
+        $crate::__semaphore_checks! { __conformance_list; [] unused }
+    };
+}
+
+/// Implementation detail: the semaphore kinds' checks, handed to `$each`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __semaphore_checks {
+    ($each:ident; [$(#[$attr:meta])*] $make:path) => {
+        $crate::$each! {
+            [$(#[$attr])*] $make;
+            semaphore::try_set_permits_sets_once,
+            semaphore::acquire_and_release_count_permits,
+            semaphore::dropped_guard_gives_permits_back,
+            semaphore::forgotten_permits_are_released_by_another_client,
+            semaphore::release_wakes_a_waiter,
+            semaphore::release_of_n_wakes_n_waiters,
+            semaphore::waiter_for_many_waits_until_enough_are_free,
+            semaphore::try_acquire_for_honours_its_deadline,
+            semaphore::at_most_n_hold_at_once,
+            semaphore::add_and_drain_permits,
+            semaphore::ttl_is_kept_by_acquire_and_release_dropped_by_add,
+            semaphore::repeated_changes_count_once,
+            semaphore::dropped_acquire_leaves_no_permit,
+            semaphore::redisson_style_release_wakes_us,
+            semaphore::bad_permit_counts_are_refused,
+            semaphore::wrong_type_is_reported_and_left_untouched,
+            semaphore::closed_client_rejects_semaphores,
+            permit_semaphore::acquire_gives_an_id_and_release_takes_it,
+            permit_semaphore::expired_permit_comes_back_by_itself,
+            permit_semaphore::waiter_takes_a_permit_when_its_lease_ends,
+            permit_semaphore::release_by_id_wakes_a_waiter,
+            permit_semaphore::update_lease_time_moves_the_lease_end,
+            permit_semaphore::unleased_permit_stays_taken,
+            permit_semaphore::add_permits_wakes_waiters,
+            permit_semaphore::repeated_requests_count_once,
+            permit_semaphore::dropped_permit_acquire_leaves_no_permit,
+            permit_semaphore::bad_input_is_refused,
         }
     };
 }

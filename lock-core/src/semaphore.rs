@@ -1,0 +1,414 @@
+//! [`Semaphore`]: a distributed counting semaphore, by name, and its
+//! [`PermitGuard`].
+//!
+//! # Promise
+//! The store keeps one count of free permits per name. An acquisition of
+//! `n` takes `n` at once or none ("if free ≥ n, take n", atomically); a
+//! release gives `n` back — anyone may release, the store does not know who
+//! took what — and tells waiters how many are free, which wakes up to that
+//! many waiters of each client. Waiting is the engine's wait loop: no
+//! polling; without a notice (one lost with a dropped connection) a waiter
+//! looks again after [`crate::ClientConfig::no_ttl_recheck`]. There is no
+//! queue: a waiter asking for many permits can be overtaken by ones asking
+//! for few.
+//!
+//! Permits have no lease: a holder that dies keeps its permits taken until
+//! someone releases them (use a [`crate::PermitExpirableSemaphore`] for
+//! permits that come back by themselves).
+//!
+//! Retried changes (after a lost reply) never count twice: each carries a
+//! request id whose outcome the store keeps for `latch_ttl`. A dropped
+//! acquisition gives back whatever it took.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use crate::client::{ClientInner, LockClient};
+use crate::config::lease_millis;
+use crate::counting::{self, Try};
+use crate::error::{LockError, Result};
+use crate::name::LockName;
+use crate::semaphore_kind::{check_permits, PermitRequest, SemaphoreKind, MAX_PERMITS};
+use crate::stats::InFlight;
+
+/// A handle on one named semaphore ([`LockClient::semaphore`]). Cheap to
+/// clone; makes no I/O until used. See the module docs for its promise.
+///
+/// ```
+/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+/// let jobs = client.semaphore("jobs")?;
+/// jobs.try_set_permits(4).await?;           // at most 4 at once
+/// let permit = jobs.acquire(1).await?;      // waits for a free permit
+/// // … one of at most 4 …
+/// permit.release().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Semaphore {
+    client: LockClient,
+    name: LockName,
+    kind: Arc<dyn SemaphoreKind>,
+}
+
+impl std::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Semaphore")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Semaphore {
+    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn SemaphoreKind>) -> Self {
+        Self { client, name, kind }
+    }
+
+    fn inner(&self) -> &Arc<ClientInner> {
+        &self.client.inner
+    }
+
+    fn request(&self, permits: u64) -> PermitRequest {
+        // Checked against MAX_PERMITS, so it fits.
+        let n = i64::try_from(permits).unwrap_or(i64::MAX);
+        PermitRequest::new(self.name.clone(), n, self.inner().latch_ms)
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &LockName {
+        &self.name
+    }
+
+    /// Creates the semaphore with `permits` free permits, unless it exists;
+    /// returns whether it was created. Waiters are told.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`] (before any
+    /// I/O); [`LockError::WrongType`] when the key holds something else
+    /// (left untouched); store errors after the retry policy;
+    /// [`LockError::Closed`].
+    ///
+    /// # Cancel safety
+    /// The call runs to completion even when this future is dropped.
+    ///
+    /// # Examples
+    /// ```
+    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// assert!(sem.try_set_permits(3).await?);
+    /// assert!(!sem.try_set_permits(5).await?); // exists already
+    /// assert_eq!(sem.available_permits().await?, 3);
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
+        self.set_permits(permits, None).await
+    }
+
+    /// As [`Semaphore::try_set_permits`], with the whole semaphore
+    /// expiring after `ttl` (releases and acquisitions keep that time to
+    /// live; [`Semaphore::add_permits`] and [`Semaphore::drain_permits`]
+    /// drop it).
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`]; [`LockError::InvalidArgument`]
+    /// for a zero or over-long `ttl`.
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::try_set_permits`].
+    pub async fn try_set_permits_with_ttl(&self, permits: u64, ttl: Duration) -> Result<bool> {
+        let ttl_ms = lease_millis(ttl, "semaphore ttl")?;
+        self.set_permits(permits, Some(ttl_ms)).await
+    }
+
+    async fn set_permits(&self, permits: u64, ttl_ms: Option<u64>) -> Result<bool> {
+        if permits > MAX_PERMITS {
+            return Err(LockError::invalid(format!(
+                "try_set_permits: {permits} is more than a semaphore can hold ({MAX_PERMITS})"
+            )));
+        }
+        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
+        counting::call(self.inner(), "try_set_permits", move || {
+            let (kind, name) = (Arc::clone(&kind), name.clone());
+            async move { kind.try_set_permits(&name, permits, ttl_ms).await }
+        })
+        .await
+    }
+
+    /// Adds `delta` permits (a negative `delta` removes them, and the count
+    /// may go below zero while permits are taken), creating the semaphore
+    /// at 0 first when missing. Waiters are told the new count.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] when `|delta|` is above
+    /// [`MAX_PERMITS`] (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`] (nothing written); otherwise as
+    /// [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::try_set_permits`]; a retry never adds twice.
+    pub async fn add_permits(&self, delta: i64) -> Result<()> {
+        if delta.unsigned_abs() > MAX_PERMITS {
+            return Err(LockError::invalid(format!(
+                "add_permits: {delta} is more than a semaphore can hold (±{MAX_PERMITS})"
+            )));
+        }
+        let mut req = self.request(0);
+        req.permits = delta;
+        let kind = Arc::clone(&self.kind);
+        counting::call(self.inner(), "add_permits", move || {
+            let (kind, req) = (Arc::clone(&kind), req.clone());
+            async move { kind.add_permits(&req).await }
+        })
+        .await
+    }
+
+    /// The free permits now: 0 for a semaphore never set, negative after
+    /// permits were removed while taken.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Read-only; safe to drop.
+    pub async fn available_permits(&self) -> Result<i64> {
+        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
+        counting::call(self.inner(), "available_permits", move || {
+            let (kind, name) = (Arc::clone(&kind), name.clone());
+            async move { kind.available_permits(&name).await }
+        })
+        .await
+    }
+
+    /// Takes every free permit; returns how many. Not announced. Drops the
+    /// semaphore's time to live.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::try_set_permits`]; a retry never drains twice.
+    pub async fn drain_permits(&self) -> Result<i64> {
+        let req = self.request(0);
+        let kind = Arc::clone(&self.kind);
+        counting::call(self.inner(), "drain_permits", move || {
+            let (kind, req) = (Arc::clone(&kind), req.clone());
+            async move { kind.drain_permits(&req).await }
+        })
+        .await
+    }
+
+    /// Takes `n` permits, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`]
+    /// (before any I/O); otherwise as [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future leaves no permit taken and no
+    /// subscription behind (permits taken by an attempt on the wire are
+    /// given back in the background).
+    ///
+    /// # Examples
+    /// ```
+    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// let permits = sem.acquire(2).await?;
+    /// assert_eq!(permits.permits(), 2);
+    /// permits.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self, n: u64) -> Result<PermitGuard> {
+        match self.acquire_within(n, None).await? {
+            Some(guard) => Ok(guard),
+            None => Err(LockError::protocol(
+                "an unbounded wait ended without permits",
+            )),
+        }
+    }
+
+    /// Takes `n` permits if they are free now; `Ok(None)` otherwise.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire`].
+    pub async fn try_acquire(&self, n: u64) -> Result<Option<PermitGuard>> {
+        self.acquire_within(n, Some(Duration::ZERO)).await
+    }
+
+    /// Takes `n` permits, waiting up to `wait`; `Ok(None)` when the wait ran
+    /// out.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire`].
+    pub async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<Option<PermitGuard>> {
+        self.acquire_within(n, Some(wait)).await
+    }
+
+    async fn acquire_within(&self, n: u64, wait: Option<Duration>) -> Result<Option<PermitGuard>> {
+        check_permits(n, "acquire")?;
+        let inner = self.inner();
+        inner.check_open()?;
+        let deadline = counting::deadline(wait);
+        let this = self.clone();
+        let kind = Arc::clone(&self.kind);
+        let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
+        let channel = self.kind.channel(&self.name);
+        let pending = counting::wait_for(inner, channel, reader, deadline, move || {
+            let this = this.clone();
+            let req = this.request(n);
+            let inner = Arc::clone(this.inner());
+            async move {
+                let sem = this.clone();
+                counting::acquire(&inner, "acquire permits", move || {
+                    let (sem, req) = (sem.clone(), req.clone());
+                    async move {
+                        let got = sem.kind.try_acquire(&req).await?;
+                        Ok(if got {
+                            Try::Got(PermitGuard::new(sem, n))
+                        } else {
+                            Try::Busy(None)
+                        })
+                    }
+                    .boxed()
+                })
+                .await
+            }
+            .boxed()
+        })
+        .await?;
+        Ok(pending.map(|mut guard| {
+            // Now the caller's: no longer in flight.
+            guard.in_flight = None;
+            guard
+        }))
+    }
+
+    /// Gives back `n` permits without a guard — taken by a guard that was
+    /// [forgotten](PermitGuard::forget), or by another process: the store
+    /// does not know who took what. Waiters are told the new count.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`]
+    /// (before any I/O), or when the count would rise above
+    /// [`MAX_PERMITS`] (nothing written); otherwise as
+    /// [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// The release runs to completion even when this future is dropped; a
+    /// retry never gives back twice.
+    pub async fn release(&self, n: u64) -> Result<()> {
+        check_permits(n, "release")?;
+        release(self.inner(), &self.kind, self.request(n)).await
+    }
+}
+
+async fn release(
+    inner: &Arc<ClientInner>,
+    kind: &Arc<dyn SemaphoreKind>,
+    req: PermitRequest,
+) -> Result<()> {
+    let kind = Arc::clone(kind);
+    counting::call(inner, "release permits", move || {
+        let (kind, req) = (Arc::clone(&kind), req.clone());
+        async move { kind.release(&req).await }
+    })
+    .await
+}
+
+/// Permits taken from a [`Semaphore`]. Give them back with
+/// [`PermitGuard::release`]; keep them taken past the guard with
+/// [`PermitGuard::forget`] (someone then calls [`Semaphore::release`]).
+///
+/// # Dropping
+/// Dropping the guard gives the permits back from a background task on the
+/// client's runtime; errors there are logged (the permits then stay taken:
+/// they have no lease). Call [`PermitGuard::release`] to see errors.
+#[must_use = "the permits are given back as soon as the guard is dropped"]
+pub struct PermitGuard {
+    semaphore: Semaphore,
+    permits: u64,
+    armed: bool,
+    /// Counts the permits as in flight until a caller owns the guard, so
+    /// [`LockClient::settle`] cannot slip between an abandoned acquisition
+    /// and its undoing.
+    in_flight: Option<InFlight>,
+}
+
+impl std::fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermitGuard")
+            .field("semaphore", &self.semaphore.name)
+            .field("permits", &self.permits)
+            .finish()
+    }
+}
+
+impl PermitGuard {
+    fn new(semaphore: Semaphore, permits: u64) -> Self {
+        let in_flight = Some(InFlight::start(&semaphore.inner().stats));
+        Self {
+            semaphore,
+            permits,
+            armed: true,
+            in_flight,
+        }
+    }
+
+    /// How many permits this guard holds.
+    pub fn permits(&self) -> u64 {
+        self.permits
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &LockName {
+        &self.semaphore.name
+    }
+
+    /// Gives the permits back now, and reports the outcome.
+    ///
+    /// # Errors
+    /// As [`Semaphore::release`].
+    ///
+    /// # Cancel safety
+    /// The release runs to completion even when this future is dropped.
+    pub async fn release(mut self) -> Result<()> {
+        self.armed = false;
+        self.in_flight = None;
+        let req = self.semaphore.request(self.permits);
+        release(self.semaphore.inner(), &self.semaphore.kind, req).await
+    }
+
+    /// Keeps the permits taken without a guard (Redisson's style, where
+    /// another process may release them): returns how many, which someone
+    /// gives back later with [`Semaphore::release`].
+    pub fn forget(mut self) -> u64 {
+        self.armed = false;
+        self.permits
+    }
+}
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        // A guard handed out is the caller's; it no longer counts as in
+        // flight once its release is on its way (or forgotten).
+        let _in_flight = self.in_flight.take();
+        if !self.armed || self.semaphore.inner().is_closed() {
+            return;
+        }
+        let inner = Arc::clone(self.semaphore.inner());
+        let kind = Arc::clone(&self.semaphore.kind);
+        let req = self.semaphore.request(self.permits);
+        let name = self.semaphore.name.clone();
+        let in_flight = InFlight::start(&inner.stats);
+        inner.runtime.clone().spawn(async move {
+            let _in_flight = in_flight;
+            if let Err(e) = release(&inner, &kind, req).await {
+                tracing::warn!(%e, semaphore = %name, "giving back dropped permits failed; they stay taken");
+            }
+        });
+    }
+}

@@ -1,0 +1,327 @@
+//! The seams between the engine and the counting kinds' store operations:
+//! [`SemaphoreKind`] (a counter of free permits) and [`PermitSemaphoreKind`]
+//! (the same counter, with each taken permit named and leased).
+//!
+//! # Contract
+//! - Each operation is atomic on the store.
+//! - Operations that change the count carry a request id
+//!   ([`PermitRequest::request_id`]): a repeat with the same id returns the
+//!   first outcome without applying it twice (within `latch_ttl`), so the
+//!   engine can retry after an unknown outcome; "no permits free" is an
+//!   outcome too, so a late duplicate of an attempt that found none takes
+//!   none after its caller moved on. A leased permit's acquisition is
+//!   idempotent through its id instead: a repeat finds the permit taken
+//!   under that id and answers "acquired" again without taking another.
+//! - Every increase of the free count (a release, a positive addition,
+//!   setting the permits, an expired lease reclaimed) is announced on the
+//!   kind's channel ([`SemaphoreKind::channel`]) with a payload that
+//!   [`SemaphoreKind::wake`] reads; acquisitions and drains announce
+//!   nothing.
+//! - Counts stay within ±[`MAX_PERMITS`]: an operation that would leave the
+//!   count outside fails with [`crate::LockError::InvalidArgument`] and
+//!   writes nothing.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::connection::{Channel, Wake};
+use crate::error::{LockError, Result};
+use crate::kind::RequestId;
+use crate::name::LockName;
+
+/// The most permits a semaphore can count, ask for or give back at once:
+/// `i32::MAX`, because Java clients sharing a semaphore read the count as
+/// an `int`. Asking for more (or for 0) is refused before any I/O.
+pub const MAX_PERMITS: u64 = i32::MAX as u64;
+
+/// Checks a permit count asked for or given back: 1..=[`MAX_PERMITS`].
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] naming `what`.
+pub fn check_permits(n: u64, what: &str) -> Result<()> {
+    if n == 0 {
+        return Err(LockError::invalid(format!(
+            "{what}: permits must be at least 1"
+        )));
+    }
+    if n > MAX_PERMITS {
+        return Err(LockError::invalid(format!(
+            "{what}: {n} permits is more than a semaphore can ever hold ({MAX_PERMITS})"
+        )));
+    }
+    Ok(())
+}
+
+/// One change of a semaphore's count, identified across retries.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PermitRequest {
+    /// The semaphore.
+    pub name: LockName,
+    /// How many permits (taken, given back, or added: negative removes).
+    pub permits: i64,
+    /// Identifies this change across retries.
+    pub request_id: RequestId,
+    /// How long the outcome is kept for retries, in milliseconds (0: none).
+    pub latch_ttl_ms: u64,
+}
+
+impl PermitRequest {
+    /// A change of `permits` with a fresh request id.
+    pub fn new(name: LockName, permits: i64, latch_ttl_ms: u64) -> Self {
+        Self {
+            name,
+            permits,
+            request_id: RequestId::new(),
+            latch_ttl_ms,
+        }
+    }
+}
+
+/// The store operations of a semaphore: a counter of free permits that
+/// anyone may take from or give back to. See the module docs for the
+/// contract.
+#[async_trait]
+pub trait SemaphoreKind: Send + Sync + 'static {
+    /// Sets the count to `permits` when the semaphore does not exist yet,
+    /// with a time to live when `ttl_ms` is given; `false` when it existed
+    /// (left as it was).
+    ///
+    /// # Errors
+    /// [`LockError::WrongType`] when the key holds something that is not a
+    /// count (left untouched); a retryable error when the store could not
+    /// be reached.
+    async fn try_set_permits(
+        &self,
+        name: &LockName,
+        permits: u64,
+        ttl_ms: Option<u64>,
+    ) -> Result<bool>;
+
+    /// Adds `req.permits` (negative: removes) to the count, creating it at
+    /// 0 first when missing. Drops the count's time to live.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`]; [`LockError::InvalidArgument`]
+    /// when the count would leave ±[`MAX_PERMITS`].
+    async fn add_permits(&self, req: &PermitRequest) -> Result<()>;
+
+    /// The free permits now (0 for a semaphore that does not exist; may be
+    /// negative after permits were removed while taken).
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn available_permits(&self, name: &LockName) -> Result<i64>;
+
+    /// Takes `req.permits` if that many are free; `false` otherwise.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn try_acquire(&self, req: &PermitRequest) -> Result<bool>;
+
+    /// Gives back `req.permits` (whoever took them), creating the count when
+    /// missing, and announces the new count.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::add_permits`].
+    async fn release(&self, req: &PermitRequest) -> Result<()>;
+
+    /// Takes every free permit; returns how many that was (0 when none or
+    /// the count is negative, which it leaves alone).
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn drain_permits(&self, req: &PermitRequest) -> Result<i64>;
+
+    /// The channel on which waiters of `name` are told of freed permits.
+    fn channel(&self, name: &LockName) -> Channel;
+
+    /// What a message on the channel asks of its waiters; `None` to ignore.
+    fn wake(&self, payload: &[u8]) -> Option<Wake>;
+}
+
+/// The id of one taken permit of a [`crate::PermitExpirableSemaphore`]: 16
+/// random bytes, shown (and parsed) as 32 lower-case hexadecimal
+/// characters.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PermitId([u8; 16]);
+
+impl PermitId {
+    /// A fresh random id.
+    pub fn new() -> Self {
+        Self(*uuid::Uuid::new_v4().as_bytes())
+    }
+
+    /// The id's 16 bytes (as stored).
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        &self.0
+    }
+}
+
+impl Default for PermitId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for PermitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for PermitId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PermitId({self})")
+    }
+}
+
+impl FromStr for PermitId {
+    type Err = LockError;
+
+    /// Parses 32 hexadecimal characters (either case).
+    ///
+    /// ```
+    /// # use lock_core::PermitId;
+    /// let id: PermitId = "00112233445566778899aabbccddeeff".parse().unwrap();
+    /// assert_eq!(id.to_string(), "00112233445566778899aabbccddeeff");
+    /// assert!("xyz".parse::<PermitId>().is_err());
+    /// ```
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || LockError::invalid(format!("{s:?} is not a permit id (32 hex characters)"));
+        if s.len() != 32 || !s.is_ascii() {
+            return Err(bad());
+        }
+        let mut out = [0u8; 16];
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(Self(out))
+    }
+}
+
+/// One attempt to take a leased permit under a fresh id.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LeaseRequest {
+    /// The semaphore.
+    pub name: LockName,
+    /// The permit's id (the request's identity across retries).
+    pub id: PermitId,
+    /// The lease in milliseconds; `None`: the permit never expires.
+    pub lease_ms: Option<u64>,
+}
+
+impl LeaseRequest {
+    /// A request for a permit with a fresh id.
+    pub fn new(name: LockName, lease_ms: Option<u64>) -> Self {
+        Self {
+            name,
+            id: PermitId::new(),
+            lease_ms,
+        }
+    }
+}
+
+/// What an attempt at a leased permit found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaseOutcome {
+    /// The permit is taken under the request's id.
+    Acquired,
+    /// None free. `retry_in`: when the earliest lease of a taken permit
+    /// ends (a permit then comes back by itself); `None` when no taken
+    /// permit expires.
+    Busy {
+        /// Time until the earliest lease ends.
+        retry_in: Option<Duration>,
+    },
+}
+
+/// The release of one leased permit, identified across retries.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LeaseRelease {
+    /// The semaphore.
+    pub name: LockName,
+    /// The permit.
+    pub id: PermitId,
+    /// Identifies this release across retries.
+    pub request_id: RequestId,
+    /// How long the outcome is kept for retries, in milliseconds (0: none).
+    pub latch_ttl_ms: u64,
+}
+
+impl LeaseRelease {
+    /// The release of `id` with a fresh request id.
+    pub fn new(name: LockName, id: PermitId, latch_ttl_ms: u64) -> Self {
+        Self {
+            name,
+            id,
+            request_id: RequestId::new(),
+            latch_ttl_ms,
+        }
+    }
+}
+
+/// The store operations of a semaphore whose taken permits have ids and
+/// leases; expired permits come back by themselves (every operation
+/// reclaims them first and announces the new count). See the module docs
+/// for the contract.
+#[async_trait]
+pub trait PermitSemaphoreKind: Send + Sync + 'static {
+    /// As [`SemaphoreKind::try_set_permits`], without a time to live.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn try_set_permits(&self, name: &LockName, permits: u64) -> Result<bool>;
+
+    /// As [`SemaphoreKind::add_permits`].
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::add_permits`].
+    async fn add_permits(&self, req: &PermitRequest) -> Result<()>;
+
+    /// The free permits now, after reclaiming expired ones.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn available_permits(&self, name: &LockName) -> Result<i64>;
+
+    /// Takes one permit under `req.id` if one is free.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn try_acquire(&self, req: &LeaseRequest) -> Result<LeaseOutcome>;
+
+    /// Gives back the permit `req.id`; `false` when it is not taken (never
+    /// was, released, or its lease ended).
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn release(&self, req: &LeaseRelease) -> Result<bool>;
+
+    /// Sets the lease of the taken permit `id` to `lease_ms` from now
+    /// (`None`: no expiry); `false` when it is not taken.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn update_lease(
+        &self,
+        name: &LockName,
+        id: PermitId,
+        lease_ms: Option<u64>,
+    ) -> Result<bool>;
+
+    /// The channel on which waiters of `name` are told of freed permits.
+    fn channel(&self, name: &LockName) -> Channel;
+
+    /// What a message on the channel asks of its waiters; `None` to ignore.
+    fn wake(&self, payload: &[u8]) -> Option<Wake>;
+}

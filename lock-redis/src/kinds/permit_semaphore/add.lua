@@ -1,0 +1,36 @@
+-- add: add (or, negative, remove) free permits (Redisson's addPermits of an
+-- RPermitExpirableSemaphore). Runs after common.lua, count.lua and
+-- leases.lua.
+--
+-- KEYS[1]  permit count              <prefix><name>
+-- KEYS[2]  leases                    {<name>}:timeout
+-- KEYS[3]  channel                   redisson_sc:{<name>}
+-- KEYS[4]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- ARGV[1]  delta (-MAX_PERMITS..MAX_PERMITS)
+-- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+--
+-- Reply (after reclaiming expired permits):
+--   {1, count}  SET to the new count (a missing count counts as 0); the
+--               new count published when the delta is positive (Redisson
+--               publishes nothing for a removal)
+--   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing written
+-- Latched: a retry never adds twice.
+local latch_ttl = tonumber(ARGV[3])
+local first = latched_count(KEYS[4], latch_ttl)
+if first ~= nil then
+    return {1, first}
+end
+read_count(KEYS[1])
+reclaim(KEYS[1], KEYS[2], KEYS[3], server_now(), ARGV[2])
+local value = read_count(KEYS[1]) or 0
+local count = value + tonumber(ARGV[1])
+if count > MAX_PERMITS or count < -MAX_PERMITS then
+    return {0, value}
+end
+redis.call('set', KEYS[1], count)
+if tonumber(ARGV[1]) > 0 then
+    redis.call(ARGV[2], KEYS[3], count)
+end
+latch(KEYS[4], count, latch_ttl)
+return {1, count}

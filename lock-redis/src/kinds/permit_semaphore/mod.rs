@@ -1,0 +1,256 @@
+//! The expirable-permit semaphore's script set: Redisson 4.x's
+//! `RPermitExpirableSemaphore` layout.
+//!
+//! | item | on Redis |
+//! | --- | --- |
+//! | free permits | string `<name>` (as the semaphore's) |
+//! | leases | sorted set `{<name>}:timeout`: member = the permit id as 16 raw bytes, score = lease end in epoch ms (`922337203685477`: no lease) |
+//! | channel | `redisson_sc:{<name>}` (shared with the semaphore), payload = the new count |
+//! | release / add latch | `redisson_unlock_latch:{<name>}:<request-id>` |
+//!
+//! Every script reclaims expired permits first (`leases.lua`). Permit ids
+//! travel as 32 hex characters in ARGV and become raw bytes inside the
+//! scripts, so no transport has to carry binary arguments. Lease ends are
+//! scored by the server's clock (`TIME`); Redisson scores them with its
+//! caller's clock, so a Java client's clock skew against the server
+//! lengthens or shortens its own permits' leases by that skew.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::{
+    Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LockName, PermitId, PermitRequest,
+    PermitSemaphoreKind, Result, Wake,
+};
+use lock_script::error::bad_reply;
+use lock_script::scripts::COMMON_LUA;
+use lock_script::{ScriptCall, ScriptEnv};
+use redis::{Script, Value};
+
+use super::semaphore::{change_reply, int_reply, COUNT_LUA, TRY_SET};
+
+/// The helpers of the expirable-permit scripts (`leases.lua`).
+pub const LEASES_LUA: &str = include_str!("leases.lua");
+
+fn leased_script(body: &str) -> Script {
+    Script::new(&[COMMON_LUA, COUNT_LUA, LEASES_LUA, body].concat())
+}
+
+/// Takes a permit under an id (`acquire.lua`).
+pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("acquire.lua")));
+/// Gives back a permit by id (`release.lua`).
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("release.lua")));
+/// Sets a taken permit's lease (`update_lease.lua`).
+pub static UPDATE_LEASE: LazyLock<Script> =
+    LazyLock::new(|| leased_script(include_str!("update_lease.lua")));
+/// Adds or removes free permits (`add.lua`).
+pub static ADD: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("add.lua")));
+/// Reads the free permits (`available.lua`).
+pub static AVAILABLE: LazyLock<Script> =
+    LazyLock::new(|| leased_script(include_str!("available.lua")));
+
+/// The expirable-permit semaphore kind
+/// ([`lock_core::LockClient::permit_expirable_semaphore`]).
+#[derive(Debug, Clone)]
+pub struct PermitSemaphore {
+    env: ScriptEnv,
+}
+
+impl PermitSemaphore {
+    /// The kind over `env`.
+    pub fn new(env: ScriptEnv) -> Self {
+        Self { env }
+    }
+
+    /// Every script of the kind, for preloading.
+    pub fn scripts() -> Vec<&'static Script> {
+        vec![
+            &TRY_SET,
+            &ACQUIRE,
+            &RELEASE,
+            &UPDATE_LEASE,
+            &ADD,
+            &AVAILABLE,
+        ]
+    }
+
+    fn keys(&self, name: &LockName) -> Vec<String> {
+        let layout = self.env.layout();
+        vec![
+            layout.lock_key(name),
+            layout.permit_leases_key(name),
+            layout.semaphore_channel(name),
+        ]
+    }
+}
+
+fn lease_arg(lease_ms: Option<u64>) -> String {
+    lease_ms.unwrap_or(0).to_string()
+}
+
+#[async_trait]
+impl PermitSemaphoreKind for PermitSemaphore {
+    /// Runs the semaphore's `try_set.lua` (Redisson shares it too).
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::WrongType`] for a key that holds no count
+    /// (left untouched); retryable errors as described in
+    /// [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the semaphore created or not.
+    async fn try_set_permits(&self, name: &LockName, permits: u64) -> Result<bool> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &TRY_SET,
+            vec![layout.lock_key(name), layout.semaphore_channel(name)],
+            vec![permits.to_string(), self.env.publish_command(), "0".into()],
+        )
+        .idempotent(true);
+        Ok(int_reply("try_set", &self.env.eval(call).await?)? == 1)
+    }
+
+    /// Runs `add.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits);
+    /// [`lock_core::LockError::InvalidArgument`] past the bound.
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
+        let mut keys = self.keys(&req.name);
+        keys.push(
+            self.env
+                .layout()
+                .unlock_latch(&req.name, &req.request_id.to_string()),
+        );
+        let call = ScriptCall::new(
+            &ADD,
+            keys,
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        change_reply("add", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
+    }
+
+    /// Runs `available.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Safe to drop: it only reclaims expired permits besides reading.
+    async fn available_permits(&self, name: &LockName) -> Result<i64> {
+        let call = ScriptCall::new(
+            &AVAILABLE,
+            self.keys(name),
+            vec![self.env.publish_command()],
+        )
+        .idempotent(true);
+        int_reply("available", &self.env.eval(call).await?)
+    }
+
+    /// Runs `acquire.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same permit id) to learn its outcome.
+    async fn try_acquire(&self, req: &LeaseRequest) -> Result<LeaseOutcome> {
+        let call = ScriptCall::new(
+            &ACQUIRE,
+            self.keys(&req.name),
+            vec![
+                req.id.to_string(),
+                lease_arg(req.lease_ms),
+                self.env.publish_command(),
+            ],
+        )
+        .idempotent(true);
+        let reply = self.env.eval(call).await?;
+        let Value::Array(items) = &reply else {
+            return Err(bad_reply("acquire", &reply));
+        };
+        match items.as_slice() {
+            [Value::Int(1), Value::Int(0)] => Ok(LeaseOutcome::Acquired),
+            [Value::Int(0), Value::Int(wait)] => Ok(LeaseOutcome::Busy {
+                retry_in: u64::try_from(*wait).ok().map(Duration::from_millis),
+            }),
+            _ => Err(bad_reply("acquire", &reply)),
+        }
+    }
+
+    /// Runs `release.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn release(&self, req: &LeaseRelease) -> Result<bool> {
+        let mut keys = self.keys(&req.name);
+        keys.push(
+            self.env
+                .layout()
+                .unlock_latch(&req.name, &req.request_id.to_string()),
+        );
+        let call = ScriptCall::new(
+            &RELEASE,
+            keys,
+            vec![
+                req.id.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        match int_reply("release", &self.env.eval(call).await?)? {
+            1 => Ok(true),
+            0 => Ok(false),
+            n => Err(bad_reply("release", &Value::Int(n))),
+        }
+    }
+
+    /// Runs `update_lease.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Idempotent: repeat it.
+    async fn update_lease(
+        &self,
+        name: &LockName,
+        id: PermitId,
+        lease_ms: Option<u64>,
+    ) -> Result<bool> {
+        let call = ScriptCall::new(
+            &UPDATE_LEASE,
+            self.keys(name),
+            vec![
+                id.to_string(),
+                lease_arg(lease_ms),
+                self.env.publish_command(),
+            ],
+        )
+        .idempotent(true);
+        Ok(int_reply("update_lease", &self.env.eval(call).await?)? == 1)
+    }
+
+    /// `redisson_sc:{<name>}`, as the semaphore's.
+    fn channel(&self, name: &LockName) -> Channel {
+        Channel::new(self.env.layout().semaphore_channel(name))
+    }
+
+    /// The payload is the new count: wakes up to that many waiters.
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        super::semaphore::wake(payload)
+    }
+}

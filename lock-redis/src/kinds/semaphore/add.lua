@@ -1,0 +1,30 @@
+-- add: add (or, negative, remove) permits (Redisson's addPermits), and
+-- announce the new count. Runs after common.lua and count.lua.
+--
+-- KEYS[1]  permit count              <prefix><name>
+-- KEYS[2]  channel                   redisson_sc:{<name>}
+-- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- ARGV[1]  delta (-MAX_PERMITS..MAX_PERMITS)
+-- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+--
+-- Reply:
+--   {1, count}  SET to the new count (a missing count counts as 0; the time
+--               to live dropped, as Redisson's SET does), published as is
+--               (a payload <= 0 wakes no Java waiter)
+--   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing written
+-- Latched like release.lua: a retry never adds twice.
+local latch_ttl = tonumber(ARGV[3])
+local first = latched_count(KEYS[3], latch_ttl)
+if first ~= nil then
+    return {1, first}
+end
+local value = read_count(KEYS[1]) or 0
+local count = value + tonumber(ARGV[1])
+if count > MAX_PERMITS or count < -MAX_PERMITS then
+    return {0, value}
+end
+redis.call('set', KEYS[1], count)
+redis.call(ARGV[2], KEYS[2], count)
+latch(KEYS[3], count, latch_ttl)
+return {1, count}

@@ -1,0 +1,272 @@
+//! The semaphore's script set: Redisson 4.x's `RSemaphore` layout.
+//!
+//! | item | on Redis |
+//! | --- | --- |
+//! | free permits | string `<name>` (decimal; negative after permits were removed while taken) |
+//! | channel | `redisson_sc:{<name>}`, payload = the new count after every increase |
+//! | acquire / drain latch (ours) | `redisson_lock_latch:{<name>}:<request-id>` |
+//! | release / add latch | `redisson_unlock_latch:{<name>}:<request-id>` |
+//!
+//! One Lua script per operation in this folder (each file's header gives
+//! its KEYS, ARGV and replies), each after the shared `common.lua` (the
+//! latch) and `count.lua` (reading a count, the bound [`MAX_PERMITS`]).
+//! The expirable-permit semaphore (`../permit_semaphore`) shares
+//! `count.lua`, `try_set.lua` and the channel.
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use lock_core::semaphore_kind::MAX_PERMITS;
+use lock_core::{Channel, LockError, LockName, PermitRequest, Result, SemaphoreKind, Wake};
+use lock_script::error::bad_reply;
+use lock_script::scripts::COMMON_LUA;
+use lock_script::{ScriptCall, ScriptEnv};
+use redis::{Script, Value};
+
+/// The helpers of every semaphore script (`count.lua`).
+pub const COUNT_LUA: &str = include_str!("count.lua");
+
+/// `body` after `common.lua` and `count.lua`, as one script.
+pub fn counting_script(body: &str) -> Script {
+    Script::new(&[COMMON_LUA, COUNT_LUA, body].concat())
+}
+
+/// Creates a semaphore unless it exists (`try_set.lua`).
+pub static TRY_SET: LazyLock<Script> =
+    LazyLock::new(|| counting_script(include_str!("try_set.lua")));
+/// Takes n permits if free (`acquire.lua`).
+pub static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| counting_script(include_str!("acquire.lua")));
+/// Gives back n permits (`release.lua`).
+pub static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| counting_script(include_str!("release.lua")));
+/// Adds or removes permits (`add.lua`).
+pub static ADD: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("add.lua")));
+/// Takes every free permit (`drain.lua`).
+pub static DRAIN: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("drain.lua")));
+/// Reads the free permits (`available.lua`).
+pub static AVAILABLE: LazyLock<Script> =
+    LazyLock::new(|| counting_script(include_str!("available.lua")));
+
+/// The semaphore kind ([`lock_core::LockClient::semaphore`]).
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    env: ScriptEnv,
+}
+
+impl Semaphore {
+    /// The semaphore kind over `env`.
+    pub fn new(env: ScriptEnv) -> Self {
+        Self { env }
+    }
+
+    /// Every script of the kind, for preloading.
+    pub fn scripts() -> Vec<&'static Script> {
+        vec![&TRY_SET, &ACQUIRE, &RELEASE, &ADD, &DRAIN, &AVAILABLE]
+    }
+}
+
+/// A reply that is one integer.
+pub(crate) fn int_reply(script: &str, reply: &Value) -> Result<i64> {
+    match reply {
+        Value::Int(n) => Ok(*n),
+        other => Err(bad_reply(script, other)),
+    }
+}
+
+/// `{1, count}` → the new count; `{0, count}` → the change would pass
+/// [`MAX_PERMITS`] (nothing written).
+pub(crate) fn change_reply(
+    script: &str,
+    reply: &Value,
+    name: &LockName,
+    delta: i64,
+) -> Result<i64> {
+    let bad = || bad_reply(script, reply);
+    let Value::Array(items) = reply else {
+        return Err(bad());
+    };
+    match items.as_slice() {
+        [Value::Int(1), Value::Int(count)] => Ok(*count),
+        [Value::Int(0), Value::Int(count)] => Err(LockError::invalid(format!(
+            "semaphore {name:?}: changing its {count} permits by {delta} would pass ±{MAX_PERMITS}"
+        ))),
+        _ => Err(bad()),
+    }
+}
+
+/// A message on `redisson_sc:{<name>}`: the new count, which wakes up to
+/// that many waiters of each client (none for a count ≤ 0), as a Java
+/// waiter wakes up to that many of its own.
+pub(crate) fn wake(payload: &[u8]) -> Option<Wake> {
+    let count: i64 = std::str::from_utf8(payload).ok()?.trim().parse().ok()?;
+    Some(Wake::Up(u64::try_from(count).unwrap_or(0)))
+}
+
+#[async_trait]
+impl SemaphoreKind for Semaphore {
+    /// Runs `try_set.lua`.
+    ///
+    /// # Errors
+    /// [`LockError::WrongType`] for a key that holds no count (left
+    /// untouched); retryable errors as described in [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the semaphore created or not.
+    async fn try_set_permits(
+        &self,
+        name: &LockName,
+        permits: u64,
+        ttl_ms: Option<u64>,
+    ) -> Result<bool> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &TRY_SET,
+            vec![layout.lock_key(name), layout.semaphore_channel(name)],
+            vec![
+                permits.to_string(),
+                self.env.publish_command(),
+                ttl_ms.unwrap_or(0).to_string(),
+            ],
+        )
+        .idempotent(true);
+        Ok(int_reply("try_set", &self.env.eval(call).await?)? == 1)
+    }
+
+    /// Runs `add.lua`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits);
+    /// [`LockError::InvalidArgument`] past [`MAX_PERMITS`].
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &ADD,
+            vec![
+                layout.lock_key(&req.name),
+                layout.semaphore_channel(&req.name),
+                layout.unlock_latch(&req.name, &req.request_id.to_string()),
+            ],
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        change_reply("add", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
+    }
+
+    /// Runs `available.lua`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    async fn available_permits(&self, name: &LockName) -> Result<i64> {
+        let call = ScriptCall::new(&AVAILABLE, vec![self.env.layout().lock_key(name)], vec![])
+            .idempotent(true);
+        int_reply("available", &self.env.eval(call).await?)
+    }
+
+    /// Runs `acquire.lua`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn try_acquire(&self, req: &PermitRequest) -> Result<bool> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &ACQUIRE,
+            vec![
+                layout.lock_key(&req.name),
+                layout.acquire_latch(&req.name, &req.request_id.to_string()),
+            ],
+            vec![req.permits.to_string(), req.latch_ttl_ms.to_string()],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        Ok(int_reply("acquire", &self.env.eval(call).await?)? == 1)
+    }
+
+    /// Runs `release.lua`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::add_permits`](SemaphoreKind::add_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn release(&self, req: &PermitRequest) -> Result<()> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &RELEASE,
+            vec![
+                layout.lock_key(&req.name),
+                layout.semaphore_channel(&req.name),
+                layout.unlock_latch(&req.name, &req.request_id.to_string()),
+            ],
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        change_reply(
+            "release",
+            &self.env.eval(call).await?,
+            &req.name,
+            req.permits,
+        )
+        .map(drop)
+    }
+
+    /// Runs `drain.lua`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn drain_permits(&self, req: &PermitRequest) -> Result<i64> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &DRAIN,
+            vec![
+                layout.lock_key(&req.name),
+                layout.acquire_latch(&req.name, &req.request_id.to_string()),
+            ],
+            vec![req.latch_ttl_ms.to_string()],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        int_reply("drain", &self.env.eval(call).await?)
+    }
+
+    /// `redisson_sc:{<name>}`.
+    fn channel(&self, name: &LockName) -> Channel {
+        Channel::new(self.env.layout().semaphore_channel(name))
+    }
+
+    /// The payload is the new count: wakes up to that many waiters.
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        wake(payload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payload_is_the_number_of_waiters_to_wake() {
+        assert_eq!(wake(b"3"), Some(Wake::Up(3)));
+        assert_eq!(wake(b"0"), Some(Wake::Up(0)));
+        assert_eq!(wake(b"-2"), Some(Wake::Up(0)));
+        assert_eq!(wake(b"x"), None);
+    }
+}

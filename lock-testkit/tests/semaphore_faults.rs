@@ -1,0 +1,88 @@
+//! The semaphore kinds under injected faults (in memory, paused time):
+//! retries after lost replies never count twice, an acquisition whose
+//! outcome stayed unknown is undone, a lost notice costs one recheck.
+
+use std::time::Duration;
+
+use lock_core::{ClientConfig, RetryPolicy};
+use lock_testkit::InMemoryServer;
+
+#[tokio::test(start_paused = true)]
+async fn semaphore_changes_retried_after_lost_replies_count_once() {
+    let server = InMemoryServer::new();
+    let c = server.client().unwrap();
+    let s = c.semaphore("lost").unwrap();
+    s.try_set_permits(3).await.unwrap();
+    server.lose_next_replies(1);
+    let two = s.acquire(2).await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
+    server.lose_next_replies(1);
+    two.release().await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 3, "given back once");
+    server.lose_next_replies(1);
+    s.add_permits(2).await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 5, "added once");
+    server.lose_next_replies(1);
+    assert_eq!(s.drain_permits().await.unwrap(), 5, "the first reply");
+}
+
+#[tokio::test(start_paused = true)]
+async fn expirable_permits_retried_after_lost_replies_count_once() {
+    let server = InMemoryServer::new();
+    let c = server.client().unwrap();
+    let s = c.permit_expirable_semaphore("lost").unwrap();
+    s.try_set_permits(2).await.unwrap();
+    server.lose_next_replies(1);
+    let id = s.acquire(None).await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
+    server.lose_next_replies(1);
+    s.release(id).await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 2, "given back once");
+}
+
+/// Every attempt of an acquisition fails after running (its replies lost):
+/// the caller gets the error, and the permits it took are found and given
+/// back in the background.
+#[tokio::test(start_paused = true)]
+async fn an_acquisition_with_an_unknown_outcome_is_undone() {
+    let server = InMemoryServer::new();
+    let retry = RetryPolicy::default();
+    let attempts = retry.attempts;
+    let c = server
+        .client_with(ClientConfig::default().retry(retry))
+        .unwrap();
+    let s = c.semaphore("unknown").unwrap();
+    s.try_set_permits(2).await.unwrap();
+    server.lose_next_replies(attempts);
+    let err = s.acquire(2).await.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    c.settle().await;
+    assert_eq!(s.available_permits().await.unwrap(), 2);
+}
+
+/// Without notices (a pub/sub outage), a waiter still gets a released
+/// permit, within the engine's recheck.
+#[tokio::test(start_paused = true)]
+async fn a_lost_notice_costs_one_recheck() {
+    let server = InMemoryServer::new();
+    let (a, b) = (server.client().unwrap(), server.client().unwrap());
+    let s = a.semaphore("quiet").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let held = s.acquire(1).await.unwrap();
+    let waiter = tokio::spawn({
+        let s = b.semaphore("quiet").unwrap();
+        async move { s.acquire(1).await.unwrap().forget() }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    server.set_drop_notices(true);
+    let released = tokio::time::Instant::now();
+    held.release().await.unwrap();
+    assert_eq!(waiter.await.unwrap(), 1);
+    let waited = released.elapsed();
+    let recheck = a.config().no_ttl_recheck;
+    assert!(waited <= recheck, "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(100),
+        "{waited:?}: not woken by a notice"
+    );
+}
