@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use crate::fair_lock::FairKind;
 use crate::kind::ExclusiveKind;
+use crate::rw_lock::ReadWriteKinds;
 
 /// The kinds of locks one [`crate::LockClient`] hands out, each bound to the
 /// client's connection. A deployment's `connect` registers every kind it
@@ -23,6 +24,7 @@ use crate::kind::ExclusiveKind;
 pub struct Kinds {
     reentrant: Option<Arc<dyn ExclusiveKind>>,
     fair: Option<Arc<dyn FairKind>>,
+    read_write: Option<ReadWriteKinds>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -30,6 +32,7 @@ impl std::fmt::Debug for Kinds {
         f.debug_struct("Kinds")
             .field("reentrant", &self.reentrant.is_some())
             .field("fair", &self.fair.is_some())
+            .field("read_write", &self.read_write.is_some())
             .finish()
     }
 }
@@ -52,6 +55,18 @@ impl Kinds {
     pub fn fair(mut self, kind: Arc<dyn FairKind>) -> Self {
         self.fair = Some(kind);
         self
+    }
+
+    /// Registers the kind of [`crate::LockClient::read_write_lock`].
+    #[must_use]
+    pub fn read_write(mut self, kinds: ReadWriteKinds) -> Self {
+        self.read_write = Some(kinds);
+        self
+    }
+
+    /// The read-write kind, when registered: both sides' store operations.
+    pub fn read_write_kinds(&self) -> Option<&ReadWriteKinds> {
+        self.read_write.as_ref()
     }
 
     /// The reentrant kind, when registered: its raw store operations.

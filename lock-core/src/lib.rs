@@ -10,7 +10,8 @@
 //!   registry and the watchdog, shared by every kind's handles.
 //! - [`Lock`]: a named re-entrant exclusive lock; [`FairLock`]: the same,
 //!   handed out in arrival order; [`FencedLock`]: the same lock with a
-//!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
+//!   fencing token on every acquisition; [`ReadWriteLock`]: many readers
+//!   or one writer, each side a [`Lock`]; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
@@ -53,6 +54,7 @@ mod kinds;
 mod lock;
 pub mod name;
 mod op;
+mod rw_lock;
 mod options;
 pub mod owner;
 mod stats;
@@ -76,4 +78,5 @@ pub use lock::Lock;
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
+pub use rw_lock::{ReadWriteKinds, ReadWriteLock};
 pub use stats::ClientStats;

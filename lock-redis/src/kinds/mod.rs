@@ -12,6 +12,7 @@ use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 
 pub mod reentrant;
+pub mod rwlock;
 
 pub use lock_fair::Fair;
 pub use reentrant::Reentrant;
@@ -26,6 +27,7 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
     let connection = Arc::new(ScriptConnection::new(env.clone()));
     let kinds = Kinds::new()
         .reentrant(Arc::new(Reentrant::new(env.clone())))
+        .read_write(rwlock::kinds(env.clone()))
         .fair(Arc::new(Fair::new(env)));
     LockClient::new(connection, kinds, config)
 }
@@ -33,7 +35,7 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
 /// Every script of every registered kind, for preloading at connect.
 pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
-    for script in Fair::scripts() {
+    for script in Fair::scripts().into_iter().chain(rwlock::scripts()) {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {
             all.push(script);
         }
