@@ -25,20 +25,21 @@ async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
     let suites = [
-        ("reentrant, sharded pub/sub", PubSubMode::Sharded, false),
-        ("reentrant, classic pub/sub", PubSubMode::Classic, false),
-        ("fair, pub/sub chosen by version", PubSubMode::Auto, true),
+        ("reentrant, sharded pub/sub", PubSubMode::Sharded, "reentrant"),
+        ("reentrant, classic pub/sub", PubSubMode::Classic, "reentrant"),
+        ("fair, pub/sub chosen by version", PubSubMode::Auto, "fair"),
+        ("read-write, pub/sub chosen by version", PubSubMode::Auto, "rwlock"),
     ];
     let mut failed = Vec::new();
-    for (suite, mode, fair) in suites {
+    for (suite, mode, kind) in suites {
         let h = common::cluster::harness(&cluster, mode).await;
-        let (h, checks): (Arc<dyn Harness>, _) = if fair {
-            (
+        let (h, checks): (Arc<dyn Harness>, _) = match kind {
+            "fair" => (
                 Arc::new(FairSuite(h as Arc<dyn Harness>)),
                 lock_testkit::fair_conformance_checks!(),
-            )
-        } else {
-            (h, lock_testkit::conformance_checks!())
+            ),
+            "rwlock" => (h, lock_testkit::rwlock_conformance_checks!()),
+            _ => (h, lock_testkit::conformance_checks!()),
         };
         for name in run_checks(h, checks, CHECK_LIMIT).await {
             failed.push(format!("{suite}: {name}"));

@@ -3,7 +3,8 @@
 //! Each check is a `pub async fn(&dyn Harness)`. A deployment crate runs
 //! them all with [`conformance_tests!`](crate::conformance_tests) (the
 //! reentrant lock) and [`fair_conformance_tests!`](crate::fair_conformance_tests)
-//! (the fair lock), giving a [`Harness`]: a way to connect new clients to one
+//! (the fair lock) and [`rwlock_conformance_tests!`](crate::rwlock_conformance_tests)
+//! (the read-write lock), giving a [`Harness`]: a way to connect new clients to one
 //! shared store, plus raw access to the store as another Redis client (or
 //! Redisson) would have.
 //!
@@ -36,6 +37,7 @@ pub mod holds;
 pub mod latches;
 pub mod layout;
 pub mod leases;
+pub mod rwlock;
 pub mod waiting;
 
 /// Which kind of lock a suite checks.
@@ -320,6 +322,52 @@ macro_rules! fair_conformance_tests {
             $crate::conformance::FairSuite($make().await)
         }
         $crate::__fair_checks! { __conformance_each; [$(#[$attr])*] __fair_suite }
+    };
+}
+
+/// Runs every check of the read-write lock (`rwlock.rs`) as its own test,
+/// on the same harness as [`conformance_tests!`](crate::conformance_tests):
+/// its clients hand out every kind.
+#[macro_export]
+macro_rules! rwlock_conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__rwlock_checks! { __conformance_each; [$(#[$attr])*] $make }
+    };
+}
+
+/// The read-write lock's checks as `(name, check)` pairs; see
+/// [`conformance_checks!`](crate::conformance_checks).
+#[macro_export]
+macro_rules! rwlock_conformance_checks {
+    () => {
+        $crate::__rwlock_checks! { __conformance_list; [] unused }
+    };
+}
+
+/// Implementation detail: the read-write lock's checks, handed to `$each`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rwlock_checks {
+    ($each:ident; [$(#[$attr:meta])*] $make:path) => {
+        $crate::$each! {
+            [$(#[$attr])*] $make;
+            rwlock::readers_share_and_exclude_a_writer,
+            rwlock::writer_excludes_readers_and_writers,
+            rwlock::writers_never_overlap_anyone,
+            rwlock::read_holds_have_their_own_timeout_keys,
+            rwlock::lock_ttl_follows_the_longest_live_read_hold,
+            rwlock::write_unlock_wakes_every_waiting_reader,
+            rwlock::read_unlock_wakes_a_waiting_writer,
+            rwlock::writer_downgrades_by_reading_then_releasing_write,
+            rwlock::reader_cannot_upgrade,
+            rwlock::read_holds_reenter_by_owner,
+            rwlock::watchdog_keeps_read_holds_alive,
+            rwlock::deleted_lock_fires_the_readers_lost_signal,
+            rwlock::force_unlock_per_side,
+            rwlock::wrong_type_is_reported_and_left_untouched,
+            rwlock::plain_lock_of_the_name_is_not_written_into,
+            rwlock::dropped_acquires_leave_nothing_held,
+        }
     };
 }
 
