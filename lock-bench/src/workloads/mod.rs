@@ -23,6 +23,7 @@ mod contended;
 mod handoff;
 mod many_locks;
 mod raw;
+mod rwlock;
 mod uncontended;
 mod waiters;
 mod watchdog;
@@ -209,6 +210,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::W5) {
         emit(&bounded(limit, "W5", waiters::run(bench)).await?);
+    }
+    if wants(Workload::Rw1) {
+        emit(&bounded(limit, "RW1", rwlock::run(bench)).await?);
     }
     for kind in [Kind::Fair, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND

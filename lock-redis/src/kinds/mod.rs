@@ -2,7 +2,8 @@
 //! set on a client ([`client`]), used by every deployment's `connect`.
 //!
 //! A kind is its Lua scripts plus one module assembling keys/args and
-//! decoding replies: [`reentrant`] here, the fair lock in `lock-fair`. A
+//! decoding replies: [`reentrant`] and [`rwlock`] here, the fair lock in
+//! `lock-fair`. A
 //! new kind adds its folder and one line in [`client`] (and [`scripts`]).
 
 use std::sync::Arc;
@@ -18,8 +19,9 @@ pub use lock_fair::Fair;
 pub use reentrant::Reentrant;
 
 /// A client over `env` (one deployment's transport, key layout and replica
-/// sync) with every kind registered: [`LockClient::lock`] (reentrant) and
-/// [`LockClient::fair_lock`] (fair) share its connection and watchdog.
+/// sync) with every kind registered: [`LockClient::lock`] (reentrant),
+/// [`LockClient::fair_lock`] (fair) and [`LockClient::read_write_lock`]
+/// share its connection and watchdog.
 ///
 /// # Errors
 /// As [`LockClient::new`].

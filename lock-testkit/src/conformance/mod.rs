@@ -367,6 +367,8 @@ macro_rules! __rwlock_checks {
             rwlock::wrong_type_is_reported_and_left_untouched,
             rwlock::plain_lock_of_the_name_is_not_written_into,
             rwlock::dropped_acquires_leave_nothing_held,
+            rwlock::a_waiting_writer_holds_new_readers_off,
+            rwlock::a_writer_that_gives_up_lets_readers_in,
         }
     };
 }

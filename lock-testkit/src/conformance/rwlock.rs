@@ -455,3 +455,64 @@ pub async fn dropped_acquires_leave_nothing_held(h: &dyn Harness) {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// Writers first: while a writer waits, owners that do not read the lock
+/// yet wait too, so readers cannot starve it; readers already in may
+/// re-enter; the writer gets in when they leave, then the held-off reader.
+pub async fn a_waiting_writer_holds_new_readers_off(h: &dyn Harness) {
+    let (a, b, c) = (client(h).await, client(h).await, client(h).await);
+    let name = unique("rw-writers-first");
+    let r = rw(&a, &name).read().lock_with_lease(LONG).await.unwrap();
+    let lock = rw(&b, &name);
+    let writer = tokio::spawn(async move { lock.write().lock().await.unwrap() });
+    waiting(&b, 1).await;
+    assert!(rw(&c, &name).read().try_lock().await.unwrap().is_none());
+    let again = rw(&a, &name).read().lock_as(r.owner()).await.unwrap();
+    let lock = rw(&c, &name);
+    let reader = tokio::spawn(async move { lock.read().lock().await.unwrap() });
+    waiting(&c, 1).await;
+    again.unlock().await.unwrap();
+    let released = Instant::now();
+    r.unlock().await.unwrap();
+    let w = writer.await.unwrap();
+    assert!(released.elapsed() < PROMPT);
+    assert!(!reader.is_finished());
+    let released = Instant::now();
+    w.unlock().await.unwrap();
+    let late = reader.await.unwrap();
+    assert!(released.elapsed() < PROMPT);
+    late.unlock().await.unwrap();
+}
+
+/// A writer that gives up (timed out or dropped) holds readers off no
+/// longer: readers held off by it are woken and get in.
+pub async fn a_writer_that_gives_up_lets_readers_in(h: &dyn Harness) {
+    let (a, b, c) = (client(h).await, client(h).await, client(h).await);
+    let name = unique("rw-writer-gives-up");
+    let r = rw(&a, &name).read().lock_with_lease(LONG).await.unwrap();
+    let lock = rw(&b, &name);
+    let writer = tokio::spawn(async move {
+        lock.write()
+            .try_lock_for(Duration::from_millis(500))
+            .await
+            .unwrap()
+    });
+    waiting(&b, 1).await;
+    let lock = rw(&c, &name);
+    let reader = tokio::spawn(async move { lock.read().lock().await.unwrap() });
+    waiting(&c, 1).await;
+    assert!(writer.await.unwrap().is_none());
+    let gave_up = Instant::now();
+    let late = reader.await.unwrap();
+    assert!(gave_up.elapsed() < PROMPT);
+    late.unlock().await.unwrap();
+    // A dropped waiting writer leaves as well.
+    let lock = rw(&b, &name);
+    let dropped = tokio::time::timeout(Duration::from_millis(200), lock.write().lock()).await;
+    assert!(dropped.is_err());
+    b.settle().await;
+    let other = rw(&c, &name).read().try_lock().await.unwrap();
+    assert!(other.is_some(), "a dropped writer still holds readers off");
+    drop(other);
+    r.unlock().await.unwrap();
+}

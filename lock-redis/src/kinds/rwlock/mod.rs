@@ -6,6 +6,7 @@
 //! | the lock | one hash `<name>`: `mode` = `read`/`write`; the writer's field `<owner>:write` → count; each reader's field `<owner>` → count |
 //! | per read hold | string `{<name>}:<owner>:rwlock_timeout:<n>` = 1, PX = that hold's lease (n = 1..count) |
 //! | channel | `redisson_rwlock:{<name>}`: a read unlock that frees the lock publishes `0` (wake one waiter per client), a write unlock `1` (wake all) |
+//! | waiting writers (ours) | sorted set `redisson_rwlock_writers:{<name>}`: writer field → epoch ms (server clock) until which it counts as waiting |
 //!
 //! The two sides are two [`ExclusiveKind`]s over the same hash ([`Read`],
 //! [`Write`]), so each is driven by the engine's one wait loop, holds table
@@ -17,8 +18,19 @@
 //! the shared `renew.lua` on its `<owner>:write` field; the read side with
 //! `read_renew.lua`, which also extends every hold key of the owner.
 //!
+//! # Writers first
+//! A waiting writer of ours is a queueing waiter
+//! ([`ExclusiveKind::queues_waiters`]): it enters the set of waiting
+//! writers from its first attempt, refreshes its deadline (the client's
+//! `waiter_timeout`) at least every third of it, and leaves it when it
+//! gets the lock, gives up or is dropped. While the set is not empty, our
+//! readers that do not read the lock yet wait, so a stream of our readers
+//! cannot starve a writer (a writer whose process died holds readers off
+//! until its deadline, at most `waiter_timeout`). Redisson's readers do not
+//! know the set: a stream of Java readers can still starve any writer.
+//!
 //! Where these scripts differ from Redisson's (never in what Java sees as
-//! held or free): a reader asking for the write side fails with
+//! held or free): the waiting writers above; a reader asking for the write side fails with
 //! [`lock_core::LockError::UpgradeRefused`] instead of waiting forever; a
 //! hash without `mode` (a plain lock of the same name) is reported held
 //! rather than written into; renewals and releases never shorten a lease
@@ -51,6 +63,9 @@ pub static WRITE_ACQUIRE: LazyLock<Script> =
 /// Gives back a write hold (`write_release.lua`).
 pub static WRITE_RELEASE: LazyLock<Script> =
     LazyLock::new(|| with_common(include_str!("write_release.lua")));
+/// A waiting writer gives up (`write_leave.lua`).
+pub static WRITE_LEAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("write_leave.lua")));
 /// Deletes the lock when it is in one mode (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
@@ -72,6 +87,7 @@ pub fn scripts() -> Vec<&'static Script> {
         &READ_RENEW,
         &WRITE_ACQUIRE,
         &WRITE_RELEASE,
+        &WRITE_LEAVE,
         &FORCE_UNLOCK,
         &lock_script::scripts::RENEW,
         &super::reentrant::INSPECT,
@@ -91,6 +107,24 @@ fn braced(key: &str) -> String {
 /// The lock's channel: `redisson_rwlock:{<key>}`.
 pub fn channel_name(env: &ScriptEnv, name: &LockName) -> String {
     format!("redisson_rwlock:{}", braced(&env.layout().lock_key(name)))
+}
+
+/// Our sorted set of waiting writers: `redisson_rwlock_writers:{<key>}`.
+pub fn writers_key(env: &ScriptEnv, name: &LockName) -> String {
+    format!(
+        "redisson_rwlock_writers:{}",
+        braced(&env.layout().lock_key(name))
+    )
+}
+
+/// How our waiters read a message on the lock's channel: `0` (the last
+/// reader left) and `1` (the writer left) both wake every waiter of the
+/// client. A Redisson client wakes one waiter on `0`; ours wake all because
+/// the waiters of a read-write lock are of two sides: a waiter woken by a
+/// read unlock may be a reader still held off by a waiting writer, and the
+/// writer must not miss the wake-up.
+fn wake(payload: &[u8]) -> Option<Wake> {
+    lock_script::wake(payload).map(|_| Wake::All)
 }
 
 /// The prefix of `owner`'s hold keys: `{<key>}:<owner>:rwlock_timeout`
@@ -194,6 +228,7 @@ impl ExclusiveKind for Read {
                 layout.lock_key(&req.name),
                 hold_key_prefix(&self.env, &req.name, &req.owner),
                 layout.acquire_latch(&req.name, &id),
+                writers_key(&self.env, &req.name),
             ],
             vec![
                 req.lease_ms.to_string(),
@@ -289,9 +324,9 @@ impl ExclusiveKind for Read {
         Channel::new(channel_name(&self.env, name))
     }
 
-    /// `0` wakes one waiter per client, `1` all.
+    /// `0` and `1` both wake every waiter of the client (see [`wake`]).
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
-        lock_script::wake(payload)
+        wake(payload)
     }
 
     fn hold_side(&self) -> &'static str {
@@ -326,12 +361,14 @@ impl ExclusiveKind for Write {
             vec![
                 self.env.layout().lock_key(&req.name),
                 self.env.layout().acquire_latch(&req.name, &id),
+                writers_key(&self.env, &req.name),
             ],
             vec![
                 req.lease_ms.to_string(),
                 writer_field(&req.owner),
                 req.owner.field(),
                 req.latch_ttl_ms.to_string(),
+                req.queue_ms.unwrap_or(0).to_string(),
             ],
         )
         .idempotent(req.latch_ttl_ms > 0);
@@ -417,12 +454,40 @@ impl ExclusiveKind for Write {
         Channel::new(channel_name(&self.env, name))
     }
 
-    /// `0` wakes one waiter per client, `1` all.
+    /// `0` and `1` both wake every waiter of the client (see [`wake`]).
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
-        lock_script::wake(payload)
+        wake(payload)
     }
 
     fn hold_side(&self) -> &'static str {
         "write"
+    }
+
+    /// Waiting writers hold our new readers off (see the module docs).
+    fn queues_waiters(&self) -> bool {
+        true
+    }
+
+    /// Runs `write_leave.lua`: the writer no longer holds readers off;
+    /// when no writer is left waiting, `1` wakes the readers it held off.
+    ///
+    /// # Errors
+    /// Retryable errors as described in [`lock_script::error`].
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the writer in the set until its
+    /// deadline.
+    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
+        let call = ScriptCall::new(
+            &WRITE_LEAVE,
+            vec![
+                self.env.layout().lock_key(name),
+                writers_key(&self.env, name),
+                channel_name(&self.env, name),
+            ],
+            vec![writer_field(owner), self.env.publish_command()],
+        )
+        .idempotent(true);
+        self.env.eval(call).await.map(drop)
     }
 }

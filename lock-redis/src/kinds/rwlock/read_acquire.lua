@@ -6,6 +6,8 @@
 --                                    {<prefix><name>}:<owner>:rwlock_timeout
 --          (hold n is the string KEYS[2] .. ':' .. n)
 -- KEYS[3]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[4]  waiting writers (ours)    redisson_rwlock_writers:{<name>} (see
+--          write_acquire.lua)
 -- ARGV[1]  lease in milliseconds (>= 1): the new hold's key lives this
 --          long; the hash expires no earlier than this from now (never
 --          sooner than it already would; see extend() in common.lua)
@@ -17,11 +19,17 @@
 -- owner's writer (a writer may read: that is how it downgrades). A hash
 -- without a `mode` field is not a read-write lock (a plain lock of the same
 -- name): it is reported held rather than written into.
+-- Writers first: an owner that does not read the lock yet waits while one
+-- of our writers waits (KEYS[4] has a member whose deadline has not
+-- passed; passed ones are removed), so a stream of readers cannot starve a
+-- writer. Re-entry by a reader and reads by the writer's owner never wait
+-- (they would deadlock). Redisson's readers do not know KEYS[4].
 --
 -- Reply:
 --   {1, 0}      acquired (hold n = the new count, its key set with PX lease)
---   {0, pttl}   held by a writer (or not a read-write lock); pttl is the
---               hash's PTTL (-1: no expiry)
+--   {0, pttl}   held by a writer (or not a read-write lock), or a writer
+--               waits; pttl is the hash's PTTL (-1: no expiry), or with no
+--               hash, the time until the first waiting writer's deadline
 -- Every outcome is latched (see latch() in common.lua); a repeat writes
 -- nothing and returns {1, 0}, or {0, pttl} with the current PTTL.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
@@ -42,12 +50,34 @@ if latch_ttl > 0 then
         return {1, 0}
     end
 end
+-- The first deadline of a waiting writer still counting, in ms from now.
+local function writer_waits()
+    local t = redis.call('time')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('zremrangebyscore', KEYS[4], '-inf', now)
+    local first = redis.call('zrange', KEYS[4], 0, 0, 'withscores')
+    if first[2] then
+        return math.max(tonumber(first[2]) - now, 1)
+    end
+    return nil
+end
 local mode = redis.call('hget', KEYS[1], 'mode')
 local free = mode == false and redis.call('exists', KEYS[1]) == 0
-if free or mode == 'read'
-    or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+local mine = tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0
+local own_writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
+if (free or mode == 'read') and mine == 0 and not own_writer then
+    local wait = writer_waits()
+    if wait then
+        latch(KEYS[3], LATCH_HELD, latch_ttl)
+        if free then
+            return {0, wait}
+        end
+        return {0, redis.call('pttl', KEYS[1])}
+    end
+end
+if free or mode == 'read' or own_writer then
     local pttl = redis.call('pttl', KEYS[1])
-    local n = (tonumber(redis.call('hget', KEYS[1], ARGV[2])) or 0) + 1
+    local n = mine + 1
     local hold = KEYS[2] .. ':' .. n
     redis.call('set', hold, 1, 'px', ARGV[1])
     local written
