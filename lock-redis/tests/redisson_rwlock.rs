@@ -825,3 +825,39 @@ async fn test_multi_instance_read_lock_zombie_cleanup() {
 
 // testMultiInstanceZombieReadLockPerformance is disabled in Redisson's own
 // suite (no @Test); not ported.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_waiting_writer_is_listed_and_holds_off_only_our_readers() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let r = rw(&c, "cfg").read().lock_with_lease(Duration::from_secs(20)).await.unwrap();
+    let lock = rw(&c, "cfg");
+    let writer = tokio::spawn(async move { lock.write().lock().await.unwrap() });
+    let listed = common::eventually(Duration::from_secs(2), || {
+        int(server.cmd(&["ZCARD", "redisson_rwlock_writers:{cfg}"])) == 1
+    })
+    .await;
+    assert!(listed, "the waiting writer is in our set");
+    let Value::Array(members) = server.cmd(&["ZRANGE", "redisson_rwlock_writers:{cfg}", "0", "-1"]) else {
+        panic!("ZRANGE");
+    };
+    let Value::BulkString(member) = &members[0] else { panic!("{members:?}") };
+    assert!(String::from_utf8_lossy(member).ends_with(":write"));
+    // Our new readers wait behind it; a Redisson reader (which knows no
+    // such set) does not: it writes its hold as RedissonReadLock does.
+    assert!(rw(&c, "cfg").read().try_lock().await.unwrap().is_none());
+    server.cmd(&["HINCRBY", "cfg", JAVA, "1"]);
+    let java_hold = format!("{{cfg}}:{JAVA}:rwlock_timeout:1");
+    server.cmd(&["SET", &java_hold, "1", "PX", "20000"]);
+    // Our reader leaves; the Java reader's hold keeps the writer out.
+    r.unlock().await.unwrap();
+    assert_eq!(hash(&server, "cfg"), pairs(&[("mode", "read"), (JAVA, "1")]));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!writer.is_finished());
+    // RedissonReadLock's unlock of the last reader.
+    server.cmd(&["DEL", "cfg", &java_hold]);
+    server.cmd(&["PUBLISH", "redisson_rwlock:{cfg}", "0"]);
+    let w = tokio::time::timeout(Duration::from_secs(2), writer).await.unwrap().unwrap();
+    assert_eq!(int(server.cmd(&["EXISTS", "redisson_rwlock_writers:{cfg}"])), 0);
+    w.unlock().await.unwrap();
+}
