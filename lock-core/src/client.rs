@@ -234,7 +234,11 @@ impl LockClient {
             .kinds
             .read_write_kinds()
             .ok_or_else(|| LockError::invalid("this client has no read-write lock kind"))?;
-        Ok(ReadWriteLock::new(self.clone(), LockName::new(name)?, kinds))
+        Ok(ReadWriteLock::new(
+            self.clone(),
+            LockName::new(name)?,
+            kinds,
+        ))
     }
 
     /// A fresh owner of this client, for explicit re-entrant use with

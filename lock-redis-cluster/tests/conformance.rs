@@ -25,10 +25,22 @@ async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
     let suites = [
-        ("reentrant, sharded pub/sub", PubSubMode::Sharded, "reentrant"),
-        ("reentrant, classic pub/sub", PubSubMode::Classic, "reentrant"),
+        (
+            "reentrant, sharded pub/sub",
+            PubSubMode::Sharded,
+            "reentrant",
+        ),
+        (
+            "reentrant, classic pub/sub",
+            PubSubMode::Classic,
+            "reentrant",
+        ),
         ("fair, pub/sub chosen by version", PubSubMode::Auto, "fair"),
-        ("read-write, pub/sub chosen by version", PubSubMode::Auto, "rwlock"),
+        (
+            "read-write, pub/sub chosen by version",
+            PubSubMode::Auto,
+            "rwlock",
+        ),
     ];
     let mut failed = Vec::new();
     for (suite, mode, kind) in suites {

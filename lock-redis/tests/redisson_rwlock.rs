@@ -45,10 +45,8 @@ fn hash(server: &RedisServer, key: &str) -> Vec<(String, String)> {
         Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
         other => panic!("{other:?}"),
     };
-    let mut pairs: Vec<(String, String)> = flat
-        .chunks(2)
-        .map(|p| (text(&p[0]), text(&p[1])))
-        .collect();
+    let mut pairs: Vec<(String, String)> =
+        flat.chunks(2).map(|p| (text(&p[0]), text(&p[1]))).collect();
     pairs.sort();
     pairs
 }
@@ -85,7 +83,11 @@ async fn our_read_and_write_holds_are_redissons_layout() {
     let server = RedisServer::start();
     let c = client(&server).await;
     let lock = rw(&c, "cfg");
-    let r = lock.read().lock_with_lease(Duration::from_secs(10)).await.unwrap();
+    let r = lock
+        .read()
+        .lock_with_lease(Duration::from_secs(10))
+        .await
+        .unwrap();
     let o = r.owner().field();
     assert_eq!(hash(&server, "cfg"), pairs(&[("mode", "read"), (&o, "1")]));
     let hold = format!("{{cfg}}:{o}:rwlock_timeout:1");
@@ -96,7 +98,10 @@ async fn our_read_and_write_holds_are_redissons_layout() {
 
     let w = lock.write().lock().await.unwrap();
     let writer = format!("{}:write", w.owner().field());
-    assert_eq!(hash(&server, "cfg"), pairs(&[("mode", "write"), (&writer, "1")]));
+    assert_eq!(
+        hash(&server, "cfg"),
+        pairs(&[("mode", "write"), (&writer, "1")])
+    );
     let pttl = int(server.cmd(&["PTTL", "cfg"]));
     assert!(pttl > 0 && pttl <= 900, "{pttl}");
     w.unlock().await.unwrap();
@@ -133,9 +138,15 @@ async fn a_redisson_reader_blocks_our_writer_and_its_unlock_wakes_it() {
     // Our readers share with it; our writer waits.
     let r = rw(&c, "cfg").read().try_lock().await.unwrap().unwrap();
     r.unlock().await.unwrap();
-    assert_eq!(hash(&server, "cfg"), pairs(&[("mode", "read"), (JAVA, "1")]));
+    assert_eq!(
+        hash(&server, "cfg"),
+        pairs(&[("mode", "read"), (JAVA, "1")])
+    );
     let pttl = int(server.cmd(&["PTTL", "cfg"]));
-    assert!(pttl > 18_000, "the Java reader's hold key keeps the lock: {pttl}");
+    assert!(
+        pttl > 18_000,
+        "the Java reader's hold key keeps the lock: {pttl}"
+    );
     let lock = rw(&c, "cfg");
     let writer = tokio::spawn(async move { lock.write().lock().await.unwrap() });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -159,7 +170,9 @@ async fn a_redisson_writer_blocks_our_readers_and_its_unlock_wakes_them_all() {
     let mut readers = Vec::new();
     for _ in 0..3 {
         let lock = rw(&c, "cfg");
-        readers.push(tokio::spawn(async move { lock.read().lock().await.unwrap() }));
+        readers.push(tokio::spawn(
+            async move { lock.read().lock().await.unwrap() },
+        ));
     }
     assert!(rw(&c, "cfg").write().try_lock().await.unwrap().is_none());
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -203,11 +216,23 @@ async fn test_read_lock_expiration() {
     let server = RedisServer::start();
     let c = client(&server).await;
     let started = Instant::now();
-    let r1 = rw(&c, "test").read().lock_with_lease(Duration::from_secs(2)).await.unwrap();
-    let r2 = rw(&c, "test").read().lock_with_lease(Duration::from_secs(1)).await.unwrap();
+    let r1 = rw(&c, "test")
+        .read()
+        .lock_with_lease(Duration::from_secs(2))
+        .await
+        .unwrap();
+    let r2 = rw(&c, "test")
+        .read()
+        .lock_with_lease(Duration::from_secs(1))
+        .await
+        .unwrap();
     let lock = rw(&c, "test");
     let writer = tokio::spawn(async move {
-        let w = lock.write().lock_with_lease(Duration::from_secs(2)).await.unwrap();
+        let w = lock
+            .write()
+            .lock_with_lease(Duration::from_secs(2))
+            .await
+            .unwrap();
         let at = started.elapsed();
         w.unlock().await.unwrap();
         at
@@ -217,7 +242,10 @@ async fn test_read_lock_expiration() {
     tokio::time::sleep_until(started + Duration::from_millis(1800)).await;
     r1.unlock().await.unwrap();
     let at = writer.await.unwrap();
-    assert!(at >= Duration::from_millis(1700) && at < Duration::from_millis(2500), "{at:?}");
+    assert!(
+        at >= Duration::from_millis(1700) && at < Duration::from_millis(2500),
+        "{at:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,7 +257,11 @@ async fn test_read_lock_is_locked() {
     assert!(!lock.read().is_locked().await.unwrap());
     let r = lock
         .read()
-        .acquire(AcquireOptions::new().owner(w.owner()).wait(Duration::from_secs(10)))
+        .acquire(
+            AcquireOptions::new()
+                .owner(w.owner())
+                .wait(Duration::from_secs(10)),
+        )
         .await
         .unwrap()
         .expect("the writer's owner reads");
@@ -299,7 +331,11 @@ async fn test_write_lock_expiration() {
         .unwrap();
     let l2 = lock
         .write()
-        .acquire(AcquireOptions::new().owner(l1.owner()).lease(Duration::from_secs(1)))
+        .acquire(
+            AcquireOptions::new()
+                .owner(l1.owner())
+                .lease(Duration::from_secs(1)),
+        )
         .await
         .unwrap()
         .unwrap();
@@ -411,7 +447,11 @@ async fn test_read_lock_lease_timeout() {
         .unwrap();
     r2.unlock().await.unwrap();
     tokio::time::sleep(Duration::from_millis(1_000)).await;
-    let w = rw(&c, "my_read_write_lock").write().try_lock().await.unwrap();
+    let w = rw(&c, "my_read_write_lock")
+        .write()
+        .try_lock()
+        .await
+        .unwrap();
     assert!(w.is_some(), "reader 1's lease ran out; reader 2 left");
 }
 
@@ -507,7 +547,12 @@ async fn test_write_lock() {
     let r = lock.read().acquire(me.clone()).await.unwrap().unwrap();
     assert!(lock.write().is_held_by(w2.owner()).await.unwrap());
     w2.unlock().await.unwrap();
-    assert!(lock.write().acquire(me).await.unwrap_err().is_upgrade_refused());
+    assert!(lock
+        .write()
+        .acquire(me)
+        .await
+        .unwrap_err()
+        .is_upgrade_refused());
     assert!(!lock.write().is_locked().await.unwrap());
     assert!(!lock.write().is_held_by(r.owner()).await.unwrap());
     assert!(other.read().try_lock().await.unwrap().is_some());
@@ -600,7 +645,11 @@ async fn test_expire_read() {
     // Another reader does not wait for a leased reader.
     let server = RedisServer::start();
     let c = client(&server).await;
-    let r = rw(&c, "lock").read().lock_with_lease(Duration::from_secs(2)).await.unwrap();
+    let r = rw(&c, "lock")
+        .read()
+        .lock_with_lease(Duration::from_secs(2))
+        .await
+        .unwrap();
     let started = Instant::now();
     let other = rw(&c, "lock").read().lock().await.unwrap();
     assert!(started.elapsed() < Duration::from_millis(500));
@@ -614,7 +663,11 @@ async fn test_expire_write() {
     // and the first one's unlock is then "not held".
     let server = RedisServer::start();
     let c = client(&server).await;
-    let w = rw(&c, "lock").write().lock_with_lease(Duration::from_secs(1)).await.unwrap();
+    let w = rw(&c, "lock")
+        .write()
+        .lock_with_lease(Duration::from_secs(1))
+        .await
+        .unwrap();
     let started = Instant::now();
     let next = rw(&c, "lock").write().lock().await.unwrap();
     assert!(started.elapsed() < Duration::from_millis(1_500));
@@ -751,17 +804,31 @@ async fn test_reentrancy() {
 /// Runs `tasks` tasks, each on its own client (`multi`) or all on one,
 /// each taking the read or the write side at random `iterations` times
 /// (holding `hold`), and returns how many acquisitions were made.
-async fn concurrency(server: &RedisServer, multi: bool, tasks: usize, iterations: usize, hold: Duration) -> usize {
+async fn concurrency(
+    server: &RedisServer,
+    multi: bool,
+    tasks: usize,
+    iterations: usize,
+    hold: Duration,
+) -> usize {
     let shared = client(server).await;
     let counter = Arc::new(AtomicUsize::new(0));
     let mut handles = Vec::new();
     for _ in 0..tasks {
-        let c = if multi { client(server).await } else { shared.clone() };
+        let c = if multi {
+            client(server).await
+        } else {
+            shared.clone()
+        };
         let counter = Arc::clone(&counter);
         handles.push(tokio::spawn(async move {
             let lock = rw(&c, "testConcurrency");
             for _ in 0..iterations {
-                let side = if uuid::Uuid::new_v4().as_bytes()[0] & 1 == 0 { lock.write() } else { lock.read() };
+                let side = if uuid::Uuid::new_v4().as_bytes()[0] & 1 == 0 {
+                    lock.write()
+                } else {
+                    lock.read()
+                };
                 let g = side.lock().await.unwrap();
                 tokio::time::sleep(hold).await;
                 counter.fetch_add(1, Ordering::SeqCst);
@@ -830,7 +897,11 @@ async fn test_multi_instance_read_lock_zombie_cleanup() {
 async fn our_waiting_writer_is_listed_and_holds_off_only_our_readers() {
     let server = RedisServer::start();
     let c = client(&server).await;
-    let r = rw(&c, "cfg").read().lock_with_lease(Duration::from_secs(20)).await.unwrap();
+    let r = rw(&c, "cfg")
+        .read()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
     let lock = rw(&c, "cfg");
     let writer = tokio::spawn(async move { lock.write().lock().await.unwrap() });
     let listed = common::eventually(Duration::from_secs(2), || {
@@ -838,10 +909,13 @@ async fn our_waiting_writer_is_listed_and_holds_off_only_our_readers() {
     })
     .await;
     assert!(listed, "the waiting writer is in our set");
-    let Value::Array(members) = server.cmd(&["ZRANGE", "redisson_rwlock_writers:{cfg}", "0", "-1"]) else {
+    let Value::Array(members) = server.cmd(&["ZRANGE", "redisson_rwlock_writers:{cfg}", "0", "-1"])
+    else {
         panic!("ZRANGE");
     };
-    let Value::BulkString(member) = &members[0] else { panic!("{members:?}") };
+    let Value::BulkString(member) = &members[0] else {
+        panic!("{members:?}")
+    };
     assert!(String::from_utf8_lossy(member).ends_with(":write"));
     // Our new readers wait behind it; a Redisson reader (which knows no
     // such set) does not: it writes its hold as RedissonReadLock does.
@@ -851,13 +925,22 @@ async fn our_waiting_writer_is_listed_and_holds_off_only_our_readers() {
     server.cmd(&["SET", &java_hold, "1", "PX", "20000"]);
     // Our reader leaves; the Java reader's hold keeps the writer out.
     r.unlock().await.unwrap();
-    assert_eq!(hash(&server, "cfg"), pairs(&[("mode", "read"), (JAVA, "1")]));
+    assert_eq!(
+        hash(&server, "cfg"),
+        pairs(&[("mode", "read"), (JAVA, "1")])
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!writer.is_finished());
     // RedissonReadLock's unlock of the last reader.
     server.cmd(&["DEL", "cfg", &java_hold]);
     server.cmd(&["PUBLISH", "redisson_rwlock:{cfg}", "0"]);
-    let w = tokio::time::timeout(Duration::from_secs(2), writer).await.unwrap().unwrap();
-    assert_eq!(int(server.cmd(&["EXISTS", "redisson_rwlock_writers:{cfg}"])), 0);
+    let w = tokio::time::timeout(Duration::from_secs(2), writer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        int(server.cmd(&["EXISTS", "redisson_rwlock_writers:{cfg}"])),
+        0
+    );
     w.unlock().await.unwrap();
 }

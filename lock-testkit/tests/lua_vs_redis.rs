@@ -336,14 +336,22 @@ fn rwlock_scripts_agree_with_redis() {
     p.same_keyspace();
     // Renewal, then releases: the soonest-ending hold goes first.
     let (pa, pb) = (rw_hold_prefix(A), rw_hold_prefix(B));
-    p.eval(RW_READ_RENEW, &[RW_LOCK, &pa, RW_LOCK, &pb], &["15000", A, B]);
+    p.eval(
+        RW_READ_RENEW,
+        &[RW_LOCK, &pa, RW_LOCK, &pb],
+        &["15000", A, B],
+    );
     assert_eq!(rw_read_release(&mut p, A, "u1"), ScriptReply::Int(0));
     assert_eq!(rw_read_release(&mut p, A, "u1"), ScriptReply::Int(0));
     assert_eq!(rw_read_release(&mut p, C, "u2"), ScriptReply::Nil);
     p.same_keyspace();
     // The writer gives up; readers may come again.
     let writer = format!("{C}:write");
-    p.eval(RW_WRITE_LEAVE, &[RW_LOCK, RW_WRITERS, RW_CHANNEL], &[&writer, "PUBLISH"]);
+    p.eval(
+        RW_WRITE_LEAVE,
+        &[RW_LOCK, RW_WRITERS, RW_CHANNEL],
+        &[&writer, "PUBLISH"],
+    );
     assert_eq!(rw_read(&mut p, C, "10000", "8"), taken);
     for (owner, request) in [(A, "u3"), (A, "u4"), (B, "u5"), (C, "u6")] {
         rw_read_release(&mut p, owner, request);
@@ -357,8 +365,16 @@ fn rwlock_scripts_agree_with_redis() {
     assert_eq!(rw_write_release(&mut p, A, "u8"), ScriptReply::Int(1));
     assert_eq!(rw_write_release(&mut p, A, "u9"), ScriptReply::Nil);
     p.same_keyspace();
-    p.eval(RW_FORCE_UNLOCK, &[RW_LOCK, RW_CHANNEL], &["write", "1", "PUBLISH"]);
-    p.eval(RW_FORCE_UNLOCK, &[RW_LOCK, RW_CHANNEL], &["read", "0", "PUBLISH"]);
+    p.eval(
+        RW_FORCE_UNLOCK,
+        &[RW_LOCK, RW_CHANNEL],
+        &["write", "1", "PUBLISH"],
+    );
+    p.eval(
+        RW_FORCE_UNLOCK,
+        &[RW_LOCK, RW_CHANNEL],
+        &["read", "0", "PUBLISH"],
+    );
     p.same_keyspace();
     // A value of another type at the lock key: errors, nothing written.
     p.redis.cmd(&["SET", RW_LOCK, "not a lock"]);
@@ -367,7 +383,11 @@ fn rwlock_scripts_agree_with_redis() {
     assert!(rw_write(&mut p, A, "5000", "13").is_error());
     assert!(rw_read_release(&mut p, A, "u10").is_error());
     assert!(rw_write_release(&mut p, A, "u11").is_error());
-    p.eval(RW_FORCE_UNLOCK, &[RW_LOCK, RW_CHANNEL], &["read", "0", "PUBLISH"]);
+    p.eval(
+        RW_FORCE_UNLOCK,
+        &[RW_LOCK, RW_CHANNEL],
+        &["read", "0", "PUBLISH"],
+    );
     p.eval(RW_READ_RENEW, &[RW_LOCK, &pa], &["15000", A]);
     p.same_keyspace();
 }

@@ -124,7 +124,11 @@ async fn measure(bench: &Bench, clients: &[LockClient]) -> Result<Report> {
         (base.raw32_pairs_per_s, base.ping_p50_us)
     };
 
-    let mut r = Report::new("RW1", "readers and a writer", Kind::Reentrant.implementation());
+    let mut r = Report::new(
+        "RW1",
+        "readers and a writer",
+        Kind::Reentrant.implementation(),
+    );
     r.add(
         "reader_acquisitions",
         "reader acquisitions (each + release)",

@@ -53,7 +53,13 @@ pub async fn readers_share_and_exclude_a_writer(h: &dyn Harness) {
     let readers = rw(&c, &name).read().info().await.unwrap();
     assert_eq!(readers.holders.len(), 2);
     assert!(rw(&c, &name).write().try_lock().await.unwrap().is_none());
-    assert!(rw(&c, &name).write().info().await.unwrap().holders.is_empty());
+    assert!(rw(&c, &name)
+        .write()
+        .info()
+        .await
+        .unwrap()
+        .holders
+        .is_empty());
     r1.unlock().await.unwrap();
     assert!(rw(&c, &name).write().try_lock().await.unwrap().is_none());
     r2.unlock().await.unwrap();
@@ -87,7 +93,11 @@ pub async fn writers_never_overlap_anyone(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("rw-mixed");
     // (writers inside, readers inside, most readers inside at once)
-    let inside = Arc::new((AtomicUsize::new(0), AtomicUsize::new(0), AtomicUsize::new(0)));
+    let inside = Arc::new((
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ));
     let checker = ExclusionChecker::new();
     let mut tasks = Vec::new();
     for i in 0..12u64 {
@@ -119,7 +129,11 @@ pub async fn writers_never_overlap_anyone(h: &dyn Harness) {
     for t in tasks {
         t.await.unwrap();
     }
-    assert!(checker.violations().is_empty(), "{:?}", checker.violations());
+    assert!(
+        checker.violations().is_empty(),
+        "{:?}",
+        checker.violations()
+    );
     assert!(inside.2.load(SeqCst) > 1, "readers never shared the lock");
     assert!(!rw(&a, &name).is_locked().await.unwrap());
 }
@@ -383,14 +397,29 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
     assert!(lock.read().info().await.unwrap_err().is_wrong_type());
     assert!(lock.force_unlock().await.unwrap_err().is_wrong_type());
     let owner = a.new_owner();
-    assert!(lock.read().unlock_as(owner).await.unwrap_err().is_wrong_type());
-    assert!(lock.write().unlock_as(owner).await.unwrap_err().is_wrong_type());
+    assert!(lock
+        .read()
+        .unlock_as(owner)
+        .await
+        .unwrap_err()
+        .is_wrong_type());
+    assert!(lock
+        .write()
+        .unlock_as(owner)
+        .await
+        .unwrap_err()
+        .is_wrong_type());
     assert_eq!(
         h.get_string(&key(h, &name)).await.as_deref(),
         Some("not a lock")
     );
     let fenced = lock_core::AcquireOptions::new().fenced().no_wait();
-    assert!(lock.read().acquire(fenced).await.unwrap_err().is_invalid_argument());
+    assert!(lock
+        .read()
+        .acquire(fenced)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
 }
 
 /// A plain lock of the same name is not a read-write lock: neither side
@@ -428,7 +457,9 @@ pub async fn dropped_acquires_leave_nothing_held(h: &dyn Harness) {
     for polls in 0..6 {
         poll_then_drop(lock.read().lock(), polls).await;
         poll_then_drop(lock.write().lock(), polls).await;
-        tokio::time::timeout(WATCHDOG / 3, a.settle()).await.unwrap();
+        tokio::time::timeout(WATCHDOG / 3, a.settle())
+            .await
+            .unwrap();
         assert!(!lock.is_locked().await.unwrap(), "after {polls} polls");
     }
     // Waiting behind a writer of another client, then given up.

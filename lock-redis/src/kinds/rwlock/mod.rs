@@ -40,8 +40,8 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, Holder, LockError, LockInfo,
-    LockName, Owner, ReadWriteKinds, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, Holder, LockError, LockInfo, LockName,
+    Owner, ReadWriteKinds, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
 };
 use lock_script::layout::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
 use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
@@ -73,10 +73,7 @@ pub static FORCE_UNLOCK: LazyLock<Script> =
 /// Both sides of the read-write lock over `env`, for
 /// [`lock_core::Kinds::read_write`].
 pub fn kinds(env: ScriptEnv) -> ReadWriteKinds {
-    ReadWriteKinds::new(
-        Arc::new(Read { env: env.clone() }),
-        Arc::new(Write { env }),
-    )
+    ReadWriteKinds::new(Arc::new(Read { env: env.clone() }), Arc::new(Write { env }))
 }
 
 /// Every script of the kind, for preloading.
