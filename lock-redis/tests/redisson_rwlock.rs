@@ -944,3 +944,45 @@ async fn our_waiting_writer_is_listed_and_holds_off_only_our_readers() {
     );
     w.unlock().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn out_of_memory_refuses_acquisitions_whole_and_last_releases_succeed() {
+    let server = RedisServer::start();
+    let c = client(&server).await;
+    let lock = rw(&c, "cfg");
+    let twice = lock
+        .read()
+        .lock_with_lease(Duration::from_secs(10))
+        .await
+        .unwrap();
+    let o = twice.owner();
+    let again = lock.read().lock_as(o).await.unwrap();
+    let other = rw(&c, "other");
+    let w = other
+        .write()
+        .lock_with_lease(Duration::from_secs(10))
+        .await
+        .unwrap();
+    let keys_before = server.cmd(&["DBSIZE"]);
+    server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    // Taking a read or write hold needs SET/HSET/HINCRBY: refused whole.
+    let e = rw(&c, "fresh").read().try_lock().await.unwrap_err();
+    assert!(e.is_out_of_memory(), "{e:?}");
+    let e = rw(&c, "fresh").write().try_lock().await.unwrap_err();
+    assert!(e.is_out_of_memory(), "{e:?}");
+    let e = lock.read().try_lock().await.unwrap_err();
+    assert!(e.is_out_of_memory(), "{e:?}");
+    // A partial read release needs HINCRBY: refused, the count kept.
+    let e = again.unlock().await.unwrap_err();
+    assert!(e.is_out_of_memory(), "{e:?}");
+    assert_eq!(server.cmd(&["HGET", "cfg", &o.field()]), bulk("2"));
+    assert_eq!(server.cmd(&["DBSIZE"]), keys_before);
+    // The last write hold of a lock nobody else holds only deletes.
+    w.unlock().await.unwrap();
+    assert_eq!(int(server.cmd(&["EXISTS", "other"])), 0);
+    server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    lock.read().unlock_as(o).await.unwrap();
+    drop(twice);
+    c.settle().await;
+    assert_eq!(int(server.cmd(&["EXISTS", "cfg"])), 0);
+}

@@ -21,7 +21,7 @@
 -- name): it is reported held rather than written into.
 -- Writers first: an owner that does not read the lock yet waits while one
 -- of our writers waits (KEYS[4] has a member whose deadline has not
--- passed; passed ones are removed), so a stream of readers cannot starve a
+-- passed), so a stream of readers cannot starve a
 -- writer. Re-entry by a reader and reads by the writer's owner never wait
 -- (they would deadlock). Redisson's readers do not know KEYS[4].
 --
@@ -33,7 +33,9 @@
 -- Every outcome is latched (see latch() in common.lua); a repeat writes
 -- nothing and returns {1, 0}, or {0, pttl} with the current PTTL.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
--- write. Out of memory: the hold key's SET is the first refusable write;
+-- write. Out of memory: the hold key's SET is the script's first write
+-- (Redis refuses a script's writes only up to its first one, even a write
+-- that frees memory, so nothing writes before it);
 -- should the hash's write after it be refused, the key is deleted again
 -- and the script fails with the OOM error, so nothing stays written.
 local latch_ttl = tonumber(ARGV[4])
@@ -50,12 +52,14 @@ if latch_ttl > 0 then
         return {1, 0}
     end
 end
--- The first deadline of a waiting writer still counting, in ms from now.
+-- The first deadline of a waiting writer still counting, in ms from now
+-- (passed ones are ignored here and removed by the writers' scripts). Only
+-- reads: Redis refuses a script's writes for memory only up to its first
+-- write command, so nothing may write before the hold key's SET.
 local function writer_waits()
     local t = redis.call('time')
     local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('zremrangebyscore', KEYS[4], '-inf', now)
-    local first = redis.call('zrange', KEYS[4], 0, 0, 'withscores')
+    local first = redis.call('zrangebyscore', KEYS[4], '(' .. now, '+inf', 'withscores', 'limit', 0, 1)
     if first[2] then
         return math.max(tonumber(first[2]) - now, 1)
     end

@@ -83,8 +83,10 @@ local queue_ms = tonumber(ARGV[5])
 if queue_ms > 0 then
     -- Out of memory ZADD is refused: the writer then waits without holding
     -- readers off, as Redisson's writers do.
-    local deadline = now_ms() + queue_ms
-    redis.pcall('zadd', KEYS[3], deadline, ARGV[2])
+    local now = now_ms()
+    redis.pcall('zadd', KEYS[3], now + queue_ms, ARGV[2])
+    -- Writers whose deadline passed (their process died) leave the set.
+    redis.call('zremrangebyscore', KEYS[3], '-inf', now)
     local pttl = redis.call('pttl', KEYS[3])
     if pttl < queue_ms then
         redis.call('pexpire', KEYS[3], queue_ms)
