@@ -18,11 +18,16 @@
 //! guards.
 //!
 //! # Waking and starvation
-//! A write unlock wakes every waiter; a read unlock that leaves the lock
-//! free wakes one waiter per client. Readers are admitted whenever the lock
-//! is in read mode, also while a writer waits: a steady stream of
-//! overlapping readers keeps a writer out for as long as it lasts (as in
-//! Redisson). The benchmark's RW1 workload measures it.
+//! A write unlock wakes every waiter, and so does a read unlock that leaves
+//! the lock free. Writers first: the write side is a kind whose waiters
+//! queue ([`ExclusiveKind::queues_waiters`]), so a waiting writer is known
+//! to the store, refreshed every third of
+//! [`crate::ClientConfig::waiter_timeout`] and forgotten when it gives up;
+//! while one waits, owners that do not read the lock yet wait too, so a
+//! steady stream of readers cannot starve it. Re-entry by a reader and
+//! reads by the writer's own owner never wait (they would deadlock). The
+//! kind decides who honours this (Redisson's own readers do not); the
+//! benchmark's RW1 workload measures it.
 
 use std::sync::Arc;
 

@@ -29,6 +29,10 @@
 //! until its deadline, at most `waiter_timeout`). Redisson's readers do not
 //! know the set: a stream of Java readers can still starve any writer.
 //!
+//! Both unlock messages wake every waiter of a client (Redisson wakes one on
+//! `0`): a waiter woken by a read unlock may be a reader still held off by
+//! a waiting writer, and the writer must not miss the wake-up.
+//!
 //! Where these scripts differ from Redisson's (never in what Java sees as
 //! held or free): the waiting writers above; a reader asking for the write side fails with
 //! [`lock_core::LockError::UpgradeRefused`] instead of waiting forever; a
@@ -321,7 +325,9 @@ impl ExclusiveKind for Read {
         Channel::new(channel_name(&self.env, name))
     }
 
-    /// `0` and `1` both wake every waiter of the client (see [`wake`]).
+    /// `0` and `1` both wake every waiter of the client: the waiters are
+    /// of two sides, and a writer must not miss a wake-up that a reader
+    /// held off by a waiting writer took (see the module docs).
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
         wake(payload)
     }
@@ -451,7 +457,9 @@ impl ExclusiveKind for Write {
         Channel::new(channel_name(&self.env, name))
     }
 
-    /// `0` and `1` both wake every waiter of the client (see [`wake`]).
+    /// `0` and `1` both wake every waiter of the client: the waiters are
+    /// of two sides, and a writer must not miss a wake-up that a reader
+    /// held off by a waiting writer took (see the module docs).
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
         wake(payload)
     }
