@@ -72,6 +72,8 @@ pub(crate) enum Workload {
     W1Redlock,
     /// 16 tasks on a semaphore with 4 permits.
     S1,
+    /// 32 readers and one writer on one read-write lock.
+    Rw1,
     /// W1 with the fair lock.
     W1Fair,
     /// W2H with the fair lock.
@@ -119,6 +121,7 @@ impl Workload {
             Self::Latch => "latch",
             Self::W1Redlock => "W1-redlock",
             Self::S1 => "S1",
+            Self::Rw1 => "RW1",
         };
         let kind = match self {
             Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,
@@ -139,6 +142,13 @@ mod tests {
         assert_eq!(a.only, [Workload::W1, Workload::W2h, Workload::W5]);
         assert!(a.quick && !a.json && a.url.is_none());
         assert!(Args::try_parse_from(["lock-bench", "--only", "W9"]).is_err());
+    }
+
+    #[test]
+    fn rw1_is_selectable_by_its_report_name() {
+        let a = Args::try_parse_from(["lock-bench", "--only", "RW1"]).unwrap();
+        assert_eq!(a.only, [Workload::Rw1]);
+        assert_eq!(Workload::Rw1.label(), "RW1");
     }
 
     #[test]

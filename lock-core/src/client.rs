@@ -19,6 +19,7 @@ use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
 use crate::permit_semaphore::PermitExpirableSemaphore;
+use crate::rw_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::stats::{ClientStats, Stats};
 use crate::waiter::WaiterRegistry;
@@ -303,6 +304,26 @@ impl LockClient {
             self.clone(),
             LockName::new(name)?,
             Arc::clone(kind),
+        ))
+    }
+
+    /// A handle on the read-write lock called `name`: many readers or one
+    /// writer ([`ReadWriteLock::read`], [`ReadWriteLock::write`]). Makes no
+    /// I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no read-write kind.
+    pub fn read_write_lock(&self, name: impl AsRef<str>) -> Result<ReadWriteLock> {
+        let kinds = self
+            .inner
+            .kinds
+            .read_write_kinds()
+            .ok_or_else(|| LockError::invalid("this client has no read-write lock kind"))?;
+        Ok(ReadWriteLock::new(
+            self.clone(),
+            LockName::new(name)?,
+            kinds,
         ))
     }
 

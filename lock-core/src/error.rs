@@ -101,6 +101,17 @@ pub enum LockError {
         message: String,
     },
 
+    /// The owner holds the read side of a read-write lock and asked for
+    /// its write side. A reader cannot upgrade: the write side waits until
+    /// no reader is left, this owner included, so the request would wait
+    /// for itself forever (Redisson's `RReadWriteLock` does). Nothing was
+    /// taken. Release the read holds first, then take the write lock (a
+    /// writer may take the read side: that is how to downgrade).
+    #[error("lock {name:?}: this owner holds its read lock and cannot upgrade to the write lock (it would wait for itself); release the read holds first")]
+    UpgradeRefused {
+        /// The lock name.
+        name: String,
+    },
     /// The client was closed; no further operation is possible.
     #[error("lock client is closed")]
     Closed,
@@ -214,6 +225,12 @@ impl LockError {
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, Self::OutOfMemory { .. })
     }
+
+    /// Whether a reader asked for the write side of its read-write lock
+    /// ([`LockError::UpgradeRefused`]).
+    pub fn is_upgrade_refused(&self) -> bool {
+        matches!(self, Self::UpgradeRefused { .. })
+    }
 }
 
 /// Shorthand for results of lock operations.
@@ -249,6 +266,10 @@ mod tests {
             message: "invalid peer certificate".into(),
         };
         assert!(tls.is_tls_error() && !tls.is_retryable() && !tls.is_auth_error());
+        let upgrade = LockError::UpgradeRefused { name: "a".into() };
+        assert!(upgrade.is_upgrade_refused());
+        assert!(!upgrade.is_retryable());
+        assert!(upgrade.to_string().contains("cannot upgrade"));
     }
 
     #[test]

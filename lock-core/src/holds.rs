@@ -1,4 +1,7 @@
-//! The client's table of holds: one entry per (lock name, owner) it holds.
+//! The client's table of holds: one entry per (lock name, owner) it holds
+//! (per side of the lock, for kinds whose locks have two: a read-write
+//! lock's read and write holds of one owner are separate entries, as they
+//! are separate counts in the store; see [`ExclusiveKind::hold_side`]).
 //!
 //! # Why one entry per owner
 //! In the store, every hold of one owner on one lock is one hash field with
@@ -165,9 +168,31 @@ struct Entry {
     watched: usize,
 }
 
-/// Every hold of one client, by (lock name, owner).
+/// Where an owner's hold sits in the table: the lock and owner, and the
+/// side of the lock ([`ExclusiveKind::hold_side`]), so the read and the
+/// write holds of one owner on one read-write lock are two entries.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct HoldKey {
+    target: RenewTarget,
+    side: &'static str,
+}
+
+impl HoldKey {
+    fn of(hold: &Hold) -> Self {
+        Self::new(&hold.target, hold.kind.as_ref())
+    }
+
+    fn new(target: &RenewTarget, kind: &dyn ExclusiveKind) -> Self {
+        Self {
+            target: target.clone(),
+            side: kind.hold_side(),
+        }
+    }
+}
+
+/// Every hold of one client, by (lock name, owner, side).
 pub(crate) struct Holds {
-    table: Mutex<HashMap<RenewTarget, Entry>>,
+    table: Mutex<HashMap<HoldKey, Entry>>,
     next_generation: AtomicU64,
     /// Entries with a watchdog guard: what the watchdog renews.
     watched: AtomicUsize,
@@ -185,7 +210,7 @@ impl Holds {
         }
     }
 
-    fn table(&self) -> MutexGuard<'_, HashMap<RenewTarget, Entry>> {
+    fn table(&self) -> MutexGuard<'_, HashMap<HoldKey, Entry>> {
         // Every update is a few field changes: consistent across a panic.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -201,22 +226,23 @@ impl Holds {
         deadline: Deadline,
         watched: bool,
     ) -> Arc<Hold> {
+        let key = HoldKey::new(&target, kind.as_ref());
         let mut table = self.table();
         // Joining extends the entry's deadline; an entry that cannot be
         // extended has ended and makes way for a new generation.
         let ended = table
-            .get(&target)
+            .get(&key)
             .filter(|entry| !entry.hold.extend(deadline))
             .map(|entry| Arc::clone(&entry.hold));
         if ended.is_some() {
-            self.remove(&mut table, &target);
+            self.remove(&mut table, &key);
         }
         let entry = table
-            .entry(target)
+            .entry(key)
             .and_modify(|entry| entry.guards += 1)
-            .or_insert_with_key(|target| Entry {
+            .or_insert_with(|| Entry {
                 hold: Arc::new(Hold {
-                    target: target.clone(),
+                    target,
                     kind: Arc::clone(kind),
                     generation: self.next_generation.fetch_add(1, Ordering::Relaxed),
                     lost: CancellationToken::new(),
@@ -249,9 +275,10 @@ impl Holds {
     /// should send its release: not when its hold is lost, for the count in
     /// the store may belong to a newer generation then.
     pub(crate) fn unregister(&self, hold: &Arc<Hold>, watched: bool) -> bool {
+        let key = HoldKey::of(hold);
         let mut table = self.table();
         if let Some(entry) = table
-            .get_mut(&hold.target)
+            .get_mut(&key)
             .filter(|entry| Arc::ptr_eq(&entry.hold, hold))
         {
             entry.guards -= 1;
@@ -262,16 +289,16 @@ impl Holds {
                 }
             }
             if entry.guards == 0 {
-                table.remove(&hold.target);
+                table.remove(&key);
             }
         }
         drop(table);
         !hold.is_lost()
     }
 
-    /// Removes `target`'s entry, keeping the watched count right.
-    fn remove(&self, table: &mut HashMap<RenewTarget, Entry>, target: &RenewTarget) {
-        if let Some(entry) = table.remove(target) {
+    /// Removes `key`'s entry, keeping the watched count right.
+    fn remove(&self, table: &mut HashMap<HoldKey, Entry>, key: &HoldKey) {
+        if let Some(entry) = table.remove(key) {
             if entry.watched > 0 {
                 self.watched.fetch_sub(1, Ordering::AcqRel);
             }
@@ -281,32 +308,36 @@ impl Holds {
     /// `hold` ended, lost for `reason`: every guard of it is told, and it
     /// leaves the table (if it is still the current generation).
     pub(crate) fn end(&self, hold: &Arc<Hold>, reason: &'static str) {
+        let key = HoldKey::of(hold);
         let mut table = self.table();
         if table
-            .get(&hold.target)
+            .get(&key)
             .is_some_and(|entry| Arc::ptr_eq(&entry.hold, hold))
         {
-            self.remove(&mut table, &hold.target);
+            self.remove(&mut table, &key);
         }
         drop(table);
         hold.finish(Some(reason));
     }
 
-    /// A release of one hold of `target` was answered `outcome`. `hold`:
+    /// A release of one hold of `target`, through `kind`, was answered
+    /// `outcome`. `hold`:
     /// the generation it released, when a guard sent it; otherwise the
     /// current one is meant. Freed or not held: the owner holds nothing of
     /// the lock any more, so the guards left of that generation are told.
     pub(crate) fn released(
         &self,
         target: &RenewTarget,
+        kind: &dyn ExclusiveKind,
         hold: Option<&Arc<Hold>>,
         outcome: ReleaseOutcome,
     ) {
         if outcome == ReleaseOutcome::StillHeld {
             return;
         }
+        let key = HoldKey::new(target, kind);
         let mut table = self.table();
-        let current = table.get(target).map(|entry| Arc::clone(&entry.hold));
+        let current = table.get(&key).map(|entry| Arc::clone(&entry.hold));
         let ended = match (hold, current) {
             // Entries leave the table with their last guard: guards remain.
             (Some(hold), Some(current)) if Arc::ptr_eq(hold, &current) => current,
@@ -319,7 +350,7 @@ impl Holds {
             (None, Some(current)) => current,
             (None, None) => return,
         };
-        self.remove(&mut table, target);
+        self.remove(&mut table, &key);
         drop(table);
         if !ended.lost.is_cancelled() {
             tracing::warn!(lock = %target.name, ?outcome, "a release ended the owner's hold under its guards; signalling loss");

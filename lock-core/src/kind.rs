@@ -306,6 +306,18 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// `None` for a message to ignore.
     fn wake(&self, payload: &[u8]) -> Option<Wake>;
 
+    /// Which side of a lock this kind's holds are on. An owner's holds of
+    /// one name taken through kinds of the same side are one hold in the
+    /// store (one count, ending together): they share one entry of the
+    /// client's table of holds, with one lost signal. Kinds whose locks
+    /// have two sides kept apart in the store (a read-write lock's read and
+    /// write holds of one owner) name them differently, so ending one side
+    /// leaves the other's guards alone. The default, `""`, is the side of
+    /// every exclusive lock.
+    fn hold_side(&self) -> &'static str {
+        ""
+    }
+
     /// Whether waiters queue: the engine then asks to join the queue from a
     /// waiter's first attempt ([`AcquireRequest::queue_ms`]), looks again
     /// at least every third of the waiter timeout (which refreshes its

@@ -6,6 +6,7 @@ use crate::describe::Describe;
 use crate::fair_lock::FairKind;
 use crate::kind::ExclusiveKind;
 use crate::latch_kind::LatchKind;
+use crate::rw_lock::ReadWriteKinds;
 use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 
 /// The kinds of locks one [`crate::LockClient`] hands out, each bound to the
@@ -30,6 +31,7 @@ pub struct Kinds {
     describe: Option<Arc<dyn Describe>>,
     semaphore: Option<Arc<dyn SemaphoreKind>>,
     permit_semaphore: Option<Arc<dyn PermitSemaphoreKind>>,
+    read_write: Option<ReadWriteKinds>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -41,6 +43,7 @@ impl std::fmt::Debug for Kinds {
             .field("describe", &self.describe.is_some())
             .field("semaphore", &self.semaphore.is_some())
             .field("permit_semaphore", &self.permit_semaphore.is_some())
+            .field("read_write", &self.read_write.is_some())
             .finish()
     }
 }
@@ -63,6 +66,18 @@ impl Kinds {
     pub fn fair(mut self, kind: Arc<dyn FairKind>) -> Self {
         self.fair = Some(kind);
         self
+    }
+
+    /// Registers the kind of [`crate::LockClient::read_write_lock`].
+    #[must_use]
+    pub fn read_write(mut self, kinds: ReadWriteKinds) -> Self {
+        self.read_write = Some(kinds);
+        self
+    }
+
+    /// The read-write kind, when registered: both sides' store operations.
+    pub fn read_write_kinds(&self) -> Option<&ReadWriteKinds> {
+        self.read_write.as_ref()
     }
 
     /// The reentrant kind, when registered: its raw store operations.

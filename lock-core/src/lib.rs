@@ -10,7 +10,8 @@
 //!   registry and the watchdog, shared by every kind's handles.
 //! - [`Lock`]: a named re-entrant exclusive lock; [`FairLock`]: the same,
 //!   handed out in arrival order; [`FencedLock`]: the same lock with a
-//!   fencing token on every acquisition; [`Guard`] ([`FencedGuard`]): a
+//!   fencing token on every acquisition; [`ReadWriteLock`]: many readers
+//!   or one writer, each side a [`Lock`]; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
 //! - [`CountDownLatch`]: a named count-down latch, on the same wait loop.
 //! - [`MultiLock`]: several locks (of any clients) held as one, all or
@@ -72,6 +73,7 @@ mod outage;
 pub mod owner;
 mod permit_semaphore;
 mod red_lock;
+mod rw_lock;
 mod semaphore;
 pub mod semaphore_kind;
 mod stats;
@@ -106,6 +108,7 @@ pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
 pub use permit_semaphore::PermitExpirableSemaphore;
 pub use red_lock::{RedGuard, RedLock};
+pub use rw_lock::{ReadWriteKinds, ReadWriteLock};
 pub use semaphore::{PermitGuard, Semaphore};
 pub use semaphore_kind::{
     LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest, PermitSemaphoreKind,

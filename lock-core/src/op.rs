@@ -238,7 +238,7 @@ pub(crate) fn release(
                     name: req.name.clone(),
                     owner: req.owner,
                 };
-                holds.released(&target, hold.as_ref(), *outcome);
+                holds.released(&target, backend.as_ref(), hold.as_ref(), *outcome);
             }
             Err(e) => {
                 tracing::warn!(%e, lock = %req.name, "release failed; the lock expires with its lease");

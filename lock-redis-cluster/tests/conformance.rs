@@ -44,6 +44,11 @@ async fn every_suite_on_one_cluster() {
         ),
         ("latch, sharded pub/sub", PubSubMode::Sharded, Suite::Latch),
         ("latch, classic pub/sub", PubSubMode::Classic, Suite::Latch),
+        (
+            "read-write, pub/sub chosen by version",
+            PubSubMode::Auto,
+            Suite::ReadWrite,
+        ),
     ];
     let mut failed = Vec::new();
     for (suite, mode, kind) in suites {
@@ -55,6 +60,7 @@ async fn every_suite_on_one_cluster() {
             ),
             Suite::Reentrant => (h, lock_testkit::conformance_checks!()),
             Suite::Latch => (h, lock_testkit::latch_conformance_checks!()),
+            Suite::ReadWrite => (h, lock_testkit::rwlock_conformance_checks!()),
         };
         for name in run_checks(h, checks, CHECK_LIMIT).await {
             failed.push(format!("{suite}: {name}"));
@@ -97,6 +103,7 @@ async fn every_suite_on_one_cluster() {
 enum Suite {
     Reentrant,
     Fair,
+    ReadWrite,
     Latch,
 }
 

@@ -199,19 +199,46 @@ impl ScriptEnv {
     /// Dropping the future may leave any subset of the leases extended,
     /// which is harmless.
     pub async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+        self.renew_with(&RENEW, targets, lease_ms, |t| {
+            (vec![self.layout.lock_key(&t.name)], vec![t.owner.field()])
+        })
+        .await
+    }
+
+    /// The batch renewal of [`ScriptEnv::renew`] with another script:
+    /// `keys_args(target)` gives each target's KEYS and ARGV, the first
+    /// key deciding its [`Transport::key_group`]; a call's KEYS and ARGV are
+    /// its targets' in order, after one ARGV, the lease. `script` replies
+    /// one integer per target, 1 renewed or 0 not held (as `renew.lua`):
+    /// the renewal of kinds whose holds are more than a hash field (a
+    /// read-write lock's read holds).
+    ///
+    /// # Errors
+    /// As [`ScriptEnv::renew`].
+    ///
+    /// # Cancel safety
+    /// As [`ScriptEnv::renew`].
+    pub async fn renew_with<F>(
+        &self,
+        script: &redis::Script,
+        targets: &[RenewTarget],
+        lease_ms: u64,
+        keys_args: F,
+    ) -> Result<Vec<Result<bool>>>
+    where
+        F: Fn(&RenewTarget) -> (Vec<String>, Vec<String>) + Send + Sync,
+    {
         if targets.is_empty() {
             return Ok(Vec::new());
         }
         check_lease(lease_ms)?;
-        let keys: Vec<String> = targets
-            .iter()
-            .map(|t| self.layout.lock_key(&t.name))
-            .collect();
+        let parts: Vec<(Vec<String>, Vec<String>)> = targets.iter().map(&keys_args).collect();
         // Keys of different groups (cluster slots) never share a call.
         let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, key) in keys.iter().enumerate() {
+        for (i, (keys, _)) in parts.iter().enumerate() {
+            let first = keys.first().map_or("", String::as_str);
             groups
-                .entry(self.transport.key_group(key))
+                .entry(self.transport.key_group(first))
                 .or_default()
                 .push(i);
         }
@@ -220,12 +247,15 @@ impl ScriptEnv {
         let mut members: Vec<&[usize]> = Vec::new();
         for indices in groups.values() {
             for chunk in indices.chunks(RENEW_CHUNK) {
-                let chunk_keys = chunk.iter().map(|&i| keys[i].clone()).collect();
+                let chunk_keys = chunk
+                    .iter()
+                    .flat_map(|&i| parts[i].0.iter().cloned())
+                    .collect();
                 let args = std::iter::once(lease.clone())
-                    .chain(chunk.iter().map(|&i| targets[i].owner.field()))
+                    .chain(chunk.iter().flat_map(|&i| parts[i].1.iter().cloned()))
                     .collect();
                 // A renewal only ever extends a lease: repeating it is harmless.
-                calls.push(ScriptCall::new(&RENEW, chunk_keys, args).idempotent(true));
+                calls.push(ScriptCall::new(script, chunk_keys, args).idempotent(true));
                 members.push(chunk);
             }
         }

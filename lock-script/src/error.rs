@@ -8,6 +8,7 @@
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
+//! | `UPGRADE` (a read-write lock's write acquisition by an owner holding its read side; nothing written) | [`LockError::UpgradeRefused`] with the lock key (the kind puts the lock's name in) | no |
 //! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script) | [`LockError::Unauthorized`] | no |
 //! | a TLS handshake failing over a certificate (server's not trusted, ours refused or missing; feature `tls`) | [`LockError::Tls`] | no |
@@ -46,6 +47,11 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
             | "NOSCRIPT"),
         ) => {
             return LockError::unavailable(format!("redis is not ready ({code}): {err}"), source());
+        }
+        Some("UPGRADE") => {
+            return LockError::UpgradeRefused {
+                name: first_key.to_owned(),
+            };
         }
         Some("OOM") => {
             return LockError::OutOfMemory {
@@ -207,6 +213,13 @@ mod tests {
 
     fn server_err(code: &str) -> RedisError {
         redis::make_extension_error(code.to_owned(), Some("detail".to_owned()))
+    }
+
+    #[test]
+    fn upgrade_is_refused_naming_the_lock_key() {
+        let e = from_redis(&server_err("UPGRADE"), "orders");
+        assert!(matches!(e, LockError::UpgradeRefused { ref name } if name == "orders"));
+        assert!(!e.is_retryable());
     }
 
     #[test]

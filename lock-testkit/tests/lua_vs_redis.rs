@@ -30,6 +30,21 @@ const RENEW: &str = with_common!(include_str!("../../lock-script/src/scripts/ren
 const FORCE_UNLOCK: &str = include_str!("../../lock-redis/src/kinds/reentrant/force_unlock.lua");
 const INSPECT: &str = include_str!("../../lock-redis/src/kinds/reentrant/inspect.lua");
 
+/// A read-write-lock script as lock-redis builds it.
+macro_rules! rw {
+    ($file:literal) => {
+        include_str!(concat!("../../lock-redis/src/kinds/rwlock/", $file))
+    };
+}
+
+const RW_READ_ACQUIRE: &str = with_common!(rw!("read_acquire.lua"));
+const RW_READ_RELEASE: &str = with_common!(rw!("read_release.lua"));
+const RW_READ_RENEW: &str = with_common!(rw!("read_renew.lua"));
+const RW_WRITE_ACQUIRE: &str = with_common!(rw!("write_acquire.lua"));
+const RW_WRITE_RELEASE: &str = with_common!(rw!("write_release.lua"));
+const RW_WRITE_LEAVE: &str = rw!("write_leave.lua");
+const RW_FORCE_UNLOCK: &str = rw!("force_unlock.lua");
+
 /// A fair-lock script as lock-fair builds it: the prelude, then the file
 /// (the writing ones behind the shared helpers too).
 macro_rules! fair {
@@ -376,6 +391,129 @@ fn describe_script_agrees_with_redis() {
         p.eval(DESCRIBE, &[name, &leases], &["1"]);
         p.eval(DESCRIBE, &[name, name], &["0"]);
     }
+    p.same_keyspace();
+}
+
+const RW_LOCK: &str = "cfg";
+const RW_CHANNEL: &str = "redisson_rwlock:{cfg}";
+const RW_WRITERS: &str = "redisson_rwlock_writers:{cfg}";
+
+fn rw_hold_prefix(owner: &str) -> String {
+    format!("{{cfg}}:{owner}:rwlock_timeout")
+}
+
+fn rw_read(p: &mut Pair, owner: &str, lease: &str, request: &str) -> ScriptReply {
+    let (latch, prefix) = (format!("{}{request}", R.latch), rw_hold_prefix(owner));
+    let writer = format!("{owner}:write");
+    p.eval(
+        RW_READ_ACQUIRE,
+        &[RW_LOCK, &prefix, &latch, RW_WRITERS],
+        &[lease, owner, &writer, "5000"],
+    )
+}
+
+fn rw_read_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
+    let (latch, prefix) = (format!("{}{request}", R.unlatch), rw_hold_prefix(owner));
+    p.eval(
+        RW_READ_RELEASE,
+        &[RW_LOCK, RW_CHANNEL, &prefix, "{cfg}", &latch],
+        &["0", owner, "PUBLISH", "5000"],
+    )
+}
+
+fn rw_write(p: &mut Pair, owner: &str, queue_ms: &str, request: &str) -> ScriptReply {
+    let latch = format!("{}{request}", R.latch);
+    let writer = format!("{owner}:write");
+    p.eval(
+        RW_WRITE_ACQUIRE,
+        &[RW_LOCK, &latch, RW_WRITERS],
+        &["30000", &writer, owner, "5000", queue_ms],
+    )
+}
+
+fn rw_write_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
+    let latch = format!("{}{request}", R.unlatch);
+    let writer = format!("{owner}:write");
+    p.eval(
+        RW_WRITE_RELEASE,
+        &[RW_LOCK, RW_CHANNEL, &latch],
+        &["1", "30000", &writer, "PUBLISH", "5000"],
+    )
+}
+
+#[test]
+fn rwlock_scripts_agree_with_redis() {
+    let mut p = Pair::new();
+    let taken = ScriptReply::Array(vec![ScriptReply::Int(1), ScriptReply::Int(0)]);
+    // Readers with different leases, re-entry, a repeated request.
+    assert_eq!(rw_read(&mut p, A, "20000", "1"), taken);
+    assert_eq!(rw_read(&mut p, A, "20000", "1"), taken);
+    assert_eq!(rw_read(&mut p, A, "5000", "2"), taken);
+    assert_eq!(rw_read(&mut p, B, "10000", "3"), taken);
+    p.same_keyspace();
+    // A writer waits (and is listed), holding new readers off.
+    assert!(!rw_write(&mut p, C, "5000", "4").is_error());
+    assert_ne!(rw_read(&mut p, C, "10000", "5"), taken);
+    assert_eq!(rw_read(&mut p, A, "10000", "6"), taken);
+    // A reader cannot upgrade.
+    assert!(rw_write(&mut p, A, "5000", "7").is_error());
+    assert!(rw_write(&mut p, A, "5000", "7").is_error());
+    p.same_keyspace();
+    // Renewal, then releases: the soonest-ending hold goes first.
+    let (pa, pb) = (rw_hold_prefix(A), rw_hold_prefix(B));
+    p.eval(
+        RW_READ_RENEW,
+        &[RW_LOCK, &pa, RW_LOCK, &pb],
+        &["15000", A, B],
+    );
+    assert_eq!(rw_read_release(&mut p, A, "u1"), ScriptReply::Int(0));
+    assert_eq!(rw_read_release(&mut p, A, "u1"), ScriptReply::Int(0));
+    assert_eq!(rw_read_release(&mut p, C, "u2"), ScriptReply::Nil);
+    p.same_keyspace();
+    // The writer gives up; readers may come again.
+    let writer = format!("{C}:write");
+    p.eval(
+        RW_WRITE_LEAVE,
+        &[RW_LOCK, RW_WRITERS, RW_CHANNEL],
+        &[&writer, "PUBLISH"],
+    );
+    assert_eq!(rw_read(&mut p, C, "10000", "8"), taken);
+    for (owner, request) in [(A, "u3"), (A, "u4"), (B, "u5"), (C, "u6")] {
+        rw_read_release(&mut p, owner, request);
+    }
+    p.same_keyspace();
+    // Write, downgrade, release; force unlock per mode.
+    assert_eq!(rw_write(&mut p, A, "0", "9"), taken);
+    assert_eq!(rw_write(&mut p, A, "0", "10"), taken);
+    assert_eq!(rw_read(&mut p, A, "10000", "11"), taken);
+    assert_eq!(rw_write_release(&mut p, A, "u7"), ScriptReply::Int(0));
+    assert_eq!(rw_write_release(&mut p, A, "u8"), ScriptReply::Int(1));
+    assert_eq!(rw_write_release(&mut p, A, "u9"), ScriptReply::Nil);
+    p.same_keyspace();
+    p.eval(
+        RW_FORCE_UNLOCK,
+        &[RW_LOCK, RW_CHANNEL],
+        &["write", "1", "PUBLISH"],
+    );
+    p.eval(
+        RW_FORCE_UNLOCK,
+        &[RW_LOCK, RW_CHANNEL],
+        &["read", "0", "PUBLISH"],
+    );
+    p.same_keyspace();
+    // A value of another type at the lock key: errors, nothing written.
+    p.redis.cmd(&["SET", RW_LOCK, "not a lock"]);
+    p.memory.set_string(RW_LOCK, "not a lock");
+    assert!(rw_read(&mut p, A, "10000", "12").is_error());
+    assert!(rw_write(&mut p, A, "5000", "13").is_error());
+    assert!(rw_read_release(&mut p, A, "u10").is_error());
+    assert!(rw_write_release(&mut p, A, "u11").is_error());
+    p.eval(
+        RW_FORCE_UNLOCK,
+        &[RW_LOCK, RW_CHANNEL],
+        &["read", "0", "PUBLISH"],
+    );
+    p.eval(RW_READ_RENEW, &[RW_LOCK, &pa], &["15000", A]);
     p.same_keyspace();
 }
 

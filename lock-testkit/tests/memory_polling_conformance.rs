@@ -1,4 +1,4 @@
-//! The whole conformance suite (reentrant, fair, latch, semaphores) on the in-memory
+//! The whole conformance suite (reentrant, fair, read-write, latch, semaphores) on the in-memory
 //! backend with clients that wait by polling and never subscribe.
 
 use lock_testkit::conformance::polling::Polling;
@@ -35,6 +35,15 @@ mod semaphores {
     use super::*;
 
     lock_testkit::semaphore_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        harness = harness
+    );
+}
+
+mod read_write {
+    use super::*;
+
+    lock_testkit::rwlock_conformance_tests!(
         #[tokio::test(start_paused = true)]
         harness = harness
     );

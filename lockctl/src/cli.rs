@@ -193,8 +193,19 @@ pub(crate) struct RunArgs {
     pub(crate) name: String,
 
     /// Use the fair (first come, first served) lock.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["read", "write"])]
     pub(crate) fair: bool,
+
+    /// Run under the read side of the read-write lock NAME (Redisson's
+    /// RReadWriteLock): shared with other --read runs, excluded by a
+    /// --write run.
+    #[arg(long, conflicts_with_all = ["write", "fenced", "redlock", "permits"])]
+    pub(crate) read: bool,
+
+    /// Run under the write side of the read-write lock NAME: excludes
+    /// every --read and --write run of NAME.
+    #[arg(long, conflicts_with_all = ["fenced", "redlock", "permits"])]
+    pub(crate) write: bool,
 
     /// Give up after waiting this long (exit 75); 0s tries once. Default:
     /// wait as long as it takes. The wait covers connecting too: a Redis
@@ -392,6 +403,24 @@ mod tests {
             let err = parse_from(&["run", "job", "--redlock", "redis://a", flag, "--", "true"])
                 .unwrap_err();
             assert_eq!(err.kind(), ErrorKind::ArgumentConflict, "{flag}");
+        }
+    }
+
+    #[test]
+    fn read_and_write_pick_a_side_and_exclude_the_other_lock_flavours() {
+        let Command::Run(run) = parse_from(&["run", "cfg", "--read", "--", "true"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert!(run.read && !run.write);
+        for args in [
+            &["run", "cfg", "--read", "--write", "--", "true"][..],
+            &["run", "cfg", "--read", "--fair", "--", "true"],
+            &["run", "cfg", "--write", "--fenced", "--", "true"],
+        ] {
+            assert!(parse_from(args).is_err(), "{args:?}");
         }
     }
 

@@ -127,9 +127,14 @@ async fn acquire(
         return Ok(RedLock::new(locks)?.acquire(opts).await?.map(Held::Red));
     }
     let client = &clients[0];
-    // `--fair` picks the handle's kind; the client serves both.
+    // `--fair`, `--read` and `--write` pick the handle's kind; the client
+    // serves them all.
     let lock = if args.fair {
         client.fair_lock(name)?.as_lock().clone()
+    } else if args.read {
+        client.read_write_lock(name)?.read().clone()
+    } else if args.write {
+        client.read_write_lock(name)?.write().clone()
     } else {
         client.lock(name)?
     };

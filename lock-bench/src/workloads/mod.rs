@@ -25,6 +25,7 @@ mod latch;
 mod many_locks;
 mod raw;
 mod redlock;
+mod rwlock;
 mod semaphore;
 mod uncontended;
 mod waiters;
@@ -221,6 +222,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::S1) {
         emit(&bounded(limit, "S1", semaphore::run(bench)).await?);
+    }
+    if wants(Workload::Rw1) {
+        emit(&bounded(limit, "RW1", rwlock::run(bench)).await?);
     }
     for kind in [Kind::Fair, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND

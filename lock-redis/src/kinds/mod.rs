@@ -2,7 +2,8 @@
 //! set on a client ([`client`]), used by every deployment's `connect`.
 //!
 //! A kind is its Lua scripts plus one module assembling keys/args and
-//! decoding replies: [`reentrant`] here, the fair lock in `lock-fair`. A
+//! decoding replies: [`reentrant`] and [`rwlock`] here, the fair lock in
+//! `lock-fair`. A
 //! new kind adds its folder and one line in [`client`] (and [`scripts`]).
 
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use redis::Script;
 pub mod latch;
 pub mod permit_semaphore;
 pub mod reentrant;
+pub mod rwlock;
 pub mod semaphore;
 
 pub use latch::Latch;
@@ -24,7 +26,8 @@ pub use semaphore::Semaphore;
 
 /// A client over `env` (one deployment's transport, key layout and replica
 /// sync) with every kind registered: [`LockClient::lock`] (reentrant),
-/// [`LockClient::fair_lock`] (fair), [`LockClient::semaphore`] and
+/// [`LockClient::fair_lock`] (fair), [`LockClient::read_write_lock`],
+/// [`LockClient::count_down_latch`], [`LockClient::semaphore`] and
 /// [`LockClient::permit_expirable_semaphore`] share its connection and
 /// watchdog.
 ///
@@ -35,6 +38,7 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
     let kinds = Kinds::new()
         .reentrant(Arc::new(Reentrant::new(env.clone())))
         .fair(Arc::new(Fair::new(env.clone())))
+        .read_write(rwlock::kinds(env.clone()))
         .latch(Arc::new(Latch::new(env.clone())))
         .semaphore(Arc::new(Semaphore::new(env.clone())))
         .permit_semaphore(Arc::new(PermitSemaphore::new(env.clone())))
@@ -47,6 +51,7 @@ pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
     let others = Fair::scripts()
         .into_iter()
+        .chain(rwlock::scripts())
         .chain(Latch::scripts())
         .chain(Semaphore::scripts())
         .chain(PermitSemaphore::scripts());

@@ -3,7 +3,8 @@
 //! Each check is a `pub async fn(&dyn Harness)`. A deployment crate runs
 //! them all with [`conformance_tests!`](crate::conformance_tests) (the
 //! reentrant lock) and [`fair_conformance_tests!`](crate::fair_conformance_tests)
-//! (the fair lock), giving a [`Harness`]: a way to connect new clients to one
+//! (the fair lock) and [`rwlock_conformance_tests!`](crate::rwlock_conformance_tests)
+//! (the read-write lock), giving a [`Harness`]: a way to connect new clients to one
 //! shared store, plus raw access to the store as another Redis client (or
 //! Redisson) would have.
 //!
@@ -47,6 +48,7 @@ pub mod multi;
 pub mod permit_semaphore;
 pub mod polling;
 pub mod redlock;
+pub mod rwlock;
 pub mod semaphore;
 pub mod waiting;
 
@@ -447,6 +449,54 @@ macro_rules! __semaphore_checks {
             permit_semaphore::repeated_requests_count_once,
             permit_semaphore::dropped_permit_acquire_leaves_no_permit,
             permit_semaphore::bad_input_is_refused,
+        }
+    };
+}
+
+/// Runs every check of the read-write lock (`rwlock.rs`) as its own test,
+/// on the same harness as [`conformance_tests!`](crate::conformance_tests):
+/// its clients hand out every kind.
+#[macro_export]
+macro_rules! rwlock_conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        $crate::__rwlock_checks! { __conformance_each; [$(#[$attr])*] $make }
+    };
+}
+
+/// The read-write lock's checks as `(name, check)` pairs; see
+/// [`conformance_checks!`](crate::conformance_checks).
+#[macro_export]
+macro_rules! rwlock_conformance_checks {
+    () => {
+        $crate::__rwlock_checks! { __conformance_list; [] unused }
+    };
+}
+
+/// Implementation detail: the read-write lock's checks, handed to `$each`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __rwlock_checks {
+    ($each:ident; [$(#[$attr:meta])*] $make:path) => {
+        $crate::$each! {
+            [$(#[$attr])*] $make;
+            rwlock::readers_share_and_exclude_a_writer,
+            rwlock::writer_excludes_readers_and_writers,
+            rwlock::writers_never_overlap_anyone,
+            rwlock::read_holds_have_their_own_timeout_keys,
+            rwlock::lock_ttl_follows_the_longest_live_read_hold,
+            rwlock::write_unlock_wakes_every_waiting_reader,
+            rwlock::read_unlock_wakes_a_waiting_writer,
+            rwlock::writer_downgrades_by_reading_then_releasing_write,
+            rwlock::reader_cannot_upgrade,
+            rwlock::read_holds_reenter_by_owner,
+            rwlock::watchdog_keeps_read_holds_alive,
+            rwlock::deleted_lock_fires_the_readers_lost_signal,
+            rwlock::force_unlock_per_side,
+            rwlock::wrong_type_is_reported_and_left_untouched,
+            rwlock::plain_lock_of_the_name_is_not_written_into,
+            rwlock::dropped_acquires_leave_nothing_held,
+            rwlock::a_waiting_writer_holds_new_readers_off,
+            rwlock::a_writer_that_gives_up_lets_readers_in,
         }
     };
 }

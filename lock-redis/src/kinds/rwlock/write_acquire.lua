@@ -1,0 +1,96 @@
+-- write_acquire: take the write side of a read-write lock, or re-enter it
+-- (Redisson's RedissonWriteLock layout). Runs after common.lua.
+--
+-- KEYS[1]  lock hash                 <prefix><name>
+-- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[3]  waiting writers (ours)    redisson_rwlock_writers:{<name>}: a sorted
+--          set of writer fields, scored by the epoch ms (server clock) until
+--          which each counts as waiting
+-- ARGV[1]  lease in milliseconds (>= 1)
+-- ARGV[2]  writer field              "<client-uuid>:<owner-id>:write"
+-- ARGV[3]  this owner's reader field "<client-uuid>:<owner-id>"
+-- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[5]  waiter timeout in milliseconds: when the lock is busy, count as
+--          waiting until this long from now (our readers that do not hold
+--          the lock yet wait behind a waiting writer; see read_acquire.lua);
+--          "0" for a try that does not wait
+--
+-- Free: mode=write, writer field 1, PX lease. Held by this owner's writer:
+-- count + 1 and the hash's TTL becomes its PTTL + lease, as Redisson does
+-- (longer than either: a re-entry never shortens the lock). A hash without
+-- a `mode` field is not a read-write lock (a plain lock of the same name):
+-- it is reported held, never written into.
+--
+-- Reply:
+--   {1, 0}      acquired
+--   {0, pttl}   held by others (readers, or another writer)
+--   error "UPGRADE ..." when the lock is in read mode and this owner holds
+--   read: a reader cannot upgrade (it would wait for itself forever);
+--   nothing is written but the latch
+-- Every outcome is latched (see latch() in common.lua): a repeat writes
+-- nothing and returns its first outcome ({0, pttl} with the current PTTL).
+-- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
+-- write; out of memory, the first write (HSET or HINCRBY) is refused with
+-- nothing written.
+local LATCH_UPGRADE = 'upgrade'
+local function refuse_upgrade()
+    return redis.error_reply('UPGRADE this owner holds the read lock of ' .. KEYS[1] ..
+        ' and cannot take its write lock')
+end
+local function now_ms()
+    local t = redis.call('time')
+    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local latch_ttl = tonumber(ARGV[4])
+if latch_ttl > 0 then
+    local latched = redis.call('get', KEYS[2])
+    if latched == LATCH_HELD then
+        local pttl = redis.call('pttl', KEYS[1])
+        if pttl == -2 then
+            pttl = 0
+        end
+        return {0, pttl}
+    end
+    if latched == LATCH_UPGRADE then
+        return refuse_upgrade()
+    end
+    if latched then
+        return {1, 0}
+    end
+end
+local mode = redis.call('hget', KEYS[1], 'mode')
+if mode == false and redis.call('exists', KEYS[1]) == 0 then
+    redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
+    redis.call('pexpire', KEYS[1], ARGV[1])
+    redis.call('zrem', KEYS[3], ARGV[2])
+    latch(KEYS[2], 0, latch_ttl)
+    return {1, 0}
+end
+if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    local pttl = redis.call('pttl', KEYS[1])
+    redis.call('hincrby', KEYS[1], ARGV[2], 1)
+    if pttl >= 0 then
+        redis.call('pexpire', KEYS[1], pttl + tonumber(ARGV[1]))
+    end
+    latch(KEYS[2], 0, latch_ttl)
+    return {1, 0}
+end
+if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
+    latch(KEYS[2], LATCH_UPGRADE, latch_ttl)
+    return refuse_upgrade()
+end
+local queue_ms = tonumber(ARGV[5])
+if queue_ms > 0 then
+    -- Out of memory ZADD is refused: the writer then waits without holding
+    -- readers off, as Redisson's writers do.
+    local now = now_ms()
+    redis.pcall('zadd', KEYS[3], now + queue_ms, ARGV[2])
+    -- Writers whose deadline passed (their process died) leave the set.
+    redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+    local pttl = redis.call('pttl', KEYS[3])
+    if pttl < queue_ms then
+        redis.call('pexpire', KEYS[3], queue_ms)
+    end
+end
+latch(KEYS[2], LATCH_HELD, latch_ttl)
+return {0, redis.call('pttl', KEYS[1])}
