@@ -341,7 +341,7 @@ impl ConnectionSet {
 
     fn checkout_timed_out(&self) -> LockError {
         LockError::timeout(format!(
-            "no redis connection within the command timeout of {:?}",
+            "timed out: no redis connection within the command timeout of {:?}",
             self.command_timeout
         ))
     }

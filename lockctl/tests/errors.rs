@@ -38,7 +38,8 @@ fn a_server_that_never_answers_exits_69_within_seconds() {
         let output = run(&url, args);
         assert_eq!(code(output.status), 69, "{args:?}: {output:?}");
         assert!(started.elapsed() < Duration::from_secs(4), "{args:?}");
-        assert!(one_error_line(&output).contains("timed out"));
+        let line = one_error_line(&output);
+        assert!(line.contains("timed out"), "{args:?}: {line}");
     }
 }
 
