@@ -170,7 +170,10 @@ pub async fn release_wakes_only_the_queue_head(h: &dyn Harness) {
     held.unlock().await.unwrap();
     let g = head.await.unwrap().unwrap();
     if subscribes(&b) {
-        assert_eq!(b.stats().wakeups, 1);
+        // Once: by the release's notice, or not at all when the head's own
+        // queue refresh (every third of the waiter timeout) came first and
+        // found the lock free, as happens on a loaded machine.
+        assert!(b.stats().wakeups <= 1, "the head was woken more than once");
         // The release told only the head; the head's take-over then tells the
         // waiter now first in line, once, to read the new holder's lease.
         assert!(
