@@ -36,7 +36,7 @@ use crate::op::{join_error, Retry};
 use crate::stats::{InFlight, Parked};
 use crate::wait::notice;
 use crate::wait_strategy::WaitStrategy;
-use crate::waiter::{WakeBaton, WakeReader};
+use crate::waiter::{disarm, WakeBaton, WakeReader};
 use tokio::sync::Notify;
 
 /// What one acquisition attempt of a counting kind found.
@@ -189,24 +189,8 @@ where
             .join_with(&inner.connection, reader, channel.clone())
     });
     if let Some(subscription) = &subscription {
-        // A refused channel (an ACL) will not change by waiting: the caller
-        // must hear of it. Any other failure leaves the recheck timer.
-        let confirmed = async {
-            match subscription.confirmed().await {
-                Err(e) if e.is_auth_error() => Err(e),
-                Err(e) => {
-                    tracing::warn!(%e, %channel, "subscription failed; waiting on the recheck timer");
-                    Ok(())
-                }
-                Ok(()) => Ok(()),
-            }
-        };
-        match deadline {
-            Some(d) => match tokio::time::timeout_at(d, confirmed).await {
-                Err(_) => return Ok(None),
-                Ok(confirmed) => confirmed?,
-            },
-            None => confirmed.await?,
+        if !subscription.confirmed_by(deadline).await? {
+            return Ok(None);
         }
     }
     let notify = subscription.as_ref().map(|s| Arc::clone(&s.notify));
@@ -256,12 +240,6 @@ where
             }
             _ = tokio::time::sleep_until(until) => {}
         }
-    }
-}
-
-fn disarm(baton: &mut Option<WakeBaton>) {
-    if let Some(baton) = baton {
-        baton.disarm();
     }
 }
 

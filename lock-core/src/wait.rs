@@ -28,7 +28,7 @@ use crate::owner::Owner;
 use crate::stats::Parked;
 use crate::telemetry::Timed;
 use crate::wait_strategy::WaitStrategy;
-use crate::waiter::WakeBaton;
+use crate::waiter::{disarm, WakeBaton};
 
 /// The general acquisition of [`Lock::acquire`] (and of every kind's face
 /// built on it). `Ok(None)` when the wait ran out.
@@ -123,27 +123,8 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
             inner.waiters.join(&inner.connection, kind, channel)
         });
         if let Some(subscription) = &subscription {
-            // Until the subscription is confirmed a notice could be missed, so
-            // wait for it; if it fails, waiting stays correct, bounded by TTLs.
-            // Except when the store refuses the channel to this user (an
-            // ACL): that will not change by waiting, and the caller must
-            // hear of it.
-            let confirmed = async {
-                match subscription.confirmed().await {
-                    Err(e) if e.is_auth_error() => Err(e),
-                    Err(e) => {
-                        tracing::warn!(%e, lock = %lock.name(), "subscription failed; waiting on lease timeouts");
-                        Ok(())
-                    }
-                    Ok(()) => Ok(()),
-                }
-            };
-            match deadline {
-                Some(d) => match tokio::time::timeout_at(d, confirmed).await {
-                    Err(_) => return Ok(None),
-                    Ok(confirmed) => confirmed?,
-                },
-                None => confirmed.await?,
+            if !subscription.confirmed_by(deadline).await? {
+                return Ok(None);
             }
         }
         let notify = subscription.as_ref().map(|s| Arc::clone(&s.notify));
@@ -210,14 +191,6 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
     let result = waited.instrument(span).await;
     timed.finish(&result);
     result
-}
-
-/// The wake-up was used (or the lock is held by someone whose unlock will
-/// wake the next waiter).
-fn disarm(baton: &mut Option<WakeBaton>) {
-    if let Some(baton) = baton {
-        baton.disarm();
-    }
 }
 
 /// Resolves on a notice; never without a subscription (polling).

@@ -37,6 +37,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
 use crate::error::Result;
@@ -192,6 +193,31 @@ impl Subscription {
     pub(crate) async fn confirmed(&self) -> Result<()> {
         self.confirmed.clone().await
     }
+
+    /// Waits, until `deadline` at the latest, for the store to confirm the
+    /// subscription: until then a notice could be missed. `Ok(false)` when
+    /// the deadline came first. A failed subscription still lets the waiter
+    /// wait correctly, bounded by its timers (it is logged), except when
+    /// the store refuses the channel to this user (an ACL): that will not
+    /// change by waiting, and the caller must hear of it.
+    pub(crate) async fn confirmed_by(&self, deadline: Option<Instant>) -> Result<bool> {
+        let confirmed = async {
+            match self.confirmed().await {
+                Err(e) if e.is_auth_error() => Err(e),
+                Err(e) => {
+                    tracing::warn!(%e, channel = %self.channel, "subscription failed; waiting on timers");
+                    Ok(true)
+                }
+                Ok(()) => Ok(true),
+            }
+        };
+        match deadline {
+            Some(d) => tokio::time::timeout_at(d, confirmed)
+                .await
+                .unwrap_or(Ok(false)),
+            None => confirmed.await,
+        }
+    }
 }
 
 impl Drop for Subscription {
@@ -224,6 +250,13 @@ impl WakeBaton {
     /// (whose unlock will wake the next waiter).
     pub(crate) fn disarm(&mut self) {
         self.armed = false;
+    }
+}
+
+/// [`WakeBaton::disarm`] for a waiter that may have none (it polls).
+pub(crate) fn disarm(baton: &mut Option<WakeBaton>) {
+    if let Some(baton) = baton {
+        baton.disarm();
     }
 }
 
