@@ -135,57 +135,66 @@ pub trait Harness: Send + Sync {
 /// [`Kind::Fair`]): the same store, the same clients.
 pub struct FairSuite<H>(pub H);
 
-#[async_trait]
-impl<H: Harness> Harness for FairSuite<H> {
-    fn kind(&self) -> Kind {
-        Kind::Fair
-    }
-    async fn client(&self, config: ClientConfig) -> LockClient {
-        self.0.client(config).await
-    }
-    fn layout(&self) -> KeyLayout {
-        self.0.layout()
-    }
-    async fn set_string(&self, key: &str, value: &str) {
-        self.0.set_string(key, value).await;
-    }
-    async fn get_string(&self, key: &str) -> Option<String> {
-        self.0.get_string(key).await
-    }
-    async fn hash(&self, key: &str) -> Vec<(String, i64)> {
-        self.0.hash(key).await
-    }
-    async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
-        self.0.hset(key, field, value, pexpire_ms).await;
-    }
-    async fn pttl(&self, key: &str) -> i64 {
-        self.0.pttl(key).await
-    }
-    async fn del(&self, key: &str) -> bool {
-        self.0.del(key).await
-    }
-    async fn keys(&self) -> Vec<String> {
-        self.0.keys().await
-    }
-    async fn publish(&self, channel: &str, message: &str) {
-        self.0.publish(channel, message).await;
-    }
-    async fn subscribers(&self, channel: &str) -> usize {
-        self.0.subscribers(channel).await
-    }
-    async fn list(&self, key: &str) -> Vec<String> {
-        self.0.list(key).await
-    }
-    async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
-        self.0.enqueue(key, zkey, score, value).await;
-    }
-    async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
-        self.0.zscore(key, member).await
-    }
-    async fn now_ms(&self) -> i64 {
-        self.0.now_ms().await
-    }
+/// Implements [`Harness`] for a wrapper `$ty<H>` of an inner harness in
+/// its field `0`: `kind` and `client` are given, every store method is the
+/// inner harness's (the fair suite and the polling variant are such
+/// wrappers).
+macro_rules! wrapping_harness {
+    ($ty:ident, |$s:ident| $kind:block, |$s2:ident, $config:ident| $client:block) => {
+        #[async_trait::async_trait]
+        impl<H: Harness> Harness for $ty<H> {
+            fn kind(&$s) -> Kind $kind
+            async fn client(&$s2, $config: ClientConfig) -> LockClient $client
+            fn layout(&self) -> KeyLayout {
+                self.0.layout()
+            }
+            async fn set_string(&self, key: &str, value: &str) {
+                self.0.set_string(key, value).await;
+            }
+            async fn get_string(&self, key: &str) -> Option<String> {
+                self.0.get_string(key).await
+            }
+            async fn hash(&self, key: &str) -> Vec<(String, i64)> {
+                self.0.hash(key).await
+            }
+            async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
+                self.0.hset(key, field, value, pexpire_ms).await;
+            }
+            async fn pttl(&self, key: &str) -> i64 {
+                self.0.pttl(key).await
+            }
+            async fn del(&self, key: &str) -> bool {
+                self.0.del(key).await
+            }
+            async fn keys(&self) -> Vec<String> {
+                self.0.keys().await
+            }
+            async fn publish(&self, channel: &str, message: &str) {
+                self.0.publish(channel, message).await;
+            }
+            async fn subscribers(&self, channel: &str) -> usize {
+                self.0.subscribers(channel).await
+            }
+            async fn list(&self, key: &str) -> Vec<String> {
+                self.0.list(key).await
+            }
+            async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
+                self.0.enqueue(key, zkey, score, value).await;
+            }
+            async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+                self.0.zscore(key, member).await
+            }
+            async fn now_ms(&self) -> i64 {
+                self.0.now_ms().await
+            }
+        }
+    };
 }
+pub(crate) use wrapping_harness;
+
+wrapping_harness!(FairSuite, |self| { Kind::Fair }, |self, config| {
+    self.0.client(config).await
+});
 
 #[async_trait]
 impl Harness for std::sync::Arc<dyn Harness> {
