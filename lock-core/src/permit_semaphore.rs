@@ -33,8 +33,8 @@ use crate::counting::{self, Try};
 use crate::error::{LockError, Result};
 use crate::name::LockName;
 use crate::semaphore_kind::{
-    LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest, PermitSemaphoreKind,
-    MAX_PERMITS,
+    check_change, LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest,
+    PermitSemaphoreKind,
 };
 use crate::stats::InFlight;
 
@@ -93,7 +93,7 @@ impl PermitExpirableSemaphore {
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`] (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when a key of the semaphore holds
     /// something else (left untouched); store errors after the retry
     /// policy; [`LockError::Closed`].
@@ -101,11 +101,7 @@ impl PermitExpirableSemaphore {
     /// # Cancel safety
     /// The call runs to completion even when this future is dropped.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
-        if permits > MAX_PERMITS {
-            return Err(LockError::invalid(format!(
-                "try_set_permits: {permits} is more than a semaphore can hold ({MAX_PERMITS})"
-            )));
-        }
+        check_change(i128::from(permits), "try_set_permits")?;
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
         counting::call(self.inner(), "try_set_permits", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
@@ -120,19 +116,15 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`] (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`] (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::try_set_permits`]; a retry never adds
     /// twice.
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        if delta.unsigned_abs() > MAX_PERMITS {
-            return Err(LockError::invalid(format!(
-                "add_permits: {delta} is more than a semaphore can hold (±{MAX_PERMITS})"
-            )));
-        }
+        check_change(i128::from(delta), "add_permits")?;
         let req = PermitRequest::new(self.name.clone(), delta, self.inner().latch_ms);
         let kind = Arc::clone(&self.kind);
         counting::call(self.inner(), "add_permits", move || {

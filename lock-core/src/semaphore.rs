@@ -30,7 +30,7 @@ use crate::config::lease_millis;
 use crate::counting::{self, Try};
 use crate::error::{LockError, Result};
 use crate::name::LockName;
-use crate::semaphore_kind::{check_permits, PermitRequest, SemaphoreKind, MAX_PERMITS};
+use crate::semaphore_kind::{check_change, check_permits, PermitRequest, SemaphoreKind};
 use crate::stats::InFlight;
 
 /// A handle on one named semaphore ([`LockClient::semaphore`]). Cheap to
@@ -84,7 +84,7 @@ impl Semaphore {
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`] (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when the key holds something else
     /// (left untouched); store errors after the retry policy;
     /// [`LockError::Closed`].
@@ -121,11 +121,7 @@ impl Semaphore {
     }
 
     async fn set_permits(&self, permits: u64, ttl_ms: Option<u64>) -> Result<bool> {
-        if permits > MAX_PERMITS {
-            return Err(LockError::invalid(format!(
-                "try_set_permits: {permits} is more than a semaphore can hold ({MAX_PERMITS})"
-            )));
-        }
+        check_change(i128::from(permits), "try_set_permits")?;
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
         counting::call(self.inner(), "try_set_permits", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
@@ -140,18 +136,14 @@ impl Semaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`] (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`] (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// As [`Semaphore::try_set_permits`]; a retry never adds twice.
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
-        if delta.unsigned_abs() > MAX_PERMITS {
-            return Err(LockError::invalid(format!(
-                "add_permits: {delta} is more than a semaphore can hold (±{MAX_PERMITS})"
-            )));
-        }
+        check_change(i128::from(delta), "add_permits")?;
         let mut req = self.request(0);
         req.permits = delta;
         let kind = Arc::clone(&self.kind);
@@ -200,7 +192,7 @@ impl Semaphore {
     /// Takes `n` permits, waiting as long as it takes.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`]
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O); otherwise as [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -292,9 +284,9 @@ impl Semaphore {
     /// does not know who took what. Waiters are told the new count.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`]
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O), or when the count would rise above
-    /// [`MAX_PERMITS`] (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety

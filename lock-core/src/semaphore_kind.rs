@@ -55,6 +55,20 @@ pub fn check_permits(n: u64, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Checks a count to set (0..=[`MAX_PERMITS`]) or a change to add
+/// (±[`MAX_PERMITS`]), before any I/O.
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] naming `what`.
+pub(crate) fn check_change(delta: i128, what: &str) -> Result<()> {
+    if delta.unsigned_abs() > u128::from(MAX_PERMITS) {
+        return Err(LockError::invalid(format!(
+            "{what}: {delta} is more than a semaphore can hold (±{MAX_PERMITS})"
+        )));
+    }
+    Ok(())
+}
+
 /// One change of a semaphore's count, identified across retries.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
