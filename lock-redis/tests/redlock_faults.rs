@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use lock_redis::{ClientConfig, LockClient, RedGuard, RedLock, RedisConfig};
+use lock_redis::{ClientConfig, LockClient, RedLock, RedisConfig};
+use lock_testkit::conformance::redlock::hold_every_member;
 use lock_testkit::conformance::{multi::STORES, unique, WATCHDOG};
 use lock_testkit::fixtures::RedisServer;
 
@@ -32,25 +33,11 @@ async fn setup(processes: usize, name: &str) -> (Vec<RedisServer>, Vec<RedLock>)
     (servers, reds)
 }
 
-/// A hold of every member. A RedLock settles for a quorum once the
-/// stragglers' grace has passed, and on a loaded machine one member can
-/// answer after it; these tests kill chosen members, so they need all five.
-async fn hold_all(red: &RedLock) -> RedGuard {
-    for _ in 0..20 {
-        let guard = red.lock().await.unwrap();
-        if guard.held() == STORES {
-            return guard;
-        }
-        guard.unlock().await.unwrap();
-    }
-    panic!("no acquisition took all {STORES} members in 20 tries");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_dead_masters_keep_the_lock_held() {
     let name = unique("red-kill-two");
     let (mut servers, reds) = setup(2, &name).await;
-    let guard = hold_all(&reds[0]).await;
+    let guard = hold_every_member(&reds[0]).await;
     servers[0].kill();
     servers[1].kill();
     tokio::time::sleep(WATCHDOG * 3).await;
@@ -85,7 +72,7 @@ async fn three_dead_masters_lose_the_lock_and_say_so() {
 async fn masters_restarted_empty_let_no_second_holder_in() {
     let name = unique("red-restart");
     let (mut servers, reds) = setup(2, &name).await;
-    let guard = hold_all(&reds[0]).await;
+    let guard = hold_every_member(&reds[0]).await;
     servers[0].restart();
     servers[1].restart();
     let start = tokio::time::Instant::now();
