@@ -28,7 +28,8 @@ pub(crate) struct Args {
     pub(crate) quick: bool,
 
     /// Print one JSON object per line per workload (and implementation) on
-    /// stdout, and nothing else, instead of the Markdown table.
+    /// stdout, then one line summing up every goal (`"workload": "goals"`),
+    /// and nothing else, instead of the Markdown tables.
     #[arg(long)]
     pub(crate) json: bool,
 
