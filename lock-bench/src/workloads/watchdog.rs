@@ -105,7 +105,16 @@ async fn one_size(
     let rss_after = resident_bytes();
     let watched = client.stats().watched;
     if watched != n as u64 {
-        bail!("W4: holding {n} locks but the watchdog keeps {watched}");
+        let lost = guards.iter().filter(|g| g.is_lost()).count();
+        let stats = client.stats();
+        bail!(
+            "W4: holding {n} locks but the watchdog keeps {watched}: {lost} guards report \
+             their lock lost; taking them took {:.1} s, the watchdog made {} renew calls \
+             renewing {} leases meanwhile",
+            took.as_secs_f64(),
+            stats.renew_calls,
+            stats.renewed
+        );
     }
 
     bench.progress(&format!(
