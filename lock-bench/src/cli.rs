@@ -1,5 +1,7 @@
 //! The command line.
 
+use std::path::PathBuf;
+
 use clap::{Parser, ValueEnum};
 
 use crate::target::Kind;
@@ -26,7 +28,8 @@ pub(crate) struct Args {
     pub(crate) quick: bool,
 
     /// Print one JSON object per line per workload (and implementation) on
-    /// stdout, and nothing else, instead of the Markdown table.
+    /// stdout, then one line summing up every goal (`"workload": "goals"`),
+    /// and nothing else, instead of the Markdown tables.
     #[arg(long)]
     pub(crate) json: bool,
 
@@ -49,6 +52,16 @@ pub(crate) struct Args {
     /// workload).
     #[arg(long, value_delimiter = ',', ignore_case = true)]
     pub(crate) only: Vec<Workload>,
+
+    /// Run nothing: read the JSON lines of an earlier `--json` run from
+    /// FILE (`-` for stdin) and print the Markdown tables that run would
+    /// have printed, goals summary included.
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with_all = ["url", "quick", "json", "cluster", "only"]
+    )]
+    pub(crate) markdown_from: Option<PathBuf>,
 }
 
 /// A workload that `--only` can select.
@@ -165,6 +178,17 @@ mod tests {
         assert_eq!(Workload::W2h.of(Kind::Fair).label(), "W2H-fair");
         assert_eq!(Workload::W3.of(Kind::Cluster).label(), "W3-cluster");
         assert_eq!(Workload::W4.of(Kind::Fair), Workload::W4);
+    }
+
+    #[test]
+    fn markdown_from_runs_nothing_else() {
+        let a = Args::try_parse_from(["lock-bench", "--markdown-from", "run.jsonl"]).unwrap();
+        assert_eq!(a.markdown_from, Some(PathBuf::from("run.jsonl")));
+        for other in [["--json"], ["--quick"]] {
+            let mut argv = vec!["lock-bench", "--markdown-from", "run.jsonl"];
+            argv.extend(other);
+            assert!(Args::try_parse_from(argv).is_err(), "{other:?}");
+        }
     }
 
     #[test]

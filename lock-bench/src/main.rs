@@ -10,14 +10,18 @@
 
 mod cli;
 mod cluster;
+mod goals;
 mod latency;
 mod locker;
 mod report;
 mod rss;
 mod server;
+mod summary;
 mod target;
 mod workloads;
 
+use std::io::Read as _;
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -26,6 +30,7 @@ use lock_testkit::fixtures::RedisServer;
 
 use crate::cluster::ClusterSource;
 use crate::report::Report;
+use crate::summary::RunInfo;
 use crate::workloads::Bench;
 
 /// The longest a single `lock()` of a lock that is about to be free, or an
@@ -36,6 +41,10 @@ pub(crate) const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn main() -> Result<()> {
     let args = cli::Args::parse();
+    if let Some(file) = &args.markdown_from {
+        return print_markdown_from(file);
+    }
+    let load_start = summary::load_average();
     // Started before the runtime and dropped (killed) after it. A
     // throw-away cluster, when one is needed, is started by the workloads
     // (see `cluster::Cluster::set_up`), so that its idle nodes do not share
@@ -74,8 +83,31 @@ fn main() -> Result<()> {
         reports.push(r.clone());
     }));
     runtime.shutdown_timeout(Duration::from_secs(5));
-    if !json && !reports.is_empty() {
-        println!("{}", report::markdown(&reports));
+    let info = RunInfo {
+        load_start,
+        load_end: summary::load_average(),
+    };
+    if json {
+        println!("{}", summary::to_json(&reports, &info));
+    } else if !reports.is_empty() {
+        println!("{}", summary::full_markdown(&reports, &info));
     }
     outcome
+}
+
+/// `--markdown-from FILE`: the Markdown of a saved `--json` run.
+fn print_markdown_from(file: &Path) -> Result<()> {
+    let text = if file == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("cannot read stdin")?;
+        text
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?
+    };
+    let (reports, info) = summary::read_json_lines(&text)
+        .with_context(|| format!("{} is not lock-bench --json output", file.display()))?;
+    println!("{}", summary::full_markdown(&reports, &info));
+    Ok(())
 }

@@ -1,8 +1,11 @@
 //! What a workload reports: named figures with units and goals, printed as
-//! one JSON object per line or as one Markdown table for people.
+//! one JSON object per line or as one Markdown table for people. A report
+//! read back from its JSON line prints the same table
+//! (`lock-bench --markdown-from FILE`).
 
 use std::fmt::Write as _;
 
+use anyhow::{bail, Context, Result};
 use serde_json::{json, Map, Value};
 
 /// The unit of a figure; decides how it is printed.
@@ -22,6 +25,35 @@ pub(crate) enum Unit {
     Bytes,
     /// Seconds.
     Seconds,
+}
+
+impl Unit {
+    const ALL: [Unit; 7] = [
+        Self::Micros,
+        Self::PerSec,
+        Self::Count,
+        Self::Ratio,
+        Self::Fraction,
+        Self::Bytes,
+        Self::Seconds,
+    ];
+
+    /// Its name in the JSON line's `units`.
+    fn name(self) -> &'static str {
+        match self {
+            Self::Micros => "us",
+            Self::PerSec => "per_s",
+            Self::Count => "count",
+            Self::Ratio => "ratio",
+            Self::Fraction => "fraction",
+            Self::Bytes => "bytes",
+            Self::Seconds => "s",
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|u| u.name() == name)
+    }
 }
 
 /// A goal a figure should meet.
@@ -44,7 +76,25 @@ impl Goal {
         }
     }
 
-    fn describe(self, unit: Unit) -> String {
+    /// `{"at_most": 1.05}`: the goal as the JSON line keeps it.
+    fn to_json(self) -> (&'static str, f64) {
+        match self {
+            Self::AtMost(limit) => ("at_most", limit),
+            Self::AtLeast(limit) => ("at_least", limit),
+            Self::Exactly(target) => ("exactly", target),
+        }
+    }
+
+    /// The goal in a JSON line's `goals` entry (see [`Goal::to_json`]).
+    fn from_json(entry: &Map<String, Value>) -> Option<Self> {
+        let number = |k: &str| entry.get(k).and_then(Value::as_f64);
+        number("at_most")
+            .map(Self::AtMost)
+            .or_else(|| number("at_least").map(Self::AtLeast))
+            .or_else(|| number("exactly").map(Self::Exactly))
+    }
+
+    pub(crate) fn describe(self, unit: Unit) -> String {
         match self {
             Self::AtMost(limit) => format!("≤ {}", format_value(limit, unit)),
             Self::AtLeast(limit) => format!("≥ {}", format_value(limit, unit)),
@@ -67,9 +117,32 @@ pub(crate) struct Figure {
 }
 
 impl Figure {
-    /// Whether the goal is met: `None` without a goal or a value.
+    /// Whether the goal is met: `None` without a goal or a value (a goal
+    /// whose figure has no value was not evaluated, e.g. because what it
+    /// compares with did not run).
     pub(crate) fn met(&self) -> Option<bool> {
         Some(self.goal?.is_met(self.value?))
+    }
+
+    /// Its value for people: `1.05×`, or `n/a` without one.
+    pub(crate) fn formatted(&self) -> String {
+        self.value
+            .map_or_else(|| "n/a".to_owned(), |v| format_value(v, self.unit))
+    }
+
+    /// The goal and whether it is met, for people: `≤ 1.05× ✅`,
+    /// `≤ 1.05× ❌ missed`, `≤ 1.05× — not evaluated`; empty without a
+    /// goal.
+    pub(crate) fn verdict(&self) -> String {
+        let Some(goal) = self.goal else {
+            return String::new();
+        };
+        let goal = goal.describe(self.unit);
+        match self.met() {
+            Some(true) => format!("{goal} ✅"),
+            Some(false) => format!("{goal} ❌ missed"),
+            None => format!("{goal} — not evaluated"),
+        }
     }
 }
 
@@ -79,10 +152,10 @@ pub(crate) struct Report {
     /// `baseline`, `W1`, `W1-fair`, …
     pub(crate) workload: String,
     /// A few words: "uncontended", "handoff", …
-    pub(crate) title: &'static str,
+    pub(crate) title: String,
     /// `lock-redis`, `lock-redis fair_lock`, `lock-redis-cluster`, `rslock` or
     /// `raw redis`.
-    pub(crate) implementation: &'static str,
+    pub(crate) implementation: String,
     pub(crate) figures: Vec<Figure>,
     /// Anything a reader should know to interpret the figures.
     pub(crate) notes: Vec<String>,
@@ -91,13 +164,13 @@ pub(crate) struct Report {
 impl Report {
     pub(crate) fn new(
         workload: impl Into<String>,
-        title: &'static str,
-        implementation: &'static str,
+        title: impl Into<String>,
+        implementation: impl Into<String>,
     ) -> Self {
         Self {
             workload: workload.into(),
-            title,
-            implementation,
+            title: title.into(),
+            implementation: implementation.into(),
             figures: Vec::new(),
             notes: Vec::new(),
         }
@@ -149,26 +222,81 @@ impl Report {
     }
 
     /// One JSON object: `workload`, `title`, `impl`, each figure by its key,
-    /// then `goals` (`{key: {"goal": "≤ 1.1×", "met": false}}`) and `notes`.
+    /// then `goals` (`{key: {"goal": "≤ 1.1×", "met": false, "at_most":
+    /// 1.1}}`; `met` is `null` when not evaluated), `notes`, and what
+    /// [`Report::from_json`] needs to print the figures again: `labels`
+    /// and `units` by key.
     pub(crate) fn to_json(&self) -> Value {
         let mut obj = Map::new();
         obj.insert("workload".into(), json!(self.workload));
         obj.insert("title".into(), json!(self.title));
         obj.insert("impl".into(), json!(self.implementation));
-        let mut goals = Map::new();
+        let (mut goals, mut labels, mut units) = (Map::new(), Map::new(), Map::new());
         for f in &self.figures {
             let value = f.value.map_or(Value::Null, |v| json!(round_json(v)));
             obj.insert(f.key.clone(), value);
             if let Some(goal) = f.goal {
+                let (kind, limit) = goal.to_json();
                 goals.insert(
                     f.key.clone(),
-                    json!({ "goal": goal.describe(f.unit), "met": f.met() }),
+                    json!({ "goal": goal.describe(f.unit), "met": f.met(), kind: limit }),
                 );
             }
+            labels.insert(f.key.clone(), json!(f.label));
+            units.insert(f.key.clone(), json!(f.unit.name()));
         }
         obj.insert("goals".into(), Value::Object(goals));
         obj.insert("notes".into(), json!(self.notes));
+        obj.insert("labels".into(), Value::Object(labels));
+        obj.insert("units".into(), Value::Object(units));
         Value::Object(obj)
+    }
+
+    /// The report [`Report::to_json`] wrote (values as rounded there).
+    pub(crate) fn from_json(line: &Value) -> Result<Self> {
+        let obj = line.as_object().context("not a JSON object")?;
+        let text = |k: &str| {
+            obj.get(k)
+                .and_then(Value::as_str)
+                .with_context(|| format!("no {k:?}"))
+        };
+        let map = |k: &str| {
+            obj.get(k)
+                .and_then(Value::as_object)
+                .with_context(|| format!("no {k:?} (written by an older lock-bench?)"))
+        };
+        let mut r = Report::new(text("workload")?, text("title")?, text("impl")?);
+        let (goals, units) = (map("goals")?, map("units")?);
+        for (key, label) in map("labels")? {
+            let unit = units
+                .get(key)
+                .and_then(Value::as_str)
+                .and_then(Unit::from_name)
+                .with_context(|| format!("figure {key:?} has no known unit"))?;
+            let goal = match goals.get(key) {
+                None => None,
+                Some(entry) => Some(
+                    entry
+                        .as_object()
+                        .and_then(Goal::from_json)
+                        .with_context(|| format!("figure {key:?} has an unreadable goal"))?,
+                ),
+            };
+            let Some(label) = label.as_str() else {
+                bail!("figure {key:?} has no label");
+            };
+            let value = obj.get(key).and_then(Value::as_f64);
+            r.add_goal(key.as_str(), label, value, unit, goal);
+        }
+        for note in obj
+            .get("notes")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            r.note(note.as_str().context("a note is not a string")?);
+        }
+        Ok(r)
     }
 }
 
@@ -226,19 +354,15 @@ pub(crate) fn markdown(reports: &[Report]) -> String {
     out.push_str("| --- | --- | --- | ---: | --- |\n");
     for r in reports {
         for f in &r.figures {
-            let value = f
-                .value
-                .map_or_else(|| "n/a".to_owned(), |v| format_value(v, f.unit));
-            let goal = match (f.goal, f.met()) {
-                (Some(goal), Some(true)) => format!("{} ✅", goal.describe(f.unit)),
-                (Some(goal), Some(false)) => format!("{} ❌ missed", goal.describe(f.unit)),
-                (Some(goal), None) => format!("{} (not measured)", goal.describe(f.unit)),
-                (None, _) => String::new(),
-            };
             let _ = writeln!(
                 out,
-                "| {} {} | {} | {} | {value} | {goal} |",
-                r.workload, r.title, r.implementation, f.label
+                "| {} {} | {} | {} | {} | {} |",
+                r.workload,
+                r.title,
+                r.implementation,
+                f.label,
+                f.formatted(),
+                f.verdict()
             );
         }
     }
@@ -312,8 +436,37 @@ mod tests {
             "| W1 uncontended | lock-redis | p50 / raw pair p50 | 1.25× | ≤ 1.10× ❌ missed |"
         ));
         assert!(md.contains("| 5 000 |"));
-        assert!(md.contains("(not measured)"));
+        assert!(md.contains("| missing | n/a | ≥ 1.00× — not evaluated |"));
         assert!(md.contains("- W1 (lock-redis): a note"));
+    }
+
+    #[test]
+    fn a_report_read_back_from_json_prints_the_same() {
+        let mut r = sample();
+        r.add_goal("bytes", "bytes", 212.0, Unit::Bytes, Goal::Exactly(212.0))
+            .add("rate", "rate", 1234.5, Unit::PerSec)
+            .add("us", "us", 12.25, Unit::Micros)
+            .add("share", "share", 0.5, Unit::Fraction)
+            .add("window", "window", 5.0, Unit::Seconds);
+        let line = serde_json::to_string(&r.to_json()).unwrap();
+        let back = Report::from_json(&serde_json::from_str(&line).unwrap()).unwrap();
+        assert_eq!(markdown(std::slice::from_ref(&back)), markdown(&[r]));
+        assert_eq!(back.title, "uncontended");
+        assert_eq!(back.figures[1].goal, Some(Goal::AtMost(1.1)));
+        assert_eq!(back.figures[3].goal, Some(Goal::Exactly(212.0)));
+        assert_eq!(back.figures[2].met(), None);
+    }
+
+    #[test]
+    fn a_line_without_labels_or_with_a_bad_unit_is_refused() {
+        let mut j = sample().to_json();
+        j["units"]["pairs"] = json!("furlongs");
+        let err = Report::from_json(&j).unwrap_err().to_string();
+        assert!(err.contains("\"pairs\" has no known unit"), "{err}");
+        let mut j = sample().to_json();
+        j.as_object_mut().unwrap().remove("labels");
+        assert!(Report::from_json(&j).is_err());
+        assert!(Report::from_json(&json!([1, 2])).is_err());
     }
 
     #[test]

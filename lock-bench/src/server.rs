@@ -136,6 +136,23 @@ impl CommandStats {
         self.0.get(command).map_or(0, |c| c.usec)
     }
 
+    /// Server time in microseconds spent in the listed commands (a
+    /// subcommand counts for its command, as in [`CommandStats::sum_of`]).
+    pub(crate) fn usec_of(&self, commands: &[&str]) -> u64 {
+        self.listed(commands).map(|n| n.usec).sum()
+    }
+
+    /// The lines of the listed commands.
+    fn listed<'a>(&'a self, commands: &'a [&str]) -> impl Iterator<Item = &'a Calls> {
+        self.0
+            .iter()
+            .filter(|(name, _)| {
+                let base = name.split('|').next().unwrap_or(name);
+                commands.contains(&base)
+            })
+            .map(|(_, n)| n)
+    }
+
     /// Calls of every command but the bench's own measurement commands.
     pub(crate) fn total(&self) -> u64 {
         self.0
@@ -148,14 +165,7 @@ impl CommandStats {
     /// Calls of the listed commands (a subcommand counts for its command:
     /// `script` covers `script|load`).
     pub(crate) fn sum_of(&self, commands: &[&str]) -> u64 {
-        self.0
-            .iter()
-            .filter(|(name, _)| {
-                let base = name.split('|').next().unwrap_or(name);
-                commands.contains(&base)
-            })
-            .map(|(_, n)| n.calls)
-            .sum()
+        self.listed(commands).map(|n| n.calls).sum()
     }
 }
 
@@ -181,6 +191,8 @@ mod tests {
         assert_eq!(s.sum_of(&["evalsha", "script"]), 42);
         assert_eq!(s.usec("evalsha"), 91);
         assert_eq!(s.usec("ping"), 0);
+        assert_eq!(s.usec_of(&["evalsha", "script", "get"]), 183);
+        assert_eq!(s.usec_of(&["ping"]), 0);
 
         let mut both = CommandStats::parse("cmdstat_evalsha:calls=2,usec=1\r\n");
         both.merge(&s);

@@ -1,5 +1,5 @@
 //! Which lock a workload measures, and where: the reentrant lock on the
-//! standalone server (what the issue's first goals were set for), the fair
+//! standalone server (what issue 15's goals are set for), the fair
 //! lock on the same server, or the reentrant lock on a Redis Cluster.
 //!
 //! W1, W2H and W3 run once per [`Kind`] with the same code; a [`Target`]
@@ -115,8 +115,8 @@ impl<'a> Target<'a> {
     }
 
     /// Whether `implementation` under this target is the reentrant lock of
-    /// our library on the standalone server: the issue's first goals
-    /// (W1 ≤ 1.1 × raw pair, W2H ≤ 1.5 × PING, W3 ≥ 0.9 × raw) are its.
+    /// our library on the standalone server: issue 15's goals for W1, W2H
+    /// and W3 (`crate::goals`) are its.
     pub(crate) fn is_reference(&self, implementation: &str) -> bool {
         self.kind == Kind::Reentrant && implementation == Kind::Reentrant.implementation()
     }

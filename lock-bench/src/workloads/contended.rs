@@ -11,8 +11,9 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::{close_all, Bench};
+use crate::goals;
 use crate::locker::Locker;
-use crate::report::{Goal, Report, Unit};
+use crate::report::{Report, Unit};
 use crate::target::Kind;
 
 const CLIENTS: usize = 4;
@@ -104,7 +105,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
             "fairness (min / max)",
             fairness,
             Unit::Fraction,
-            Goal::AtLeast(0.25),
+            goals::W2_FAIRNESS,
         );
     bench.progress(&format!(
         "W2: {rate:.0} acquisitions/s, per task {min}..{max} (fairness {fairness:.2})"
