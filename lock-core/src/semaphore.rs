@@ -324,10 +324,14 @@ impl Semaphore {
         check_permits(n, "release_if_exists")?;
         let req = self.request(n);
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "release permits if the semaphore exists", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.release_if_exists(&req).await }
-        })
+        counting::call(
+            self.inner(),
+            "release permits if the semaphore exists",
+            move || {
+                let (kind, req) = (Arc::clone(&kind), req.clone());
+                async move { kind.release_if_exists(&req).await }
+            },
+        )
         .await
     }
 }

@@ -72,15 +72,23 @@ async fn acquisition_that_would_evict_a_stale_head_is_refused_first() {
     let past = (server_now_ms(&env.server) - 60_000).to_string();
     env.server
         .cmd(&["RPUSH", "redisson_lock_queue:{stale}", &dead.field()]);
-    env.server
-        .cmd(&["ZADD", "redisson_lock_timeout:{stale}", &past, &dead.field()]);
+    env.server.cmd(&[
+        "ZADD",
+        "redisson_lock_timeout:{stale}",
+        &past,
+        &dead.field(),
+    ]);
     let keys_before = env.server.cmd(&["DBSIZE"]);
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
     is_oom(env.backend.try_acquire(&try_req(&n, a, 10_000)).await);
     is_oom(env.backend.try_acquire(&wait_req(&n, a, 10_000)).await);
     assert_eq!(env.server.cmd(&["EXISTS", "stale"]), Value::Int(0));
-    assert_eq!(queue(&env.server, &n), vec![dead.field()], "nothing evicted");
+    assert_eq!(
+        queue(&env.server, &n),
+        vec![dead.field()],
+        "nothing evicted"
+    );
     assert_eq!(env.server.cmd(&["DBSIZE"]), keys_before);
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);

@@ -133,8 +133,12 @@ async fn permit_acquisition_that_would_reclaim_is_refused_first() {
         (secs - 60) * 1000
     };
     env.server.cmd(&["DECRBY", "slots", "1"]);
-    env.server
-        .cmd(&["ZADD", "{slots}:timeout", &past.to_string(), "expired-16-bytes"]);
+    env.server.cmd(&[
+        "ZADD",
+        "{slots}:timeout",
+        &past.to_string(),
+        "expired-16-bytes",
+    ]);
     let keys_before = env.server.cmd(&["DBSIZE"]);
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);

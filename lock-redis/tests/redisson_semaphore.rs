@@ -244,8 +244,12 @@ async fn set_permits_counts_java_permits_and_publishes_the_total() {
         .await;
     // A Java client takes one (DECRBY, ZADD of its 16 raw bytes).
     env.server.cmd(&["DECRBY", "slots", "1"]);
-    env.server
-        .cmd(&["ZADD", "{slots}:timeout", &NO_LEASE.to_string(), "java-permit-16by"]);
+    env.server.cmd(&[
+        "ZADD",
+        "{slots}:timeout",
+        &NO_LEASE.to_string(),
+        "java-permit-16by",
+    ]);
     assert_eq!(s.permits().await.unwrap(), 3);
     assert_eq!(s.acquired_permits().await.unwrap(), 1);
     s.set_permits(5).await.unwrap();
@@ -324,5 +328,9 @@ async fn lease_time_reads_java_leases() {
         "{left:?}"
     );
     assert_eq!(s.lease_time(forever).await.unwrap(), None);
-    assert!(s.lease_time(PermitId::new()).await.unwrap_err().is_not_held());
+    assert!(s
+        .lease_time(PermitId::new())
+        .await
+        .unwrap_err()
+        .is_not_held());
 }

@@ -49,12 +49,21 @@ async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
     let c = server.client().unwrap();
     let s = c.semaphore("set-lost").unwrap();
     server.lose_next_replies(1);
-    assert!(s.try_set_permits(3).await.unwrap(), "the first attempt created it");
+    assert!(
+        s.try_set_permits(3).await.unwrap(),
+        "the first attempt created it"
+    );
     server.lose_next_replies(1);
-    assert!(!s.try_set_permits(5).await.unwrap(), "the first attempt found it");
+    assert!(
+        !s.try_set_permits(5).await.unwrap(),
+        "the first attempt found it"
+    );
     assert_eq!(s.available_permits().await.unwrap(), 3);
     server.lose_next_replies(1);
-    assert!(s.try_set_permits_with_ttl(1, Duration::from_secs(1)).await.is_ok_and(|set| !set));
+    assert!(s
+        .try_set_permits_with_ttl(1, Duration::from_secs(1))
+        .await
+        .is_ok_and(|set| !set));
     server.lose_next_replies(1);
     assert!(s.release_if_exists(2).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 5, "given back once");
@@ -65,7 +74,10 @@ async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
 
     let p = c.permit_expirable_semaphore("pset-lost").unwrap();
     server.lose_next_replies(1);
-    assert!(p.try_set_permits(4).await.unwrap(), "the first attempt created it");
+    assert!(
+        p.try_set_permits(4).await.unwrap(),
+        "the first attempt created it"
+    );
     server.lose_next_replies(1);
     p.set_permits(6).await.unwrap();
     server.lose_next_replies(1);
@@ -75,7 +87,11 @@ async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
     p.set_permits(4).await.unwrap();
     assert_eq!(p.available_permits().await.unwrap(), 1, "moved once");
     server.lose_next_replies(1);
-    assert_eq!(p.try_release_many(&ids).await.unwrap(), 3, "the first reply");
+    assert_eq!(
+        p.try_release_many(&ids).await.unwrap(),
+        3,
+        "the first reply"
+    );
     assert_eq!(p.available_permits().await.unwrap(), 4, "given back once");
 }
 

@@ -37,7 +37,10 @@ pub async fn set_permits_moves_the_free_count_by_the_difference(h: &dyn Harness)
     s.set_permits(2).await.unwrap();
     let taken = s.acquire_many(2, None).await.unwrap();
     assert_eq!(
-        (s.permits().await.unwrap(), s.acquired_permits().await.unwrap()),
+        (
+            s.permits().await.unwrap(),
+            s.acquired_permits().await.unwrap()
+        ),
         (2, 2)
     );
     let waiter = tokio::spawn({
@@ -56,7 +59,10 @@ pub async fn set_permits_moves_the_free_count_by_the_difference(h: &dyn Harness)
     s.release_many(&taken).await.unwrap();
     s.release(third).await.unwrap();
     assert_eq!(
-        (s.permits().await.unwrap(), s.available_permits().await.unwrap()),
+        (
+            s.permits().await.unwrap(),
+            s.available_permits().await.unwrap()
+        ),
         (1, 1)
     );
 }
@@ -81,7 +87,11 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
     let mut with_unknown = ids[..2].to_vec();
     with_unknown.push(PermitId::new());
     assert_eq!(s.try_release_many(&with_unknown).await.unwrap(), 0);
-    assert!(s.release_many(&with_unknown).await.unwrap_err().is_not_held());
+    assert!(s
+        .release_many(&with_unknown)
+        .await
+        .unwrap_err()
+        .is_not_held());
     assert_eq!(s.acquired_permits().await.unwrap(), 3);
     let freed = Instant::now();
     assert_eq!(s.try_release_many(&ids[..2]).await.unwrap(), 2);
@@ -96,7 +106,9 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
     // Leased together, they come back together.
     s.release_many(&theirs).await.unwrap();
     s.release(ids[2]).await.unwrap();
-    s.acquire_many(3, Some(Duration::from_millis(200))).await.unwrap();
+    s.acquire_many(3, Some(Duration::from_millis(200)))
+        .await
+        .unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.available_permits().await.unwrap(), 3);
@@ -111,7 +123,10 @@ pub async fn lease_time_tells_what_is_left(h: &dyn Harness) {
     let leased = s.acquire(Some(Duration::from_secs(10))).await.unwrap();
     let forever = s.acquire(None).await.unwrap();
     let left = s.lease_time(leased).await.unwrap().unwrap();
-    assert!(left <= Duration::from_secs(10) && left > Duration::from_secs(8), "{left:?}");
+    assert!(
+        left <= Duration::from_secs(10) && left > Duration::from_secs(8),
+        "{left:?}"
+    );
     assert_eq!(s.lease_time(forever).await.unwrap(), None);
     s.update_lease_time(forever, Some(Duration::from_millis(200)))
         .await
@@ -161,9 +176,13 @@ pub async fn bad_input_to_totals_and_many_is_refused(h: &dyn Harness) {
     let s = sem(&a, &name);
     let invalid = |e: LockError| e.is_invalid_argument();
     assert!(invalid(s.acquire_many(0, None).await.unwrap_err()));
-    assert!(invalid(s.try_acquire_many(MAX_PERMITS + 1, None).await.unwrap_err()));
     assert!(invalid(
-        s.try_acquire_many(1, Some(Duration::ZERO)).await.unwrap_err()
+        s.try_acquire_many(MAX_PERMITS + 1, None).await.unwrap_err()
+    ));
+    assert!(invalid(
+        s.try_acquire_many(1, Some(Duration::ZERO))
+            .await
+            .unwrap_err()
     ));
     assert!(invalid(s.try_release_many(&[]).await.unwrap_err()));
     let id = PermitId::new();

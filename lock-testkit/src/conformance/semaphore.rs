@@ -442,9 +442,17 @@ pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn 
     assert!(freed.elapsed() < WOKEN_WITHIN);
     assert!(s.release_if_exists(1).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 1);
-    assert!(s.release_if_exists(0).await.unwrap_err().is_invalid_argument());
+    assert!(s
+        .release_if_exists(0)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
     s.add_permits(MAX_PERMITS as i64 - 1).await.unwrap();
-    assert!(s.release_if_exists(1).await.unwrap_err().is_invalid_argument());
+    assert!(s
+        .release_if_exists(1)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
     assert_eq!(s.available_permits().await.unwrap(), MAX_PERMITS as i64);
 }
 
@@ -458,9 +466,15 @@ pub async fn repeated_try_set_answers_its_first_reply(h: &dyn Harness) {
     let ttl = a.config().latch_ttl.as_millis() as u64;
     let create = PermitRequest::new(n.clone(), 2, ttl);
     assert!(kind.try_set_permits(&create, None).await.unwrap());
-    assert!(kind.try_set_permits(&create, None).await.unwrap(), "first reply");
+    assert!(
+        kind.try_set_permits(&create, None).await.unwrap(),
+        "first reply"
+    );
     let late = PermitRequest::new(n, 7, ttl);
     assert!(!kind.try_set_permits(&late, None).await.unwrap());
-    assert!(!kind.try_set_permits(&late, None).await.unwrap(), "first reply");
+    assert!(
+        !kind.try_set_permits(&late, None).await.unwrap(),
+        "first reply"
+    );
     assert_eq!(sem(&a, &name).available_permits().await.unwrap(), 2);
 }
