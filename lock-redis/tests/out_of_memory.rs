@@ -156,3 +156,37 @@ async fn permit_acquisition_that_would_reclaim_is_refused_first() {
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
     assert_eq!(s.acquire_many(2, None).await.unwrap().len(), 2);
 }
+
+/// Without its count (deleted, or expired apart from the leases), an
+/// expirable semaphore's add and releases would create the count after
+/// their reclaim, a write that turns Redis's memory check off: they are
+/// refused first, with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_changes_that_would_create_the_count_after_a_reclaim_are_refused_first() {
+    let env = env().await;
+    let client = lock_redis::connect(config(&env.server), ClientConfig::default())
+        .await
+        .unwrap();
+    let s = client.permit_expirable_semaphore("orphan").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let live = s.acquire(None).await.unwrap();
+    env.server.cmd(&["DEL", "orphan"]);
+    env.server
+        .cmd(&["ZADD", "{orphan}:timeout", "1", "expired-16-bytes"]);
+    let keys_before = env.server.cmd(&["DBSIZE"]);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    is_oom(s.add_permits(1).await);
+    is_oom(s.try_release(live).await);
+    is_oom(s.try_release_many(&[live]).await);
+    assert_eq!(env.server.cmd(&["EXISTS", "orphan"]), Value::Int(0));
+    assert_eq!(
+        env.server.cmd(&["ZCARD", "{orphan}:timeout"]),
+        Value::Int(2)
+    );
+    assert_eq!(env.server.cmd(&["DBSIZE"]), keys_before);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    s.release(live).await.unwrap();
+    assert_eq!(env.server.cmd(&["GET", "orphan"]), bulk("2"));
+}

@@ -364,6 +364,21 @@ async fn test_available_permits() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn test_expire() {
+    let server = InMemoryServer::new();
+    let s = psem(&client(&server), "test");
+    s.try_set_permits(1).await.unwrap();
+    let id = s.acquire(Some(MS(2000))).await.unwrap();
+    let start = Instant::now();
+    let other = psem(&client(&server), "test");
+    let got = other.acquire(None).await.unwrap();
+    let spent = start.elapsed();
+    assert!(spent >= MS(1900) && spent <= MS(2100), "{spent:?}");
+    other.release(got).await.unwrap();
+    assert!(!s.try_release(id).await.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
 async fn test_expire_try_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
@@ -488,6 +503,39 @@ async fn test_concurrency_single_instance_expirable() {
     for h in handles {
         h.await.unwrap();
     }
+}
+
+/// 16 clients taking one permit in turns: never two inside at once.
+/// Redisson runs 100 rounds per client; 20 here keep the test quick (each
+/// round is checked on its own, so more rounds add time, not coverage).
+#[tokio::test(start_paused = true)]
+async fn test_concurrency_loop_multi_instance_expirable() {
+    let server = InMemoryServer::new();
+    psem(&client(&server), "test")
+        .try_set_permits(1)
+        .await
+        .unwrap();
+    let (inside, total) = (Arc::new(AtomicI64::new(0)), Arc::new(AtomicI64::new(0)));
+    let handles: Vec<_> = (0..16)
+        .map(|_| {
+            let s = psem(&client(&server), "test");
+            let (inside, total) = (inside.clone(), total.clone());
+            tokio::spawn(async move {
+                for _ in 0..20 {
+                    let id = s.acquire(None).await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
+                    sleep(MS(10)).await;
+                    total.fetch_add(1, Ordering::SeqCst);
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    s.release(id).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.await.unwrap();
+    }
+    assert_eq!(total.load(Ordering::SeqCst), 16 * 20);
 }
 
 #[tokio::test(start_paused = true)]
