@@ -111,8 +111,8 @@ pub use red_lock::{RedGuard, RedLock};
 pub use rw_lock::{ReadWriteKinds, ReadWriteLock};
 pub use semaphore::{PermitGuard, Semaphore};
 pub use semaphore_kind::{
-    LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest, PermitSemaphoreKind,
-    SemaphoreKind, MAX_PERMITS,
+    LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts, PermitId,
+    PermitLease, PermitRequest, PermitSemaphoreKind, SemaphoreKind, MAX_PERMITS,
 };
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};

@@ -38,6 +38,9 @@ use crate::semaphore_kind::{
 };
 use crate::stats::InFlight;
 
+mod many;
+mod totals;
+
 /// A handle on one named semaphore with expirable permits
 /// ([`LockClient::permit_expirable_semaphore`]). Cheap to clone; makes no
 /// I/O until used. See the module docs for its promise.
@@ -89,6 +92,13 @@ impl PermitExpirableSemaphore {
         &self.name
     }
 
+    /// A change of `permits` (checked by the caller against
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS)) under a fresh request id.
+    fn request(&self, permits: u64) -> PermitRequest {
+        let n = i64::try_from(permits).unwrap_or(i64::MAX);
+        PermitRequest::new(self.name.clone(), n, self.inner().latch_ms)
+    }
+
     /// Creates the semaphore with `permits` free permits, unless it exists;
     /// returns whether it was created. Waiters are told.
     ///
@@ -102,10 +112,13 @@ impl PermitExpirableSemaphore {
     /// The call runs to completion even when this future is dropped.
     pub async fn try_set_permits(&self, permits: u64) -> Result<bool> {
         check_change(i128::from(permits), "try_set_permits")?;
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
+        // One request id for every retry: a retry after a lost reply
+        // answers whether the first attempt created the semaphore.
+        let req = self.request(permits);
+        let kind = Arc::clone(&self.kind);
         counting::call(self.inner(), "try_set_permits", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.try_set_permits(&name, permits).await }
+            let (kind, req) = (Arc::clone(&kind), req.clone());
+            async move { kind.try_set_permits(&req).await }
         })
         .await
     }

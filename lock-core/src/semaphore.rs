@@ -122,10 +122,13 @@ impl Semaphore {
 
     async fn set_permits(&self, permits: u64, ttl_ms: Option<u64>) -> Result<bool> {
         check_change(i128::from(permits), "try_set_permits")?;
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
+        // One request id for every retry: a retry after a lost reply
+        // answers whether the first attempt created the semaphore.
+        let req = self.request(permits);
+        let kind = Arc::clone(&self.kind);
         counting::call(self.inner(), "try_set_permits", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.try_set_permits(&name, permits, ttl_ms).await }
+            let (kind, req) = (Arc::clone(&kind), req.clone());
+            async move { kind.try_set_permits(&req, ttl_ms).await }
         })
         .await
     }
@@ -295,6 +298,41 @@ impl Semaphore {
     pub async fn release(&self, n: u64) -> Result<()> {
         check_permits(n, "release")?;
         release(self.inner(), &self.kind, self.request(n)).await
+    }
+
+    /// Gives back `n` permits as [`Semaphore::release`] does, but only when
+    /// the semaphore exists: `false` (nothing created, nobody told) when it
+    /// does not (Redisson's `releaseIfExists`), so a release racing a
+    /// deletion does not bring the semaphore back.
+    ///
+    /// # Errors
+    /// As [`Semaphore::release`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::release`]; a retry answers the first outcome.
+    ///
+    /// # Examples
+    /// ```
+    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// assert!(!sem.release_if_exists(1).await?); // never set: stays absent
+    /// sem.try_set_permits(0).await?;
+    /// assert!(sem.release_if_exists(1).await?);
+    /// assert_eq!(sem.available_permits().await?, 1);
+    /// # Ok(()) }
+    /// ```
+    pub async fn release_if_exists(&self, n: u64) -> Result<bool> {
+        check_permits(n, "release_if_exists")?;
+        let req = self.request(n);
+        let kind = Arc::clone(&self.kind);
+        counting::call(
+            self.inner(),
+            "release permits if the semaphore exists",
+            move || {
+                let (kind, req) = (Arc::clone(&kind), req.clone());
+                async move { kind.release_if_exists(&req).await }
+            },
+        )
+        .await
     }
 }
 

@@ -100,20 +100,16 @@ impl PermitRequest {
 /// contract.
 #[async_trait]
 pub trait SemaphoreKind: Send + Sync + 'static {
-    /// Sets the count to `permits` when the semaphore does not exist yet,
-    /// with a time to live when `ttl_ms` is given; `false` when it existed
-    /// (left as it was).
+    /// Sets the count to `req.permits` when the semaphore does not exist
+    /// yet, with a time to live when `ttl_ms` is given; `false` when it
+    /// existed (left as it was). Latched by `req.request_id`: a repeat
+    /// answers the first reply (`true` when the first run created it).
     ///
     /// # Errors
     /// [`LockError::WrongType`] when the key holds something that is not a
     /// count (left untouched); a retryable error when the store could not
     /// be reached.
-    async fn try_set_permits(
-        &self,
-        name: &LockName,
-        permits: u64,
-        ttl_ms: Option<u64>,
-    ) -> Result<bool>;
+    async fn try_set_permits(&self, req: &PermitRequest, ttl_ms: Option<u64>) -> Result<bool>;
 
     /// Adds `req.permits` (negative: removes) to the count, creating it at
     /// 0 first when missing. Drops the count's time to live.
@@ -142,6 +138,14 @@ pub trait SemaphoreKind: Send + Sync + 'static {
     /// # Errors
     /// As [`SemaphoreKind::add_permits`].
     async fn release(&self, req: &PermitRequest) -> Result<()>;
+
+    /// Gives back `req.permits` when the semaphore exists, as
+    /// [`SemaphoreKind::release`]; `false` (nothing written, nothing
+    /// announced) when it does not.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::add_permits`].
+    async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool>;
 
     /// Takes every free permit; returns how many that was (0 when none or
     /// the count is negative, which it leaves alone).
@@ -258,6 +262,103 @@ pub enum LeaseOutcome {
     },
 }
 
+/// One attempt to take several leased permits at once, under fresh ids.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LeasesRequest {
+    /// The semaphore.
+    pub name: LockName,
+    /// One id per permit (the request's identity across retries).
+    pub ids: Vec<PermitId>,
+    /// The lease of every permit in milliseconds; `None`: no expiry.
+    pub lease_ms: Option<u64>,
+}
+
+impl LeasesRequest {
+    /// A request for `n` permits with fresh ids.
+    pub fn new(name: LockName, n: usize, lease_ms: Option<u64>) -> Self {
+        Self {
+            name,
+            ids: (0..n).map(|_| PermitId::new()).collect(),
+            lease_ms,
+        }
+    }
+}
+
+/// The release of several leased permits at once, identified across
+/// retries.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LeasesRelease {
+    /// The semaphore.
+    pub name: LockName,
+    /// The permits (no id twice).
+    pub ids: Vec<PermitId>,
+    /// Identifies this release across retries.
+    pub request_id: RequestId,
+    /// How long the outcome is kept for retries, in milliseconds (0: none).
+    pub latch_ttl_ms: u64,
+}
+
+impl LeasesRelease {
+    /// The release of `ids` with a fresh request id.
+    pub fn new(name: LockName, ids: Vec<PermitId>, latch_ttl_ms: u64) -> Self {
+        Self {
+            name,
+            ids,
+            request_id: RequestId::new(),
+            latch_ttl_ms,
+        }
+    }
+}
+
+/// A semaphore's permits as counted by [`PermitSemaphoreKind::counts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PermitCounts {
+    /// Whether the count exists (a semaphore never set, or deleted, has
+    /// none).
+    pub exists: bool,
+    /// The free permits (0 without a count; negative after permits were
+    /// removed while taken).
+    pub available: i64,
+    /// The taken permits (live leases, and leases without expiry).
+    pub acquired: i64,
+}
+
+impl PermitCounts {
+    /// The counts as given.
+    pub fn new(exists: bool, available: i64, acquired: i64) -> Self {
+        Self {
+            exists,
+            available,
+            acquired,
+        }
+    }
+
+    /// The total, free and taken (Redisson's `getPermits`): 0 when the
+    /// count does not exist, whatever is taken.
+    pub fn permits(&self) -> i64 {
+        if self.exists {
+            self.available.saturating_add(self.acquired)
+        } else {
+            0
+        }
+    }
+}
+
+/// What is left of one permit's lease ([`PermitSemaphoreKind::lease_time`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PermitLease {
+    /// The permit is not taken (never was, released, or its lease ended).
+    NotTaken,
+    /// Taken without a lease: it never expires.
+    Unlimited,
+    /// Taken; the lease ends after this long.
+    Ends(Duration),
+}
+
 /// The release of one leased permit, identified across retries.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -294,7 +395,43 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
     ///
     /// # Errors
     /// As [`SemaphoreKind::try_set_permits`].
-    async fn try_set_permits(&self, name: &LockName, permits: u64) -> Result<bool>;
+    async fn try_set_permits(&self, req: &PermitRequest) -> Result<bool>;
+
+    /// Sets the total number of permits (free and taken) to `req.permits`:
+    /// the free count moves by the difference (and may go negative while
+    /// permits are taken); creates the count when missing. Announced unless
+    /// the total was already that. Latched by `req.request_id`.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::add_permits`].
+    async fn set_permits(&self, req: &PermitRequest) -> Result<()>;
+
+    /// The free and the taken permits now, after reclaiming expired ones.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn counts(&self, name: &LockName) -> Result<PermitCounts>;
+
+    /// How long the lease of the permit `id` still runs.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn lease_time(&self, name: &LockName, id: PermitId) -> Result<PermitLease>;
+
+    /// Takes `req.ids.len()` permits at once, one under each id, if that
+    /// many are free; idempotent through the ids as
+    /// [`PermitSemaphoreKind::try_acquire`].
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn try_acquire_many(&self, req: &LeasesRequest) -> Result<LeaseOutcome>;
+
+    /// Gives back every permit of `req.ids`, all or none: the number given
+    /// back, 0 when one of them is not taken. Latched by `req.request_id`.
+    ///
+    /// # Errors
+    /// As [`SemaphoreKind::try_set_permits`].
+    async fn release_many(&self, req: &LeasesRelease) -> Result<u64>;
 
     /// As [`SemaphoreKind::add_permits`].
     ///

@@ -59,3 +59,39 @@ async fn last_unlock_succeeds_and_tells_the_head_other_writes_fail_typed() {
     assert!(queue(&env.server, &n).is_empty());
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
 }
+
+/// Redis checks memory only until a script's first write, and the stale
+/// heads' eviction is a write it never refuses: an acquisition that evicts
+/// must be refused before it, or the hold it writes afterwards grows memory
+/// past maxmemory. Refused whole: the stale head is still there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acquisition_that_would_evict_a_stale_head_is_refused_first() {
+    let env = env().await;
+    let n = name("stale");
+    let (a, dead) = (owner(), owner());
+    let past = (server_now_ms(&env.server) - 60_000).to_string();
+    env.server
+        .cmd(&["RPUSH", "redisson_lock_queue:{stale}", &dead.field()]);
+    env.server.cmd(&[
+        "ZADD",
+        "redisson_lock_timeout:{stale}",
+        &past,
+        &dead.field(),
+    ]);
+    let keys_before = env.server.cmd(&["DBSIZE"]);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    is_oom(env.backend.try_acquire(&try_req(&n, a, 10_000)).await);
+    is_oom(env.backend.try_acquire(&wait_req(&n, a, 10_000)).await);
+    assert_eq!(env.server.cmd(&["EXISTS", "stale"]), Value::Int(0));
+    assert_eq!(
+        queue(&env.server, &n),
+        vec![dead.field()],
+        "nothing evicted"
+    );
+    assert_eq!(env.server.cmd(&["DBSIZE"]), keys_before);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    must_acquire(&env.backend, &try_req(&n, a, 10_000)).await;
+    assert!(queue(&env.server, &n).is_empty(), "evicted now");
+}

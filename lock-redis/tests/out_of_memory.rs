@@ -105,3 +105,88 @@ async fn last_unlock_succeeds_and_other_writes_fail_typed_with_nothing_written()
         ReleaseOutcome::StillHeld
     );
 }
+
+/// Redis checks memory only until a script's first write, and reclaiming an
+/// expired permit is a write it never refuses: an acquisition that
+/// reclaims must be refused before it, or the lease it adds afterwards
+/// grows memory past maxmemory. Refused whole (the expired permit is still
+/// in the leases); what only frees memory (a release, a read that
+/// reclaims) still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_acquisition_that_would_reclaim_is_refused_first() {
+    let env = env().await;
+    let client = lock_redis::connect(config(&env.server), ClientConfig::default())
+        .await
+        .unwrap();
+    let s = client.permit_expirable_semaphore("slots").unwrap();
+    s.try_set_permits(2).await.unwrap();
+    let live = s.acquire(None).await.unwrap();
+    // A permit whose lease ended a minute ago, as a Java client stamps it.
+    let past = {
+        let Value::Array(t) = env.server.cmd(&["TIME"]) else {
+            panic!("TIME")
+        };
+        let secs: i64 = match &t[0] {
+            Value::BulkString(b) => String::from_utf8_lossy(b).parse().unwrap(),
+            other => panic!("{other:?}"),
+        };
+        (secs - 60) * 1000
+    };
+    env.server.cmd(&["DECRBY", "slots", "1"]);
+    env.server.cmd(&[
+        "ZADD",
+        "{slots}:timeout",
+        &past.to_string(),
+        "expired-16-bytes",
+    ]);
+    let keys_before = env.server.cmd(&["DBSIZE"]);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    is_oom(s.try_acquire(None).await);
+    is_oom(s.try_acquire_many(1, None).await);
+    assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("0"));
+    assert_eq!(env.server.cmd(&["ZCARD", "{slots}:timeout"]), Value::Int(2));
+    assert_eq!(env.server.cmd(&["DBSIZE"]), keys_before);
+    // Giving back only frees: the live permit, then the expired one by the
+    // reclaim of a read.
+    s.release(live).await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 2);
+    assert_eq!(env.server.cmd(&["ZCARD", "{slots}:timeout"]), Value::Int(0));
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    assert_eq!(s.acquire_many(2, None).await.unwrap().len(), 2);
+}
+
+/// Without its count (deleted, or expired apart from the leases), an
+/// expirable semaphore's add and releases would create the count after
+/// their reclaim, a write that turns Redis's memory check off: they are
+/// refused first, with nothing written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permit_changes_that_would_create_the_count_after_a_reclaim_are_refused_first() {
+    let env = env().await;
+    let client = lock_redis::connect(config(&env.server), ClientConfig::default())
+        .await
+        .unwrap();
+    let s = client.permit_expirable_semaphore("orphan").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let live = s.acquire(None).await.unwrap();
+    env.server.cmd(&["DEL", "orphan"]);
+    env.server
+        .cmd(&["ZADD", "{orphan}:timeout", "1", "expired-16-bytes"]);
+    let keys_before = env.server.cmd(&["DBSIZE"]);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
+    is_oom(s.add_permits(1).await);
+    is_oom(s.try_release(live).await);
+    is_oom(s.try_release_many(&[live]).await);
+    assert_eq!(env.server.cmd(&["EXISTS", "orphan"]), Value::Int(0));
+    assert_eq!(
+        env.server.cmd(&["ZCARD", "{orphan}:timeout"]),
+        Value::Int(2)
+    );
+    assert_eq!(env.server.cmd(&["DBSIZE"]), keys_before);
+
+    env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
+    s.release(live).await.unwrap();
+    assert_eq!(env.server.cmd(&["GET", "orphan"]), bulk("2"));
+}

@@ -206,3 +206,131 @@ async fn wrong_types_are_reported_and_left_untouched() {
     assert!(err.is_wrong_type(), "{err}");
     assert_eq!(env.server.cmd(&["LLEN", "jobs"]), Value::Int(1));
 }
+
+/// `releaseIfExists` as Redisson runs it: on a missing semaphore it
+/// writes and publishes nothing (a Java waiter is not woken for it); on an
+/// existing one it is a release (INCRBY, the new count published).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_if_exists_is_redissons() {
+    let mut env = env().await;
+    let c = our_client(&env.server).await;
+    let topic = listen(&env, "redisson_sc:{jobs}").await;
+    let s = c.semaphore("jobs").unwrap();
+    assert!(!s.release_if_exists(2).await.unwrap());
+    assert_eq!(env.server.cmd(&["EXISTS", "jobs"]), Value::Int(0));
+    env.notices.expect_none(Duration::from_millis(200)).await;
+    // The Java side created it with trySetPermits(1).
+    env.server.cmd(&["SET", "jobs", "1"]);
+    assert!(s.release_if_exists(2).await.unwrap());
+    assert_eq!(env.server.cmd(&["GET", "jobs"]), bulk("3"));
+    env.notices
+        .expect(&message(&topic, "3"), Duration::from_secs(2))
+        .await;
+}
+
+/// The total is not stored: it is the count plus the members of
+/// `{name}:timeout`, Java's permits included, as Redisson's getPermits and
+/// acquiredPermits read it. setPermits moves the count by the difference
+/// and publishes the total, so a Java waiter wakes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn set_permits_counts_java_permits_and_publishes_the_total() {
+    let mut env = env().await;
+    let c = our_client(&env.server).await;
+    let topic = listen(&env, "redisson_sc:{slots}").await;
+    let s = c.permit_expirable_semaphore("slots").unwrap();
+    s.set_permits(3).await.unwrap();
+    env.notices
+        .expect(&message(&topic, "3"), Duration::from_secs(2))
+        .await;
+    // A Java client takes one (DECRBY, ZADD of its 16 raw bytes).
+    env.server.cmd(&["DECRBY", "slots", "1"]);
+    env.server.cmd(&[
+        "ZADD",
+        "{slots}:timeout",
+        &NO_LEASE.to_string(),
+        "java-permit-16by",
+    ]);
+    assert_eq!(s.permits().await.unwrap(), 3);
+    assert_eq!(s.acquired_permits().await.unwrap(), 1);
+    s.set_permits(5).await.unwrap();
+    assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("4"));
+    env.notices
+        .expect(&message(&topic, "5"), Duration::from_secs(2))
+        .await;
+    // The same total again: nothing written, nothing published.
+    s.set_permits(5).await.unwrap();
+    env.notices.expect_none(Duration::from_millis(200)).await;
+    s.set_permits(0).await.unwrap();
+    assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("-1"));
+    assert_eq!(env.server.cmd(&["ZCARD", "{slots}:timeout"]), Value::Int(1));
+}
+
+/// Many permits at once are many members under one score; a release of
+/// many removes them all and publishes how many came back (Redisson's
+/// tryRelease(List) payload), which wakes a Java waiter for each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_permits_are_redisson_leases_and_their_release_publishes_the_number() {
+    let mut env = env().await;
+    let c = our_client(&env.server).await;
+    let topic = listen(&env, "redisson_sc:{slots}").await;
+    let s = c.permit_expirable_semaphore("slots").unwrap();
+    env.server.cmd(&["SET", "slots", "4"]);
+    let ids = s
+        .acquire_many(3, Some(Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("1"));
+    let mut conn = env.server.conn().await;
+    let mut scores = Vec::new();
+    for id in &ids {
+        let score: i64 = redis::cmd("ZSCORE")
+            .arg("{slots}:timeout")
+            .arg(&id.as_bytes()[..])
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        scores.push(score);
+    }
+    assert!(scores.iter().all(|s| *s == scores[0]), "one lease end");
+    s.release_many(&ids).await.unwrap();
+    env.notices
+        .expect(&message(&topic, "3"), Duration::from_secs(2))
+        .await;
+    assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("4"));
+    assert_eq!(env.server.cmd(&["ZCARD", "{slots}:timeout"]), Value::Int(0));
+}
+
+/// A Java permit's lease end (its caller's clock, epoch ms) is read back
+/// as Redisson's getLeaseTime reads it; the no-lease score is no lease.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_time_reads_java_leases() {
+    let env = env().await;
+    let c = our_client(&env.server).await;
+    let s = c.permit_expirable_semaphore("slots").unwrap();
+    env.server.cmd(&["SET", "slots", "0"]);
+    let leased: PermitId = "0123456789abcdef0123456789abcdef".parse().unwrap();
+    let forever: PermitId = "fedcba9876543210fedcba9876543210".parse().unwrap();
+    let mut conn = env.server.conn().await;
+    let now: (String, String) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let end = now.0.parse::<i64>().unwrap() * 1000 + 20_000;
+    let _: i64 = redis::cmd("ZADD")
+        .arg("{slots}:timeout")
+        .arg(end)
+        .arg(&leased.as_bytes()[..])
+        .arg(NO_LEASE)
+        .arg(&forever.as_bytes()[..])
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let left = s.lease_time(leased).await.unwrap().unwrap();
+    assert!(
+        left > Duration::from_secs(18) && left <= Duration::from_secs(21),
+        "{left:?}"
+    );
+    assert_eq!(s.lease_time(forever).await.unwrap(), None);
+    assert!(s
+        .lease_time(PermitId::new())
+        .await
+        .unwrap_err()
+        .is_not_held());
+}

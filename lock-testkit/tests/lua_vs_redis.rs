@@ -642,6 +642,11 @@ const SEMANTICS: &[&str] = &[
     "return string.rep('x', 3)",
     "return string.rep()",
     "return {type(redis.call('get', 'nokey')), redis.call('set', 'a', '1')['ok'], redis.call('type', 'a')['ok']}",
+    // The out-of-memory probe (common.lua's refuse_if_out_of_memory): a
+    // ZADD XX of the member '' neither creates the key nor adds the member.
+    "return {redis.call('zadd', 'probe-none', 'xx', 0, ''), redis.call('exists', 'probe-none'), \
+     redis.call('zadd', 'probe-z', 1, 'a'), redis.call('zadd', 'probe-z', 'xx', 0, ''), \
+     redis.call('zrange', 'probe-z', 0, -1, 'withscores')}",
     // Shaped like Redisson's read-write lock and semaphore scripts.
     "redis.call('hset', 'rw', 'mode', 'write'); redis.call('hset', 'rw', ARGV[1] .. ':write', 1); \
      redis.call('hincrby', 'rw', ARGV[1] .. ':write', 1); redis.call('pexpire', 'rw', 30000); \

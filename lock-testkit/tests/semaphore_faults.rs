@@ -40,6 +40,61 @@ async fn expirable_permits_retried_after_lost_replies_count_once() {
     assert_eq!(s.available_permits().await.unwrap(), 2, "given back once");
 }
 
+/// `try_set_permits` retried after a lost reply answers what its first
+/// attempt did (it created the semaphore), not `false`; so do the other
+/// changes of both kinds, which count once.
+#[tokio::test(start_paused = true)]
+async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
+    let server = InMemoryServer::new();
+    let c = server.client().unwrap();
+    let s = c.semaphore("set-lost").unwrap();
+    server.lose_next_replies(1);
+    assert!(
+        s.try_set_permits(3).await.unwrap(),
+        "the first attempt created it"
+    );
+    server.lose_next_replies(1);
+    assert!(
+        !s.try_set_permits(5).await.unwrap(),
+        "the first attempt found it"
+    );
+    assert_eq!(s.available_permits().await.unwrap(), 3);
+    server.lose_next_replies(1);
+    assert!(s
+        .try_set_permits_with_ttl(1, Duration::from_secs(1))
+        .await
+        .is_ok_and(|set| !set));
+    server.lose_next_replies(1);
+    assert!(s.release_if_exists(2).await.unwrap());
+    assert_eq!(s.available_permits().await.unwrap(), 5, "given back once");
+    let absent = c.semaphore("set-lost-absent").unwrap();
+    server.lose_next_replies(1);
+    assert!(!absent.release_if_exists(2).await.unwrap());
+    assert!(!server.keys().contains(&"set-lost-absent".to_owned()));
+
+    let p = c.permit_expirable_semaphore("pset-lost").unwrap();
+    server.lose_next_replies(1);
+    assert!(
+        p.try_set_permits(4).await.unwrap(),
+        "the first attempt created it"
+    );
+    server.lose_next_replies(1);
+    p.set_permits(6).await.unwrap();
+    server.lose_next_replies(1);
+    let ids = p.acquire_many(3, None).await.unwrap();
+    assert_eq!(p.available_permits().await.unwrap(), 3, "taken once");
+    server.lose_next_replies(1);
+    p.set_permits(4).await.unwrap();
+    assert_eq!(p.available_permits().await.unwrap(), 1, "moved once");
+    server.lose_next_replies(1);
+    assert_eq!(
+        p.try_release_many(&ids).await.unwrap(),
+        3,
+        "the first reply"
+    );
+    assert_eq!(p.available_permits().await.unwrap(), 4, "given back once");
+}
+
 /// Every attempt of an acquisition fails after running (its replies lost):
 /// the caller gets the error, and the permits it took are found and given
 /// back in the background.

@@ -90,6 +90,16 @@ if latch_ttl > 0 then
     end
 end
 local now = server_now()
+-- Out of memory (see common.lua): the eviction below is a write Redis does
+-- not refuse, and it turns the server's memory check off for the rest of
+-- the script, so a hold or a queue entry written after it would grow
+-- memory past maxmemory. Refuse first on every path that may grow: the
+-- lock free or ours (a hold), or a wait that queues. Only a try of a lock
+-- held by another goes on (it writes nothing but evictions).
+if tonumber(ARGV[5]) > 0 or redis.call('exists', KEYS[1]) == 0
+    or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+    refuse_if_out_of_memory(KEYS[5])
+end
 evict(KEYS[4], KEYS[5], now)
 
 -- One more hold, with `token` taken before anything of ours was written.

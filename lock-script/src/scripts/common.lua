@@ -39,6 +39,14 @@
 --     it has more, and 'last' when this is its last hold, which the caller
 --     then deletes and announces (DEL and PUBLISH are never refused for
 --     memory) before latching 1.
+-- refuse_if_out_of_memory(zset)
+--     fails the script with Redis's OOM error when the server was out of
+--     memory as the script started, writing nothing: a ZADD XX of the
+--     member '' (never a member of ours or Redisson's) to the sorted set
+--     (or missing key) `zset` is refused like any growing write, and
+--     otherwise changes nothing. For a script that must write something
+--     that cannot be refused (an eviction, a reclaim) before what may grow
+--     memory: call it before that first write, on the paths that grow.
 --
 -- Out of memory. A server at maxmemory with the noeviction policy refuses,
 -- inside a script (these scripts declare no flags, so Redis checks each
@@ -49,13 +57,28 @@
 --   allowed:  DEL, PUBLISH (SPUBLISH alike), PEXPIRE, PERSIST, HDEL, LPOP,
 --             LREM, ZREM, and every read (GET, HGET, HEXISTS, EXISTS, PTTL,
 --             LINDEX, ZSCORE, TYPE, TIME)
--- Lua does not roll back, so each script reaches its first refusable write
--- before writing anything else of its own: an acquisition (INCR of the
--- token, then HINCRBY), a partial release (HINCRBY) and joining a fair
--- queue (RPUSH, ZADD) fail whole, mapped to LockError::OutOfMemory. A
--- release of the last hold only frees memory: it reads the count (HGET),
--- then DELs and PUBLISHes, and latches with pcall, so it succeeds. Renewal
--- only sets expiries and succeeds too.
+-- The rule (measured on redis 7.0.15): Redis decides "out of memory" once,
+-- as the script starts, and refuses growing commands only until the
+-- script's first write command of any kind. Any write turns the check off
+-- for the rest of the script, even one that frees memory or changes
+-- nothing (a DEL, a ZREM, a ZREMRANGEBYSCORE that removes nothing, an
+-- LPOP): every growing command after it succeeds, however far past
+-- maxmemory. So a script that may grow memory (a new hold, a lease
+-- member, a queue entry, a count created) must meet a refusable write
+-- before its first write of any kind: either its first write is the
+-- growing one (INCR of the token, HINCRBY, SET, RPUSH, DECRBY), or it
+-- calls refuse_if_out_of_memory() before an eviction or reclaim that
+-- comes first (the fair lock's acquire, the expirable semaphore's
+-- acquire). Lua does not roll back, so nothing may be written before
+-- that point; past it, the script runs to its end. The only growth
+-- allowed after a write that cannot be refused is the request's latch:
+-- one small key with a TTL of a few seconds, which a release must keep
+-- even out of memory so that its retry is answered.
+-- So an acquisition, a partial release and joining a fair queue fail
+-- whole, mapped to LockError::OutOfMemory. A release of the last hold
+-- only frees memory: it reads the count (HGET), then DELs and PUBLISHes,
+-- and latches with pcall, so it succeeds. Renewal only sets expiries and
+-- succeeds too.
 --
 -- Why latch "held" and "not held" too: a request stuck on the wire can
 -- arrive after its owner moved on (its retry found the lock held, the owner
@@ -87,6 +110,10 @@ local function latch(key, value, ttl)
     if ttl > 0 then
         redis.pcall('set', key, value, 'px', ttl)
     end
+end
+
+local function refuse_if_out_of_memory(zset)
+    redis.call('zadd', zset, 'xx', 0, '')
 end
 
 local function extend(lock, lease, pttl)

@@ -45,6 +45,7 @@ pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod multi;
+pub mod permit_many;
 pub mod permit_semaphore;
 pub mod polling;
 pub mod redlock;
@@ -404,7 +405,7 @@ macro_rules! __latch_checks {
 }
 
 /// Runs every check of the two semaphore kinds (`semaphore.rs`,
-/// `permit_semaphore.rs`) on the same harness as
+/// `permit_semaphore.rs`, `permit_many.rs`) on the same harness as
 /// [`conformance_tests!`](crate::conformance_tests). Semaphores are no
 /// [`Lock`], so they are not a [`Kind`] of the lock suites: they have
 /// checks of their own.
@@ -448,6 +449,8 @@ macro_rules! __semaphore_checks {
             semaphore::bad_permit_counts_are_refused,
             semaphore::wrong_type_is_reported_and_left_untouched,
             semaphore::closed_client_rejects_semaphores,
+            semaphore::release_if_exists_gives_back_only_to_an_existing_semaphore,
+            semaphore::repeated_try_set_answers_its_first_reply,
             permit_semaphore::acquire_gives_an_id_and_release_takes_it,
             permit_semaphore::expired_permit_comes_back_by_itself,
             permit_semaphore::waiter_takes_a_permit_when_its_lease_ends,
@@ -458,6 +461,11 @@ macro_rules! __semaphore_checks {
             permit_semaphore::repeated_requests_count_once,
             permit_semaphore::dropped_permit_acquire_leaves_no_permit,
             permit_semaphore::bad_input_is_refused,
+            permit_many::set_permits_moves_the_free_count_by_the_difference,
+            permit_many::many_permits_are_taken_and_given_back_all_or_none,
+            permit_many::lease_time_tells_what_is_left,
+            permit_many::repeated_totals_and_many_requests_count_once,
+            permit_many::bad_input_to_totals_and_many_is_refused,
         }
     };
 }

@@ -420,3 +420,61 @@ pub async fn closed_client_rejects_semaphores(h: &dyn Harness) {
     assert!(matches!(s.acquire(1).await, Err(LockError::Closed)));
     assert!(matches!(s.release(1).await, Err(LockError::Closed)));
 }
+
+/// `release_if_exists` gives back to an existing semaphore (waking a
+/// waiter) and leaves a missing one missing, writing nothing.
+pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn Harness) {
+    let (a, b) = (client(h).await, client(h).await);
+    let missing = unique("sem-rie-none");
+    assert!(!sem(&a, &missing).release_if_exists(1).await.unwrap());
+    assert!(h.keys().await.iter().all(|k| *k != key(h, &missing)));
+    let name = unique("sem-rie");
+    let s = sem(&a, &name);
+    s.try_set_permits(0).await.unwrap();
+    let waiter = tokio::spawn({
+        let s = sem(&b, &name);
+        async move { s.acquire(2).await.unwrap().forget() }
+    });
+    waiting(&b, 1).await;
+    let freed = Instant::now();
+    assert!(s.release_if_exists(2).await.unwrap());
+    assert_eq!(waiter.await.unwrap(), 2);
+    assert!(freed.elapsed() < WOKEN_WITHIN);
+    assert!(s.release_if_exists(1).await.unwrap());
+    assert_eq!(s.available_permits().await.unwrap(), 1);
+    assert!(s
+        .release_if_exists(0)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
+    s.add_permits(MAX_PERMITS as i64 - 1).await.unwrap();
+    assert!(s
+        .release_if_exists(1)
+        .await
+        .unwrap_err()
+        .is_invalid_argument());
+    assert_eq!(s.available_permits().await.unwrap(), MAX_PERMITS as i64);
+}
+
+/// `try_set_permits` repeated with its request id answers its first reply:
+/// `true` for the request that created the semaphore, even once it exists.
+pub async fn repeated_try_set_answers_its_first_reply(h: &dyn Harness) {
+    let a = client(h).await;
+    let kind = a.kinds().semaphore_kind().unwrap().clone();
+    let name = unique("sem-set-latch");
+    let n = lock_core::LockName::new(&name).unwrap();
+    let ttl = a.config().latch_ttl.as_millis() as u64;
+    let create = PermitRequest::new(n.clone(), 2, ttl);
+    assert!(kind.try_set_permits(&create, None).await.unwrap());
+    assert!(
+        kind.try_set_permits(&create, None).await.unwrap(),
+        "first reply"
+    );
+    let late = PermitRequest::new(n, 7, ttl);
+    assert!(!kind.try_set_permits(&late, None).await.unwrap());
+    assert!(
+        !kind.try_set_permits(&late, None).await.unwrap(),
+        "first reply"
+    );
+    assert_eq!(sem(&a, &name).available_permits().await.unwrap(), 2);
+}

@@ -21,7 +21,11 @@ local first = latched_count(KEYS[4], latch_ttl)
 if first ~= nil then
     return {1, first}
 end
-read_count(KEYS[1])
+-- Out of memory (see common.lua): the reclaim writes first and cannot be
+-- refused; what follows grows memory only by creating a missing count.
+if read_count(KEYS[1]) == nil then
+    refuse_if_out_of_memory(KEYS[2])
+end
 reclaim(KEYS[1], KEYS[2], KEYS[3], server_now(), ARGV[2])
 local value = read_count(KEYS[1]) or 0
 local count = value + tonumber(ARGV[1])

@@ -6,9 +6,10 @@
 //! | free permits | string `<name>` (as the semaphore's) |
 //! | leases | sorted set `{<name>}:timeout`: member = the permit id as 16 raw bytes, score = lease end in epoch ms (`922337203685477`: no lease) |
 //! | channel | `redisson_sc:{<name>}` (shared with the semaphore), payload = the new count |
-//! | release / add latch | `redisson_unlock_latch:{<name>}:<request-id>` |
+//! | release / add / set / try_set latch | `redisson_unlock_latch:{<name>}:<request-id>` |
 //!
-//! Every script reclaims expired permits first (`leases.lua`). Permit ids
+//! Every script but `set.lua` reclaims expired permits first (`leases.lua`;
+//! setting the total needs no reclaim: it leaves the total as it is). Permit ids
 //! travel as 32 hex characters in ARGV and become raw bytes inside the
 //! scripts, so no transport has to carry binary arguments. Lease ends are
 //! scored by the server's clock (`TIME`); Redisson scores them with its
@@ -20,15 +21,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::{
-    Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LockName, PermitId, PermitRequest,
-    PermitSemaphoreKind, Result, Wake,
+    Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, LockName,
+    PermitCounts, PermitId, PermitLease, PermitRequest, PermitSemaphoreKind, Result, Wake,
 };
 use lock_script::error::bad_reply;
 use lock_script::scripts::COMMON_LUA;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
-use super::semaphore::{change_reply, int_reply, COUNT_LUA, TRY_SET};
+use super::semaphore::{change_reply, int_reply, try_set, COUNT_LUA, TRY_SET};
 
 /// The helpers of the expirable-permit scripts (`leases.lua`).
 pub const LEASES_LUA: &str = include_str!("leases.lua");
@@ -46,6 +47,16 @@ pub static UPDATE_LEASE: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("update_lease.lua")));
 /// Adds or removes free permits (`add.lua`).
 pub static ADD: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("add.lua")));
+/// Sets the total of free and taken permits (`set.lua`).
+pub static SET: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("set.lua")));
+/// Reads the free and the taken permits (`counts.lua`).
+pub static COUNTS: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("counts.lua")));
+/// Reads a permit's remaining lease (`lease_time.lua`).
+pub static LEASE_TIME: LazyLock<Script> =
+    LazyLock::new(|| leased_script(include_str!("lease_time.lua")));
+/// Gives back several permits by id, all or none (`release_many.lua`).
+pub static RELEASE_MANY: LazyLock<Script> =
+    LazyLock::new(|| leased_script(include_str!("release_many.lua")));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("available.lua")));
@@ -72,7 +83,41 @@ impl PermitSemaphore {
             &UPDATE_LEASE,
             &ADD,
             &AVAILABLE,
+            &SET,
+            &COUNTS,
+            &LEASE_TIME,
+            &RELEASE_MANY,
         ]
+    }
+
+    /// Runs `acquire.lua`: every id, one lease.
+    async fn acquire(
+        &self,
+        name: &LockName,
+        ids: &[PermitId],
+        lease_ms: Option<u64>,
+    ) -> Result<LeaseOutcome> {
+        let mut args = vec![lease_arg(lease_ms), self.env.publish_command()];
+        args.extend(ids.iter().map(PermitId::to_string));
+        let call = ScriptCall::new(&ACQUIRE, self.keys(name), args).idempotent(true);
+        let reply = self.env.eval(call).await?;
+        let Value::Array(items) = &reply else {
+            return Err(bad_reply("acquire", &reply));
+        };
+        match items.as_slice() {
+            [Value::Int(1), Value::Int(0)] => Ok(LeaseOutcome::Acquired),
+            [Value::Int(0), Value::Int(wait)] => Ok(LeaseOutcome::Busy {
+                retry_in: u64::try_from(*wait).ok().map(Duration::from_millis),
+            }),
+            _ => Err(bad_reply("acquire", &reply)),
+        }
+    }
+
+    /// The kind's keys, then the request's unlock latch.
+    fn latched_keys(&self, name: &LockName, request_id: &str) -> Vec<String> {
+        let mut keys = self.keys(name);
+        keys.push(self.env.layout().unlock_latch(name, request_id));
+        keys
     }
 
     fn keys(&self, name: &LockName) -> Vec<String> {
@@ -100,15 +145,104 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Dropping the future may leave the semaphore created or not.
-    async fn try_set_permits(&self, name: &LockName, permits: u64) -> Result<bool> {
-        let layout = self.env.layout();
+    async fn try_set_permits(&self, req: &PermitRequest) -> Result<bool> {
+        try_set(&self.env, req, None).await
+    }
+
+    /// Runs `set.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::add_permits`](PermitSemaphoreKind::add_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn set_permits(&self, req: &PermitRequest) -> Result<()> {
         let call = ScriptCall::new(
-            &TRY_SET,
-            vec![layout.lock_key(name), layout.semaphore_channel(name)],
-            vec![permits.to_string(), self.env.publish_command(), "0".into()],
+            &SET,
+            self.latched_keys(&req.name, &req.request_id.to_string()),
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        change_reply("set", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
+    }
+
+    /// Runs `counts.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Safe to drop: it only reclaims expired permits besides reading.
+    async fn counts(&self, name: &LockName) -> Result<PermitCounts> {
+        let call = ScriptCall::new(&COUNTS, self.keys(name), vec![self.env.publish_command()])
+            .idempotent(true);
+        let reply = self.env.eval(call).await?;
+        match &reply {
+            Value::Array(items) => match items.as_slice() {
+                [Value::Int(exists @ (0 | 1)), Value::Int(free), Value::Int(taken)] => {
+                    Ok(PermitCounts::new(*exists == 1, *free, *taken))
+                }
+                _ => Err(bad_reply("counts", &reply)),
+            },
+            _ => Err(bad_reply("counts", &reply)),
+        }
+    }
+
+    /// Runs `lease_time.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// As [`PermitSemaphore::counts`](PermitSemaphoreKind::counts).
+    async fn lease_time(&self, name: &LockName, id: PermitId) -> Result<PermitLease> {
+        let call = ScriptCall::new(
+            &LEASE_TIME,
+            self.keys(name),
+            vec![id.to_string(), self.env.publish_command()],
         )
         .idempotent(true);
-        Ok(int_reply("try_set", &self.env.eval(call).await?)? == 1)
+        match int_reply("lease_time", &self.env.eval(call).await?)? {
+            -2 => Ok(PermitLease::NotTaken),
+            -1 => Ok(PermitLease::Unlimited),
+            ms if ms > 0 => Ok(PermitLease::Ends(Duration::from_millis(ms.unsigned_abs()))),
+            n => Err(bad_reply("lease_time", &Value::Int(n))),
+        }
+    }
+
+    /// Runs `acquire.lua` with every id.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same permit ids) to learn its outcome.
+    async fn try_acquire_many(&self, req: &LeasesRequest) -> Result<LeaseOutcome> {
+        self.acquire(&req.name, &req.ids, req.lease_ms).await
+    }
+
+    /// Runs `release_many.lua`.
+    ///
+    /// # Errors
+    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn release_many(&self, req: &LeasesRelease) -> Result<u64> {
+        let mut args = vec![self.env.publish_command(), req.latch_ttl_ms.to_string()];
+        args.extend(req.ids.iter().map(PermitId::to_string));
+        let call = ScriptCall::new(
+            &RELEASE_MANY,
+            self.latched_keys(&req.name, &req.request_id.to_string()),
+            args,
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        let n = int_reply("release_many", &self.env.eval(call).await?)?;
+        u64::try_from(n).map_err(|_| bad_reply("release_many", &Value::Int(n)))
     }
 
     /// Runs `add.lua`.
@@ -164,27 +298,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// # Cancel safety
     /// Repeat the request (same permit id) to learn its outcome.
     async fn try_acquire(&self, req: &LeaseRequest) -> Result<LeaseOutcome> {
-        let call = ScriptCall::new(
-            &ACQUIRE,
-            self.keys(&req.name),
-            vec![
-                req.id.to_string(),
-                lease_arg(req.lease_ms),
-                self.env.publish_command(),
-            ],
-        )
-        .idempotent(true);
-        let reply = self.env.eval(call).await?;
-        let Value::Array(items) = &reply else {
-            return Err(bad_reply("acquire", &reply));
-        };
-        match items.as_slice() {
-            [Value::Int(1), Value::Int(0)] => Ok(LeaseOutcome::Acquired),
-            [Value::Int(0), Value::Int(wait)] => Ok(LeaseOutcome::Busy {
-                retry_in: u64::try_from(*wait).ok().map(Duration::from_millis),
-            }),
-            _ => Err(bad_reply("acquire", &reply)),
-        }
+        self.acquire(&req.name, &[req.id], req.lease_ms).await
     }
 
     /// Runs `release.lua`.

@@ -21,7 +21,11 @@ local first = latched_count(KEYS[4], latch_ttl)
 if first ~= nil then
     return first
 end
-read_count(KEYS[1])
+-- Out of memory (see common.lua): the reclaim writes first and cannot be
+-- refused; what follows grows memory only by creating a missing count.
+if read_count(KEYS[1]) == nil then
+    refuse_if_out_of_memory(KEYS[2])
+end
 reclaim(KEYS[1], KEYS[2], KEYS[3], server_now(), ARGV[2])
 if redis.call('zrem', KEYS[2], raw_id(ARGV[1])) ~= 1 then
     latch(KEYS[4], 0, latch_ttl)

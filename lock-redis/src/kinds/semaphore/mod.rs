@@ -5,7 +5,7 @@
 //! | free permits | string `<name>` (decimal; negative after permits were removed while taken) |
 //! | channel | `redisson_sc:{<name>}`, payload = the new count after every increase |
 //! | acquire / drain latch (ours) | `redisson_lock_latch:{<name>}:<request-id>` |
-//! | release / add latch | `redisson_unlock_latch:{<name>}:<request-id>` |
+//! | release / add / try_set latch | `redisson_unlock_latch:{<name>}:<request-id>` |
 //!
 //! One Lua script per operation in this folder (each file's header gives
 //! its KEYS, ARGV and replies), each after the shared `common.lua` (the
@@ -42,6 +42,9 @@ pub static RELEASE: LazyLock<Script> =
     LazyLock::new(|| counting_script(include_str!("release.lua")));
 /// Adds or removes permits (`add.lua`).
 pub static ADD: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("add.lua")));
+/// Gives back n permits if the semaphore exists (`release_if_exists.lua`).
+pub static RELEASE_IF_EXISTS: LazyLock<Script> =
+    LazyLock::new(|| counting_script(include_str!("release_if_exists.lua")));
 /// Takes every free permit (`drain.lua`).
 pub static DRAIN: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("drain.lua")));
 /// Reads the free permits (`available.lua`).
@@ -62,7 +65,46 @@ impl Semaphore {
 
     /// Every script of the kind, for preloading.
     pub fn scripts() -> Vec<&'static Script> {
-        vec![&TRY_SET, &ACQUIRE, &RELEASE, &ADD, &DRAIN, &AVAILABLE]
+        vec![
+            &TRY_SET,
+            &ACQUIRE,
+            &RELEASE,
+            &RELEASE_IF_EXISTS,
+            &ADD,
+            &DRAIN,
+            &AVAILABLE,
+        ]
+    }
+}
+
+/// Runs `try_set.lua` (both semaphore kinds): creates the count unless it
+/// exists, latched by the request id so that a retry answers the first
+/// reply.
+pub(crate) async fn try_set(
+    env: &ScriptEnv,
+    req: &PermitRequest,
+    ttl_ms: Option<u64>,
+) -> Result<bool> {
+    let layout = env.layout();
+    let call = ScriptCall::new(
+        &TRY_SET,
+        vec![
+            layout.lock_key(&req.name),
+            layout.semaphore_channel(&req.name),
+            layout.unlock_latch(&req.name, &req.request_id.to_string()),
+        ],
+        vec![
+            req.permits.to_string(),
+            env.publish_command(),
+            ttl_ms.unwrap_or(0).to_string(),
+            req.latch_ttl_ms.to_string(),
+        ],
+    )
+    .idempotent(req.latch_ttl_ms > 0);
+    match int_reply("try_set", &env.eval(call).await?)? {
+        1 => Ok(true),
+        0 => Ok(false),
+        n => Err(bad_reply("try_set", &Value::Int(n))),
     }
 }
 
@@ -113,24 +155,8 @@ impl SemaphoreKind for Semaphore {
     ///
     /// # Cancel safety
     /// Dropping the future may leave the semaphore created or not.
-    async fn try_set_permits(
-        &self,
-        name: &LockName,
-        permits: u64,
-        ttl_ms: Option<u64>,
-    ) -> Result<bool> {
-        let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &TRY_SET,
-            vec![layout.lock_key(name), layout.semaphore_channel(name)],
-            vec![
-                permits.to_string(),
-                self.env.publish_command(),
-                ttl_ms.unwrap_or(0).to_string(),
-            ],
-        )
-        .idempotent(true);
-        Ok(int_reply("try_set", &self.env.eval(call).await?)? == 1)
+    async fn try_set_permits(&self, req: &PermitRequest, ttl_ms: Option<u64>) -> Result<bool> {
+        try_set(&self.env, req, ttl_ms).await
     }
 
     /// Runs `add.lua`.
@@ -224,6 +250,38 @@ impl SemaphoreKind for Semaphore {
             req.permits,
         )
         .map(drop)
+    }
+
+    /// Runs `release_if_exists.lua`.
+    ///
+    /// # Errors
+    /// As [`Semaphore::add_permits`](SemaphoreKind::add_permits).
+    ///
+    /// # Cancel safety
+    /// Repeat the request (same id) to learn its first outcome.
+    async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool> {
+        let layout = self.env.layout();
+        let call = ScriptCall::new(
+            &RELEASE_IF_EXISTS,
+            vec![
+                layout.lock_key(&req.name),
+                layout.semaphore_channel(&req.name),
+                layout.unlock_latch(&req.name, &req.request_id.to_string()),
+            ],
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0);
+        let reply = self.env.eval(call).await?;
+        if let Value::Array(items) = &reply {
+            if let [Value::Int(2), Value::Int(0)] = items.as_slice() {
+                return Ok(false);
+            }
+        }
+        change_reply("release_if_exists", &reply, &req.name, req.permits).map(|_| true)
     }
 
     /// Runs `drain.lua`.

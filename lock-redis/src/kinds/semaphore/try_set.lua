@@ -4,16 +4,25 @@
 --
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  channel                   redisson_sc:{<name>}
+-- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  permits (0..MAX_PERMITS)
 -- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[3]  time to live in milliseconds; "0" for none
+-- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
 --
 -- Reply:
 --   1  created with ARGV[1] permits, announced (payload ARGV[1])
---   0  it exists; nothing written
--- Sent again after a lost reply it answers 0 (the first run created it):
--- harmless to the count, so the call is idempotent.
+--   0  it exists; nothing written but the latch
+-- Latched: sent again (a retry after a lost reply), it answers its first
+-- reply, so a retry of the call that created the semaphore says 1, not 0.
+-- Out of memory: SET is the first write, refused before anything else.
+local latch_ttl = tonumber(ARGV[4])
+local first = latched_count(KEYS[3], latch_ttl)
+if first ~= nil then
+    return first
+end
 if read_count(KEYS[1]) ~= nil then
+    latch(KEYS[3], 0, latch_ttl)
     return 0
 end
 if tonumber(ARGV[3]) > 0 then
@@ -22,4 +31,5 @@ else
     redis.call('set', KEYS[1], ARGV[1])
 end
 redis.call(ARGV[2], KEYS[2], ARGV[1])
+latch(KEYS[3], 1, latch_ttl)
 return 1

@@ -1,0 +1,241 @@
+//! Several permits of a [`PermitExpirableSemaphore`] at once: taken all
+//! or none under one lease, each with its own id, and given back all or
+//! none (Redisson's `acquire(permits, …)`, `tryAcquire(permits, …)`,
+//! `release(List)`, `tryRelease(List)`).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+
+use super::{lease_ms, PermitExpirableSemaphore};
+use crate::client::ClientInner;
+use crate::counting::{self, Try};
+use crate::error::{LockError, Result};
+use crate::name::LockName;
+use crate::semaphore_kind::{
+    check_permits, LeaseOutcome, LeasesRelease, LeasesRequest, PermitId, PermitSemaphoreKind,
+};
+use crate::stats::InFlight;
+
+impl PermitExpirableSemaphore {
+    /// Takes `n` permits at once, waiting as long as it takes; each comes
+    /// back by itself after `lease` (`None`: only when released). Returns
+    /// their ids. A waiter for many can be overtaken by waiters for few.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS), or a zero or over-long lease
+    /// (before any I/O); otherwise as
+    /// [`PermitExpirableSemaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// Cancel-safe: dropping the future leaves no permit taken and no
+    /// subscription behind.
+    ///
+    /// # Examples
+    /// ```
+    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// let ids = sem.acquire_many(3, None).await?;
+    /// assert_eq!(ids.len(), 3);
+    /// sem.release_many(&ids).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire_many(&self, n: u64, lease: Option<Duration>) -> Result<Vec<PermitId>> {
+        match self.acquire_many_within(n, None, lease).await? {
+            Some(ids) => Ok(ids),
+            None => Err(LockError::protocol(
+                "an unbounded wait ended without permits",
+            )),
+        }
+    }
+
+    /// Takes `n` permits at once if that many are free now; `Ok(None)`
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    pub async fn try_acquire_many(
+        &self,
+        n: u64,
+        lease: Option<Duration>,
+    ) -> Result<Option<Vec<PermitId>>> {
+        self.acquire_many_within(n, Some(Duration::ZERO), lease)
+            .await
+    }
+
+    /// Takes `n` permits at once, waiting up to `wait`; `Ok(None)` when the
+    /// wait ran out.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    pub async fn try_acquire_many_for(
+        &self,
+        n: u64,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<Vec<PermitId>>> {
+        self.acquire_many_within(n, Some(wait), lease).await
+    }
+
+    async fn acquire_many_within(
+        &self,
+        n: u64,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<Vec<PermitId>>> {
+        check_permits(n, "acquire_many")?;
+        let count = usize::try_from(n)
+            .map_err(|_| LockError::invalid(format!("acquire_many: {n} ids do not fit here")))?;
+        let lease_ms = lease_ms(lease)?;
+        let inner = self.inner();
+        inner.check_open()?;
+        let deadline = counting::deadline(wait);
+        let kind = Arc::clone(&self.kind);
+        let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
+        let channel = self.kind.channel(&self.name);
+        let this = self.clone();
+        let pending = counting::wait_for(inner, channel, reader, deadline, move || {
+            let sem = this.clone();
+            let req = LeasesRequest::new(sem.name.clone(), count, lease_ms);
+            let inner = Arc::clone(sem.inner());
+            async move {
+                counting::acquire(&inner, "acquire permits", move || {
+                    let (sem, req) = (sem.clone(), req.clone());
+                    async move {
+                        Ok(match sem.kind.try_acquire_many(&req).await? {
+                            LeaseOutcome::Acquired => Try::Got(PendingPermits::new(sem, req.ids)),
+                            LeaseOutcome::Busy { retry_in } => Try::Busy(retry_in),
+                        })
+                    }
+                    .boxed()
+                })
+                .await
+            }
+            .boxed()
+        })
+        .await?;
+        Ok(pending.map(PendingPermits::accept))
+    }
+
+    /// Gives back every permit of `ids`, all or none, and tells waiters how
+    /// many came back. Returns how many that was: 0 when one of them is not
+    /// taken (never was, released, or its lease ended), and then none is
+    /// given back.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for no ids or an id given twice
+    /// (before any I/O); otherwise as
+    /// [`PermitExpirableSemaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// The release runs to completion even when this future is dropped; a
+    /// retry after a lost reply reports the first outcome.
+    pub async fn try_release_many(&self, ids: &[PermitId]) -> Result<u64> {
+        check_ids(ids)?;
+        release_many(self.inner(), &self.kind, &self.name, ids.to_vec()).await
+    }
+
+    /// As [`PermitExpirableSemaphore::try_release_many`], failing when not
+    /// every permit was taken.
+    ///
+    /// # Errors
+    /// [`LockError::NotHeld`] when one of the permits is not taken (none is
+    /// given back then); otherwise as
+    /// [`PermitExpirableSemaphore::try_release_many`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::try_release_many`].
+    pub async fn release_many(&self, ids: &[PermitId]) -> Result<()> {
+        if self.try_release_many(ids).await? == ids.len() as u64 {
+            Ok(())
+        } else {
+            Err(LockError::NotHeld {
+                name: format!("{} (one of {} permits)", self.name, ids.len()),
+            })
+        }
+    }
+}
+
+/// Refuses an empty list and an id given twice: the store would count the
+/// duplicate once and the caller could not tell which permits came back.
+fn check_ids(ids: &[PermitId]) -> Result<()> {
+    if ids.is_empty() {
+        return Err(LockError::invalid("release_many: no permit ids"));
+    }
+    let mut seen = HashSet::with_capacity(ids.len());
+    if let Some(twice) = ids.iter().find(|id| !seen.insert(**id)) {
+        return Err(LockError::invalid(format!(
+            "release_many: permit {twice} given twice"
+        )));
+    }
+    Ok(())
+}
+
+async fn release_many(
+    inner: &Arc<ClientInner>,
+    kind: &Arc<dyn PermitSemaphoreKind>,
+    name: &LockName,
+    ids: Vec<PermitId>,
+) -> Result<u64> {
+    let req = LeasesRelease::new(name.clone(), ids, inner.latch_ms);
+    let kind = Arc::clone(kind);
+    counting::call(inner, "release permits", move || {
+        let (kind, req) = (Arc::clone(&kind), req.clone());
+        async move { kind.release_many(&req).await }
+    })
+    .await
+}
+
+/// Permits taken but not handed to the caller yet; dropping them gives
+/// them back.
+struct PendingPermits {
+    semaphore: PermitExpirableSemaphore,
+    ids: Vec<PermitId>,
+    armed: bool,
+    #[allow(dead_code)] // held for its Drop: counts the permits as in flight
+    in_flight: InFlight,
+}
+
+impl PendingPermits {
+    fn new(semaphore: PermitExpirableSemaphore, ids: Vec<PermitId>) -> Self {
+        let in_flight = InFlight::start(&semaphore.inner().stats);
+        Self {
+            semaphore,
+            ids,
+            armed: true,
+            in_flight,
+        }
+    }
+
+    fn accept(mut self) -> Vec<PermitId> {
+        self.armed = false;
+        std::mem::take(&mut self.ids)
+    }
+}
+
+impl Drop for PendingPermits {
+    fn drop(&mut self) {
+        if !self.armed || self.semaphore.inner().is_closed() {
+            return;
+        }
+        let inner = Arc::clone(self.semaphore.inner());
+        let kind = Arc::clone(&self.semaphore.kind);
+        let (name, ids) = (self.semaphore.name.clone(), std::mem::take(&mut self.ids));
+        let in_flight = InFlight::start(&inner.stats);
+        tracing::debug!(semaphore = %name, "permits abandoned by their caller; giving them back");
+        inner.runtime.clone().spawn(async move {
+            let _in_flight = in_flight;
+            if let Err(e) = release_many(&inner, &kind, &name, ids).await {
+                tracing::warn!(%e, semaphore = %name, "giving back abandoned permits failed; they come back when their lease ends");
+            }
+        });
+    }
+}

@@ -1,0 +1,49 @@
+-- release_many: give back several permits by id, all or none (Redisson's
+-- tryRelease(List)), and announce how many. Runs after common.lua,
+-- count.lua and leases.lua.
+--
+-- KEYS[1]  permit count              <prefix><name>
+-- KEYS[2]  leases                    {<name>}:timeout
+-- KEYS[3]  channel                   redisson_sc:{<name>}
+-- KEYS[4]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- ARGV[1]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[2]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[3…] the permit ids, 32 hex characters each, no id twice
+--
+-- Reply (after reclaiming expired permits):
+--   m > 0  every id was taken: all removed, the count up by m, and m
+--          published (Redisson's payload here: the number given back,
+--          which wakes up to that many waiters)
+--   0      one of them is not taken (never, released, or expired): none
+--          given back, nothing else written
+-- Latched: sent again, it answers its first reply and gives back nothing
+-- twice.
+-- Out of memory: frees lease members; the count's INCRBY creates a key
+-- only when the count is gone, so then it is refused first.
+local latch_ttl = tonumber(ARGV[2])
+local first = latched_count(KEYS[4], latch_ttl)
+if first ~= nil then
+    return first
+end
+if read_count(KEYS[1]) == nil then
+    refuse_if_out_of_memory(KEYS[2])
+end
+reclaim(KEYS[1], KEYS[2], KEYS[3], server_now(), ARGV[1])
+local ids = {}
+for i = 3, #ARGV do
+    local id = raw_id(ARGV[i])
+    if not redis.call('zscore', KEYS[2], id) then
+        latch(KEYS[4], 0, latch_ttl)
+        return 0
+    end
+    ids[#ids + 1] = id
+end
+-- In chunks, so that no UNPACK outgrows Lua's stack.
+local removed = 0
+for i = 1, #ids, 1000 do
+    removed = removed + redis.call('zrem', KEYS[2], unpack(ids, i, math.min(i + 999, #ids)))
+end
+redis.call('incrby', KEYS[1], removed)
+redis.call(ARGV[1], KEYS[3], removed)
+latch(KEYS[4], removed, latch_ttl)
+return removed

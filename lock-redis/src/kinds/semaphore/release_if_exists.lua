@@ -1,0 +1,42 @@
+-- release_if_exists: give back n permits only when the semaphore exists
+-- (Redisson's releaseIfExists), and announce the new count. Runs after
+-- common.lua and count.lua.
+--
+-- KEYS[1]  permit count              <prefix><name>
+-- KEYS[2]  channel                   redisson_sc:{<name>}
+-- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- ARGV[1]  n (1..MAX_PERMITS)
+-- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+--
+-- Reply:
+--   {1, count}  given back: INCRBY n (the time to live kept), the new count
+--               published, as release.lua
+--   {2, 0}      no semaphore: nothing written but the latch, nothing
+--               published (Redisson replies false)
+--   {0, count}  refused: the count would pass MAX_PERMITS; nothing written
+-- Latched: sent again, it answers its first reply ({1, count as it was
+-- then}, or {2, 0}) and gives nothing back twice, nor creates the count.
+-- Out of memory: INCRBY is the first write, refused before anything else.
+local latch_ttl = tonumber(ARGV[3])
+if latch_ttl > 0 then
+    local latched = redis.call('get', KEYS[3])
+    if latched == LATCH_NOT_HELD then
+        return {2, 0}
+    end
+    if latched then
+        return {1, tonumber(latched)}
+    end
+end
+local value = read_count(KEYS[1])
+if value == nil then
+    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
+    return {2, 0}
+end
+if value + tonumber(ARGV[1]) > MAX_PERMITS then
+    return {0, value}
+end
+local count = redis.call('incrby', KEYS[1], ARGV[1])
+redis.call(ARGV[2], KEYS[2], count)
+latch(KEYS[3], count, latch_ttl)
+return {1, count}
