@@ -71,6 +71,8 @@ mod op;
 mod options;
 mod outage;
 pub mod owner;
+mod expirable_permit;
+mod permit_leases;
 mod permit_semaphore;
 mod red_lock;
 mod rw_lock;
@@ -106,13 +108,14 @@ pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
+pub use expirable_permit::ExpirablePermit;
 pub use permit_semaphore::PermitExpirableSemaphore;
 pub use red_lock::{RedGuard, RedLock};
 pub use rw_lock::{ReadWriteKinds, ReadWriteLock};
 pub use semaphore::{PermitGuard, Semaphore};
 pub use semaphore_kind::{
     LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest, PermitSemaphoreKind,
-    SemaphoreKind, MAX_PERMITS,
+    PermitTarget, SemaphoreKind, MAX_PERMITS,
 };
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};

@@ -303,7 +303,7 @@ async fn test_update_lease_time() {
     s.try_set_permits(1).await.unwrap();
     let unknown: PermitId = "00000000000000000000000000001234".parse().unwrap();
     assert!(!s.update_lease_time(unknown, Some(MS(1000))).await.unwrap());
-    let id = s.acquire(None).await.unwrap();
+    let id = s.acquire(None).await.unwrap().into_id();
     assert!(s.update_lease_time(id, Some(MS(1000))).await.unwrap());
     sleep(MS(1200)).await;
     assert!(!s.update_lease_time(id, Some(MS(1000))).await.unwrap());
@@ -311,7 +311,8 @@ async fn test_update_lease_time() {
         .try_acquire_for(MS(1), Some(MS(1000)))
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_id();
     assert!(s.update_lease_time(id2, Some(MS(3000))).await.unwrap());
     sleep(MS(2800)).await;
     assert_eq!(s.available_permits().await.unwrap(), 0);
@@ -334,12 +335,15 @@ async fn test_available_permits() {
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 2);
     let lease = Some(MS(1000));
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    // Kept taken until their leases end, as Redisson's ids are.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        held.push(s.try_acquire_for(MS(200), lease).await.unwrap().unwrap());
+    }
     assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
     sleep(MS(1100)).await;
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    held.push(s.try_acquire_for(MS(200), lease).await.unwrap().unwrap());
     sleep(MS(1100)).await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
 }
@@ -353,13 +357,14 @@ async fn test_expire_try_acquire() {
         .try_acquire_for(MS(100), Some(MS(2000)))
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_id();
     let start = Instant::now();
     let other = psem(&client(&server), "test");
     let got = other.acquire(None).await.unwrap();
     let spent = start.elapsed();
     assert!(spent >= MS(1900) && spent <= MS(2100), "{spent:?}");
-    other.release(got).await.unwrap();
+    got.release().await.unwrap();
     assert!(!s.try_release(id).await.unwrap());
 }
 
@@ -391,7 +396,7 @@ async fn test_blocking_acquire_expirable() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(None).await.unwrap();
+    let id = s.acquire(None).await.unwrap().into_id();
     assert_eq!(id.to_string().len(), 32);
     let other = psem(&client(&server), "test");
     tokio::spawn(async move {
@@ -399,7 +404,7 @@ async fn test_blocking_acquire_expirable() {
         other.release(id).await.unwrap();
     });
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    s.acquire(None).await.unwrap();
+    let _held = s.acquire(None).await.unwrap();
     assert!(s.try_acquire(None).await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
@@ -409,7 +414,7 @@ async fn test_try_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.try_acquire(None).await.unwrap().unwrap();
+    let id = s.try_acquire(None).await.unwrap().unwrap().into_id();
     assert_eq!(id.to_string().len(), 32);
     assert!(s.try_acquire(None).await.unwrap().is_none());
     let other = psem(&client(&server), "test");
@@ -419,7 +424,7 @@ async fn test_try_acquire() {
     });
     let start = Instant::now();
     let id2 = s.try_acquire_for(MS(1000), None).await.unwrap().unwrap();
-    assert_eq!(id2.to_string().len(), 32);
+    assert_eq!(id2.id().to_string().len(), 32);
     let took = start.elapsed();
     assert!(took >= MS(450) && took <= MS(600), "{took:?}");
     assert_eq!(s.available_permits().await.unwrap(), 0);
@@ -443,7 +448,8 @@ async fn test_release_expired() {
         .try_acquire_for(MS(100), Some(MS(100)))
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_id();
     sleep(MS(200)).await;
     assert!(!s.try_release(id).await.unwrap());
 }
@@ -458,11 +464,11 @@ async fn test_concurrency_single_instance_expirable() {
         .map(|_| {
             let (s, inside) = (psem(&c, "test"), inside.clone());
             tokio::spawn(async move {
-                let id = s.acquire(None).await.unwrap();
+                let permit = s.acquire(None).await.unwrap();
                 assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
                 sleep(MS(10)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
-                s.release(id).await.unwrap();
+                s.release(permit.id()).await.unwrap();
             })
         })
         .collect();
@@ -476,11 +482,11 @@ async fn test_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test.sync_semaphore");
     s.try_set_permits(1).await.unwrap();
-    let id = tokio::time::timeout(MS(100), s.acquire(Some(MS(5000))))
+    let permit = tokio::time::timeout(MS(100), s.acquire(Some(MS(5000))))
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(id.to_string().len(), 32);
+    assert_eq!(permit.id().to_string().len(), 32);
 }
 
 /// Redisson releases many ids at once; we release one id per call, and a
@@ -492,7 +498,7 @@ async fn test_release() {
     s.try_set_permits(10).await.unwrap();
     let mut ids = Vec::new();
     for _ in 0..6 {
-        ids.push(s.acquire(None).await.unwrap());
+        ids.push(s.acquire(None).await.unwrap().into_id());
     }
     assert_eq!(s.available_permits().await.unwrap(), 4);
     for id in &ids[..4] {

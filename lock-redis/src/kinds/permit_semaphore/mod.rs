@@ -21,7 +21,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lock_core::{
     Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LockName, PermitId, PermitRequest,
-    PermitSemaphoreKind, Result, Wake,
+    PermitSemaphoreKind, PermitTarget, Result, Wake,
 };
 use lock_script::error::bad_reply;
 use lock_script::scripts::COMMON_LUA;
@@ -46,6 +46,8 @@ pub static UPDATE_LEASE: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("update_lease.lua")));
 /// Adds or removes free permits (`add.lua`).
 pub static ADD: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("add.lua")));
+/// Extends many taken permits' leases, never shortening one (`renew.lua`).
+pub static RENEW: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("renew.lua")));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("available.lua")));
@@ -70,6 +72,7 @@ impl PermitSemaphore {
             &ACQUIRE,
             &RELEASE,
             &UPDATE_LEASE,
+            &RENEW,
             &ADD,
             &AVAILABLE,
         ]
@@ -242,6 +245,25 @@ impl PermitSemaphoreKind for PermitSemaphore {
         )
         .idempotent(true);
         Ok(int_reply("update_lease", &self.env.eval(call).await?)? == 1)
+    }
+
+    /// Runs `renew.lua` in batches ([`ScriptEnv::renew_with`]).
+    ///
+    /// # Errors
+    /// A whole-call error when no connection could be had; otherwise
+    /// per-target errors for the chunks that failed.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset extended: harmless.
+    async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+        self.env
+            .renew_with(&RENEW, targets, lease_ms, |t| {
+                (
+                    self.keys(&t.name),
+                    vec![t.id.to_string(), self.env.publish_command()],
+                )
+            })
+            .await
     }
 
     /// `redisson_sc:{<name>}`, as the semaphore's.
