@@ -18,12 +18,12 @@ use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
+use crate::permit_leases::PermitLeases;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::rw_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::stats::{ClientStats, Stats};
 use crate::waiter::WaiterRegistry;
-use crate::permit_leases::PermitLeases;
 use crate::watchdog::Watchdog;
 
 /// A lock client: a client id, one connection to a store with every lock

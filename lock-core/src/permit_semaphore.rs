@@ -41,8 +41,8 @@ use crate::client::{ClientInner, LockClient};
 use crate::config::lease_millis;
 use crate::counting::{self, Try};
 use crate::error::{LockError, Result};
-use crate::holds::Deadline;
 use crate::expirable_permit::ExpirablePermit;
+use crate::holds::Deadline;
 use crate::name::LockName;
 use crate::semaphore_kind::{
     check_change, LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest,

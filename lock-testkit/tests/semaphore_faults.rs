@@ -115,7 +115,10 @@ async fn permit_renewals_failing_past_the_lease_fire_the_lost_signal() {
     let lost_at = WATCHDOG - watchdog_config().safety_margin(WATCHDOG);
     let after = acquired.elapsed();
     assert!(after <= lost_at, "lost reported late: {after:?}");
-    assert!(after >= lost_at - Duration::from_millis(1), "early: {after:?}");
+    assert!(
+        after >= lost_at - Duration::from_millis(1),
+        "early: {after:?}"
+    );
     assert!(permit.check().unwrap_err().is_lost());
     assert_eq!(c.stats().watched, 0);
     server.set_down(false);

@@ -321,7 +321,12 @@ pub async fn watchdog_renews_a_held_permit(h: &dyn Harness) {
     let name = unique("psem-renew");
     sem(&a, &name).try_set_permits(1).await.unwrap();
     let permit = sem(&a, &name).acquire(None).await.unwrap();
-    let lock = a.lock(unique("psem-renew-lock")).unwrap().lock().await.unwrap();
+    let lock = a
+        .lock(unique("psem-renew-lock"))
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
     assert!(permit.is_renewed());
     assert_eq!(a.stats().watched, 2, "the permit and the lock");
     let calls = a.stats().renew_calls;
@@ -338,7 +343,10 @@ pub async fn watchdog_renews_a_held_permit(h: &dyn Harness) {
     permit.check().unwrap();
     assert!(permit.lease_deadline() > first_deadline + WATCHDOG);
     let ticks = a.stats().renew_calls - calls;
-    assert!(ticks >= 2 * 6, "{ticks} renewal calls for 2 leases in 3 timeouts");
+    assert!(
+        ticks >= 2 * 6,
+        "{ticks} renewal calls for 2 leases in 3 timeouts"
+    );
     permit.release().await.unwrap();
     assert_eq!(a.stats().watched, 1);
     assert_eq!(sem(&b, &name).available_permits().await.unwrap(), 1);
@@ -428,8 +436,14 @@ pub async fn leased_permit_expires_and_signals(h: &dyn Harness) {
     assert!(permit.lease_deadline() <= Instant::now() + lease);
     permit.lost().await;
     let lost_after = sent.elapsed();
-    assert!(lost_after < lease, "told before the lease ends: {lost_after:?}");
-    assert!(lost_after >= lease - Duration::from_millis(100), "{lost_after:?}");
+    assert!(
+        lost_after < lease,
+        "told before the lease ends: {lost_after:?}"
+    );
+    assert!(
+        lost_after >= lease - Duration::from_millis(100),
+        "{lost_after:?}"
+    );
     let got = tokio::time::timeout(WOKEN_WITHIN, sem(&b, &name).acquire(None))
         .await
         .expect("the lease ended")
