@@ -465,6 +465,7 @@ macro_rules! __semaphore_checks {
             permit_semaphore::leased_permit_expires_and_signals,
             permit_semaphore::update_lease_time_moves_the_guard_deadline,
             permit_semaphore::close_tells_watchdog_permit_guards,
+            permit_semaphore::broken_semaphore_does_not_stop_other_renewals,
         }
     };
 }

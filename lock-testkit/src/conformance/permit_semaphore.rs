@@ -485,3 +485,27 @@ pub async fn close_tells_watchdog_permit_guards(h: &dyn Harness) {
         LockError::Closed
     ));
 }
+
+/// A semaphore whose count was overwritten with another type loses its
+/// permit's guard at the next renewal, and the permits of other
+/// semaphores renewed in the same batch stay held; the value is left
+/// untouched.
+pub async fn broken_semaphore_does_not_stop_other_renewals(h: &dyn Harness) {
+    let a = watchdog_client(h).await;
+    let (good, broken) = (unique("psem-good"), unique("psem-broken"));
+    sem(&a, &good).try_set_permits(1).await.unwrap();
+    sem(&a, &broken).try_set_permits(1).await.unwrap();
+    let kept = sem(&a, &good).acquire(None).await.unwrap();
+    let lost = sem(&a, &broken).acquire(None).await.unwrap();
+    let k = key(h, &broken);
+    assert!(h.del(&k).await);
+    h.hset(&k, "f", 1, None).await;
+    tokio::time::timeout(WATCHDOG, lost.lost())
+        .await
+        .expect("lost signalled within one watchdog timeout");
+    tokio::time::sleep(WATCHDOG * 2).await;
+    assert!(!kept.is_lost());
+    assert_eq!(sem(&a, &good).available_permits().await.unwrap(), 0);
+    assert_eq!(h.hash(&k).await, vec![("f".to_owned(), 1)]);
+    kept.release().await.unwrap();
+}

@@ -18,17 +18,35 @@
 --
 -- Reply: an array with one integer per target, in order:
 --   1  renewed (the permit is taken)
---   0  not taken: released, expired, or its semaphore deleted
+--   0  not taken: released, expired, or its semaphore deleted; also when
+--      the count or the leases key holds a value of another type (left
+--      untouched), so one broken semaphore does not fail the renewal of
+--      the others in the batch
 -- Safe to send again: it only ever moves lease ends later.
+local function semaphore_intact(count, leases)
+    local count_type = redis.call('type', count)['ok']
+    if count_type == 'string' then
+        if string.find(redis.call('get', count), '^-?%d+$') == nil then
+            return false
+        end
+    elseif count_type ~= 'none' then
+        return false
+    end
+    local leases_type = redis.call('type', leases)['ok']
+    return leases_type == 'zset' or leases_type == 'none'
+end
+
 local now = server_now()
 local result = {}
 for i = 1, #KEYS / 3 do
     local count, leases, channel = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
     local publish = ARGV[2 * i + 1]
-    read_count(count)
-    reclaim(count, leases, channel, now, publish)
+    local score = nil
     local id = raw_id(ARGV[2 * i])
-    local score = redis.call('zscore', leases, id)
+    if semaphore_intact(count, leases) then
+        reclaim(count, leases, channel, now, publish)
+        score = redis.call('zscore', leases, id)
+    end
     if score then
         local wanted = now + tonumber(ARGV[1])
         if tonumber(score) < wanted then
