@@ -215,7 +215,7 @@ impl PermitLeases {
     /// that is not its guard's: the guard (if any) is told.
     pub(crate) fn gone(&self, target: &PermitTarget, reason: &'static str) {
         if let Some(lease) = self.get(target) {
-            tracing::warn!(semaphore = %target.name, id = %target.id, reason, "a guarded permit was given back by id; signalling loss");
+            tracing::warn!(semaphore = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
             self.end(&lease, reason);
         }
     }

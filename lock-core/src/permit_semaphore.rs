@@ -103,17 +103,9 @@ impl Leasing {
                 watched: true,
             });
         };
-        let lease = Duration::from_millis(lease_millis(lease, "permit lease")?);
-        let margin = inner.config.safety_margin(lease);
-        if lease <= margin {
-            return Err(LockError::invalid(format!(
-                "permit lease of {lease:?} is not longer than its safety margin of {margin:?} \
-                 (lease/100 + 2 ms + loss_margin), so it would be lost at once: \
-                 use a longer lease or a smaller loss_margin"
-            )));
-        }
+        let ms = crate::wait::fixed_lease_millis(&inner.config, lease)?;
         Ok(Self {
-            lease,
+            lease: Duration::from_millis(ms),
             watched: false,
         })
     }
