@@ -18,6 +18,7 @@ use crate::latch::CountDownLatch;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
+use crate::permit_leases::PermitLeases;
 use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::rw_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
@@ -56,6 +57,8 @@ pub(crate) struct ClientInner {
     pub(crate) waiters: Arc<WaiterRegistry>,
     /// Every hold of this client's guards, by (lock name, owner).
     pub(crate) holds: Arc<Holds>,
+    /// Every leased permit of this client's permit guards.
+    pub(crate) permits: Arc<PermitLeases>,
     pub(crate) watchdog: Watchdog,
     pub(crate) stats: Arc<Stats>,
     pub(crate) runtime: tokio::runtime::Handle,
@@ -131,9 +134,11 @@ impl LockClient {
         let waiters = Arc::new(WaiterRegistry::new(Arc::clone(&stats)));
         connection.set_notice_sink(Arc::clone(&waiters) as _);
         let holds = Arc::new(Holds::new());
+        let permits = Arc::new(PermitLeases::new());
         let watchdog = Watchdog::start(
             &runtime,
             Arc::clone(&holds),
+            Arc::clone(&permits),
             config.watchdog_timeout,
             config.safety_margin(config.watchdog_timeout),
             config.retry.clone(),
@@ -147,6 +152,7 @@ impl LockClient {
                 kinds,
                 waiters,
                 holds,
+                permits,
                 watchdog,
                 stats,
                 runtime,

@@ -56,6 +56,7 @@ pub mod connection;
 mod counting;
 mod describe;
 pub mod error;
+mod expirable_permit;
 mod fair_lock;
 mod fenced_lock;
 mod guard;
@@ -71,6 +72,7 @@ mod op;
 mod options;
 mod outage;
 pub mod owner;
+mod permit_leases;
 mod permit_semaphore;
 mod red_lock;
 mod rw_lock;
@@ -91,6 +93,7 @@ pub use describe::{
     ReadWriteMode,
 };
 pub use error::{LockError, Result};
+pub use expirable_permit::ExpirablePermit;
 pub use fair_lock::{FairKind, FairLock, FairLockInfo, QueuedWaiter};
 pub use fenced_lock::{FencedGuard, FencedLock};
 pub use guard::Guard;
@@ -112,7 +115,7 @@ pub use rw_lock::{ReadWriteKinds, ReadWriteLock};
 pub use semaphore::{PermitGuard, Semaphore};
 pub use semaphore_kind::{
     LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts, PermitId,
-    PermitLease, PermitRequest, PermitSemaphoreKind, SemaphoreKind, MAX_PERMITS,
+    PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, SemaphoreKind, MAX_PERMITS,
 };
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};

@@ -18,23 +18,35 @@
 //! client whose clock is ahead of the server's by `d` gets leases `d`
 //! longer than asked, one behind gets them `d` shorter.
 //!
-//! A dropped acquisition gives back whatever it took. This handle does not
-//! watch a lease for its holder: [`PermitExpirableSemaphore::update_lease_time`]
-//! answers `false` once a permit is gone.
+//! An acquisition hands out a [`ExpirablePermit`], a guard like a lock's: taken
+//! without a lease, the client's watchdog renews the permit while the guard
+//! lives (its lease never runs out under a live holder, and comes back
+//! within [`crate::ClientConfig::watchdog_timeout`] of a holder's death);
+//! with a lease, it comes back when the lease ends. Either way the guard
+//! tells its holder when the permit is lost ([`ExpirablePermit::lost`]), gives
+//! it back when dropped, and hands out its id for the Redisson style where
+//! someone else releases it ([`ExpirablePermit::into_id`]). A dropped
+//! acquisition gives back whatever it took.
+//!
+//! A permit that never expires (Redisson's `acquire()` without a lease) is
+//! one whose lease was lifted: `update_lease_time(id, None)`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tokio::time::Instant;
 
 use crate::client::{ClientInner, LockClient};
 use crate::config::lease_millis;
 use crate::counting::{self, Try};
 use crate::error::{LockError, Result};
+use crate::expirable_permit::ExpirablePermit;
+use crate::holds::Deadline;
 use crate::name::LockName;
 use crate::semaphore_kind::{
     check_change, LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest,
-    PermitSemaphoreKind,
+    PermitSemaphoreKind, PermitTarget,
 };
 use crate::stats::InFlight;
 
@@ -50,9 +62,11 @@ mod totals;
 /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
 /// let slots = client.permit_expirable_semaphore("slots")?;
 /// slots.try_set_permits(2).await?;
-/// let id = slots.acquire(Some(Duration::from_secs(30))).await?; // back in 30 s at the latest
-/// // … work, extending with update_lease_time(id, …) if needed …
-/// slots.release(id).await?;
+/// let permit = slots.acquire(None).await?; // renewed while held
+/// // … work, stopping if permit.lost() fires …
+/// permit.release().await?;
+/// let leased = slots.acquire(Some(Duration::from_secs(30))).await?; // back in 30 s at the latest
+/// slots.release(leased.into_id()).await?; // Redisson style: released by id
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -74,6 +88,41 @@ fn lease_ms(lease: Option<Duration>) -> Result<Option<u64>> {
     lease.map(|l| lease_millis(l, "permit lease")).transpose()
 }
 
+/// How long an acquisition's permit is leased for: a fixed lease, or the
+/// watchdog timeout, renewed.
+#[derive(Debug, Clone, Copy)]
+struct Leasing {
+    lease: Duration,
+    watched: bool,
+}
+
+impl Leasing {
+    /// `lease` (`None`: the watchdog's), refused before any I/O when it is
+    /// not longer than its safety margin: its guard would be lost at once.
+    fn of(inner: &ClientInner, lease: Option<Duration>) -> Result<Self> {
+        let Some(lease) = lease else {
+            return Ok(Self {
+                lease: Duration::from_millis(inner.watchdog_ms),
+                watched: true,
+            });
+        };
+        let ms = crate::wait::fixed_lease_millis(&inner.config, lease)?;
+        Ok(Self {
+            lease: Duration::from_millis(ms),
+            watched: false,
+        })
+    }
+
+    fn lease_ms(self) -> u64 {
+        self.lease.as_millis() as u64
+    }
+
+    /// The deadline of this lease when its acquisition was sent at `sent`.
+    fn deadline(self, inner: &ClientInner, sent: Instant) -> Deadline {
+        Deadline::new(sent, self.lease, inner.config.safety_margin(self.lease))
+    }
+}
+
 impl PermitExpirableSemaphore {
     pub(crate) fn new(
         client: LockClient,
@@ -83,7 +132,7 @@ impl PermitExpirableSemaphore {
         Self { client, name, kind }
     }
 
-    fn inner(&self) -> &Arc<ClientInner> {
+    pub(crate) fn inner(&self) -> &Arc<ClientInner> {
         &self.client.inner
     }
 
@@ -163,12 +212,16 @@ impl PermitExpirableSemaphore {
         .await
     }
 
-    /// Takes a permit, waiting as long as it takes; it comes back by itself
-    /// after `lease` (`None`: only when released). Returns its id.
+    /// Takes a permit, waiting as long as it takes. `lease`: `None` has
+    /// the client's watchdog renew it while the returned guard lives;
+    /// `Some` leases it for that long, not renewed: it comes back by itself
+    /// then. See [`ExpirablePermit`].
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero or over-long lease (before
-    /// any I/O); otherwise as [`PermitExpirableSemaphore::try_set_permits`].
+    /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
+    /// not longer than its safety margin
+    /// ([`crate::ClientConfig::safety_margin`]) (before any I/O); otherwise
+    /// as [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future leaves no permit taken and no
@@ -178,14 +231,14 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # use std::time::Duration;
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let id = sem.acquire(Some(Duration::from_secs(10))).await?;
-    /// assert_eq!(id.to_string().len(), 32);
-    /// sem.release(id).await?;
+    /// let permit = sem.acquire(Some(Duration::from_secs(10))).await?;
+    /// assert_eq!(permit.id().to_string().len(), 32);
+    /// permit.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self, lease: Option<Duration>) -> Result<PermitId> {
+    pub async fn acquire(&self, lease: Option<Duration>) -> Result<ExpirablePermit> {
         match self.acquire_within(None, lease).await? {
-            Some(id) => Ok(id),
+            Some(permit) => Ok(permit),
             None => Err(LockError::protocol(
                 "an unbounded wait ended without a permit",
             )),
@@ -199,7 +252,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::acquire`].
-    pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<PermitId>> {
+    pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<ExpirablePermit>> {
         self.acquire_within(Some(Duration::ZERO), lease).await
     }
 
@@ -215,7 +268,7 @@ impl PermitExpirableSemaphore {
         &self,
         wait: Duration,
         lease: Option<Duration>,
-    ) -> Result<Option<PermitId>> {
+    ) -> Result<Option<ExpirablePermit>> {
         self.acquire_within(Some(wait), lease).await
     }
 
@@ -223,9 +276,9 @@ impl PermitExpirableSemaphore {
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> Result<Option<PermitId>> {
-        let lease_ms = lease_ms(lease)?;
+    ) -> Result<Option<ExpirablePermit>> {
         let inner = self.inner();
+        let leasing = Leasing::of(inner, lease)?;
         inner.check_open()?;
         let deadline = counting::deadline(wait);
         let kind = Arc::clone(&self.kind);
@@ -234,14 +287,20 @@ impl PermitExpirableSemaphore {
         let this = self.clone();
         let pending = counting::wait_for(inner, channel, reader, deadline, move || {
             let sem = this.clone();
-            let req = LeaseRequest::new(sem.name.clone(), lease_ms);
+            let req = LeaseRequest::new(sem.name.clone(), Some(leasing.lease_ms()));
+            // The store starts the lease no earlier than the first send of
+            // this id; retries repeat it without restarting it.
+            let sent = Instant::now();
             let inner = Arc::clone(sem.inner());
             async move {
                 counting::acquire(&inner, "acquire a permit", move || {
                     let (sem, req) = (sem.clone(), req.clone());
                     async move {
                         Ok(match sem.kind.try_acquire(&req).await? {
-                            LeaseOutcome::Acquired => Try::Got(PendingPermit::new(sem, req.id)),
+                            LeaseOutcome::Acquired => {
+                                let deadline = leasing.deadline(sem.inner(), sent);
+                                Try::Got(PendingPermit::new(sem, req.id, deadline, leasing))
+                            }
                             LeaseOutcome::Busy { retry_in } => Try::Busy(retry_in),
                         })
                     }
@@ -283,11 +342,54 @@ impl PermitExpirableSemaphore {
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::release`].
     pub async fn try_release(&self, id: PermitId) -> Result<bool> {
-        release(self.inner(), &self.kind, &self.name, id).await
+        let released = release(self.inner(), &self.kind, &self.name, id).await?;
+        // A guard of this client holding the permit loses it.
+        let reason = if released { "released" } else { "not_held" };
+        self.inner().permits.gone(&self.target(id), reason);
+        Ok(released)
+    }
+
+    fn target(&self, id: PermitId) -> PermitTarget {
+        PermitTarget {
+            name: self.name.clone(),
+            id,
+        }
+    }
+
+    /// Gives back the permit `id` from a background task (a dropped guard
+    /// or acquisition); errors are logged, and the permit then comes back
+    /// with its lease.
+    /// The guard of the permit `id`, taken with `leasing` and valid until
+    /// `deadline`: registered with the client's table (and its watchdog).
+    fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> ExpirablePermit {
+        let lease = self.inner().permits.register(
+            self.target(id),
+            Arc::clone(&self.kind),
+            deadline,
+            leasing.watched,
+        );
+        ExpirablePermit::new(self.clone(), lease)
+    }
+
+    pub(crate) fn release_in_background(&self, id: PermitId) {
+        let inner = Arc::clone(self.inner());
+        let kind = Arc::clone(&self.kind);
+        let name = self.name.clone();
+        let in_flight = InFlight::start(&inner.stats);
+        inner.runtime.clone().spawn(async move {
+            let _in_flight = in_flight;
+            if let Err(e) = release(&inner, &kind, &name, id).await {
+                tracing::warn!(%e, semaphore = %name, "giving back a permit failed; it comes back when its lease ends");
+            }
+        });
     }
 
     /// Sets the lease of the taken permit `id` to `lease` from now (`None`:
-    /// it no longer expires); `false` when it is not taken any more.
+    /// it no longer expires); `false` when it is not taken any more. A
+    /// guard of this client holding the permit follows: its deadline
+    /// becomes the new lease's end (a watchdog guard's renewals extend it
+    /// again, never shortening a longer lease), or it is told the permit
+    /// is lost.
     ///
     /// # Errors
     /// As [`PermitExpirableSemaphore::acquire`].
@@ -298,11 +400,24 @@ impl PermitExpirableSemaphore {
     pub async fn update_lease_time(&self, id: PermitId, lease: Option<Duration>) -> Result<bool> {
         let lease_ms = lease_ms(lease)?;
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(self.inner(), "update_lease_time", move || {
+        let sent = Instant::now();
+        let updated = counting::call(self.inner(), "update_lease_time", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
             async move { kind.update_lease(&name, id, lease_ms).await }
         })
-        .await
+        .await?;
+        let permits = &self.inner().permits;
+        if !updated {
+            permits.gone(&self.target(id), "not_held");
+            return Ok(false);
+        }
+        let deadline = match lease {
+            Some(lease) => Deadline::new(sent, lease, self.inner().config.safety_margin(lease)),
+            // No expiry: only a renewal finding it gone, or a release, ends it.
+            None => Deadline::new(sent, crate::config::MAX_LEASE, Duration::ZERO),
+        };
+        permits.updated(&self.target(id), deadline);
+        Ok(true)
     }
 }
 
@@ -326,25 +441,35 @@ async fn release(
 struct PendingPermit {
     semaphore: PermitExpirableSemaphore,
     id: PermitId,
+    deadline: Deadline,
+    leasing: Leasing,
     armed: bool,
     #[allow(dead_code)] // held for its Drop: counts the permit as in flight
     in_flight: InFlight,
 }
 
 impl PendingPermit {
-    fn new(semaphore: PermitExpirableSemaphore, id: PermitId) -> Self {
+    fn new(
+        semaphore: PermitExpirableSemaphore,
+        id: PermitId,
+        deadline: Deadline,
+        leasing: Leasing,
+    ) -> Self {
         let in_flight = InFlight::start(&semaphore.inner().stats);
         Self {
             semaphore,
             id,
+            deadline,
+            leasing,
             armed: true,
             in_flight,
         }
     }
 
-    fn accept(mut self) -> PermitId {
+    /// The caller has it: its guard registers, and from now on keeps it.
+    fn accept(mut self) -> ExpirablePermit {
         self.armed = false;
-        self.id
+        self.semaphore.guard(self.id, self.deadline, self.leasing)
     }
 }
 
@@ -353,16 +478,7 @@ impl Drop for PendingPermit {
         if !self.armed || self.semaphore.inner().is_closed() {
             return;
         }
-        let inner = Arc::clone(self.semaphore.inner());
-        let kind = Arc::clone(&self.semaphore.kind);
-        let (name, id) = (self.semaphore.name.clone(), self.id);
-        let in_flight = InFlight::start(&inner.stats);
-        tracing::debug!(semaphore = %name, "permit abandoned by its caller; giving it back");
-        inner.runtime.clone().spawn(async move {
-            let _in_flight = in_flight;
-            if let Err(e) = release(&inner, &kind, &name, id).await {
-                tracing::warn!(%e, semaphore = %name, "giving back an abandoned permit failed; it comes back when its lease ends");
-            }
-        });
+        tracing::debug!(semaphore = %self.semaphore.name, "permit abandoned by its caller; giving it back");
+        self.semaphore.release_in_background(self.id);
     }
 }

@@ -385,6 +385,15 @@ impl LeaseRelease {
     }
 }
 
+/// One leased permit to renew in a batch ([`PermitSemaphoreKind::renew`]).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PermitTarget {
+    /// The semaphore.
+    pub name: LockName,
+    /// The permit.
+    pub id: PermitId,
+}
+
 /// The store operations of a semaphore whose taken permits have ids and
 /// leases; expired permits come back by themselves (every operation
 /// reclaims them first and announces the new count). See the module docs
@@ -469,6 +478,23 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
         id: PermitId,
         lease_ms: Option<u64>,
     ) -> Result<bool>;
+
+    /// Extends the lease of every target permit still taken to at least
+    /// `lease_ms` from now, never shortening it (a permit without a lease
+    /// keeps none): the watchdog's renewal of [`crate::ExpirablePermit`]s.
+    /// Returns one entry per target, in order: `Ok(true)` renewed,
+    /// `Ok(false)` not taken any more (released, expired, or its semaphore
+    /// deleted), `Err` not known (the batch holding that target failed).
+    ///
+    /// # Errors
+    /// A whole-call error when nothing could be sent at all.
+    async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>>;
+
+    /// A short name of the kind, the `kind` of its metric labels (as
+    /// [`crate::ExclusiveKind::kind_name`]).
+    fn kind_name(&self) -> &'static str {
+        "permit_semaphore"
+    }
 
     /// The channel on which waiters of `name` are told of freed permits.
     fn channel(&self, name: &LockName) -> Channel;

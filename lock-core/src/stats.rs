@@ -90,7 +90,7 @@ pub struct ClientStats {
     pub renew_calls: u64,
     /// Lease renewals that succeeded.
     pub renewed: u64,
-    /// Locks the watchdog is keeping alive right now.
+    /// Locks and leased permits the watchdog is keeping alive right now.
     pub watched: u64,
     /// Waiters parked right now, between attempts, until an unlock notice or
     /// a timeout.

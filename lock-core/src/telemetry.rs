@@ -31,11 +31,12 @@ pub const WAITERS: &str = "redlock_waiters";
 /// Counter: the watchdog's lease renewals, one per lock. Labels `kind`,
 /// `outcome` (`renewed`, `not_held`, `failed`).
 pub const RENEWALS: &str = "redlock_renewals_total";
-/// Counter: holds reported lost to their guards. Labels `kind`, `reason`
-/// (`not_held`: a renewal found the lock gone; `expired`: its lease, less
-/// the safety margin, ran out unrenewed; `released`: a release of the same
-/// owner ended it under other guards; `closed`: the client closed while
-/// the watchdog kept it).
+/// Counter: holds (and leased permits, kind `permit_semaphore`) reported
+/// lost to their guards. Labels `kind`, `reason` (`not_held`: a renewal
+/// found the lock or permit gone; `expired`: its lease, less the safety
+/// margin, ran out unrenewed; `released`: a release of the same owner ended
+/// it under other guards, or this client released a guarded permit by id;
+/// `closed`: the client closed while the watchdog kept it).
 pub const LOST: &str = "redlock_lost_total";
 /// Counter: retries of store operations after a transient failure.
 /// Labels `kind`, `op` (`acquire`, `release`, `leave_queue`).

@@ -229,7 +229,7 @@ fn guard(inner: &Arc<ClientInner>, hold: op::PendingHold, watchdog: bool) -> Gua
 
 /// A fixed lease in milliseconds, refused when it is not longer than its
 /// safety margin: its guard would be lost before it was handed out.
-fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
+pub(crate) fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
     let ms = lease_millis(lease, "lease")?;
     let lease = Duration::from_millis(ms);
     let margin = config.safety_margin(lease);

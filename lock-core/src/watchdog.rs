@@ -7,7 +7,10 @@
 //! kinds at once; each kind batches its targets (many keys per script,
 //! pipelined), so 100 000 held locks cost a few round trips per tick.
 //! Re-entrant holds of one owner share one entry, renewed through the kind
-//! that took it.
+//! that took it. Leased permits without a fixed lease
+//! ([`crate::ExpirablePermit`], the `permit_leases` table) are renewed in the
+//! same tick, one [`PermitSemaphoreKind::renew`] call per permit kind,
+//! and lost the same ways.
 //!
 //! What it renews are the entries of the client's table of holds (the
 //! `holds` module) that have a watchdog guard. Each remembers its *lease
@@ -51,22 +54,26 @@ use tracing::Instrument;
 use crate::config::RetryPolicy;
 use crate::holds::{Deadline, Hold, Holds};
 use crate::kind::{ExclusiveKind, RenewTarget};
+use crate::permit_leases::{PermitLease, PermitLeases};
+use crate::semaphore_kind::{PermitSemaphoreKind, PermitTarget};
 use crate::stats::Stats;
 use crate::telemetry;
 
 /// The client's handle on its watchdog task. Dropping it stops the task.
 pub(crate) struct Watchdog {
     holds: Arc<Holds>,
+    permits: Arc<PermitLeases>,
     shutdown: CancellationToken,
 }
 
 impl Watchdog {
     /// Starts the watchdog task on `runtime`, renewing the watched holds of
-    /// `holds` for `lease` at a time; a hold is reported lost `margin`
-    /// before its lease ends.
+    /// `holds` and the watched permits of `permits` for `lease` at a time;
+    /// a hold or permit is reported lost `margin` before its lease ends.
     pub(crate) fn start(
         runtime: &tokio::runtime::Handle,
         holds: Arc<Holds>,
+        permits: Arc<PermitLeases>,
         lease: Duration,
         margin: Duration,
         retry: RetryPolicy,
@@ -75,6 +82,7 @@ impl Watchdog {
         let shutdown = CancellationToken::new();
         let task = Task {
             holds: Arc::clone(&holds),
+            permits: Arc::clone(&permits),
             shutdown: shutdown.clone(),
             lease,
             margin,
@@ -82,7 +90,11 @@ impl Watchdog {
             stats,
         };
         runtime.spawn(task.run());
-        Self { holds, shutdown }
+        Self {
+            holds,
+            permits,
+            shutdown,
+        }
     }
 
     /// Stops the task; renewals end, so every hold it kept alive is
@@ -90,6 +102,7 @@ impl Watchdog {
     pub(crate) fn stop(&self) {
         self.shutdown.cancel();
         self.holds.end_watched();
+        self.permits.end_watched();
     }
 
     /// Whether [`Watchdog::stop`] was called: a watchdog hold registered
@@ -98,9 +111,9 @@ impl Watchdog {
         self.shutdown.is_cancelled()
     }
 
-    /// How many locks are being kept alive.
+    /// How many locks and permits are being kept alive.
     pub(crate) fn len(&self) -> usize {
-        self.holds.watched_len()
+        self.holds.watched_len() + self.permits.watched_len()
     }
 }
 
@@ -112,9 +125,12 @@ impl Drop for Watchdog {
 
 /// The watched holds one kind renews.
 type KindBatch = (Arc<dyn ExclusiveKind>, Vec<Arc<Hold>>);
+/// The watched permits one permit kind renews.
+type PermitBatch = (Arc<dyn PermitSemaphoreKind>, Vec<Arc<PermitLease>>);
 
 struct Task {
     holds: Arc<Holds>,
+    permits: Arc<PermitLeases>,
     shutdown: CancellationToken,
     lease: Duration,
     /// How long before a renewed lease ends its hold is reported lost.
@@ -129,19 +145,17 @@ impl Task {
         let mut failures = 0u32;
         let mut next_tick: Option<Instant> = None;
         loop {
-            if self.holds.watched_len() == 0 {
+            if self.watched_len() == 0 {
                 next_tick = None;
                 tokio::select! {
                     _ = self.holds.work.notified() => {}
+                    _ = self.permits.work.notified() => {}
                     _ = self.shutdown.cancelled() => return,
                 }
                 continue;
             }
             let tick = *next_tick.get_or_insert_with(|| Instant::now() + interval);
-            let wake_at = self
-                .holds
-                .earliest_watched_loss()
-                .map_or(tick, |d| d.min(tick));
+            let wake_at = self.earliest_watched_loss().map_or(tick, |d| d.min(tick));
             tokio::select! {
                 _ = tokio::time::sleep_until(wake_at) => {}
                 _ = self.shutdown.cancelled() => return,
@@ -157,7 +171,7 @@ impl Task {
                 let pause = if failures == 0 {
                     interval
                 } else {
-                    let to_deadline = self.holds.earliest_watched_loss().map_or(interval, |d| {
+                    let to_deadline = self.earliest_watched_loss().map_or(interval, |d| {
                         d.saturating_duration_since(Instant::now()) / 2
                     });
                     interval
@@ -166,8 +180,30 @@ impl Task {
                 };
                 next_tick = Some(Instant::now() + pause);
             }
-            self.holds.end_overdue();
+            self.end_overdue();
         }
+    }
+
+    /// How many locks and permits are kept alive.
+    fn watched_len(&self) -> usize {
+        self.holds.watched_len() + self.permits.watched_len()
+    }
+
+    /// The earliest time a watched lock or permit is reported lost.
+    fn earliest_watched_loss(&self) -> Option<Instant> {
+        match (
+            self.holds.earliest_watched_loss(),
+            self.permits.earliest_watched_loss(),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Ends every lock and permit past its deadline.
+    fn end_overdue(&self) {
+        self.holds.end_overdue();
+        self.permits.end_overdue();
     }
 
     /// [`Task::renew_all`], while ending the holds whose deadline passes
@@ -178,18 +214,26 @@ impl Task {
         let renewal = self.renew_all();
         tokio::pin!(renewal);
         loop {
-            let overdue = self.holds.earliest_watched_loss();
+            let overdue = self.earliest_watched_loss();
             tokio::select! {
                 renewed = &mut renewal => return Some(renewed),
-                _ = sleep_until_some(overdue) => self.holds.end_overdue(),
+                _ = sleep_until_some(overdue) => self.end_overdue(),
                 _ = self.shutdown.cancelled() => return None,
             }
         }
     }
 
+    /// Renews every watched hold and permit once, one call per kind, all
+    /// kinds at once; returns whether every call went through.
+    async fn renew_all(&self) -> bool {
+        let (locks, permits) =
+            futures::future::join(self.renew_locks(), self.renew_permits()).await;
+        locks && permits
+    }
+
     /// Renews every watched hold once, one call per kind, all kinds at
     /// once; returns whether every call went through.
-    async fn renew_all(&self) -> bool {
+    async fn renew_locks(&self) -> bool {
         let batch: Vec<Arc<Hold>> = self.holds.watched_holds();
         if batch.is_empty() {
             return true;
@@ -281,6 +325,93 @@ impl Task {
         telemetry::renewals(kind.kind_name(), "not_held", not_held);
         telemetry::renewals(kind.kind_name(), "failed", failed);
         all_ok
+    }
+}
+
+impl Task {
+    /// Renews every watched permit once, one call per permit kind, all at
+    /// once; returns whether every call went through.
+    async fn renew_permits(&self) -> bool {
+        let mut by_kind: Vec<PermitBatch> = Vec::new();
+        for lease in self.permits.watched_leases() {
+            match by_kind
+                .iter_mut()
+                .find(|(kind, _)| Arc::ptr_eq(kind, &lease.kind))
+            {
+                Some((_, leases)) => leases.push(lease),
+                None => by_kind.push((Arc::clone(&lease.kind), vec![lease])),
+            }
+        }
+        let renewals = by_kind.into_iter().map(|(kind, leases)| async move {
+            let span = tracing::debug_span!(
+                "lock.renew",
+                kind = kind.kind_name(),
+                locks = leases.len(),
+                outcome = tracing::field::Empty,
+            );
+            let ok = self
+                .renew_permit_kind(kind.as_ref(), &leases)
+                .instrument(span.clone())
+                .await;
+            span.record("outcome", if ok { "ok" } else { "failed" });
+            ok
+        });
+        futures::future::join_all(renewals)
+            .await
+            .into_iter()
+            .all(|ok| ok)
+    }
+
+    /// Renews `batch`, permits taken through `kind`, in one call; as
+    /// [`Task::renew_kind_traced`] for locks.
+    async fn renew_permit_kind(
+        &self,
+        kind: &dyn PermitSemaphoreKind,
+        batch: &[Arc<PermitLease>],
+    ) -> bool {
+        let targets: Vec<PermitTarget> = batch.iter().map(|l| l.target.clone()).collect();
+        let lease_ms = self.lease.as_millis() as u64;
+        let sent = Instant::now();
+        self.stats.renew_calls.incr();
+        let results = match kind.renew(&targets, lease_ms).await {
+            Ok(results) if results.len() == targets.len() => results,
+            Ok(results) => {
+                tracing::warn!(
+                    sent = targets.len(),
+                    got = results.len(),
+                    "watchdog: a permit kind returned a renewal batch of the wrong size"
+                );
+                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
+                return false;
+            }
+            Err(e) => {
+                tracing::warn!(%e, permits = targets.len(), "watchdog: permit renewal failed; will retry");
+                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
+                return false;
+            }
+        };
+        let renewed_until = Deadline::new(sent, self.lease, self.margin);
+        let (mut renewed, mut not_held, mut failed) = (0, 0, 0);
+        for (lease, result) in batch.iter().zip(results) {
+            match result {
+                Ok(true) if lease.extend(renewed_until) => renewed += 1,
+                Ok(true) => self.permits.end(lease, "expired"),
+                Ok(false) => {
+                    tracing::warn!(semaphore = %lease.target.name, id = %lease.target.id, "watchdog: permit is no longer taken; signalling loss");
+                    not_held += 1;
+                    self.permits.end(lease, "not_held");
+                }
+                Err(e) => {
+                    failed += 1;
+                    tracing::debug!(%e, semaphore = %lease.target.name, "watchdog: renewal of one permit failed");
+                }
+            }
+        }
+        self.stats.renewed.add(renewed);
+        telemetry::renewals(kind.kind_name(), "renewed", renewed);
+        telemetry::renewals(kind.kind_name(), "not_held", not_held);
+        telemetry::renewals(kind.kind_name(), "failed", failed);
+        failed == 0
     }
 }
 

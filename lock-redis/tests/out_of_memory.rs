@@ -120,7 +120,12 @@ async fn permit_acquisition_that_would_reclaim_is_refused_first() {
         .unwrap();
     let s = client.permit_expirable_semaphore("slots").unwrap();
     s.try_set_permits(2).await.unwrap();
-    let live = s.acquire(None).await.unwrap();
+    // A fixed lease: no watchdog renewal runs into the memory limit.
+    let live = s
+        .acquire(Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .into_id();
     // A permit whose lease ended a minute ago, as a Java client stamps it.
     let past = {
         let Value::Array(t) = env.server.cmd(&["TIME"]) else {
@@ -169,7 +174,12 @@ async fn permit_changes_that_would_create_the_count_after_a_reclaim_are_refused_
         .unwrap();
     let s = client.permit_expirable_semaphore("orphan").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let live = s.acquire(None).await.unwrap();
+    // A fixed lease: no watchdog renewal runs into the memory limit.
+    let live = s
+        .acquire(Some(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .into_id();
     env.server.cmd(&["DEL", "orphan"]);
     env.server
         .cmd(&["ZADD", "{orphan}:timeout", "1", "expired-16-bytes"]);

@@ -101,15 +101,19 @@ async fn a_redisson_release_wakes_our_waiter() {
 
 /// Our permit is a member of `{name}:timeout` holding the id's 16 raw
 /// bytes, scored with its lease end (server clock) or Redisson's
-/// no-lease score.
+/// no-lease score; a permit the watchdog renews is scored with the
+/// watchdog timeout from its last renewal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_permit_is_a_redisson_lease() {
     let env = env().await;
     let c = our_client(&env.server).await;
     let s = c.permit_expirable_semaphore("slots").unwrap();
-    s.try_set_permits(2).await.unwrap();
-    let leased = s.acquire(Some(Duration::from_secs(30))).await.unwrap();
-    let forever = s.acquire(None).await.unwrap();
+    s.try_set_permits(3).await.unwrap();
+    let leased_guard = s.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    let leased = leased_guard.id();
+    let forever = s.acquire(None).await.unwrap().into_id();
+    assert!(s.update_lease_time(forever, None).await.unwrap());
+    let renewed = s.acquire(None).await.unwrap();
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("0"));
     let mut conn = env.server.conn().await;
     let score = |id: PermitId| {
@@ -126,6 +130,12 @@ async fn our_permit_is_a_redisson_lease() {
     );
     let forever_end: i64 = score(forever).query_async(&mut conn).await.unwrap();
     assert_eq!(forever_end, NO_LEASE);
+    let watchdog = c.config().watchdog_timeout.as_millis() as i64;
+    let renewed_end: i64 = score(renewed.id()).query_async(&mut conn).await.unwrap();
+    assert!(
+        (now_ms - 1_000 + watchdog..=now_ms + 1_000 + watchdog).contains(&renewed_end),
+        "{renewed_end} vs now {now_ms} + {watchdog}"
+    );
     let members: Vec<Vec<u8>> = redis::cmd("ZRANGE")
         .arg("{slots}:timeout")
         .arg(0)
@@ -182,7 +192,7 @@ async fn names_with_braces_follow_redisson() {
     let c = our_client(&env.server).await;
     let s = c.permit_expirable_semaphore("{tenant}slots").unwrap();
     s.try_set_permits(1).await.unwrap();
-    s.acquire(None).await.unwrap();
+    let _permit = s.acquire(None).await.unwrap();
     assert_eq!(
         env.server.cmd(&["ZCARD", "{tenant}slots:timeout"]),
         Value::Int(1)
@@ -275,10 +285,13 @@ async fn many_permits_are_redisson_leases_and_their_release_publishes_the_number
     let topic = listen(&env, "redisson_sc:{slots}").await;
     let s = c.permit_expirable_semaphore("slots").unwrap();
     env.server.cmd(&["SET", "slots", "4"]);
-    let ids = s
+    let ids: Vec<_> = s
         .acquire_many(3, Some(Duration::from_secs(30)))
         .await
-        .unwrap();
+        .unwrap()
+        .into_iter()
+        .map(|permit| permit.into_id())
+        .collect();
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("1"));
     let mut conn = env.server.conn().await;
     let mut scores = Vec::new();

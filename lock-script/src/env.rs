@@ -211,22 +211,24 @@ impl ScriptEnv {
     /// its targets' in order, after one ARGV, the lease. `script` replies
     /// one integer per target, 1 renewed or 0 not held (as `renew.lua`):
     /// the renewal of kinds whose holds are more than a hash field (a
-    /// read-write lock's read holds).
+    /// read-write lock's read holds) or are no lock at all (a leased
+    /// permit, whose target is a semaphore and a permit id).
     ///
     /// # Errors
     /// As [`ScriptEnv::renew`].
     ///
     /// # Cancel safety
     /// As [`ScriptEnv::renew`].
-    pub async fn renew_with<F>(
+    pub async fn renew_with<T, F>(
         &self,
         script: &redis::Script,
-        targets: &[RenewTarget],
+        targets: &[T],
         lease_ms: u64,
         keys_args: F,
     ) -> Result<Vec<Result<bool>>>
     where
-        F: Fn(&RenewTarget) -> (Vec<String>, Vec<String>) + Send + Sync,
+        T: Sync,
+        F: Fn(&T) -> (Vec<String>, Vec<String>) + Send + Sync,
     {
         if targets.is_empty() {
             return Ok(Vec::new());

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{LockClient, PermitExpirableSemaphore, PermitId, Semaphore};
+use lock_core::{ExpirablePermit, LockClient, PermitExpirableSemaphore, PermitId, Semaphore};
 use lock_testkit::InMemoryServer;
 use tokio::time::{sleep, Instant};
 
@@ -31,6 +31,22 @@ fn sem(c: &LockClient, name: &str) -> Semaphore {
 
 fn psem(c: &LockClient, name: &str) -> PermitExpirableSemaphore {
     c.permit_expirable_semaphore(name).unwrap()
+}
+
+/// Permits as Redisson hands them out: ids, kept taken with no guard, and
+/// `None` (ours: renewed by the watchdog) made Redisson's "no lease", which
+/// never expires.
+async fn java_ids(s: &PermitExpirableSemaphore, permits: Vec<ExpirablePermit>) -> Vec<PermitId> {
+    let mut ids = Vec::with_capacity(permits.len());
+    for permit in permits {
+        let renewed = permit.is_renewed();
+        let id = permit.into_id();
+        if renewed {
+            assert!(s.update_lease_time(id, None).await.unwrap());
+        }
+        ids.push(id);
+    }
+    ids
 }
 
 // ---- RedissonSemaphoreTest ----
@@ -322,7 +338,7 @@ async fn test_update_lease_time() {
     s.try_set_permits(1).await.unwrap();
     let unknown: PermitId = "00000000000000000000000000001234".parse().unwrap();
     assert!(!s.update_lease_time(unknown, Some(MS(1000))).await.unwrap());
-    let id = s.acquire(None).await.unwrap();
+    let id = s.acquire(None).await.unwrap().into_id();
     assert!(s.update_lease_time(id, Some(MS(1000))).await.unwrap());
     sleep(MS(1200)).await;
     assert!(!s.update_lease_time(id, Some(MS(1000))).await.unwrap());
@@ -330,7 +346,8 @@ async fn test_update_lease_time() {
         .try_acquire_for(MS(1), Some(MS(1000)))
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_id();
     assert!(s.update_lease_time(id2, Some(MS(3000))).await.unwrap());
     sleep(MS(2800)).await;
     assert_eq!(s.available_permits().await.unwrap(), 0);
@@ -353,12 +370,15 @@ async fn test_available_permits() {
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 2);
     let lease = Some(MS(1000));
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    // Kept taken until their leases end, as Redisson's ids are.
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        held.push(s.try_acquire_for(MS(200), lease).await.unwrap().unwrap());
+    }
     assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
     sleep(MS(1100)).await;
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    held.push(s.try_acquire_for(MS(200), lease).await.unwrap().unwrap());
     sleep(MS(1100)).await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
 }
@@ -368,13 +388,13 @@ async fn test_expire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(Some(MS(2000))).await.unwrap();
+    let id = s.acquire(Some(MS(2000))).await.unwrap().into_id();
     let start = Instant::now();
     let other = psem(&client(&server), "test");
     let got = other.acquire(None).await.unwrap();
     let spent = start.elapsed();
     assert!(spent >= MS(1900) && spent <= MS(2100), "{spent:?}");
-    other.release(got).await.unwrap();
+    got.release().await.unwrap();
     assert!(!s.try_release(id).await.unwrap());
 }
 
@@ -387,13 +407,14 @@ async fn test_expire_try_acquire() {
         .try_acquire_for(MS(100), Some(MS(2000)))
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_id();
     let start = Instant::now();
     let other = psem(&client(&server), "test");
     let got = other.acquire(None).await.unwrap();
     let spent = start.elapsed();
     assert!(spent >= MS(1900) && spent <= MS(2100), "{spent:?}");
-    other.release(got).await.unwrap();
+    got.release().await.unwrap();
     assert!(!s.try_release(id).await.unwrap());
 }
 
@@ -425,7 +446,7 @@ async fn test_blocking_acquire_expirable() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(None).await.unwrap();
+    let id = s.acquire(None).await.unwrap().into_id();
     assert_eq!(id.to_string().len(), 32);
     let other = psem(&client(&server), "test");
     tokio::spawn(async move {
@@ -433,7 +454,7 @@ async fn test_blocking_acquire_expirable() {
         other.release(id).await.unwrap();
     });
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    s.acquire(None).await.unwrap();
+    let _held = s.acquire(None).await.unwrap();
     assert!(s.try_acquire(None).await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
@@ -443,7 +464,7 @@ async fn test_try_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.try_acquire(None).await.unwrap().unwrap();
+    let id = s.try_acquire(None).await.unwrap().unwrap().into_id();
     assert_eq!(id.to_string().len(), 32);
     assert!(s.try_acquire(None).await.unwrap().is_none());
     let other = psem(&client(&server), "test");
@@ -453,7 +474,7 @@ async fn test_try_acquire() {
     });
     let start = Instant::now();
     let id2 = s.try_acquire_for(MS(1000), None).await.unwrap().unwrap();
-    assert_eq!(id2.to_string().len(), 32);
+    assert_eq!(id2.id().to_string().len(), 32);
     let took = start.elapsed();
     assert!(took >= MS(450) && took <= MS(600), "{took:?}");
     assert_eq!(s.available_permits().await.unwrap(), 0);
@@ -477,7 +498,8 @@ async fn test_release_expired() {
         .try_acquire_for(MS(100), Some(MS(100)))
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .into_id();
     sleep(MS(200)).await;
     assert!(!s.try_release(id).await.unwrap());
 }
@@ -492,11 +514,11 @@ async fn test_concurrency_single_instance_expirable() {
         .map(|_| {
             let (s, inside) = (psem(&c, "test"), inside.clone());
             tokio::spawn(async move {
-                let id = s.acquire(None).await.unwrap();
+                let permit = s.acquire(None).await.unwrap();
                 assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
                 sleep(MS(10)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
-                s.release(id).await.unwrap();
+                s.release(permit.id()).await.unwrap();
             })
         })
         .collect();
@@ -522,12 +544,12 @@ async fn test_concurrency_loop_multi_instance_expirable() {
             let (inside, total) = (inside.clone(), total.clone());
             tokio::spawn(async move {
                 for _ in 0..20 {
-                    let id = s.acquire(None).await.unwrap();
+                    let permit = s.acquire(None).await.unwrap();
                     assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
                     sleep(MS(10)).await;
                     total.fetch_add(1, Ordering::SeqCst);
                     inside.fetch_sub(1, Ordering::SeqCst);
-                    s.release(id).await.unwrap();
+                    s.release(permit.id()).await.unwrap();
                 }
             })
         })
@@ -543,11 +565,11 @@ async fn test_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test.sync_semaphore");
     s.try_set_permits(1).await.unwrap();
-    let id = tokio::time::timeout(MS(100), s.acquire(Some(MS(5000))))
+    let permit = tokio::time::timeout(MS(100), s.acquire(Some(MS(5000))))
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(id.to_string().len(), 32);
+    assert_eq!(permit.id().to_string().len(), 32);
 }
 
 /// Redisson throws when a release of many ids finds one gone; we answer
@@ -557,7 +579,7 @@ async fn test_release() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = s.acquire_many(6, None).await.unwrap();
+    let ids = java_ids(&s, s.acquire_many(6, None).await.unwrap()).await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     s.release_many(&ids[..4]).await.unwrap();
@@ -574,13 +596,28 @@ async fn test_acquired_permits() {
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.acquired_permits().await.unwrap(), 0);
     let lease = Some(MS(1000));
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    assert!(s
+        .try_acquire_for(MS(200), lease)
+        .await
+        .unwrap()
+        .map(ExpirablePermit::into_id)
+        .is_some());
     assert_eq!(s.acquired_permits().await.unwrap(), 1);
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    assert!(s
+        .try_acquire_for(MS(200), lease)
+        .await
+        .unwrap()
+        .map(ExpirablePermit::into_id)
+        .is_some());
     assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
     assert_eq!(s.acquired_permits().await.unwrap(), 2);
     sleep(MS(1100)).await;
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    assert!(s
+        .try_acquire_for(MS(200), lease)
+        .await
+        .unwrap()
+        .map(ExpirablePermit::into_id)
+        .is_some());
     sleep(MS(1100)).await;
     assert_eq!(s.acquired_permits().await.unwrap(), 0);
 }
@@ -592,12 +629,27 @@ async fn test_get_permits() {
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.permits().await.unwrap(), 2);
     let lease = Some(MS(1000));
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    assert!(s
+        .try_acquire_for(MS(200), lease)
+        .await
+        .unwrap()
+        .map(ExpirablePermit::into_id)
+        .is_some());
+    assert!(s
+        .try_acquire_for(MS(200), lease)
+        .await
+        .unwrap()
+        .map(ExpirablePermit::into_id)
+        .is_some());
     assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
     assert_eq!(s.permits().await.unwrap(), 2);
     sleep(MS(1100)).await;
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+    assert!(s
+        .try_acquire_for(MS(200), lease)
+        .await
+        .unwrap()
+        .map(ExpirablePermit::into_id)
+        .is_some());
     sleep(MS(1100)).await;
     assert_eq!(s.permits().await.unwrap(), 2);
 }
@@ -628,7 +680,12 @@ async fn test_set_permits() {
     // With permits taken: they stay taken.
     let lease = Some(MS(1000));
     for _ in 0..3 {
-        assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_some());
+        assert!(s
+            .try_acquire_for(MS(200), lease)
+            .await
+            .unwrap()
+            .map(ExpirablePermit::into_id)
+            .is_some());
     }
     assert_eq!(counts(s.clone()).await, (5, 2, 3));
     s.set_permits(3).await.unwrap();
@@ -643,7 +700,7 @@ async fn test_blocking_acquire_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = s.acquire_many(6, None).await.unwrap();
+    let ids = java_ids(&s, s.acquire_many(6, None).await.unwrap()).await;
     assert_eq!(s.available_permits().await.unwrap(), 4);
     s.release_many(&ids).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -654,8 +711,9 @@ async fn test_try_acquire_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    assert_eq!(s.try_acquire_many(4, None).await.unwrap().unwrap().len(), 4);
-    assert_eq!(s.try_acquire_many(5, None).await.unwrap().unwrap().len(), 5);
+    let four = s.try_acquire_many(4, None).await.unwrap().unwrap();
+    let five = s.try_acquire_many(5, None).await.unwrap().unwrap();
+    assert_eq!((four.len(), five.len()), (4, 5));
     assert_eq!(s.available_permits().await.unwrap(), 1);
 }
 
@@ -664,10 +722,14 @@ async fn test_acquire_async_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = tokio::time::timeout(MS(100), s.acquire_many(6, None))
-        .await
-        .unwrap()
-        .unwrap();
+    let ids = java_ids(
+        &s,
+        tokio::time::timeout(MS(100), s.acquire_many(6, None))
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
 }
@@ -677,7 +739,7 @@ async fn test_release_async_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = s.acquire_many(6, None).await.unwrap();
+    let ids = java_ids(&s, s.acquire_many(6, None).await.unwrap()).await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     let first = tokio::time::timeout(MS(100), s.try_release_many(&ids[..4]));
@@ -693,7 +755,7 @@ async fn test_release_many_expired_does_not_throw() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = s.acquire_many(6, Some(MS(100))).await.unwrap();
+    let ids = java_ids(&s, s.acquire_many(6, Some(MS(100))).await.unwrap()).await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     sleep(MS(250)).await;
@@ -708,12 +770,15 @@ async fn test_try_release_many_expired() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let timed = s
-        .try_acquire_many_for(3, MS(100), Some(MS(100)))
-        .await
-        .unwrap()
-        .unwrap();
-    let infinite = s.try_acquire_many(3, None).await.unwrap().unwrap();
+    let timed = java_ids(
+        &s,
+        s.try_acquire_many_for(3, MS(100), Some(MS(100)))
+            .await
+            .unwrap()
+            .unwrap(),
+    )
+    .await;
+    let infinite = java_ids(&s, s.try_acquire_many(3, None).await.unwrap().unwrap()).await;
     assert_eq!(s.available_permits().await.unwrap(), 4);
     sleep(MS(200)).await;
     assert_eq!(s.try_release_many(&infinite).await.unwrap(), 3);
@@ -729,8 +794,8 @@ async fn test_release_many_not_exist_or_expired() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let timed = s.acquire_many(2, Some(MS(100))).await.unwrap();
-    let ids = s.try_acquire_many(8, None).await.unwrap().unwrap();
+    let timed = java_ids(&s, s.acquire_many(2, Some(MS(100))).await.unwrap()).await;
+    let ids = java_ids(&s, s.try_acquire_many(8, None).await.unwrap().unwrap()).await;
     assert_eq!(s.try_release_many(&ids[..2]).await.unwrap(), 2);
     assert_eq!(s.available_permits().await.unwrap(), 2);
     sleep(MS(100)).await;
@@ -758,10 +823,11 @@ async fn test_get_lease_time() {
     s.try_set_permits(1).await.unwrap();
     let unknown: PermitId = "00000000000000000000000000001234".parse().unwrap();
     assert!(s.lease_time(unknown).await.unwrap_err().is_not_held());
-    let id = s.acquire(None).await.unwrap();
+    let id = s.acquire(None).await.unwrap().into_id();
+    assert!(s.update_lease_time(id, None).await.unwrap());
     assert_eq!(s.lease_time(id).await.unwrap(), None);
     s.release(id).await.unwrap();
-    let id = s.acquire(Some(MS(1100))).await.unwrap();
+    let id = s.acquire(Some(MS(1100))).await.unwrap().into_id();
     sleep(MS(100)).await;
     assert!(s.lease_time(id).await.unwrap().unwrap() <= MS(1000));
     sleep(MS(1000)).await;
@@ -789,10 +855,11 @@ async fn multi_permits(first_wants: u64, gap: Duration) {
     let task = |wants: u64| {
         let (s, success) = (psem(&c, name), success.clone());
         tokio::spawn(async move {
-            let ids = s.try_acquire_many_for(wants, MS(2000), None).await.unwrap();
+            let permits = s.try_acquire_many_for(wants, MS(2000), None).await.unwrap();
             sleep(MS(500)).await;
-            if let Some(ids) = ids {
+            if let Some(permits) = permits {
                 success.fetch_add(1, Ordering::SeqCst);
+                let ids: Vec<_> = permits.iter().map(ExpirablePermit::id).collect();
                 s.try_release_many(&ids).await.unwrap();
             }
         })

@@ -1,8 +1,12 @@
 //! The semaphore kinds under injected faults (in memory, paused time):
 //! retries after lost replies never count twice, an acquisition whose
-//! outcome stayed unknown is undone, a lost notice costs one recheck.
+//! outcome stayed unknown is undone, a lost notice costs one recheck; a
+//! renewed permit whose renewals cannot be confirmed is reported lost by
+//! its lease deadline, and a short outage loses nothing.
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use lock_core::{ClientConfig, RetryPolicy};
 use lock_testkit::InMemoryServer;
@@ -33,10 +37,10 @@ async fn expirable_permits_retried_after_lost_replies_count_once() {
     let s = c.permit_expirable_semaphore("lost").unwrap();
     s.try_set_permits(2).await.unwrap();
     server.lose_next_replies(1);
-    let id = s.acquire(None).await.unwrap();
+    let permit = s.acquire(None).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
     server.lose_next_replies(1);
-    s.release(id).await.unwrap();
+    permit.release().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 2, "given back once");
 }
 
@@ -81,7 +85,8 @@ async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
     server.lose_next_replies(1);
     p.set_permits(6).await.unwrap();
     server.lose_next_replies(1);
-    let ids = p.acquire_many(3, None).await.unwrap();
+    let permits = p.acquire_many(3, None).await.unwrap();
+    let ids: Vec<_> = permits.iter().map(|permit| permit.id()).collect();
     assert_eq!(p.available_permits().await.unwrap(), 3, "taken once");
     server.lose_next_replies(1);
     p.set_permits(4).await.unwrap();
@@ -140,4 +145,76 @@ async fn a_lost_notice_costs_one_recheck() {
         waited >= Duration::from_millis(100),
         "{waited:?}: not woken by a notice"
     );
+}
+
+/// The watchdog timeout of the renewal checks below.
+const WATCHDOG: Duration = Duration::from_secs(1);
+
+fn watchdog_config() -> ClientConfig {
+    ClientConfig::default().watchdog_timeout(WATCHDOG)
+}
+
+/// Renewals failing (the server down) until the lease deadline: the
+/// permit's guard is told a safety margin before it, not later.
+#[tokio::test(start_paused = true)]
+async fn permit_renewals_failing_past_the_lease_fire_the_lost_signal() {
+    let server = InMemoryServer::new();
+    let c = server.client_with(watchdog_config()).unwrap();
+    let s = c.permit_expirable_semaphore("outage").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let acquired = Instant::now();
+    let permit = s.acquire(None).await.unwrap();
+    server.set_down(true);
+    tokio::time::timeout(WATCHDOG * 2, permit.lost())
+        .await
+        .expect("lost signal fires once the lease deadline passes");
+    let lost_at = WATCHDOG - watchdog_config().safety_margin(WATCHDOG);
+    let after = acquired.elapsed();
+    assert!(after <= lost_at, "lost reported late: {after:?}");
+    assert!(
+        after >= lost_at - Duration::from_millis(1),
+        "early: {after:?}"
+    );
+    assert!(permit.check().unwrap_err().is_lost());
+    assert_eq!(c.stats().watched, 0);
+    server.set_down(false);
+}
+
+/// A renewal that hangs (a partition: no reply until the command timeout)
+/// does not delay the loss: it is reported by the lease deadline.
+#[tokio::test(start_paused = true)]
+async fn permit_loss_during_a_hanging_renewal_is_reported_on_time() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(3)));
+    let c = server.client_with(watchdog_config()).unwrap();
+    let s = c.permit_expirable_semaphore("partition").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let permit = s.acquire(None).await.unwrap();
+    let deadline = Instant::now() + WATCHDOG;
+    server.set_latency(Duration::from_secs(3600));
+    tokio::time::timeout_at(deadline, permit.lost())
+        .await
+        .expect("lost() resolves by the lease deadline");
+    assert!(permit.is_lost());
+    assert_eq!(c.stats().watched, 0, "the watchdog dropped it on time");
+}
+
+/// An outage shorter than the lease loses nothing: the next renewal
+/// extends the permit.
+#[tokio::test(start_paused = true)]
+async fn short_outage_does_not_lose_the_permit() {
+    let server = InMemoryServer::new();
+    let c = server.client_with(watchdog_config()).unwrap();
+    let s = c.permit_expirable_semaphore("blip").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let permit = s.acquire(None).await.unwrap();
+    tokio::time::sleep(WATCHDOG / 3 - Duration::from_millis(10)).await;
+    server.set_down(true);
+    tokio::time::sleep(WATCHDOG / 2).await;
+    server.set_down(false);
+    tokio::time::sleep(WATCHDOG * 3).await;
+    assert!(!permit.is_lost());
+    assert_eq!(s.available_permits().await.unwrap(), 0);
+    permit.release().await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 1);
 }

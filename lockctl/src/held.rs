@@ -1,16 +1,19 @@
-//! What `run` holds while its command runs: one lock, or a RedLock over
-//! several servers (`--redlock`). Both end the same ways (released, lost,
-//! their lease over), so `run` treats them alike.
+//! What `run` holds while its command runs: one lock, a RedLock over
+//! several servers (`--redlock`), or a permit of an expirable-permit
+//! semaphore (`--permits N`). All end the same ways (released, lost, their
+//! lease over), so `run` treats them alike.
 
-use lock_core::{Guard, RedGuard, Result};
+use lock_core::{ExpirablePermit, Guard, LockName, RedGuard, Result};
 use tokio::time::Instant;
 
-/// A held lock of either shape.
+/// A held lock of any shape.
 pub(crate) enum Held {
     /// A lock on one server or cluster.
     One(Guard),
     /// A majority of the `--redlock` servers.
     Red(RedGuard),
+    /// One of the N permits of `--permits N`.
+    Permit(ExpirablePermit),
 }
 
 impl Held {
@@ -20,6 +23,7 @@ impl Held {
         match self {
             Self::One(guard) => guard.lost().await,
             Self::Red(guard) => guard.lost().await,
+            Self::Permit(permit) => permit.lost().await,
         }
     }
 
@@ -28,6 +32,7 @@ impl Held {
         match self {
             Self::One(guard) => guard.lease_deadline(),
             Self::Red(guard) => guard.lease_deadline(),
+            Self::Permit(permit) => permit.lease_deadline(),
         }
     }
 
@@ -36,7 +41,7 @@ impl Held {
     pub(crate) fn fencing_token(&self) -> Option<u64> {
         match self {
             Self::One(guard) => guard.fencing_token(),
-            Self::Red(_) => None,
+            Self::Red(_) | Self::Permit(_) => None,
         }
     }
 
@@ -45,6 +50,17 @@ impl Held {
         match self {
             Self::One(guard) => guard.unlock().await,
             Self::Red(guard) => guard.unlock().await,
+            Self::Permit(permit) => permit.release().await,
         }
+    }
+}
+
+/// What `run` holds, named for messages: `lock "NAME"`, or `the permit of
+/// "NAME"` for `--permits`.
+pub(crate) fn subject(permits: bool, name: &LockName) -> String {
+    if permits {
+        format!("the permit of {name:?}")
+    } else {
+        format!("lock {name:?}")
     }
 }

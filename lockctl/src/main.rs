@@ -12,7 +12,6 @@ mod exit;
 mod force_unlock;
 mod held;
 mod output;
-mod permits;
 mod run;
 mod signals;
 mod status;

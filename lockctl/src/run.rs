@@ -29,6 +29,14 @@
 //! "The command" is its whole process group (see `child.rs`): signals,
 //! stops and kills reach a shell's children too, and whatever the command
 //! leaves running when it exits is killed before the lock is released.
+//!
+//! `--permits N` holds one permit of the expirable-permit semaphore NAME
+//! (created with N permits if absent) instead of the lock, under the same
+//! promise: the permit's guard is renewed by the client's watchdog (or
+//! leased for `--lease`) and tells of its loss as a lock's guard does (its
+//! lease ran out, or a renewal found it released elsewhere or its
+//! semaphore deleted), so a lockctl that dies gives its permit back
+//! within the watchdog timeout, without anyone's help.
 
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -39,9 +47,9 @@ use nix::sys::signal::Signal;
 use crate::child::{self, Group};
 use crate::cli::{Global, RunArgs};
 use crate::exit::{self, Failure};
-use crate::held::Held;
+use crate::held::{subject, Held};
 use crate::signals::Signals;
-use crate::{connect, duration, output, permits};
+use crate::{connect, duration, output};
 
 /// How long releasing may take after the command exited. The release is
 /// retried on errors; if Redis is gone, the lock expires with its lease
@@ -87,21 +95,7 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
         clients = connecting => clients?,
     };
-    let code = match args.permits {
-        Some(permits) => {
-            let lease = args.lease.unwrap_or(global.watchdog_timeout);
-            let renew = args.lease.is_none();
-            let held = permits::Held {
-                client: &clients[0],
-                name: &name,
-                permits,
-                lease,
-                renew,
-            };
-            held.run(&args, &mut signals, grace).await
-        }
-        None => hold_and_run(&clients, &name, &args, deadline, &mut signals, grace).await,
-    };
+    let code = hold_and_run(&clients, &name, &args, deadline, &mut signals, grace).await;
     // Once the lock is known lost there is nothing left to release, and a
     // frozen server would only delay the exit: close without waiting.
     let lost = matches!(&code, Err(failure) if failure.code == exit::LOST);
@@ -111,14 +105,34 @@ pub(crate) async fn run(global: &Global, args: RunArgs) -> Result<u8, Failure> {
     code
 }
 
-/// Takes the lock `args` ask for: on the one client, or a RedLock over
-/// every client (`--redlock`).
+/// Takes the lock `args` ask for: on the one client, a RedLock over every
+/// client (`--redlock`), or a permit (`--permits`), waiting up to `wait`.
 async fn acquire(
     clients: &[LockClient],
     name: &LockName,
     args: &RunArgs,
-    opts: AcquireOptions,
+    wait: Option<Duration>,
 ) -> Result<Option<Held>, Failure> {
+    if let Some(permits) = args.permits {
+        let sem = clients[0].permit_expirable_semaphore(name)?;
+        sem.try_set_permits(permits).await?;
+        // No --lease: the watchdog renews the permit while it is held.
+        let permit = match wait {
+            Some(wait) => sem.try_acquire_for(wait, args.lease).await?,
+            None => Some(sem.acquire(args.lease).await?),
+        };
+        return Ok(permit.map(Held::Permit));
+    }
+    let mut opts = AcquireOptions::new();
+    if let Some(wait) = wait {
+        opts = opts.wait(wait);
+    }
+    if let Some(lease) = args.lease {
+        opts = opts.lease(lease);
+    }
+    if args.fenced {
+        opts = opts.fenced();
+    }
     if !args.redlock.is_empty() {
         let locks = clients
             .iter()
@@ -149,33 +163,28 @@ async fn hold_and_run(
     signals: &mut Signals,
     grace: Duration,
 ) -> Result<u8, Failure> {
-    let mut opts = AcquireOptions::new();
-    if let Some(wait) = args.wait {
-        // What connecting left of it; `--wait 0s` still tries once.
-        let left = deadline.map_or(wait, |d| {
+    // What connecting left of the wait; `--wait 0s` still tries once.
+    let wait = args.wait.map(|wait| {
+        deadline.map_or(wait, |d| {
             d.saturating_duration_since(tokio::time::Instant::now())
-        });
-        opts = opts.wait(left);
-    }
-    if let Some(lease) = args.lease {
-        opts = opts.lease(lease);
-    }
-    if args.fenced {
-        opts = opts.fenced();
-    }
+        })
+    });
     let guard = tokio::select! {
         // Dropping the acquisition is cancel-safe; closing the client then
         // waits for whatever it left in flight.
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        acquired = acquire(clients, name, args, opts) => acquired?,
+        acquired = acquire(clients, name, args, wait) => acquired?,
     };
     let Some(guard) = guard else {
         let waited = duration::display(args.wait.unwrap_or_default());
-        return Err(Failure::new(
-            exit::NOT_ACQUIRED,
-            format!("lock {name:?} not acquired within {waited}: it is held by someone else"),
-        ));
+        let why = if args.permits.is_some() {
+            format!("no permit of {name:?} within {waited}: all of them are taken")
+        } else {
+            format!("lock {name:?} not acquired within {waited}: it is held by someone else")
+        };
+        return Err(Failure::new(exit::NOT_ACQUIRED, why));
     };
+    let subject = subject(args.permits.is_some(), name);
 
     // From here on Ctrl-Z must stop the command too (see signals.rs).
     let spawned = signals
@@ -184,12 +193,12 @@ async fn hold_and_run(
     let mut command = match spawned {
         Ok(command) => command,
         Err(failure) => {
-            release(guard, name).await;
+            release(guard, &subject).await;
             return Err(failure);
         }
     };
     match wait_or_lose(&mut command, &guard, signals).await? {
-        Ended::Exited(status) => finish(guard, name, status).await,
+        Ended::Exited(status) => finish(guard, &subject, status).await,
         Ended::Lost => {
             // The command first: it must not run on without the lock. The
             // SIGKILL comes by the lease's end, when another client may
@@ -201,9 +210,13 @@ async fn hold_and_run(
             // The hold is gone already; dropping the guard just stops its
             // bookkeeping (its release finds nothing to release).
             drop(guard);
-            let how = match args.lease {
-                Some(lease) => format!("its lease of {} ran out", duration::display(lease)),
-                None => "it was deleted, force-unlocked or could not be renewed".to_owned(),
+            let how = match (args.lease, args.permits) {
+                (Some(lease), _) => format!("its lease of {} ran out", duration::display(lease)),
+                (None, None) => "it was deleted, force-unlocked or could not be renewed".to_owned(),
+                (None, Some(_)) => {
+                    "it was released elsewhere, its semaphore deleted, or it could not be renewed"
+                        .to_owned()
+                }
             };
             let stopped = match stopped {
                 Ok(_) => "the command was stopped".to_owned(),
@@ -211,7 +224,7 @@ async fn hold_and_run(
             };
             Err(Failure::new(
                 exit::LOST,
-                format!("lock {name:?} was lost while the command ran ({how}); {stopped}"),
+                format!("{subject} was lost while the command ran ({how}); {stopped}"),
             ))
         }
     }
@@ -250,43 +263,44 @@ async fn wait_or_lose(
     }
 }
 
-/// Releases the lock after the command exited; the exit code is the
-/// command's unless the lock turns out to have been lost.
-async fn finish(guard: Held, name: &LockName, status: ExitStatus) -> Result<u8, Failure> {
+/// Releases the lock (`subject`, see [`subject`]) after the command
+/// exited; the exit code is the command's unless the lock turns out to
+/// have been lost.
+async fn finish(guard: Held, subject: &str, status: ExitStatus) -> Result<u8, Failure> {
     let code = exit::of_status(status);
     match tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await {
         Ok(Ok(())) => Ok(code),
         Ok(Err(e)) if e.is_not_held() => Err(Failure::new(
             exit::LOST,
             format!(
-                "lock {name:?} was no longer held when the command exited with {code} \
+                "{subject} was no longer held when the command exited with {code} \
                  (it expired or was deleted while the command ran)"
             ),
         )),
         Ok(Err(e)) => {
-            warn_unreleased(name, &Failure::from(e).message);
+            warn_unreleased(subject, &Failure::from(e).message);
             Ok(code)
         }
         Err(_) => {
-            warn_unreleased(name, "no answer in time");
+            warn_unreleased(subject, "no answer in time");
             Ok(code)
         }
     }
 }
 
 /// Releases the lock when the command could not be started at all.
-async fn release(guard: Held, name: &LockName) {
+async fn release(guard: Held, subject: &str) {
     match tokio::time::timeout(RELEASE_TIMEOUT, guard.unlock()).await {
         Ok(Ok(())) => {}
-        Ok(Err(e)) => warn_unreleased(name, &Failure::from(e).message),
-        Err(_) => warn_unreleased(name, "no answer in time"),
+        Ok(Err(e)) => warn_unreleased(subject, &Failure::from(e).message),
+        Err(_) => warn_unreleased(subject, "no answer in time"),
     }
 }
 
 /// The command's status stands; the lock expires with its lease, as the
 /// renewals stopped when the release began.
-fn warn_unreleased(name: &LockName, why: &str) {
+fn warn_unreleased(subject: &str, why: &str) {
     output::error(&format!(
-        "warning: could not release lock {name:?} ({why}); it expires with its lease"
+        "warning: could not release {subject} ({why}); it expires with its lease"
     ));
 }

@@ -4,6 +4,7 @@
 mod common;
 
 use std::fs;
+use std::time::{Duration, Instant};
 
 use common::*;
 use lock_testkit::fixtures::redis::Value;
@@ -95,7 +96,7 @@ fn a_permit_whose_lease_runs_out_stops_the_command() {
     );
     assert_eq!(code(output.status), 76, "{output:?}");
     let stderr = one_error_line(&output);
-    assert!(stderr.contains("lease ran out"), "{stderr}");
+    assert!(stderr.contains("its lease of 1.0s ran out"), "{stderr}");
 }
 
 #[test]
@@ -121,4 +122,73 @@ fn bad_permit_counts_are_usage_errors() {
         &["run", "--permits", "2", "jobs", "--", "true"],
     );
     assert_eq!(code(output.status), 65, "{output:?}");
+}
+
+/// Without `--lease` the watchdog renews the permit: a command running
+/// past several watchdog timeouts keeps it, and exits 0.
+#[test]
+fn a_permit_is_renewed_while_the_command_runs() {
+    let server = RedisServer::start();
+    let output = run(
+        &server.url(),
+        &[
+            "--watchdog-timeout",
+            "1s",
+            "run",
+            "--permits",
+            "1",
+            "jobs",
+            "--",
+            "sleep",
+            "2.5",
+        ],
+    );
+    assert_eq!(code(output.status), 0, "{output:?}");
+    assert_eq!(
+        server.cmd(&["GET", "jobs"]),
+        Value::BulkString(b"1".to_vec()),
+        "given back once"
+    );
+}
+
+/// A permit taken away while the command runs (its semaphore's leases
+/// deleted) is found at the next renewal: the command is stopped, exit 76.
+#[test]
+fn a_permit_taken_away_stops_the_command_and_exits_76() {
+    let server = RedisServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = lockctl(&server.url());
+    cmd.args([
+        "--watchdog-timeout",
+        "1s",
+        "run",
+        "--permits",
+        "1",
+        "jobs",
+        "--",
+        "sh",
+        "-c",
+    ])
+    .arg("echo $$ > pid; exec sleep 30")
+    .current_dir(dir.path());
+    let proc = Proc::spawn(cmd);
+    let command = read_pid(&dir.path().join("pid"));
+    wait_until("the permit", PATIENCE, || {
+        int(&server, &["ZCARD", "{jobs}:timeout"]) == 1
+    });
+    server.cmd(&["DEL", "{jobs}:timeout"]);
+    let deleted = Instant::now();
+    let (status, stderr) = proc.wait(PATIENCE);
+    assert_eq!(code(status), 76, "{stderr}");
+    // Found at the next renewal (every 333 ms), then SIGTERM ends `sleep`.
+    assert!(
+        deleted.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        deleted.elapsed()
+    );
+    assert!(!process_exists(command), "the command still runs");
+    assert!(
+        stderr.contains("permit of \"jobs\" was lost while the command ran"),
+        "{stderr}"
+    );
 }

@@ -9,10 +9,14 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use super::{lease_ms, PermitExpirableSemaphore};
+use tokio::time::Instant;
+
+use super::{Leasing, PermitExpirableSemaphore};
 use crate::client::ClientInner;
 use crate::counting::{self, Try};
 use crate::error::{LockError, Result};
+use crate::expirable_permit::ExpirablePermit;
+use crate::holds::Deadline;
 use crate::name::LockName;
 use crate::semaphore_kind::{
     check_permits, LeaseOutcome, LeasesRelease, LeasesRequest, PermitId, PermitSemaphoreKind,
@@ -20,14 +24,16 @@ use crate::semaphore_kind::{
 use crate::stats::InFlight;
 
 impl PermitExpirableSemaphore {
-    /// Takes `n` permits at once, waiting as long as it takes; each comes
-    /// back by itself after `lease` (`None`: only when released). Returns
-    /// their ids. A waiter for many can be overtaken by waiters for few.
+    /// Takes `n` permits at once, waiting as long as it takes: one guard
+    /// each, all under one lease, as [`PermitExpirableSemaphore::acquire`]
+    /// gives (`None`: renewed by the watchdog while its guard lives;
+    /// `Some(lease)`: back by itself when the lease ends). A waiter for many
+    /// can be overtaken by waiters for few.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `n` = 0 or above
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS), or a zero or over-long lease
-    /// (before any I/O); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS), or a lease not longer than its
+    /// safety margin or over-long (before any I/O); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -37,12 +43,17 @@ impl PermitExpirableSemaphore {
     /// # Examples
     /// ```
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let ids = sem.acquire_many(3, None).await?;
-    /// assert_eq!(ids.len(), 3);
+    /// let permits = sem.acquire_many(3, None).await?;
+    /// assert_eq!(permits.len(), 3);
+    /// let ids: Vec<_> = permits.into_iter().map(|p| p.into_id()).collect();
     /// sem.release_many(&ids).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire_many(&self, n: u64, lease: Option<Duration>) -> Result<Vec<PermitId>> {
+    pub async fn acquire_many(
+        &self,
+        n: u64,
+        lease: Option<Duration>,
+    ) -> Result<Vec<ExpirablePermit>> {
         match self.acquire_many_within(n, None, lease).await? {
             Some(ids) => Ok(ids),
             None => Err(LockError::protocol(
@@ -63,7 +74,7 @@ impl PermitExpirableSemaphore {
         &self,
         n: u64,
         lease: Option<Duration>,
-    ) -> Result<Option<Vec<PermitId>>> {
+    ) -> Result<Option<Vec<ExpirablePermit>>> {
         self.acquire_many_within(n, Some(Duration::ZERO), lease)
             .await
     }
@@ -81,7 +92,7 @@ impl PermitExpirableSemaphore {
         n: u64,
         wait: Duration,
         lease: Option<Duration>,
-    ) -> Result<Option<Vec<PermitId>>> {
+    ) -> Result<Option<Vec<ExpirablePermit>>> {
         self.acquire_many_within(n, Some(wait), lease).await
     }
 
@@ -90,12 +101,12 @@ impl PermitExpirableSemaphore {
         n: u64,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> Result<Option<Vec<PermitId>>> {
+    ) -> Result<Option<Vec<ExpirablePermit>>> {
         check_permits(n, "acquire_many")?;
         let count = usize::try_from(n)
             .map_err(|_| LockError::invalid(format!("acquire_many: {n} ids do not fit here")))?;
-        let lease_ms = lease_ms(lease)?;
         let inner = self.inner();
+        let leasing = Leasing::of(inner, lease)?;
         inner.check_open()?;
         let deadline = counting::deadline(wait);
         let kind = Arc::clone(&self.kind);
@@ -104,14 +115,20 @@ impl PermitExpirableSemaphore {
         let this = self.clone();
         let pending = counting::wait_for(inner, channel, reader, deadline, move || {
             let sem = this.clone();
-            let req = LeasesRequest::new(sem.name.clone(), count, lease_ms);
+            let req = LeasesRequest::new(sem.name.clone(), count, Some(leasing.lease_ms()));
+            // The store starts the lease no earlier than the first send of
+            // these ids; retries repeat them without restarting it.
+            let sent = Instant::now();
             let inner = Arc::clone(sem.inner());
             async move {
                 counting::acquire(&inner, "acquire permits", move || {
                     let (sem, req) = (sem.clone(), req.clone());
                     async move {
                         Ok(match sem.kind.try_acquire_many(&req).await? {
-                            LeaseOutcome::Acquired => Try::Got(PendingPermits::new(sem, req.ids)),
+                            LeaseOutcome::Acquired => {
+                                let deadline = leasing.deadline(sem.inner(), sent);
+                                Try::Got(PendingPermits::new(sem, req.ids, deadline, leasing))
+                            }
                             LeaseOutcome::Busy { retry_in } => Try::Busy(retry_in),
                         })
                     }
@@ -199,25 +216,40 @@ async fn release_many(
 struct PendingPermits {
     semaphore: PermitExpirableSemaphore,
     ids: Vec<PermitId>,
+    deadline: Deadline,
+    leasing: Leasing,
     armed: bool,
     #[allow(dead_code)] // held for its Drop: counts the permits as in flight
     in_flight: InFlight,
 }
 
 impl PendingPermits {
-    fn new(semaphore: PermitExpirableSemaphore, ids: Vec<PermitId>) -> Self {
+    fn new(
+        semaphore: PermitExpirableSemaphore,
+        ids: Vec<PermitId>,
+        deadline: Deadline,
+        leasing: Leasing,
+    ) -> Self {
         let in_flight = InFlight::start(&semaphore.inner().stats);
         Self {
             semaphore,
             ids,
+            deadline,
+            leasing,
             armed: true,
             in_flight,
         }
     }
 
-    fn accept(mut self) -> Vec<PermitId> {
+    /// The caller has them: each gets its guard, as a single acquisition's
+    /// permit does.
+    fn accept(mut self) -> Vec<ExpirablePermit> {
         self.armed = false;
+        let sem = &self.semaphore;
         std::mem::take(&mut self.ids)
+            .into_iter()
+            .map(|id| sem.guard(id, self.deadline, self.leasing))
+            .collect()
     }
 }
 

@@ -32,10 +32,10 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
     /// sem.set_permits(5).await?;
-    /// let id = sem.acquire(None).await?;
+    /// let permit = sem.acquire(None).await?;
     /// sem.set_permits(3).await?; // one is taken: 2 stay free
     /// assert_eq!((sem.permits().await?, sem.available_permits().await?), (3, 2));
-    /// # sem.release(id).await?;
+    /// # permit.release().await?;
     /// # Ok(()) }
     /// ```
     pub async fn set_permits(&self, permits: u64) -> Result<()> {
@@ -97,8 +97,8 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # use std::time::Duration;
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let id = sem.acquire(Some(Duration::from_secs(30))).await?;
-    /// assert!(sem.lease_time(id).await?.unwrap() <= Duration::from_secs(30));
+    /// let permit = sem.acquire(Some(Duration::from_secs(30))).await?;
+    /// assert!(sem.lease_time(permit.id()).await?.unwrap() <= Duration::from_secs(30));
     /// # Ok(()) }
     /// ```
     pub async fn lease_time(&self, id: PermitId) -> Result<Option<Duration>> {

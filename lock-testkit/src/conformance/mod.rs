@@ -466,6 +466,14 @@ macro_rules! __semaphore_checks {
             permit_many::lease_time_tells_what_is_left,
             permit_many::repeated_totals_and_many_requests_count_once,
             permit_many::bad_input_to_totals_and_many_is_refused,
+            permit_semaphore::watchdog_renews_a_held_permit,
+            permit_semaphore::lost_signal_when_permit_taken_away,
+            permit_semaphore::release_by_id_on_the_same_client_tells_the_guard,
+            permit_semaphore::dropped_permit_guard_gives_it_back,
+            permit_semaphore::leased_permit_expires_and_signals,
+            permit_semaphore::update_lease_time_moves_the_guard_deadline,
+            permit_semaphore::close_tells_watchdog_permit_guards,
+            permit_semaphore::broken_semaphore_does_not_stop_other_renewals,
         }
     };
 }

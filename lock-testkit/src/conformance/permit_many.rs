@@ -10,8 +10,8 @@
 use std::time::Duration;
 
 use lock_core::{
-    LeasesRelease, LeasesRequest, LockClient, LockError, LockName, PermitExpirableSemaphore,
-    PermitId, PermitRequest, MAX_PERMITS,
+    ExpirablePermit, LeasesRelease, LeasesRequest, LockClient, LockError, LockName,
+    PermitExpirableSemaphore, PermitId, PermitRequest, MAX_PERMITS,
 };
 use tokio::time::Instant;
 
@@ -20,6 +20,10 @@ use super::{client, key, unique, waiting, Harness};
 fn sem(c: &LockClient, name: &str) -> PermitExpirableSemaphore {
     c.permit_expirable_semaphore(name)
         .expect("an expirable-permit semaphore")
+}
+
+fn ids_of(permits: &[ExpirablePermit]) -> Vec<PermitId> {
+    permits.iter().map(ExpirablePermit::id).collect()
 }
 
 /// Woken by a notice well before the engine's recheck (`no_ttl_recheck`,
@@ -56,8 +60,8 @@ pub async fn set_permits_moves_the_free_count_by_the_difference(h: &dyn Harness)
     s.set_permits(1).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), -2);
     assert_eq!(s.acquired_permits().await.unwrap(), 3);
-    s.release_many(&taken).await.unwrap();
-    s.release(third).await.unwrap();
+    s.release_many(&ids_of(&taken)).await.unwrap();
+    third.release().await.unwrap();
     assert_eq!(
         (
             s.permits().await.unwrap(),
@@ -74,7 +78,8 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
     let name = unique("psem-many");
     let s = sem(&a, &name);
     s.try_set_permits(3).await.unwrap();
-    let ids = s.acquire_many(3, None).await.unwrap();
+    let permits = s.acquire_many(3, None).await.unwrap();
+    let ids = ids_of(&permits);
     assert_eq!(ids.len(), 3);
     assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
     assert!(s.try_acquire_many(1, None).await.unwrap().is_none());
@@ -104,11 +109,15 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
         .unwrap()
         .is_none());
     // Leased together, they come back together.
-    s.release_many(&theirs).await.unwrap();
+    s.release_many(&ids_of(&theirs)).await.unwrap();
     s.release(ids[2]).await.unwrap();
-    s.acquire_many(3, Some(Duration::from_millis(200)))
+    for permit in s
+        .acquire_many(3, Some(Duration::from_millis(200)))
         .await
-        .unwrap();
+        .unwrap()
+    {
+        permit.into_id(); // kept taken until the lease ends
+    }
     assert_eq!(s.available_permits().await.unwrap(), 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.available_permits().await.unwrap(), 3);
@@ -120,8 +129,13 @@ pub async fn lease_time_tells_what_is_left(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("psem-lease-time"));
     s.try_set_permits(2).await.unwrap();
-    let leased = s.acquire(Some(Duration::from_secs(10))).await.unwrap();
-    let forever = s.acquire(None).await.unwrap();
+    let leased = s
+        .acquire(Some(Duration::from_secs(10)))
+        .await
+        .unwrap()
+        .into_id();
+    let forever = s.acquire(None).await.unwrap().into_id();
+    assert!(s.update_lease_time(forever, None).await.unwrap());
     let left = s.lease_time(leased).await.unwrap().unwrap();
     assert!(
         left <= Duration::from_secs(10) && left > Duration::from_secs(8),

@@ -1,7 +1,9 @@
 //! The expirable-permit semaphore's behaviours
 //! ([`lock_core::PermitExpirableSemaphore`]): ids, leases that end by
 //! themselves and wake waiters, releases by id that count once,
-//! cancellation, typed errors.
+//! cancellation, typed errors; and its guard ([`lock_core::ExpirablePermit`]):
+//! renewed by the watchdog, told when the permit is lost, giving it back
+//! when dropped.
 
 use std::time::Duration;
 
@@ -32,12 +34,13 @@ pub async fn acquire_gives_an_id_and_release_takes_it(h: &dyn Harness) {
     let s = sem(&a, &name);
     assert!(s.try_set_permits(2).await.unwrap());
     assert!(!s.try_set_permits(5).await.unwrap());
-    let first = s.acquire(None).await.unwrap();
-    let second = s
+    let first_guard = s.acquire(None).await.unwrap();
+    let second_guard = s
         .try_acquire(Some(Duration::from_secs(60)))
         .await
         .unwrap()
         .unwrap();
+    let (first, second) = (first_guard.id(), second_guard.id());
     assert_ne!(first, second);
     let hex = first.to_string();
     assert_eq!(hex.len(), 32);
@@ -48,11 +51,16 @@ pub async fn acquire_gives_an_id_and_release_takes_it(h: &dyn Harness) {
     assert_eq!(s.available_permits().await.unwrap(), 0);
     assert!(s.try_acquire(None).await.unwrap().is_none());
     s.release(first).await.unwrap();
+    assert!(first_guard.is_lost(), "released by id under its guard");
     assert!(!s.try_release(first).await.unwrap(), "released once");
     assert!(s.release(first).await.unwrap_err().is_not_held());
     assert!(s.try_release(second).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 2);
     assert!(s.release(PermitId::new()).await.unwrap_err().is_not_held());
+    // Guards of permits known gone send nothing when dropped.
+    drop((first_guard, second_guard));
+    a.settle().await;
+    assert_eq!(s.available_permits().await.unwrap(), 2);
 }
 
 /// A permit whose lease ended comes back by itself, and can no longer be
@@ -61,7 +69,11 @@ pub async fn expired_permit_comes_back_by_itself(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("psem-expire"));
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(Some(Duration::from_millis(200))).await.unwrap();
+    let id = s
+        .acquire(Some(Duration::from_millis(200)))
+        .await
+        .unwrap()
+        .into_id();
     assert_eq!(s.available_permits().await.unwrap(), 0);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.available_permits().await.unwrap(), 1);
@@ -81,12 +93,13 @@ pub async fn waiter_takes_a_permit_when_its_lease_ends(h: &dyn Harness) {
     sem(&a, &name).try_set_permits(1).await.unwrap();
     let lease = Duration::from_millis(400);
     let taken = Instant::now();
-    sem(&a, &name).acquire(Some(lease)).await.unwrap();
-    let id = sem(&b, &name).acquire(None).await.unwrap();
+    let held = sem(&a, &name).acquire(Some(lease)).await.unwrap();
+    let got = sem(&b, &name).acquire(None).await.unwrap();
     let waited = taken.elapsed();
     assert!(waited >= lease - Duration::from_millis(20), "{waited:?}");
     assert!(waited < lease + WOKEN_WITHIN, "{waited:?}");
-    sem(&b, &name).release(id).await.unwrap();
+    assert!(held.is_lost());
+    got.release().await.unwrap();
 }
 
 /// A release wakes a waiter at once.
@@ -94,21 +107,21 @@ pub async fn release_by_id_wakes_a_waiter(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("psem-wake");
     sem(&a, &name).try_set_permits(1).await.unwrap();
-    let id = sem(&a, &name).acquire(None).await.unwrap();
+    let held = sem(&a, &name).acquire(None).await.unwrap();
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
         async move { s.acquire(None).await.unwrap() }
     });
     waiting(&b, 1).await;
     let released = Instant::now();
-    sem(&a, &name).release(id).await.unwrap();
+    sem(&a, &name).release(held.id()).await.unwrap();
     let got = waiter.await.unwrap();
     assert!(
         released.elapsed() < WOKEN_WITHIN,
         "{:?}",
         released.elapsed()
     );
-    sem(&a, &name).release(got).await.unwrap();
+    sem(&a, &name).release(got.id()).await.unwrap();
 }
 
 /// `update_lease_time` moves a taken permit's lease end (or removes it);
@@ -117,7 +130,11 @@ pub async fn update_lease_time_moves_the_lease_end(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("psem-update"));
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(Some(Duration::from_millis(200))).await.unwrap();
+    let id = s
+        .acquire(Some(Duration::from_millis(200)))
+        .await
+        .unwrap()
+        .into_id();
     assert!(s
         .update_lease_time(id, Some(Duration::from_secs(60)))
         .await
@@ -139,13 +156,18 @@ pub async fn update_lease_time_moves_the_lease_end(h: &dyn Harness) {
         .is_invalid_argument());
 }
 
-/// `try_acquire_for` gives up at its deadline; a permit without a lease
-/// never comes back by itself.
+/// `try_acquire_for` gives up at its deadline; a permit whose lease was
+/// lifted (Redisson's permit without a lease), handed on by id, never
+/// comes back by itself.
 pub async fn unleased_permit_stays_taken(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("psem-forever"));
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(None).await.unwrap();
+    let permit = s.acquire(None).await.unwrap();
+    assert!(s.update_lease_time(permit.id(), None).await.unwrap());
+    let id = permit.into_id();
+    assert_eq!(a.stats().watched, 0, "not renewed once handed on");
+    tokio::time::sleep(super::WATCHDOG * 2).await;
     let start = Instant::now();
     assert!(s
         .try_acquire_for(Duration::from_millis(300), None)
@@ -173,9 +195,10 @@ pub async fn add_permits_wakes_waiters(h: &dyn Harness) {
     waiting(&b, 1).await;
     let added = Instant::now();
     s.add_permits(1).await.unwrap();
-    waiter.await.unwrap();
+    let got = waiter.await.unwrap();
     assert!(added.elapsed() < WOKEN_WITHIN);
     assert_eq!(s.available_permits().await.unwrap(), 0);
+    got.release().await.unwrap();
 }
 
 /// A release repeated with its request id returns its first outcome and
@@ -213,9 +236,9 @@ pub async fn dropped_permit_acquire_leaves_no_permit(h: &dyn Harness) {
         // Boxed, so that dropping it drops the future itself.
         let mut fut = Box::pin(s.acquire(None));
         for _ in 0..polls {
-            if let std::task::Poll::Ready(id) = futures::poll!(fut.as_mut()) {
+            if let std::task::Poll::Ready(permit) = futures::poll!(fut.as_mut()) {
                 // Finished: the caller got the permit, and gives it back.
-                s.release(id.unwrap()).await.unwrap();
+                permit.unwrap().release().await.unwrap();
                 break;
             }
             tokio::task::yield_now().await;
@@ -227,6 +250,8 @@ pub async fn dropped_permit_acquire_leaves_no_permit(h: &dyn Harness) {
             1,
             "after {polls} polls"
         );
+        assert_eq!(a.stats().watched, 0, "nothing renewed after {polls} polls");
+        assert_eq!(a.stats().subscriptions_active, 0);
     }
 }
 
@@ -236,7 +261,9 @@ pub async fn bad_input_is_refused(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("psem-args");
     let s = sem(&a, &name);
-    for lease in [Duration::ZERO, Duration::MAX] {
+    // A lease not longer than its safety margin (lease/100 + 2 ms) would be
+    // lost at once.
+    for lease in [Duration::ZERO, Duration::from_millis(2), Duration::MAX] {
         assert!(s
             .acquire(Some(lease))
             .await
@@ -276,4 +303,206 @@ pub async fn bad_input_is_refused(h: &dyn Harness) {
     assert!(wrong(s.add_permits(1).await.unwrap_err()));
     assert_eq!(h.hash(&k).await, vec![("f".to_owned(), 1)]);
     assert!(h.keys().await.iter().all(|x| *x != leases_key(h, &hashed)));
+}
+
+/// A client whose watchdog renews every third of a second-long timeout.
+async fn watchdog_client(h: &dyn Harness) -> LockClient {
+    h.client(super::config().watchdog_timeout(WATCHDOG)).await
+}
+
+/// The watchdog timeout of the guard checks.
+const WATCHDOG: Duration = Duration::from_secs(1);
+
+/// Taken without a lease, a permit is renewed by the watchdog past several
+/// timeouts while its guard lives, in the same ticks as locks; its
+/// release stops the renewal and gives it back.
+pub async fn watchdog_renews_a_held_permit(h: &dyn Harness) {
+    let (a, b) = (watchdog_client(h).await, client(h).await);
+    let name = unique("psem-renew");
+    sem(&a, &name).try_set_permits(1).await.unwrap();
+    let permit = sem(&a, &name).acquire(None).await.unwrap();
+    let lock = a
+        .lock(unique("psem-renew-lock"))
+        .unwrap()
+        .lock()
+        .await
+        .unwrap();
+    assert!(permit.is_renewed());
+    assert_eq!(a.stats().watched, 2, "the permit and the lock");
+    let calls = a.stats().renew_calls;
+    let first_deadline = permit.lease_deadline();
+    let until = Instant::now() + WATCHDOG * 3;
+    while Instant::now() < until {
+        tokio::time::sleep(WATCHDOG / 4).await;
+        assert!(
+            sem(&b, &name).try_acquire(None).await.unwrap().is_none(),
+            "the watchdog let the permit expire"
+        );
+    }
+    assert!(!permit.is_lost());
+    permit.check().unwrap();
+    assert!(permit.lease_deadline() > first_deadline + WATCHDOG);
+    let ticks = a.stats().renew_calls - calls;
+    assert!(
+        ticks >= 2 * 6,
+        "{ticks} renewal calls for 2 leases in 3 timeouts"
+    );
+    permit.release().await.unwrap();
+    assert_eq!(a.stats().watched, 1);
+    assert_eq!(sem(&b, &name).available_permits().await.unwrap(), 1);
+    lock.unlock().await.unwrap();
+}
+
+/// A renewal that finds the permit released by id by another client, or
+/// its semaphore's leases deleted, tells the guard within a tick; the
+/// guard then sends no release.
+pub async fn lost_signal_when_permit_taken_away(h: &dyn Harness) {
+    let (a, b) = (watchdog_client(h).await, client(h).await);
+    let name = unique("psem-lost");
+    sem(&a, &name).try_set_permits(2).await.unwrap();
+    let permit = sem(&a, &name).acquire(None).await.unwrap();
+    assert!(sem(&b, &name).try_release(permit.id()).await.unwrap());
+    let taken_away = Instant::now();
+    tokio::time::timeout(WATCHDOG, permit.lost())
+        .await
+        .expect("lost signalled within one watchdog timeout");
+    assert!(taken_away.elapsed() <= WATCHDOG / 3 + WOKEN_WITHIN / 2);
+    assert!(permit.is_lost());
+    assert!(matches!(permit.check(), Err(LockError::LockLost { .. })));
+    assert_eq!(a.stats().watched, 0, "a lost permit is not renewed");
+    assert!(permit.release().await.unwrap_err().is_not_held());
+    assert_eq!(sem(&b, &name).available_permits().await.unwrap(), 2);
+
+    let permit = sem(&a, &name).acquire(None).await.unwrap();
+    assert!(h.del(&leases_key(h, &name)).await);
+    tokio::time::timeout(WATCHDOG, permit.lost())
+        .await
+        .expect("lost signalled within one watchdog timeout");
+    drop(permit);
+    a.settle().await;
+    assert!(h.keys().await.iter().all(|k| *k != leases_key(h, &name)));
+}
+
+/// This client's own release by id tells the permit's guard at once.
+pub async fn release_by_id_on_the_same_client_tells_the_guard(h: &dyn Harness) {
+    let a = watchdog_client(h).await;
+    let s = sem(&a, &unique("psem-own"));
+    s.try_set_permits(1).await.unwrap();
+    let permit = s.acquire(None).await.unwrap();
+    s.release(permit.id()).await.unwrap();
+    assert!(permit.is_lost());
+    tokio::time::timeout(Duration::from_millis(10), permit.lost())
+        .await
+        .expect("already lost");
+    assert_eq!(a.stats().watched, 0);
+}
+
+/// Dropping a guard gives its permit back (in the background) and stops
+/// its renewal; a waiter gets it.
+pub async fn dropped_permit_guard_gives_it_back(h: &dyn Harness) {
+    let (a, b) = (watchdog_client(h).await, client(h).await);
+    let name = unique("psem-drop");
+    sem(&a, &name).try_set_permits(1).await.unwrap();
+    for lease in [None, Some(Duration::from_secs(60))] {
+        let permit = sem(&a, &name).acquire(lease).await.unwrap();
+        let waiter = tokio::spawn({
+            let s = sem(&b, &name);
+            async move { s.acquire(None).await.unwrap() }
+        });
+        waiting(&b, 1).await;
+        let dropped = Instant::now();
+        drop(permit);
+        assert_eq!(a.stats().watched, 0);
+        let got = waiter.await.unwrap();
+        assert!(dropped.elapsed() < WOKEN_WITHIN, "{:?}", dropped.elapsed());
+        got.release().await.unwrap();
+    }
+    a.settle().await;
+    assert_eq!(sem(&a, &name).available_permits().await.unwrap(), 1);
+}
+
+/// A permit taken with a lease is not renewed: it comes back when the
+/// lease ends, and its guard is told a safety margin before.
+pub async fn leased_permit_expires_and_signals(h: &dyn Harness) {
+    let (a, b) = (watchdog_client(h).await, client(h).await);
+    let name = unique("psem-leased");
+    sem(&a, &name).try_set_permits(1).await.unwrap();
+    let lease = Duration::from_millis(1500);
+    let sent = Instant::now();
+    let permit = sem(&a, &name).acquire(Some(lease)).await.unwrap();
+    assert!(!permit.is_renewed());
+    assert_eq!(a.stats().watched, 0, "a fixed lease is not renewed");
+    assert!(permit.lease_deadline() >= sent + lease);
+    assert!(permit.lease_deadline() <= Instant::now() + lease);
+    // When it is told is the deadline's business (checked on the deadline,
+    // not on the clock after a wake-up, which a loaded machine delays).
+    let told_at = permit.lease_deadline() - a.config().safety_margin(lease) - sent;
+    assert!(told_at < lease, "told before the lease ends: {told_at:?}");
+    assert!(told_at >= lease - Duration::from_millis(100), "{told_at:?}");
+    permit.lost().await;
+    assert!(Instant::now() >= sent + told_at, "not told early");
+    let got = tokio::time::timeout(WOKEN_WITHIN, sem(&b, &name).acquire(None))
+        .await
+        .expect("the lease ended")
+        .unwrap();
+    assert!(sent.elapsed() >= lease - Duration::from_millis(20));
+    assert!(permit.release().await.unwrap_err().is_not_held());
+    got.release().await.unwrap();
+}
+
+/// `update_lease_time` on a guarded permit moves its guard's deadline.
+pub async fn update_lease_time_moves_the_guard_deadline(h: &dyn Harness) {
+    let a = watchdog_client(h).await;
+    let s = sem(&a, &unique("psem-guard-update"));
+    s.try_set_permits(1).await.unwrap();
+    let permit = s.acquire(Some(Duration::from_millis(500))).await.unwrap();
+    assert!(s
+        .update_lease_time(permit.id(), Some(Duration::from_secs(60)))
+        .await
+        .unwrap());
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert!(!permit.is_lost(), "the longer lease counts");
+    assert!(permit.lease_deadline() > Instant::now() + Duration::from_secs(50));
+    permit.release().await.unwrap();
+}
+
+/// Closing the client tells the guards of the permits its watchdog
+/// renewed; fixed-lease guards keep their lease.
+pub async fn close_tells_watchdog_permit_guards(h: &dyn Harness) {
+    let a = watchdog_client(h).await;
+    let s = sem(&a, &unique("psem-close"));
+    s.try_set_permits(2).await.unwrap();
+    let renewed = s.acquire(None).await.unwrap();
+    let leased = s.acquire(Some(Duration::from_secs(60))).await.unwrap();
+    a.close().await;
+    assert!(renewed.is_lost());
+    assert!(!leased.is_lost());
+    assert!(matches!(
+        leased.release().await.unwrap_err(),
+        LockError::Closed
+    ));
+}
+
+/// A semaphore whose count was overwritten with another type loses its
+/// permit's guard at the next renewal, and the permits of other
+/// semaphores renewed in the same batch stay held; the value is left
+/// untouched.
+pub async fn broken_semaphore_does_not_stop_other_renewals(h: &dyn Harness) {
+    let a = watchdog_client(h).await;
+    let (good, broken) = (unique("psem-good"), unique("psem-broken"));
+    sem(&a, &good).try_set_permits(1).await.unwrap();
+    sem(&a, &broken).try_set_permits(1).await.unwrap();
+    let kept = sem(&a, &good).acquire(None).await.unwrap();
+    let lost = sem(&a, &broken).acquire(None).await.unwrap();
+    let k = key(h, &broken);
+    assert!(h.del(&k).await);
+    h.hset(&k, "f", 1, None).await;
+    tokio::time::timeout(WATCHDOG, lost.lost())
+        .await
+        .expect("lost signalled within one watchdog timeout");
+    tokio::time::sleep(WATCHDOG * 2).await;
+    assert!(!kept.is_lost());
+    assert_eq!(sem(&a, &good).available_permits().await.unwrap(), 0);
+    assert_eq!(h.hash(&k).await, vec![("f".to_owned(), 1)]);
+    kept.release().await.unwrap();
 }

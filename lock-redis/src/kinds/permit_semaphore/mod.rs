@@ -22,7 +22,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lock_core::{
     Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, LockName,
-    PermitCounts, PermitId, PermitLease, PermitRequest, PermitSemaphoreKind, Result, Wake,
+    PermitCounts, PermitId, PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, Result,
+    Wake,
 };
 use lock_script::error::bad_reply;
 use lock_script::scripts::COMMON_LUA;
@@ -47,6 +48,8 @@ pub static UPDATE_LEASE: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("update_lease.lua")));
 /// Adds or removes free permits (`add.lua`).
 pub static ADD: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("add.lua")));
+/// Extends many taken permits' leases, never shortening one (`renew.lua`).
+pub static RENEW: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("renew.lua")));
 /// Sets the total of free and taken permits (`set.lua`).
 pub static SET: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("set.lua")));
 /// Reads the free and the taken permits (`counts.lua`).
@@ -81,6 +84,7 @@ impl PermitSemaphore {
             &ACQUIRE,
             &RELEASE,
             &UPDATE_LEASE,
+            &RENEW,
             &ADD,
             &AVAILABLE,
             &SET,
@@ -356,6 +360,25 @@ impl PermitSemaphoreKind for PermitSemaphore {
         )
         .idempotent(true);
         Ok(int_reply("update_lease", &self.env.eval(call).await?)? == 1)
+    }
+
+    /// Runs `renew.lua` in batches ([`ScriptEnv::renew_with`]).
+    ///
+    /// # Errors
+    /// A whole-call error when no connection could be had; otherwise
+    /// per-target errors for the chunks that failed.
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave any subset extended: harmless.
+    async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+        self.env
+            .renew_with(&RENEW, targets, lease_ms, |t| {
+                (
+                    self.keys(&t.name),
+                    vec![t.id.to_string(), self.env.publish_command()],
+                )
+            })
+            .await
     }
 
     /// `redisson_sc:{<name>}`, as the semaphore's.

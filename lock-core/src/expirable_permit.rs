@@ -1,0 +1,213 @@
+//! [`ExpirablePermit`]: proof of holding one permit of a
+//! [`PermitExpirableSemaphore`].
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+
+use crate::error::{LockError, Result};
+use crate::name::LockName;
+use crate::permit_leases::PermitLease;
+use crate::permit_semaphore::PermitExpirableSemaphore;
+use crate::semaphore_kind::PermitId;
+use crate::telemetry;
+
+/// A taken permit of a [`PermitExpirableSemaphore`]. Give it back with
+/// [`ExpirablePermit::release`]; dropping it gives it back in the background.
+///
+/// Taken without a lease, the client's watchdog keeps the permit alive
+/// while the guard lives, in the same batched tick that renews locks
+/// (every third of [`crate::ClientConfig::watchdog_timeout`], extending the
+/// lease to the watchdog timeout from then, never shortening it); with a
+/// lease it comes back when the lease ends, whatever happens.
+///
+/// # Lost permits
+/// [`ExpirablePermit::lost`] fires, and [`ExpirablePermit::is_lost`] turns
+/// `true`, when the permit may no longer be this guard's: a renewal found
+/// it not taken (its lease ended, it was released by id elsewhere, its
+/// semaphore was deleted), renewals could not be confirmed until a safety
+/// margin before its lease ends ([`crate::ClientConfig::safety_margin`]),
+/// its fixed lease (less the margin) ran out, this client gave it back by
+/// id or was closed while the watchdog kept it. A fixed-lease permit is not
+/// renewed, so only its lease end and this client's own calls tell it.
+///
+/// # Dropping
+/// Dropping the guard stops its renewal at once and sends the release from
+/// a background task on the client's runtime; errors there are logged, and
+/// the permit then comes back with its lease. Call
+/// [`ExpirablePermit::release`] to see errors, or [`ExpirablePermit::into_id`] to
+/// keep the permit taken for whoever releases it by id. A guard of a permit
+/// already known lost sends nothing.
+#[must_use = "the permit is given back as soon as the guard is dropped"]
+#[derive(Debug)]
+pub struct ExpirablePermit {
+    semaphore: PermitExpirableSemaphore,
+    lease: Arc<PermitLease>,
+    done: bool,
+}
+
+impl ExpirablePermit {
+    pub(crate) fn new(semaphore: PermitExpirableSemaphore, lease: Arc<PermitLease>) -> Self {
+        telemetry::guard_held(lease.kind.kind_name(), true);
+        if lease.watched && semaphore.inner().watchdog.is_stopped() {
+            // Closed meanwhile: nothing will renew it.
+            semaphore.inner().permits.end(&lease, "closed");
+        }
+        Self {
+            semaphore,
+            lease,
+            done: false,
+        }
+    }
+
+    /// The permit's id: what [`PermitExpirableSemaphore::release`] and
+    /// Redisson's `release(id)` take.
+    pub fn id(&self) -> PermitId {
+        self.lease.target.id
+    }
+
+    /// The semaphore's name.
+    pub fn name(&self) -> &LockName {
+        &self.lease.target.name
+    }
+
+    /// Whether the watchdog renews the permit (taken without a lease).
+    pub fn is_renewed(&self) -> bool {
+        self.lease.watched
+    }
+
+    /// When the store may take the permit back: after this instant another
+    /// holder may have it. Under the watchdog it moves later with each
+    /// successful renewal; with a fixed lease it is when the acquisition
+    /// was sent plus the lease. The guard reports the loss a safety margin
+    /// earlier ([`ExpirablePermit::lost`]). As for [`crate::Guard::lease_deadline`],
+    /// measured on this client's clock from when the request was sent.
+    pub fn lease_deadline(&self) -> Instant {
+        self.lease.deadline().expires
+    }
+
+    /// Whether the permit is known lost (see the type's docs). Once
+    /// `true`, it stays `true`. Cheap; makes no I/O.
+    pub fn is_lost(&self) -> bool {
+        let lost = self.lease.is_lost();
+        if lost {
+            // Leaves the table at once (the watchdog would at its next
+            // wake-up).
+            self.semaphore.inner().permits.end(&self.lease, "expired");
+        }
+        lost
+    }
+
+    /// Resolves when the permit is lost (see [`ExpirablePermit::is_lost`]).
+    /// Use it to abort the work the permit allows:
+    ///
+    /// ```
+    /// # async fn work() {}
+    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_core::Result<()> {
+    /// tokio::select! {
+    ///     _ = work() => permit.release().await?,
+    ///     _ = permit.lost() => eprintln!("permit lost; work aborted"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Cancel-safe; it only observes.
+    pub async fn lost(&self) {
+        self.lease.lost().await;
+        self.is_lost();
+    }
+
+    /// `Err(LockLost)` once the permit is known lost: a cheap check for
+    /// loops in the work the permit allows.
+    ///
+    /// ```
+    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_core::Result<()> {
+    /// for batch in 0..10 {
+    ///     permit.check()?; // stop once the permit is gone
+    ///     // … process batch …
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::LockLost`].
+    pub fn check(&self) -> Result<()> {
+        if self.is_lost() {
+            Err(LockError::LockLost {
+                name: format!("{} (permit {})", self.name(), self.id()),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Gives the permit back; waiters are told the new count.
+    ///
+    /// # Errors
+    /// [`LockError::NotHeld`] when the permit was no longer taken: its
+    /// lease ended, or it was released by id (nothing is sent when that was
+    /// known already, [`ExpirablePermit::is_lost`]); store errors that
+    /// outlived the retry policy (the permit then comes back with its
+    /// lease); [`LockError::Closed`].
+    ///
+    /// # Cancel safety
+    /// The release runs to completion even when this future is dropped.
+    pub async fn release(mut self) -> Result<()> {
+        self.done = true;
+        let not_held = || LockError::NotHeld {
+            name: format!("{} (permit {})", self.name(), self.id()),
+        };
+        if !self.semaphore.inner().permits.unregister(&self.lease) {
+            return Err(not_held());
+        }
+        // Runs to completion on the client's runtime even if dropped.
+        if self.semaphore.try_release(self.id()).await? {
+            Ok(())
+        } else {
+            Err(not_held())
+        }
+    }
+
+    /// Stops renewing the permit and hands back its id, leaving it taken:
+    /// the Redisson style, where another process (or a later call) gives it
+    /// back by id ([`PermitExpirableSemaphore::release`]). The permit
+    /// comes back by itself when its lease ends; a permit the watchdog
+    /// renewed has at most [`crate::ClientConfig::watchdog_timeout`] left,
+    /// so set a longer lease first when the id is handed on
+    /// ([`PermitExpirableSemaphore::update_lease_time`]).
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// let permit = sem.acquire(Some(Duration::from_secs(600))).await?;
+    /// let id = permit.into_id(); // released later, by id, by whoever gets it
+    /// sem.release(id).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn into_id(mut self) -> PermitId {
+        self.done = true;
+        self.semaphore.inner().permits.unregister(&self.lease);
+        self.id()
+    }
+}
+
+impl Drop for ExpirablePermit {
+    fn drop(&mut self) {
+        telemetry::guard_held(self.lease.kind.kind_name(), false);
+        if self.done {
+            return;
+        }
+        let inner = self.semaphore.inner();
+        let send = inner.permits.unregister(&self.lease);
+        if inner.is_closed() {
+            tracing::debug!(semaphore = %self.name(), "permit guard dropped after close; the permit comes back with its lease");
+            return;
+        }
+        if !send {
+            tracing::debug!(semaphore = %self.name(), "guard of a lost permit dropped; nothing to send");
+            return;
+        }
+        self.semaphore.release_in_background(self.id());
+    }
+}

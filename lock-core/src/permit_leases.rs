@@ -1,0 +1,282 @@
+//! The client's table of leased permits: one entry per permit its
+//! [`crate::ExpirablePermit`]s hold, what the watchdog renews besides locks.
+//!
+//! # What an entry knows
+//! Until when the store keeps the permit at least — its [`Deadline`]: the
+//! send time of the acquisition (or of the last successful renewal) plus
+//! the lease, reported lost a safety margin earlier, as a lock's hold
+//! (the `holds` module). Unlike a lock's hold, a permit has exactly one
+//! guard: its id is fresh per acquisition, so there is no sharing and no
+//! generation to tell apart.
+//!
+//! # When an entry is lost
+//! - a renewal finds the permit not taken (expired, released by id
+//!   elsewhere, its semaphore deleted);
+//! - its deadline passes: renewals could not be confirmed in time, or its
+//!   fixed lease ran out;
+//! - this client releases it by id ([`crate::PermitExpirableSemaphore::release`]),
+//!   or sets a lease the store says it no longer has;
+//! - the watchdog stops ([`crate::LockClient::close`]) while it renews it.
+//!
+//! Once reported, a loss stays: a renewal landing later does not revive it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::holds::Deadline;
+use crate::semaphore_kind::{PermitSemaphoreKind, PermitTarget};
+use crate::telemetry;
+
+/// One leased permit of one guard.
+pub(crate) struct PermitLease {
+    pub(crate) target: PermitTarget,
+    /// The semaphore kind it was taken through: it renews it.
+    pub(crate) kind: Arc<dyn PermitSemaphoreKind>,
+    /// Whether the watchdog renews it (no fixed lease).
+    pub(crate) watched: bool,
+    lost: CancellationToken,
+    /// Set when the entry ends, lost or not: a loss is counted once.
+    ended: AtomicBool,
+    deadline: Mutex<Deadline>,
+}
+
+impl std::fmt::Debug for PermitLease {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PermitLease")
+            .field("semaphore", &self.target.name)
+            .field("id", &self.target.id)
+            .field("lost", &self.lost.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl PermitLease {
+    fn deadline_guard(&self) -> MutexGuard<'_, Deadline> {
+        self.deadline.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The permit's current deadline.
+    pub(crate) fn deadline(&self) -> Deadline {
+        *self.deadline_guard()
+    }
+
+    fn overdue(&self) -> bool {
+        self.lost.is_cancelled() || Instant::now() >= self.deadline_guard().lost_at
+    }
+
+    /// Whether the permit is known lost or past its deadline (then marked
+    /// lost for good). Makes no I/O.
+    pub(crate) fn is_lost(&self) -> bool {
+        let lost = self.overdue();
+        if lost {
+            self.finish(Some("expired"));
+        }
+        lost
+    }
+
+    /// Resolves once the permit is lost: told, or past its deadline (which
+    /// renewals may move later meanwhile).
+    pub(crate) async fn lost(&self) {
+        while !self.is_lost() {
+            let lost_at = self.deadline().lost_at;
+            tokio::select! {
+                _ = self.lost.cancelled() => return,
+                _ = tokio::time::sleep_until(lost_at) => {}
+            }
+        }
+    }
+
+    /// Ends the entry; `loss` says why when it is a loss (counted once).
+    fn finish(&self, loss: Option<&'static str>) {
+        if !self.ended.swap(true, Ordering::AcqRel) {
+            if let Some(reason) = loss {
+                telemetry::lost(self.kind.kind_name(), reason);
+            }
+        }
+        self.lost.cancel();
+    }
+
+    /// Moves the deadline later (never earlier); `false` once the permit
+    /// is lost or overdue.
+    pub(crate) fn extend(&self, deadline: Deadline) -> bool {
+        let mut current = self.deadline_guard();
+        if self.lost.is_cancelled() || Instant::now() >= current.lost_at {
+            return false;
+        }
+        current.expires = current.expires.max(deadline.expires);
+        current.lost_at = current.lost_at.max(deadline.lost_at);
+        true
+    }
+
+    /// Sets the deadline as the store was just told (a lease update, which
+    /// may shorten it); nothing once the permit is lost.
+    fn reset(&self, deadline: Deadline) {
+        let mut current = self.deadline_guard();
+        if !self.lost.is_cancelled() {
+            *current = deadline;
+        }
+    }
+}
+
+/// Every leased permit of one client's guards.
+pub(crate) struct PermitLeases {
+    table: Mutex<HashMap<PermitTarget, Arc<PermitLease>>>,
+    /// Entries the watchdog renews.
+    watched: AtomicUsize,
+    /// Woken when a watched entry registers.
+    pub(crate) work: Notify,
+}
+
+impl PermitLeases {
+    pub(crate) fn new() -> Self {
+        Self {
+            table: Mutex::new(HashMap::new()),
+            watched: AtomicUsize::new(0),
+            work: Notify::new(),
+        }
+    }
+
+    fn table(&self) -> MutexGuard<'_, HashMap<PermitTarget, Arc<PermitLease>>> {
+        // Every update is one map operation: consistent across a panic.
+        self.table.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers the guard of a permit just taken through `kind`, whose
+    /// acquisition gives `deadline`; `watched` when the watchdog renews it.
+    pub(crate) fn register(
+        &self,
+        target: PermitTarget,
+        kind: Arc<dyn PermitSemaphoreKind>,
+        deadline: Deadline,
+        watched: bool,
+    ) -> Arc<PermitLease> {
+        let lease = Arc::new(PermitLease {
+            target: target.clone(),
+            kind,
+            watched,
+            lost: CancellationToken::new(),
+            ended: AtomicBool::new(false),
+            deadline: Mutex::new(deadline),
+        });
+        // Ids are fresh per acquisition: no entry of this target exists.
+        self.table().insert(target, Arc::clone(&lease));
+        if watched {
+            self.watched.fetch_add(1, Ordering::AcqRel);
+            self.work.notify_one();
+        }
+        lease
+    }
+
+    /// Removes `lease`'s entry if it is still there; whether it was.
+    fn remove(&self, lease: &Arc<PermitLease>) -> bool {
+        let mut table = self.table();
+        let present = table
+            .get(&lease.target)
+            .is_some_and(|entry| Arc::ptr_eq(entry, lease));
+        if present {
+            table.remove(&lease.target);
+            if lease.watched {
+                self.watched.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        present
+    }
+
+    /// The guard goes away (released, forgotten or dropped): the entry
+    /// leaves, so no renewal starts after this. Returns whether a release
+    /// should be sent: not when the permit is known lost (it may be taken
+    /// again by then, under the same id only by a late duplicate, but
+    /// never this guard's to give back).
+    pub(crate) fn unregister(&self, lease: &Arc<PermitLease>) -> bool {
+        self.remove(lease);
+        let send = !lease.is_lost();
+        lease.finish(None);
+        send
+    }
+
+    /// `lease` is lost for `reason`: its guard is told, and the entry
+    /// leaves the table.
+    pub(crate) fn end(&self, lease: &Arc<PermitLease>, reason: &'static str) {
+        self.remove(lease);
+        lease.finish(Some(reason));
+    }
+
+    /// The entry of `target`, if a guard of this client holds it.
+    fn get(&self, target: &PermitTarget) -> Option<Arc<PermitLease>> {
+        self.table().get(target).map(Arc::clone)
+    }
+
+    /// The permit `target` was given back, or found not taken, by a call
+    /// that is not its guard's: the guard (if any) is told.
+    pub(crate) fn gone(&self, target: &PermitTarget, reason: &'static str) {
+        if let Some(lease) = self.get(target) {
+            tracing::warn!(semaphore = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
+            self.end(&lease, reason);
+        }
+    }
+
+    /// The lease of `target` was set to end at `deadline` by a call that
+    /// is not its guard's ([`crate::PermitExpirableSemaphore::update_lease_time`]).
+    pub(crate) fn updated(&self, target: &PermitTarget, deadline: Deadline) {
+        if let Some(lease) = self.get(target) {
+            lease.reset(deadline);
+        }
+    }
+
+    /// The permits the watchdog renews, not known lost.
+    pub(crate) fn watched_leases(&self) -> Vec<Arc<PermitLease>> {
+        self.table()
+            .values()
+            .filter(|lease| lease.watched && !lease.lost.is_cancelled())
+            .map(Arc::clone)
+            .collect()
+    }
+
+    /// The earliest time a permit the watchdog renews is reported lost.
+    pub(crate) fn earliest_watched_loss(&self) -> Option<Instant> {
+        self.table()
+            .values()
+            .filter(|lease| lease.watched)
+            .map(|lease| lease.deadline().lost_at)
+            .min()
+    }
+
+    /// Ends every permit past its deadline.
+    pub(crate) fn end_overdue(&self) {
+        let overdue: Vec<Arc<PermitLease>> = self
+            .table()
+            .values()
+            .filter(|lease| lease.overdue())
+            .map(Arc::clone)
+            .collect();
+        for lease in overdue {
+            if !lease.lost.is_cancelled() {
+                tracing::warn!(semaphore = %lease.target.name, id = %lease.target.id, "permit lease deadline passed without a successful renewal; signalling loss");
+            }
+            self.end(&lease, "expired");
+        }
+    }
+
+    /// Ends every permit the watchdog renews: it stopped.
+    pub(crate) fn end_watched(&self) {
+        let watched: Vec<Arc<PermitLease>> = self
+            .table()
+            .values()
+            .filter(|lease| lease.watched)
+            .map(Arc::clone)
+            .collect();
+        for lease in watched {
+            self.end(&lease, "closed");
+        }
+    }
+
+    /// How many permits the watchdog renews.
+    pub(crate) fn watched_len(&self) -> usize {
+        self.watched.load(Ordering::Acquire)
+    }
+}
