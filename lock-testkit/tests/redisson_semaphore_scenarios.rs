@@ -759,7 +759,7 @@ async fn test_release_many_expired_does_not_throw() {
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     sleep(MS(250)).await;
-    s.acquire(Some(MS(100))).await.unwrap();
+    s.acquire(Some(MS(100))).await.unwrap().into_id();
     assert_eq!(s.available_permits().await.unwrap(), 9);
     sleep(MS(250)).await;
     assert_eq!(s.available_permits().await.unwrap(), 10);
