@@ -2,7 +2,7 @@
 //! clients, and waiters that give up leave no trace in the queue.
 //! (The engine-level conformance suite for fair locks runs separately.)
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! head; a partial release, an acquisition and joining the queue fail with
 //! the typed [`LockError::OutOfMemory`], having written nothing.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! their channels. Key and channel names are spelled out literally here, to
 //! pin Redisson's layout.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

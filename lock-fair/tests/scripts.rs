@@ -1,7 +1,7 @@
 //! Every fair script against a real server, checked on the raw state (the
 //! lock hash, the queue list, the deadline zset) and on what is published.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

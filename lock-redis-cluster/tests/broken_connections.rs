@@ -3,7 +3,7 @@
 //! release, a renewal, a read). Scripted fake nodes stand in for the
 //! cluster, so the send can be observed.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -19,91 +19,114 @@ use lock_testkit::fixtures::RedisCluster;
 
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
-/// Every suite, one check at a time, against one cluster: four clusters
-/// running suites side by side would load a 2-core machine enough to
-/// starve the 300 ms watchdog ticks the checks rely on.
+/// Every suite against one cluster, in two lanes of suites run side by
+/// side, each lane one check at a time: two checks at once, as the
+/// single-node suites run (one test per check, two test threads). More
+/// lanes, or a cluster per suite, would load a 2-core machine enough to
+/// starve the 300 ms watchdog ticks the checks rely on; one lane took
+/// about two minutes. The lanes hold about the same number of checks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
-    let suites = [
-        (
-            "reentrant, sharded pub/sub",
-            PubSubMode::Sharded,
-            Suite::Reentrant,
-        ),
-        (
-            "reentrant, classic pub/sub",
-            PubSubMode::Classic,
-            Suite::Reentrant,
-        ),
-        (
-            "fair, pub/sub chosen by version",
-            PubSubMode::Auto,
-            Suite::Fair,
-        ),
-        ("latch, sharded pub/sub", PubSubMode::Sharded, Suite::Latch),
-        (
-            "read-write, pub/sub chosen by version",
-            PubSubMode::Auto,
-            Suite::ReadWrite,
-        ),
+    let lanes = [
+        [
+            (
+                "reentrant, sharded pub/sub",
+                Suite::Reentrant(PubSubMode::Sharded),
+            ),
+            (
+                "fair, pub/sub chosen by version",
+                Suite::Fair(PubSubMode::Auto),
+            ),
+            ("reentrant, polling", Suite::PollingReentrant),
+            ("latch, sharded pub/sub", Suite::Latch(PubSubMode::Sharded)),
+        ],
+        [
+            (
+                "reentrant, classic pub/sub",
+                Suite::Reentrant(PubSubMode::Classic),
+            ),
+            (
+                "read-write, pub/sub chosen by version",
+                Suite::ReadWrite(PubSubMode::Auto),
+            ),
+            ("fair, polling", Suite::PollingFair),
+            // The semaphore kinds on sharded pub/sub: their channel
+            // (`redisson_sc:{name}`) shares the count's slot. Classic
+            // pub/sub is the transport's, not the kind's: the reentrant
+            // suite covers it here, and the single-node suites run every
+            // kind on it.
+            (
+                "semaphores, sharded pub/sub",
+                Suite::Semaphores(PubSubMode::Sharded),
+            ),
+        ],
     ];
+    let [a, b] = lanes.map(|lane| run_lane(&cluster, lane));
+    let (a, b) = tokio::join!(a, b);
+    let failed: Vec<String> = a.into_iter().chain(b).collect();
+    assert!(failed.is_empty(), "failed checks: {failed:?}");
+}
+
+/// One suite's checks against the cluster, in the given pub/sub mode;
+/// the polling suites poll (nothing is subscribed).
+enum Suite {
+    Reentrant(PubSubMode),
+    Fair(PubSubMode),
+    ReadWrite(PubSubMode),
+    Latch(PubSubMode),
+    Semaphores(PubSubMode),
+    PollingReentrant,
+    PollingFair,
+}
+
+/// Runs the lane's suites one after another; returns the failed checks as
+/// "suite: check".
+async fn run_lane(cluster: &RedisCluster, lane: [(&str, Suite); 4]) -> Vec<String> {
     let mut failed = Vec::new();
-    for (suite, mode, kind) in suites {
-        let h = common::cluster::harness(&cluster, mode).await;
+    for (suite, kind) in lane {
         let (h, checks): (Arc<dyn Harness>, _) = match kind {
-            Suite::Fair => (
-                Arc::new(FairSuite(h as Arc<dyn Harness>)),
+            Suite::Reentrant(mode) => (
+                common::cluster::harness(cluster, mode).await,
+                lock_testkit::conformance_checks!(),
+            ),
+            Suite::Fair(mode) => (
+                Arc::new(FairSuite(
+                    common::cluster::harness(cluster, mode).await as Arc<dyn Harness>,
+                )),
                 lock_testkit::fair_conformance_checks!(),
             ),
-            Suite::Reentrant => (h, lock_testkit::conformance_checks!()),
-            Suite::Latch => (h, lock_testkit::latch_conformance_checks!()),
-            Suite::ReadWrite => (h, lock_testkit::rwlock_conformance_checks!()),
+            Suite::ReadWrite(mode) => (
+                common::cluster::harness(cluster, mode).await,
+                lock_testkit::rwlock_conformance_checks!(),
+            ),
+            Suite::Latch(mode) => (
+                common::cluster::harness(cluster, mode).await,
+                lock_testkit::latch_conformance_checks!(),
+            ),
+            Suite::Semaphores(mode) => (
+                common::cluster::harness(cluster, mode).await,
+                lock_testkit::semaphore_conformance_checks!(),
+            ),
+            Suite::PollingReentrant => (
+                Arc::new(Polling::new(
+                    common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn Harness>,
+                )),
+                lock_testkit::conformance_checks!(),
+            ),
+            Suite::PollingFair => (
+                Arc::new(FairSuite(Polling::new(
+                    common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn Harness>,
+                ))),
+                lock_testkit::fair_conformance_checks!(),
+            ),
         };
         for name in run_checks(h, checks, CHECK_LIMIT).await {
             failed.push(format!("{suite}: {name}"));
         }
     }
-    // Both suites once more with clients that poll: nothing is subscribed.
-    let h = common::cluster::harness(&cluster, PubSubMode::Auto).await as Arc<dyn Harness>;
-    let polling: [(&str, Arc<dyn Harness>, _); 2] = [
-        (
-            "reentrant, polling",
-            Arc::new(Polling::new(Arc::clone(&h))),
-            lock_testkit::conformance_checks!(),
-        ),
-        (
-            "fair, polling",
-            Arc::new(FairSuite(Polling::new(h))),
-            lock_testkit::fair_conformance_checks!(),
-        ),
-    ];
-    for (suite, h, checks) in polling {
-        for name in run_checks(h, checks, CHECK_LIMIT).await {
-            failed.push(format!("{suite}: {name}"));
-        }
-    }
-    // The semaphore kinds on sharded pub/sub: their channel
-    // (`redisson_sc:{name}`) shares the count's slot. Classic pub/sub is
-    // the transport's, not the kind's: the reentrant suite covers it here,
-    // and the single-node suites run every kind on it.
-    {
-        let (suite, mode) = ("semaphores, sharded pub/sub", PubSubMode::Sharded);
-        let h = common::cluster::harness(&cluster, mode).await;
-        let checks = lock_testkit::semaphore_conformance_checks!();
-        for name in run_checks(h, checks, CHECK_LIMIT).await {
-            failed.push(format!("{suite}: {name}"));
-        }
-    }
-    assert!(failed.is_empty(), "failed checks: {failed:?}");
-}
-
-enum Suite {
-    Reentrant,
-    Fair,
-    ReadWrite,
-    Latch,
+    failed
 }
 
 /// 10 000 random names, half of them with braces, hash to the slot

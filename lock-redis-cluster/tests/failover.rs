@@ -2,7 +2,7 @@
 //! resume within a bounded time, waiters still get the lock, and with
 //! replica sync a lock acknowledged to the caller survives.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

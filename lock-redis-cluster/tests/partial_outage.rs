@@ -4,7 +4,7 @@
 //! within the caller's wait. And seeds that never answer do not keep a
 //! client from connecting through one that does.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::time::Duration;

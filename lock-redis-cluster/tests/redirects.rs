@@ -2,7 +2,7 @@
 //! `-CLUSTERDOWN` replies from fake nodes: the transport's routing alone,
 //! without a real cluster.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

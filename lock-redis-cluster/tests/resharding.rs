@@ -1,7 +1,7 @@
 //! Locks keep working, with no user-visible error and no two holders at
 //! once, while their slot migrates between masters.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! The command connections: one round trip per operation, few failed calls
 //! when connections break, many tasks sharing few connections.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

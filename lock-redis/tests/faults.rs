@@ -1,7 +1,7 @@
 //! Failures users get: a frozen or dead server gives a retryable error
 //! within the timeout, never a hang; bad configuration fails before I/O.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

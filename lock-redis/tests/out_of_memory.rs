@@ -3,7 +3,7 @@
 //! that needs a write Redis refuses fails with the typed
 //! [`LockError::OutOfMemory`], having written nothing.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The pub/sub connection: delivery, unsubscribe, and recovery after the
 //! connection or the server goes away.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! Interoperability with Redisson: what we write is what Redisson reads, and
 //! what Redisson writes is what we read.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

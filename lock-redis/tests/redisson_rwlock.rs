@@ -5,7 +5,7 @@
 //! named after the scenario, with durations scaled down (a 900 ms watchdog
 //! instead of 30 s).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

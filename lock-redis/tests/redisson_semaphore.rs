@@ -3,7 +3,7 @@
 //! the Java side (what Redisson's scripts write and publish), and a raw
 //! subscriber listens where a Java waiter would.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

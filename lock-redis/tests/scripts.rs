@@ -1,7 +1,7 @@
 //! Every script against a real server: outcomes, counts, latches, fencing,
 //! batched renewals, wrong types, inspection, and script-cache loss.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

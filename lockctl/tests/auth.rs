@@ -2,7 +2,7 @@
 //! is no flag for it); rejected credentials and missing ACL permissions
 //! exit 77, a bad URL 64.
 
-mod common;
+use crate::common;
 
 use common::*;
 use lock_testkit::fixtures::RedisServer;

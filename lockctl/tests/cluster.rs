@@ -1,7 +1,7 @@
 //! `lockctl --cluster` against a real 6-node Redis Cluster: the same
 //! commands, routed by slot.
 
-mod common;
+use crate::common;
 
 use std::fs;
 

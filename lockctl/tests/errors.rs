@@ -1,7 +1,7 @@
 //! Failures end as one `lockctl: …` line on stderr and a sysexits code,
 //! never a panic or a hang.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! Linux only: the parent-death signal and `/proc` are.
 #![cfg(target_os = "linux")]
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! back; a run started while Redis is down connects once it is back; both
 //! within `--wait`.
 
-mod common;
+use crate::common;
 
 use std::thread;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `lockctl run --permits N`: at most N concurrent runs of a command, on an
 //! expirable-permit semaphore created with N permits if absent.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `lockctl run --redlock`: a command under a RedLock over three
 //! redis-servers, with the exit codes of a plain `run`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `lockctl run` end to end: exclusion, waiting, the command's environment
 //! and exit status, and every way a hold can end while the command runs.
 
-mod common;
+use crate::common;
 
 use std::fs;
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! `lockctl run --read` / `--write`: runs under the two sides of a
 //! read-write lock (Redisson's `RReadWriteLock` layout).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! `lockctl --sentinel … --master NAME`: the master is found through the
 //! sentinels; bad combinations are usage errors (exit 64).
 
-mod common;
+use crate::common;
 
 use common::*;
 use lock_testkit::fixtures::{SentinelGroup, SENTINEL_MASTER_NAME};

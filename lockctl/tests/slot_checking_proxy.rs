@@ -2,7 +2,7 @@
 //! slots (here a one-node cluster owning every slot) works as one server;
 //! the flag makes no sense with --cluster or --sentinel (exit 64).
 
-mod common;
+use crate::common;
 
 use common::*;
 use lock_testkit::fixtures::RedisServer;

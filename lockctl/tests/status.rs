@@ -1,7 +1,7 @@
 //! `lockctl status` and `lockctl force-unlock` end to end, checked against
 //! what Redis itself shows.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! and `--tls-key`, on one server and on a cluster; a refused certificate
 //! is exit 77 (one line), a missing or half-given TLS file exit 64.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

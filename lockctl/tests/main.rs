@@ -1,0 +1,36 @@
+//! Every integration test of this crate, in one binary: each `tests/*.rs`
+//! file is a module here (`autotests = false` in Cargo.toml). Each binary
+//! links the whole dependency graph, and one per file was most of the
+//! suite's build time on 2-core CI machines; in one binary the slow tests
+//! also run side by side instead of one file after another.
+//!
+//! Adding a test file `tests/foo.rs`: add `mod foo;` below (in name order)
+//! and, in the file, `use crate::common;` instead of `mod common;`. Run it
+//! alone with `cargo test -p lockctl --test integration foo::`.
+//! `every_test_file_is_a_module` fails for a file neither listed here nor a
+//! `[[test]]` target of Cargo.toml (cargo would not build it at all).
+//!
+//! A few files that ran alone and time things stay binaries of their own:
+//! the `[[test]]` targets at the end of Cargo.toml.
+
+mod auth;
+mod cluster;
+mod common;
+mod errors;
+mod group;
+mod outage;
+mod permits;
+mod redlock;
+mod run;
+mod rwlock;
+mod sentinel;
+mod slot_checking_proxy;
+mod status;
+mod tls;
+
+/// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
+/// target): cargo builds no file it is not told about.
+#[test]
+fn every_test_file_is_a_module() {
+    lock_testkit::fixtures::assert_test_files_mounted(env!("CARGO_MANIFEST_DIR"));
+}
