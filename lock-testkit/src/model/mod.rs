@@ -1,0 +1,354 @@
+//! Model-based testing (feature `model`): random sequences of each kind's
+//! store operations by several clients and owners, with time passing, run
+//! against the in-memory store and against a real store, must give the
+//! same answers and leave the same keyspace (keys, types, values, times to
+//! live within a tolerance) after every step.
+//!
+//! One piece serves every kind: a kind describes its operations as a
+//! [`Model`] (a generator of operations and how to apply one to the kind's
+//! raw store operations); [`steps`] mixes them with time passing, [`run`]
+//! plays a sequence on any [`Store`] and records a [`Trace`], and
+//! [`compare`] finds the first step where two traces part. The models:
+//! [`Kind`] (the kinds that hand out `Lock`s: reentrant, fair),
+//! [`ReadWrite`], [`Semaphore`], [`PermitSemaphore`] and [`Latch`] (see
+//! "Every model" below). A backend crate runs each in
+//! a property test with [`config`] (a fixed case count and a fixed seed, so
+//! a failure reproduces); with feature `fixtures`, [`against_redis`] does
+//! the whole comparison of one case against a throw-away `redis-server`,
+//! and [`check_on_thread`] runs a model's cases on a thread of its own.
+//!
+//! Both worlds run the kinds' own Lua scripts (the in-memory store on its
+//! embedded Lua 5.1), so a difference is a place where the in-memory store
+//! (its commands, Lua conversion, expiry or clock) does not answer as
+//! Redis does, or where a script depends on something the store does not
+//! model: either would make the in-memory tests under paused time stop
+//! standing for Redis.
+//!
+//! Identities are the same in both worlds: fixed client uuids in owners,
+//! permit ids counted from the start of a run, and request ids (random,
+//! because lock-core makes them so) written into key names are replaced by
+//! their order of creation in the snapshots ([`Ids`]).
+//!
+//! Time: the model runs under paused tokio time, the real store in real
+//! time, each sleeping until the step's model time since the run began (so
+//! the real run's lag does not accumulate across steps). Leases, waiter
+//! timeouts, latch times to live and time steps sit on a 100 ms grid
+//! offset by 50 ms (150/350/950 ms; steps of 0–300 ms in 100 ms units), so
+//! no operation lands within 50 ms of an expiry in either world and both
+//! agree on what has expired. One exception: a fair waiter queued behind
+//! one with a longer waiter timeout takes that waiter's deadline + its own,
+//! which lands on the grid; an operation at exactly that time sees it
+//! expired in both worlds, because the real run only ever lags the model.
+//! The real run measures its lag behind the model at every step: times in
+//! snapshots (times to live, epoch-millisecond scores, taken relative to
+//! each store's clock) agree within that lag (+ [`TOLERANCE_MS`]), and a
+//! run that fell [`GRID_MARGIN_MS`] behind (a loaded machine) is compared
+//! only up to there, since it may see expiries the model does not.
+//!
+//! # Every model
+//! | model | operations |
+//! | --- | --- |
+//! | [`Kind`] | acquire (fenced or not, queueing or not), release, leave the queue, renew, force unlock, inspect, repeat a request |
+//! | [`ReadWrite`] | read, write (lock: queueing as a waiting writer; try_lock: not), unlock either side, downgrade, a waiting writer gives up, renew either side, force unlock either side, inspect either side, repeat |
+//! | [`Semaphore`] | try_set_permits (with or without a time to live), add (± up to the bound), try_acquire(n), release(n), drain, available, repeat |
+//! | [`PermitSemaphore`] | try_set_permits, add, acquire with or without a lease, release (= try_release) of a taken or unknown id, update_lease, available, repeat |
+//! | [`Latch`] | try_set_count (up to `i64::MAX`), count_down, count, delete, repeat |
+
+mod keyspace;
+mod latch;
+mod locks;
+mod permits;
+#[cfg(feature = "fixtures")]
+mod redis_store;
+mod rwlock;
+mod semaphore;
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use lock_core::{LockClient, LockName, Owner, PermitId, RequestId};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
+
+use crate::memory::ScriptReply;
+use crate::InMemoryServer;
+
+pub use crate::conformance::Kind;
+pub use keyspace::{Entry, Item, Keyspace, DUMP, TOLERANCE_MS};
+
+/// How far from an expiry the time grid keeps every operation (see the
+/// module docs).
+pub const GRID_MARGIN_MS: i64 = 50;
+pub use latch::{Latch, LatchOp, LatchState};
+pub use locks::{Locks, Op, Seen};
+pub use permits::{PermitOp, PermitSemaphore, PermitState};
+#[cfg(feature = "fixtures")]
+pub use redis_store::{against_redis, check_on_thread, RedisStore};
+pub use rwlock::{ReadWrite, RwOp, RwSeen, RwState, Side};
+pub use semaphore::{SemOp, SemState, Semaphore};
+
+/// How many clients (connections) a sequence uses.
+pub const CLIENTS: usize = 2;
+/// Leases, waiter timeouts and latch times to live, on the grid (see the
+/// module docs).
+pub(crate) const DURATIONS_MS: [u64; 3] = [150, 350, 950];
+/// How long a request's outcome is kept for a repeat: none, or on the grid.
+pub(crate) const LATCH_TTLS_MS: [u64; 3] = [0, 350, 30_000];
+/// The seed of [`config`] when `PROPTEST_RNG_SEED` does not give one.
+pub const SEED: u64 = 0x6d6f_6465_6c5f_3132;
+
+/// One kind's operations under the model: which operations exist and how
+/// one runs on the kind's raw store operations. A value of the type names
+/// the kind (a [`Kind`], or a unit struct for the others).
+#[async_trait(?Send)]
+pub trait Model: Copy + Debug + 'static {
+    /// One operation.
+    type Op: Clone + Debug + 'static;
+    /// What one operation showed. Times are compared by presence only
+    /// (their values differ by the real time the real run takes); the
+    /// keyspace snapshots compare them within a tolerance.
+    type Seen: Clone + Debug + PartialEq;
+    /// The kind's handles and what a run remembers between operations.
+    type State;
+
+    /// Random operations.
+    fn op(self) -> BoxedStrategy<Self::Op>;
+
+    /// The state of a fresh run over `clients` (one per [`CLIENTS`]).
+    fn start(self, clients: &[LockClient]) -> Self::State;
+
+    /// Runs `op`, noting every request id it creates in `ids`.
+    async fn apply(self, state: &mut Self::State, op: &Self::Op, ids: &mut Ids) -> Self::Seen;
+}
+
+/// One step of a sequence.
+#[derive(Debug, Clone)]
+pub enum Step<O> {
+    /// An operation of the kind under test.
+    Op(O),
+    /// Let time pass, in 100 ms steps.
+    Advance {
+        /// How many steps.
+        steps: u64,
+    },
+}
+
+/// Random sequences of `model`'s operations with time passing.
+pub fn steps<M: Model>(model: M) -> impl Strategy<Value = Vec<Step<M::Op>>> {
+    let step = prop_oneof![
+        6 => model.op().prop_map(Step::Op),
+        1 => (0..4u64).prop_map(|steps| Step::Advance { steps }),
+    ];
+    proptest::collection::vec(step, 1..25)
+}
+
+/// A property test's configuration: `cases` cases (fixed: the suite's run
+/// time must not depend on the environment) from a fixed seed unless
+/// `PROPTEST_RNG_SEED` gives another, so a failure reproduces (the seed
+/// replaces a file of failed cases) and CI runs the same cases every time.
+pub fn config(cases: u32) -> Config {
+    let mut config = Config {
+        cases,
+        max_shrink_iters: 64,
+        failure_persistence: None,
+        ..Config::default()
+    };
+    if config.rng_seed == RngSeed::Random {
+        config.rng_seed = RngSeed::Fixed(SEED);
+    }
+    config
+}
+
+/// The identities a run creates, in order, so both worlds name them alike.
+#[derive(Debug, Default)]
+pub struct Ids {
+    requests: Vec<String>,
+    permits: u128,
+}
+
+impl Ids {
+    /// Notes a request id the run sent: snapshots name it `#<n>`, its
+    /// order of creation.
+    pub fn note(&mut self, id: &RequestId) {
+        self.requests.push(id.to_string());
+    }
+
+    /// A fresh permit id, the same in both worlds at the same point of a run.
+    pub fn permit(&mut self) -> PermitId {
+        self.permits += 1;
+        format!("{:032x}", 0xa000_0000_u128 + self.permits)
+            .parse()
+            .expect("32 hex characters")
+    }
+
+    /// `text` with every noted request id replaced by its label.
+    pub fn label(&self, text: &str) -> String {
+        self.requests
+            .iter()
+            .enumerate()
+            .fold(text.to_owned(), |t, (n, id)| {
+                t.replace(id, &format!("#{n}"))
+            })
+    }
+}
+
+/// Where a run happens: the in-memory store or a real one.
+#[async_trait(?Send)]
+pub trait Store {
+    /// A new client with every kind.
+    async fn client(&self) -> LockClient;
+    /// Every live key, sorted.
+    async fn keys(&self) -> Vec<String>;
+    /// Runs a read-only script (the keyspace snapshot, [`DUMP`]).
+    async fn eval(&self, script: &str, keys: &[String]) -> ScriptReply;
+}
+
+#[async_trait(?Send)]
+impl Store for InMemoryServer {
+    async fn client(&self) -> LockClient {
+        InMemoryServer::client(self).expect("an in-memory client")
+    }
+
+    async fn keys(&self) -> Vec<String> {
+        InMemoryServer::keys(self)
+    }
+
+    async fn eval(&self, script: &str, keys: &[String]) -> ScriptReply {
+        InMemoryServer::eval(self, script, keys, &[] as &[&str])
+    }
+}
+
+/// What a run showed: one [`Snapshot`] per step, in order.
+#[derive(Debug, Clone)]
+pub struct Trace<S> {
+    /// One entry per step, in order.
+    pub steps: Vec<Snapshot<S>>,
+}
+
+/// What one step showed.
+#[derive(Debug, Clone)]
+pub struct Snapshot<S> {
+    /// The operation's answer; `None` for time passing.
+    pub seen: Option<S>,
+    /// The keyspace after it.
+    pub keys: Keyspace,
+    /// How far the run's clock was behind the model's time when the
+    /// snapshot was read (0 under paused time; in real time, what the
+    /// operations since the last time step took).
+    pub lag_ms: i64,
+}
+
+/// Plays `steps` of `model` on `store`, with [`CLIENTS`] clients (closed
+/// afterwards), snapshotting the keyspace after every step.
+///
+/// # Panics
+/// When the store cannot be read (a model run has no faults).
+pub async fn run<M: Model>(model: M, store: &dyn Store, steps: &[Step<M::Op>]) -> Trace<M::Seen> {
+    let mut clients = Vec::new();
+    for _ in 0..CLIENTS {
+        clients.push(store.client().await);
+    }
+    let mut state = model.start(&clients);
+    let mut ids = Ids::default();
+    let began = tokio::time::Instant::now();
+    let mut at = Duration::ZERO;
+    let mut trace = Vec::with_capacity(steps.len());
+    for step in steps {
+        let seen = match step {
+            Step::Op(op) => Some(model.apply(&mut state, op, &mut ids).await),
+            Step::Advance { steps } => {
+                at += Duration::from_millis(100 * steps);
+                tokio::time::sleep_until(began + at).await;
+                None
+            }
+        };
+        let keys = Keyspace::read(store, &ids).await;
+        let lag = tokio::time::Instant::now().saturating_duration_since(began + at);
+        trace.push(Snapshot {
+            seen,
+            keys,
+            lag_ms: i64::try_from(lag.as_millis()).unwrap_or(i64::MAX),
+        });
+    }
+    drop(state);
+    for c in &clients {
+        c.close().await;
+    }
+    Trace { steps: trace }
+}
+
+/// Plays `steps` of `model` on a fresh in-memory store, under paused time.
+///
+/// # Panics
+/// When the runtime cannot be built.
+pub fn in_memory<M: Model>(model: M, steps: &[Step<M::Op>]) -> Trace<M::Seen> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let server = InMemoryServer::new();
+        run(model, &server, steps).await
+    })
+}
+
+/// `None` when the traces agree step by step; otherwise where and how they
+/// part first: the steps up to there, both answers and both keyspaces.
+///
+/// Times in snapshots may differ by the lag of the real run (the most
+/// either run lagged so far, plus [`TOLERANCE_MS`] for reading the clocks
+/// at different points of a script). A run that lagged by
+/// [`GRID_MARGIN_MS`] or more (a loaded machine) may see an expiry the
+/// model does not: the comparison stops before that step.
+pub fn compare<O: Debug, S: Debug + PartialEq>(
+    steps: &[Step<O>],
+    memory: &Trace<S>,
+    store: &Trace<S>,
+) -> Option<String> {
+    let mut lag = 0;
+    for (at, (m, s)) in memory.steps.iter().zip(&store.steps).enumerate() {
+        lag = lag.max(m.lag_ms).max(s.lag_ms);
+        if lag >= GRID_MARGIN_MS {
+            eprintln!(
+                "model: the real run lagged {lag} ms at step {at} of {}: compared {at} steps",
+                steps.len()
+            );
+            return None;
+        }
+        if m.seen != s.seen || !m.keys.agrees(&s.keys, lag + TOLERANCE_MS) {
+            return Some(format!(
+                "the worlds part at step {at} of {steps:#?}\n\
+                 in memory: {seen_m:?}\n{keys_m:#?}\n\
+                 on the store (lagging {lag_s} ms): {seen_s:?}\n{keys_s:#?}",
+                steps = &steps[..=at],
+                seen_m = m.seen,
+                keys_m = m.keys,
+                lag_s = s.lag_ms,
+                seen_s = s.seen,
+                keys_s = s.keys,
+            ));
+        }
+    }
+    None
+}
+
+/// An answer of a store operation: its value (`Debug`-printed, for kinds
+/// whose answers carry no times) or its error's message.
+pub type Answer = Result<String, String>;
+
+pub(crate) fn answer<T: Debug>(result: lock_core::Result<T>) -> Answer {
+    result.map(|v| format!("{v:?}")).map_err(|e| e.to_string())
+}
+
+/// Owner `id` of client `client`: fixed client uuids, so both worlds write
+/// the same hash fields.
+pub(crate) fn owner(client: usize, id: u64) -> Owner {
+    Owner::new(uuid::Uuid::from_u128(0x1000 + client as u128), id)
+}
+
+/// Object `n` of a model (`<kind>-<n>`).
+pub(crate) fn name(kind: &str, n: usize) -> LockName {
+    LockName::new(format!("{kind}-{n}")).expect("valid name")
+}
