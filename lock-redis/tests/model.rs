@@ -17,17 +17,35 @@ const CASES: u32 = 24;
 
 #[test]
 fn every_kind_matches_redis() {
-    let mut checks: Vec<_> = Kind::ALL
+    let mut models: Vec<(String, _)> = Kind::ALL
         .iter()
-        .map(|&kind| check_on_thread(kind, config(CASES)))
+        .map(|&kind| (format!("{kind:?}"), check_on_thread(kind, config(CASES))))
         .collect();
-    checks.push(check_on_thread(model::ReadWrite, config(CASES)));
-    checks.push(check_on_thread(model::Semaphore, config(CASES)));
-    checks.push(check_on_thread(model::PermitSemaphore, config(CASES)));
-    checks.push(check_on_thread(model::Latch, config(CASES)));
-    let failures: Vec<String> = checks
-        .into_iter()
-        .filter_map(|check| check.join().expect("a model thread").err())
-        .collect();
+    models.push((
+        "ReadWrite".into(),
+        check_on_thread(model::ReadWrite, config(CASES)),
+    ));
+    models.push((
+        "Semaphore".into(),
+        check_on_thread(model::Semaphore, config(CASES)),
+    ));
+    models.push((
+        "PermitSemaphore".into(),
+        check_on_thread(model::PermitSemaphore, config(CASES)),
+    ));
+    models.push(("Latch".into(), check_on_thread(model::Latch, config(CASES))));
+    let mut failures = Vec::new();
+    for (name, check) in models {
+        match check.join().expect("a model thread") {
+            // A case whose real run fell behind the time grid is compared
+            // up to there; a loaded machine may cut a few short, but a
+            // model none of whose cases ran to the end was not checked.
+            Ok(cut) => {
+                eprintln!("{name}: {cut} of {CASES} cases compared only in part");
+                assert!(cut < CASES, "{name}: no case compared to its end");
+            }
+            Err(failure) => failures.push(failure),
+        }
+    }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -69,7 +69,8 @@ impl Keyspace {
     /// When the store answers [`DUMP`] with something else than its shape.
     pub async fn read(store: &dyn Store, ids: &Ids) -> Self {
         let keys = store.keys().await;
-        let reply = store.eval(DUMP, &keys).await;
+        let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let reply = store.eval(DUMP, &names, &[]).await;
         let ScriptReply::Array(parts) = &reply else {
             panic!("a keyspace snapshot: {reply:?}")
         };

@@ -114,6 +114,10 @@ impl Model for Latch {
         op().boxed()
     }
 
+    fn keys(self) -> &'static [&'static str] {
+        &["latch-0", "latch-1"]
+    }
+
     fn start(self, clients: &[LockClient]) -> LatchState {
         LatchState {
             kinds: clients

@@ -256,6 +256,16 @@ impl Model for Kind {
         op().boxed()
     }
 
+    fn keys(self) -> &'static [&'static str] {
+        &[
+            "model-0",
+            "model-1",
+            "redisson_lock_token:{model-0}",
+            "redisson_lock_queue:{model-1}",
+            "redisson_lock_timeout:{model-1}",
+        ]
+    }
+
     fn start(self, clients: &[LockClient]) -> Locks {
         Locks {
             handles: clients.iter().map(|c| Handle::of(c, self)).collect(),

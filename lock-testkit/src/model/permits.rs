@@ -158,6 +158,10 @@ impl Model for PermitSemaphore {
         op().boxed()
     }
 
+    fn keys(self) -> &'static [&'static str] {
+        &["permits-0", "{permits-0}:timeout"]
+    }
+
     fn start(self, clients: &[LockClient]) -> PermitState {
         PermitState {
             kinds: clients

@@ -53,12 +53,12 @@ impl Store for RedisStore {
         keys
     }
 
-    async fn eval(&self, script: &str, keys: &[String]) -> ScriptReply {
+    async fn eval(&self, script: &str, keys: &[&str], args: &[&str]) -> ScriptReply {
         let mut cmd = redis::cmd("EVAL");
-        cmd.arg(script).arg(keys.len()).arg(keys);
+        cmd.arg(script).arg(keys.len()).arg(keys).arg(args);
         match cmd.query_async(&mut self.conn.clone()).await {
             Ok(value) => script_reply(value),
-            Err(e) => panic!("a keyspace snapshot on Redis: {e}"),
+            Err(e) => panic!("EVAL on Redis: {e}"),
         }
     }
 }
@@ -72,15 +72,25 @@ impl Store for RedisStore {
 pub fn against_redis<M: Model>(model: M, steps: &[Step<M::Op>]) -> Result<(), TestCaseError> {
     thread_local! {
         static WORLD: (tokio::runtime::Runtime, RedisServer) = (
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
+            // One thread: an operation's reply wakes the run directly,
+            // with no hop between threads to add to its lag.
+            tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()
                 .expect("runtime"),
             RedisServer::start(),
         );
     }
-    let memory = in_memory(model, steps);
+    // One in-memory run at a time (they are CPU-bound; the real runs mostly
+    // sleep), so the models' threads do not starve each other's real runs
+    // into lagging past the time grid's margin.
+    static MEMORY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let memory = {
+        let _turn = MEMORY
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        in_memory(model, steps)
+    };
     let store = WORLD.with(|(rt, server)| {
         server.cmd(&["FLUSHALL"]);
         rt.block_on(async {
@@ -98,20 +108,23 @@ pub fn against_redis<M: Model>(model: M, steps: &[Step<M::Op>]) -> Result<(), Te
 /// [`against_redis`] on a thread of its own (with its own `redis-server`):
 /// most of a case is spent sleeping through the real run's time steps, so
 /// the models' checks overlap instead of queueing behind each other.
-/// Joins to the failure (the minimal sequence, why, and the seed) if any.
+/// Joins to how many cases were compared only in part (the real run fell
+/// behind, see [`super::compare`]), or to the failure (the minimal
+/// sequence, why, and the seed).
 ///
 /// # Panics
 /// When the thread cannot be spawned.
 pub fn check_on_thread<M: Model + Send>(
     model: M,
     config: Config,
-) -> std::thread::JoinHandle<Result<(), String>> {
+) -> std::thread::JoinHandle<Result<u32, String>> {
     std::thread::Builder::new()
         .name(format!("model {model:?}"))
         .spawn(move || {
             let seed = config.rng_seed;
             TestRunner::new(config)
                 .run(&steps(model), |steps| against_redis(model, &steps))
+                .map(|()| super::cut_short())
                 .map_err(|e| format!("{model:?} (seed {seed}): {e}"))
         })
         .expect("a thread")

@@ -203,6 +203,10 @@ impl Model for ReadWrite {
         op().boxed()
     }
 
+    fn keys(self) -> &'static [&'static str] {
+        &["rw-0", "redisson_rwlock_writers:{rw-0}"]
+    }
+
     fn start(self, clients: &[LockClient]) -> RwState {
         let of = |pick: fn(&lock_core::ReadWriteKinds) -> &Arc<dyn ExclusiveKind>| {
             clients

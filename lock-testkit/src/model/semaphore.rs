@@ -136,6 +136,10 @@ impl Model for Semaphore {
         op().boxed()
     }
 
+    fn keys(self) -> &'static [&'static str] {
+        &["sem-0"]
+    }
+
     fn start(self, clients: &[LockClient]) -> SemState {
         SemState {
             kinds: clients
