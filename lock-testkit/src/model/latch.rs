@@ -66,7 +66,7 @@ fn op() -> impl Strategy<Value = LatchOp> {
     // Past 2^53 a Lua number no longer holds every integer.
     let count = prop_oneof![8 => 1..4u64, 1 => Just((1 << 53) + 1), 1 => Just(MAX_COUNT)];
     prop_oneof![
-        3 => (who.clone(), count, keep.clone()).prop_map(|((client, latch), count, keep)| {
+        4 => (who.clone(), count, keep.clone()).prop_map(|((client, latch), count, keep)| {
             LatchOp::TrySet { client, latch, count, keep }
         }),
         4 => (who.clone(), keep.clone()).prop_map(|((client, latch), keep)| {

@@ -146,14 +146,16 @@ pub const CLOBBERS: [(&str, &str); 6] = [
 ];
 
 /// Replaces `KEYS[1]` with a value of type `ARGV[1]` holding `ARGV[2]`
-/// (a hash: that field with count 1; a sorted set: that member scored 1).
+/// (a hash: that field with count 1; a sorted set: that member scored 1)
+/// for 350 ms (on the time grid), so a sequence gets over it.
 const CLOBBER: &str = "
 redis.call('del', KEYS[1])
 if ARGV[1] == 'string' then redis.call('set', KEYS[1], ARGV[2])
 elseif ARGV[1] == 'list' then redis.call('rpush', KEYS[1], ARGV[2])
 elseif ARGV[1] == 'hash' then redis.call('hset', KEYS[1], ARGV[2], '1')
 elseif ARGV[1] == 'zset' then redis.call('zadd', KEYS[1], '1', ARGV[2])
-end";
+end
+redis.call('pexpire', KEYS[1], 350)";
 
 /// One step of a sequence.
 #[derive(Debug, Clone)]
@@ -166,7 +168,7 @@ pub enum Step<O> {
         steps: u64,
     },
     /// Another client overwrites one of the kind's keys ([`Model::keys`])
-    /// with a value of [`CLOBBERS`].
+    /// with a value of [`CLOBBERS`], for 350 ms.
     Clobber {
         /// Index into [`Model::keys`].
         key: usize,
@@ -179,8 +181,8 @@ pub enum Step<O> {
 /// and then another client's value written over one of the kind's keys.
 pub fn steps<M: Model>(model: M) -> impl Strategy<Value = Vec<Step<M::Op>>> {
     let step = prop_oneof![
-        12 => model.op().prop_map(Step::Op),
-        2 => (0..4u64).prop_map(|steps| Step::Advance { steps }),
+        24 => model.op().prop_map(Step::Op),
+        4 => (0..4u64).prop_map(|steps| Step::Advance { steps }),
         1 => (0..model.keys().len(), 0..CLOBBERS.len())
             .prop_map(|(key, value)| Step::Clobber { key, value }),
     ];

@@ -49,12 +49,13 @@ pub enum PermitOp {
         /// Index of the lease; `None`: the permit never expires.
         lease: Option<usize>,
     },
-    /// `release` / `try_release` of a permit id the run used before (any
-    /// of them, taken or not), or of one never used when there is none.
+    /// `release` / `try_release` of a permit id the run took before
+    /// (taken still, released, or expired), or of one never taken.
     Release {
         /// Which client sends it.
         client: usize,
-        /// Picks the id among those used so far.
+        /// Picks the id among those taken so far (the last pick: one
+        /// never taken).
         which: usize,
         /// Index of the request latch's time to live.
         latch: usize,
@@ -85,13 +86,13 @@ fn op() -> impl Strategy<Value = PermitOp> {
     prop_oneof![
         2 => (client.clone(), 0..4u64)
             .prop_map(|(client, permits)| PermitOp::TrySet { client, permits }),
-        1 => (client.clone(), -2..3i64, latch.clone())
+        2 => (client.clone(), -1..4i64, latch.clone())
             .prop_map(|(client, delta, latch)| PermitOp::Add { client, delta, latch }),
         4 => (client.clone(), lease())
             .prop_map(|(client, lease)| PermitOp::Acquire { client, lease }),
-        3 => (client.clone(), 0..8usize, latch)
+        3 => (client.clone(), 0..PICKS, latch)
             .prop_map(|(client, which, latch)| PermitOp::Release { client, which, latch }),
-        2 => (client.clone(), 0..8usize, lease())
+        2 => (client.clone(), 0..PICKS, lease())
             .prop_map(|(client, which, lease)| PermitOp::UpdateLease { client, which, lease }),
         2 => client.prop_map(|client| PermitOp::Available { client }),
         1 => Just(PermitOp::Repeat),
@@ -106,20 +107,23 @@ enum Sent {
     Release(usize, LeaseRelease),
 }
 
+/// How many values a release's or lease update's `which` takes.
+const PICKS: usize = 8;
+
 /// A run of the expirable-permit semaphore: each client's kind, the permit
-/// ids used so far, and the last request sent.
+/// ids taken so far, and the last request sent.
 pub struct PermitState {
     kinds: Vec<Arc<dyn PermitSemaphoreKind>>,
-    used: Vec<PermitId>,
+    taken: Vec<PermitId>,
     last: Option<Sent>,
 }
 
 impl PermitState {
     fn pick(&mut self, which: usize, ids: &mut Ids) -> PermitId {
-        if self.used.is_empty() {
-            self.used.push(ids.permit());
+        if which + 1 == PICKS || self.taken.is_empty() {
+            return ids.permit();
         }
-        self.used[which % self.used.len()]
+        self.taken[which % self.taken.len()]
     }
 }
 
@@ -174,7 +178,7 @@ impl Model for PermitSemaphore {
                     )
                 })
                 .collect(),
-            used: Vec::new(),
+            taken: Vec::new(),
             last: None,
         }
     }
@@ -222,7 +226,6 @@ impl Model for PermitSemaphore {
             PermitOp::Acquire { client, lease } => {
                 let mut req = LeaseRequest::new(sem_name(), lease_ms(lease));
                 req.id = ids.permit();
-                state.used.push(req.id);
                 Sent::Acquire(client, req)
             }
             PermitOp::Release {
@@ -237,6 +240,11 @@ impl Model for PermitSemaphore {
             }
         };
         let seen = send(&state.kinds, &sent).await;
+        if let (Sent::Acquire(_, req), Ok(outcome)) = (&sent, &seen) {
+            if outcome == "Acquired" {
+                state.taken.push(req.id);
+            }
+        }
         state.last = Some(sent);
         Some(seen)
     }
