@@ -2,7 +2,7 @@
 //! store operations by several clients and owners, with time passing, run
 //! against the in-memory store and against a real store, must give the
 //! same answers and leave the same keyspace (keys, types, values, times to
-//! live within a tolerance) after every step.
+//! live within a tolerance) at the end of every instant.
 //!
 //! One piece serves every kind: a kind describes its operations as a
 //! [`Model`] (a generator of operations and how to apply one to the kind's
@@ -13,9 +13,9 @@
 //! [`ReadWrite`], [`Semaphore`], [`PermitSemaphore`] and [`Latch`] (see
 //! "Every model" below). A backend crate runs each in
 //! a property test with [`config`] (a fixed case count and a fixed seed, so
-//! a failure reproduces); with feature `fixtures`, [`against_redis`] does
+//! a failure reproduces); with feature `fixtures`, `against_redis` does
 //! the whole comparison of one case against a throw-away `redis-server`,
-//! and [`check_on_thread`] runs a model's cases on a thread of its own.
+//! and `check_on_thread` runs a model's cases on a thread of its own.
 //!
 //! Both worlds run the kinds' own Lua scripts (the in-memory store on its
 //! embedded Lua 5.1), so a difference is a place where the in-memory store
