@@ -69,6 +69,8 @@ mod permits;
 mod redis_store;
 mod rwlock;
 mod semaphore;
+#[cfg(test)]
+mod tests;
 
 use std::fmt::Debug;
 use std::time::Duration;
