@@ -52,12 +52,15 @@ pub enum Op {
         /// Which lock.
         lock: usize,
     },
-    /// A watchdog renewal of one owner's hold.
+    /// A watchdog renewal of one owner's hold, or of both owners of the
+    /// client in one batch.
     Renew {
         /// Which client sends it.
         client: usize,
         /// Which owner of that client.
         owner: u64,
+        /// Whether the client's other owner is renewed in the same batch.
+        both: bool,
         /// Which lock.
         lock: usize,
         /// Index of the lease.
@@ -91,8 +94,8 @@ fn op() -> impl Strategy<Value = Op> {
         ),
         3 => who.clone().prop_map(|(client, owner, lock)| Op::Release { client, owner, lock }),
         1 => who.clone().prop_map(|(client, owner, lock)| Op::Leave { client, owner, lock }),
-        1 => (who, 0..3usize).prop_map(|((client, owner, lock), lease)| Op::Renew {
-            client, owner, lock, lease
+        1 => (who, any::<bool>(), 0..3usize).prop_map(|((client, owner, lock), both, lease)| {
+            Op::Renew { client, owner, both, lock, lease }
         }),
         1 => (0..2usize).prop_map(|lock| Op::ForceUnlock { lock }),
         2 => (0..2usize).prop_map(|lock| Op::Inspect { lock }),
@@ -210,8 +213,28 @@ pub(crate) async fn release_seen(kind: &dyn ExclusiveKind, req: &ReleaseRequest)
     }
 }
 
-pub(crate) async fn renew_seen(kind: &dyn ExclusiveKind, target: RenewTarget, lease: u64) -> Seen {
-    match kind.renew(&[target], lease).await {
+/// Owner `id` of `client`, and its other owner too when `both`, on `name`.
+pub(crate) fn renew_targets(
+    name: &LockName,
+    client: usize,
+    id: u64,
+    both: bool,
+) -> Vec<RenewTarget> {
+    let ids = if both { vec![id, 1 - id] } else { vec![id] };
+    ids.into_iter()
+        .map(|id| RenewTarget {
+            name: name.clone(),
+            owner: owner(client, id),
+        })
+        .collect()
+}
+
+pub(crate) async fn renew_seen(
+    kind: &dyn ExclusiveKind,
+    targets: &[RenewTarget],
+    lease: u64,
+) -> Seen {
+    match kind.renew(targets, lease).await {
         Ok(each) => Seen::Renewed(
             each.into_iter()
                 .map(|r| r.map_err(|e| e.to_string()))
@@ -328,14 +351,12 @@ impl Model for Kind {
             Op::Renew {
                 client,
                 owner: id,
+                both,
                 lock,
                 lease,
             } => {
-                let target = RenewTarget {
-                    name: lock_name(lock),
-                    owner: owner(client, id),
-                };
-                renew_seen(backends[client], target, DURATIONS_MS[lease]).await
+                let targets = renew_targets(&lock_name(lock), client, id, both);
+                renew_seen(backends[client], &targets, DURATIONS_MS[lease]).await
             }
             Op::ForceUnlock { lock } => force_seen(backends[0], &lock_name(lock)).await,
             Op::Inspect { lock } => state.handles[1].info(&lock_name(lock)).await,

@@ -51,8 +51,8 @@
 //! # Every model
 //! | model | operations |
 //! | --- | --- |
-//! | [`Kind`] | acquire (fenced or not, queueing or not), release, leave the queue, renew, force unlock, inspect, repeat a request |
-//! | [`ReadWrite`] | read, write (lock: queueing as a waiting writer; try_lock: not), unlock either side, downgrade, a waiting writer gives up, renew either side, force unlock either side, inspect either side, repeat |
+//! | [`Kind`] | acquire (fenced or not, queueing or not), release, leave the queue, renew (one owner or two in a batch), force unlock, inspect, repeat a request |
+//! | [`ReadWrite`] | read, write (lock: queueing as a waiting writer; try_lock: not), unlock either side, downgrade, a waiting writer gives up, renew either side (one owner or two in a batch), force unlock either side, inspect either side, repeat |
 //! | [`Semaphore`] | try_set_permits (with or without a time to live), add (± up to the bound), try_acquire(n), release(n), drain, available, repeat |
 //! | [`PermitSemaphore`] | try_set_permits, add, acquire with or without a lease, release (= try_release) of a taken or unknown id, update_lease, available, repeat |
 //! | [`Latch`] | try_set_count (up to `i64::MAX`), count_down, count, delete, repeat |

@@ -8,10 +8,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::{AcquireRequest, ExclusiveKind, LockClient, LockName, ReleaseRequest, RenewTarget};
+use lock_core::{AcquireRequest, ExclusiveKind, LockClient, LockName, ReleaseRequest};
 use proptest::prelude::*;
 
-use super::locks::{acquire_seen, force_seen, release_seen, renew_seen, repeat_seen, Sent};
+use super::locks::{
+    acquire_seen, force_seen, release_seen, renew_seen, renew_targets, repeat_seen, Sent,
+};
 use super::{name, owner, Ids, Model, Seen, CLIENTS, DURATIONS_MS};
 
 /// The read-write lock ([`LockClient::read_write_lock`]).
@@ -86,12 +88,15 @@ pub enum RwOp {
         /// Which owner of that client.
         owner: u64,
     },
-    /// A watchdog renewal of one owner's holds of one side.
+    /// A watchdog renewal of one owner's holds of one side, or of both
+    /// owners of the client in one batch.
     Renew {
         /// Which client sends it.
         client: usize,
         /// Which owner of that client.
         owner: u64,
+        /// Whether the client's other owner is renewed in the same batch.
+        both: bool,
         /// Which side.
         side: Side,
         /// Index of the lease.
@@ -137,9 +142,9 @@ fn op() -> impl Strategy<Value = RwOp> {
             client, owner, lease
         }),
         1 => who.clone().prop_map(|(client, owner)| RwOp::GiveUp { client, owner }),
-        1 => (who, side.clone(), 0..3usize).prop_map(|((client, owner), side, lease)| {
-            RwOp::Renew { client, owner, side, lease }
-        }),
+        1 => (who, any::<bool>(), side.clone(), 0..3usize).prop_map(
+            |((client, owner), both, side, lease)| RwOp::Renew { client, owner, both, side, lease }
+        ),
         1 => side.clone().prop_map(|side| RwOp::ForceUnlock { side }),
         2 => side.prop_map(|side| RwOp::Inspect { side }),
         1 => Just(RwOp::Repeat),
@@ -274,16 +279,14 @@ impl Model for ReadWrite {
             RwOp::Renew {
                 client,
                 owner: id,
+                both,
                 side,
                 lease,
             } => {
-                let target = RenewTarget {
-                    name: lock_name(),
-                    owner: owner(client, id),
-                };
+                let targets = renew_targets(&lock_name(), client, id, both);
                 renew_seen(
                     state.sides[side.index()][client].as_ref(),
-                    target,
+                    &targets,
                     DURATIONS_MS[lease],
                 )
                 .await
