@@ -136,10 +136,11 @@ pub trait Model: Copy + Debug + 'static {
 }
 
 /// What a [`Step::Clobber`] writes: the value's type and its text.
-pub const CLOBBERS: [(&str, &str); 6] = [
+pub const CLOBBERS: [(&str, &str); 7] = [
     ("string", "not a lock"),
     ("string", "7"),
     ("string", "-3"),
+    ("string", "007"),
     ("list", "x"),
     ("hash", "f"),
     ("zset", "m"),
