@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use lock_testkit::fixtures::redis::{self, ConnectionLike, Value};
-use lock_testkit::fixtures::RedisServer;
+use lock_testkit::fixtures::{script_reply, RedisServer};
 use lock_testkit::memory::ScriptReply;
 use lock_testkit::InMemoryServer;
 use proptest::prelude::*;
@@ -125,7 +125,7 @@ impl Pair {
             .conn
             .req_command(&cmd)
             .unwrap_or_else(|e| panic!("EVAL on redis-server: {e}"));
-        from_redis(value)
+        script_reply(value)
     }
 
     /// Runs `script` on both sides; panics unless the replies agree.
@@ -169,23 +169,6 @@ impl Pair {
         for key in &redis_keys {
             self.eval(DUMP, &[key], &[]);
         }
-    }
-}
-
-/// A redis-rs reply as a [`ScriptReply`].
-fn from_redis(value: Value) -> ScriptReply {
-    match value {
-        Value::Nil => ScriptReply::Nil,
-        Value::Int(i) => ScriptReply::Int(i),
-        Value::BulkString(b) => ScriptReply::Bulk(b),
-        Value::Okay => ScriptReply::Status("OK".into()),
-        Value::SimpleString(s) => ScriptReply::Status(s),
-        Value::Array(items) => ScriptReply::Array(items.into_iter().map(from_redis).collect()),
-        Value::ServerError(e) => ScriptReply::Error(match e.details() {
-            Some(detail) => format!("{} {detail}", e.code()),
-            None => e.code().to_owned(),
-        }),
-        other => panic!("a RESP2 server sent {other:?}"),
     }
 }
 
