@@ -187,11 +187,11 @@ impl Model for PermitSemaphore {
     async fn apply(self, state: &mut PermitState, op: &PermitOp, ids: &mut Ids) -> Option<Answer> {
         let sent = match *op {
             PermitOp::TrySet { client, permits } => {
-                return Some(answer(
-                    state.kinds[client]
-                        .try_set_permits(&sem_name(), permits)
-                        .await,
-                ));
+                // Latched like every change since try_set_permits answers
+                // its first outcome to a retry.
+                let req = PermitRequest::new(sem_name(), permits as i64, LATCH_TTLS_MS[2]);
+                ids.note(&req.request_id);
+                return Some(answer(state.kinds[client].try_set_permits(&req).await));
             }
             PermitOp::Available { client } => {
                 return Some(answer(

@@ -159,11 +159,11 @@ impl Model for Semaphore {
                 ttl,
             } => {
                 let ttl = ttl.map(|t| DURATIONS_MS[t]);
-                return Some(answer(
-                    state.kinds[client]
-                        .try_set_permits(&sem_name(), permits, ttl)
-                        .await,
-                ));
+                // Latched like every change since try_set_permits answers
+                // its first outcome to a retry.
+                let req = PermitRequest::new(sem_name(), permits as i64, LATCH_TTLS_MS[2]);
+                ids.note(&req.request_id);
+                return Some(answer(state.kinds[client].try_set_permits(&req, ttl).await));
             }
             SemOp::Available { client } => {
                 return Some(answer(
