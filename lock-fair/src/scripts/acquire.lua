@@ -118,7 +118,7 @@ if pttl == -2 then
         return take(token)
     end
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     return take(next_token(KEYS[3], ARGV[3]))
 end
 
