@@ -478,3 +478,89 @@ async fn renewing_many_locks_takes_one_pipeline() {
     );
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+/// How many times the server ran `command` since the last `CONFIG
+/// RESETSTAT`, scripts' inner commands included (0 when never).
+fn calls(env: &Env, command: &str) -> u64 {
+    let stats = match env.server.cmd(&["INFO", "commandstats"]) {
+        Value::VerbatimString { text, .. } => text,
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("{other:?}"),
+    };
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map_or(0, |rest| rest.split(',').next().unwrap().parse().unwrap())
+}
+
+/// The commands one uncontended acquire + release of a free lock costs
+/// the server (issue 15): each `redis.call` is a command of its own, so a
+/// command added to the hot scripts shows here. The acquire reads its
+/// latch, finds the lock free by its PTTL (-2: no EXISTS), writes the hold,
+/// its expiry and the latch; the release reads its latch and the hold,
+/// deletes, publishes and latches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_uncontended_pair_runs_ten_commands() {
+    let env = env().await;
+    let n = name("pair-cost");
+    let a = owner();
+    // The scripts are loaded by a first pair.
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    must_release(&env.backend, &release(&n, a, 10_000)).await;
+
+    env.server.cmd(&["CONFIG", "RESETSTAT"]);
+    must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, 10_000)).await,
+        ReleaseOutcome::Released
+    );
+    let ran: Vec<(&str, u64)> = [
+        "evalsha", "get", "pttl", "hincrby", "pexpire", "set", "hget", "del", "publish", "exists",
+        "hexists",
+    ]
+    .into_iter()
+    .map(|c| (c, calls(&env, c)))
+    .collect();
+    assert_eq!(
+        ran,
+        [
+            ("evalsha", 2),
+            ("get", 2),
+            ("pttl", 1),
+            ("hincrby", 1),
+            ("pexpire", 1),
+            ("set", 2),
+            ("hget", 1),
+            ("del", 1),
+            ("publish", 1),
+            ("exists", 0),
+            ("hexists", 0),
+        ]
+    );
+}
+
+/// A re-entry whose lease is shorter than the lock's time to live leaves
+/// that time as it is without a PEXPIRE (extend() in common.lua), and one
+/// with a longer lease extends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shorter_lease_keeps_the_expiry_without_a_pexpire() {
+    let env = env().await;
+    let n = name("keep-expiry");
+    let a = owner();
+    must_acquire(&env.backend, &acquire(&n, a, 50_000)).await;
+    env.server.cmd(&["CONFIG", "RESETSTAT"]);
+    must_acquire(&env.backend, &acquire(&n, a, 5_000)).await;
+    assert_eq!(calls(&env, "pexpire"), 0);
+    assert!(int(env.server.cmd(&["PTTL", "keep-expiry"])) > 45_000);
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, 5_000)).await,
+        ReleaseOutcome::StillHeld
+    );
+    assert_eq!(calls(&env, "pexpire"), 0);
+    assert!(int(env.server.cmd(&["PTTL", "keep-expiry"])) > 45_000);
+
+    must_acquire(&env.backend, &acquire(&n, a, 90_000)).await;
+    assert_eq!(calls(&env, "pexpire"), 1);
+    assert!(int(env.server.cmd(&["PTTL", "keep-expiry"])) > 85_000);
+}

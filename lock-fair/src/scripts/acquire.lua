@@ -51,7 +51,7 @@
 -- counter at KEYS[3] that is not an integer fails a fenced acquisition with
 -- BADTOKEN (see common.lua): either way the script aborts before writing
 -- anything but the eviction of stale heads (the waiter keeps its place).
-local latch_ttl = tonumber(ARGV[4])
+local latch_ttl = ARGV[4]
 
 -- How soon a waiter that finds the lock free, with another waiter at the
 -- head, looks again. A live head was woken when the lock came free (by the
@@ -80,7 +80,7 @@ local function wait_hint(now)
     return 0
 end
 
-if latch_ttl > 0 then
+if latch_ttl ~= '0' then
     local latched = redis.call('get', KEYS[2])
     if latched == LATCH_HELD then
         return {0, wait_hint(server_now())}
@@ -102,16 +102,18 @@ if tonumber(ARGV[5]) > 0 or redis.call('exists', KEYS[1]) == 0
 end
 evict(KEYS[4], KEYS[5], now)
 
+-- The lock's PTTL before anything of ours is written: -2 when it is free.
+local pttl = redis.call('pttl', KEYS[1])
+
 -- One more hold, with `token` taken before anything of ours was written.
 local function take(token)
-    local pttl = redis.call('pttl', KEYS[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     extend(KEYS[1], ARGV[1], pttl)
     latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end
 
-if redis.call('exists', KEYS[1]) == 0 then
+if pttl == -2 then
     local head = redis.call('lindex', KEYS[4], 0)
     if (not head) or head == ARGV[2] then
         local token = next_token(KEYS[3], ARGV[3])
@@ -126,7 +128,7 @@ if redis.call('exists', KEYS[1]) == 0 then
         return take(token)
     end
 end
-if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     return take(next_token(KEYS[3], ARGV[3]))
 end
 

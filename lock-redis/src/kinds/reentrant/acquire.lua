@@ -22,8 +22,8 @@
 -- counter at KEYS[3] that is not an integer fails a fenced acquisition with
 -- BADTOKEN (see common.lua): either way the script aborts before writing
 -- anything.
-local latch_ttl = tonumber(ARGV[4])
-if latch_ttl > 0 then
+local latch_ttl = ARGV[4]
+if latch_ttl ~= '0' then
     local latched = redis.call('get', KEYS[2])
     if latched == LATCH_HELD then
         local pttl = redis.call('pttl', KEYS[1])
@@ -36,13 +36,13 @@ if latch_ttl > 0 then
         return {1, tonumber(latched)}
     end
 end
-if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local pttl = redis.call('pttl', KEYS[1])
+if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     local token = next_token(KEYS[3], ARGV[3])
-    local pttl = redis.call('pttl', KEYS[1])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     extend(KEYS[1], ARGV[1], pttl)
     latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end
 latch(KEYS[2], LATCH_HELD, latch_ttl)
-return {0, redis.call('pttl', KEYS[1])}
+return {0, pttl}

@@ -24,7 +24,7 @@
 -- nothing written.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything.
-local latch_ttl = tonumber(ARGV[5])
+local latch_ttl = ARGV[5]
 local first = latched_release(KEYS[3], latch_ttl)
 if first ~= 'none' then
     return first or nil
