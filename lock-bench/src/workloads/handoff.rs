@@ -2,7 +2,10 @@
 //! 1 ms, so every release has waiters. Measures how long the lock stands
 //! free between owners: from just before the holder calls `unlock()` to
 //! just after another task's `lock()` returns (goal: p50 ≤ 1.5 × PING p50),
-//! and how many Redis commands one handoff costs. The fair and cluster
+//! and how many Redis commands one handoff costs. Also the wait of every
+//! `lock()` that started while another task held the lock, from its call
+//! to its return: what a waiter sees, whether or not the release it waited
+//! for was taken over by it (barging releasers re-take most). The fair and cluster
 //! variants are also compared with the reentrant lock's W2H on the
 //! standalone server (goal for the fair lock: p50 ≤ 1.2×).
 
@@ -41,9 +44,17 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
 /// Who released the lock last, and when (just before calling `unlock()`).
 type LastRelease = Arc<Mutex<Option<(usize, Instant)>>>;
 
+/// Which task holds the lock: set when its `lock()` returned, cleared when
+/// its `unlock()` returned (so a `lock()` called while a release is on the
+/// wire counts as a waiter: the lock is still held until the release runs).
+type Holder = Arc<Mutex<Option<usize>>>;
+
 #[derive(Default)]
 struct TaskResult {
     handoffs: Latencies,
+    /// `lock()` calls that started while another task held the lock: call
+    /// to return.
+    waits: Latencies,
     acquisitions: u64,
     /// Acquisitions right after the same task's own release.
     again: u64,
@@ -60,22 +71,30 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     ));
     let name = Arc::new(t.pinned_name(&format!("w2h:{implementation}"))?);
     let last: LastRelease = Arc::default();
+    let holder: Holder = Arc::default();
     let barrier = Arc::new(Barrier::new(TASKS + 1));
     let mut set = JoinSet::new();
     for me in 0..TASKS {
         let locker = lockers[me % lockers.len()].clone();
         let (name, last, barrier) = (Arc::clone(&name), Arc::clone(&last), Arc::clone(&barrier));
+        let holder = Arc::clone(&holder);
         set.spawn(async move {
             barrier.wait().await;
             let deadline = Instant::now() + window;
             let mut out = TaskResult::default();
             loop {
+                let called = Instant::now();
+                let waits = lock(&holder).is_some_and(|h| h != me);
                 let Ok(held) = tokio::time::timeout_at(deadline, locker.lock(&name)).await else {
                     break;
                 };
                 let held = held?;
                 let now = Instant::now();
-                let previous = last.lock().unwrap_or_else(PoisonError::into_inner).take();
+                *lock(&holder) = Some(me);
+                if waits {
+                    out.waits.push(now - called);
+                }
+                let previous = lock(&last).take();
                 match previous {
                     Some((who, released)) if who != me => out.handoffs.push(now - released),
                     Some(_) => out.again += 1,
@@ -83,8 +102,9 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
                 }
                 out.acquisitions += 1;
                 tokio::time::sleep(HOLD).await;
-                *last.lock().unwrap_or_else(PoisonError::into_inner) = Some((me, Instant::now()));
+                *lock(&last) = Some((me, Instant::now()));
                 locker.unlock_bounded(held).await?;
+                *lock(&holder) = None;
                 if Instant::now() >= deadline {
                     break;
                 }
@@ -95,10 +115,12 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     t.reset_stats().await?;
     barrier.wait().await;
     let mut handoffs = Latencies::default();
+    let mut waits = Latencies::default();
     let (mut acquisitions, mut again) = (0, 0);
     while let Some(result) = set.join_next().await {
         let result = result.context("a W2H task panicked")??;
         handoffs.extend(result.handoffs);
+        waits.extend(result.waits);
         acquisitions += result.acquisitions;
         again += result.again;
     }
@@ -133,6 +155,16 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     )
     .add("p50_us", "handoff p50", p50, Unit::Micros)
     .add("p99_us", "handoff p99", s.map(|s| s.p99_us), Unit::Micros);
+    let w = waits.summary();
+    r.add("waits", "lock() calls that waited", waits.len() as f64, Unit::Count)
+        .add("wait_p50_us", "waiter wait p50", w.map(|w| w.p50_us), Unit::Micros)
+        .add("wait_p99_us", "waiter wait p99", w.map(|w| w.p99_us), Unit::Micros)
+        .add(
+            "wait_p50_vs_ping",
+            "waiter wait p50 / PING p50",
+            w.map(|w| w.p50_us / base.ping_p50_us),
+            Unit::Ratio,
+        );
     if s.is_none() {
         r.note("no task took the lock over from another within the window");
     }
@@ -185,6 +217,12 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         Unit::Count,
     )
     .add(
+        "evalsha_per_release",
+        "EVALSHA per release (handoff or not)",
+        (acquisitions > 0).then(|| commands.calls("evalsha") as f64 / acquisitions as f64),
+        Unit::Count,
+    )
+    .add(
         "ping_per_handoff",
         "PING per handoff",
         per_handoff(commands.calls("ping")),
@@ -196,4 +234,8 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         vs_ping.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}")),
     ));
     Ok(r)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
