@@ -12,12 +12,14 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use futures::StreamExt;
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::close_all;
+use super::raw::{RawLock, Site};
 use crate::latency::Latencies;
 use crate::locker::Locker;
 use crate::report::{Goal, Report, Unit};
@@ -34,11 +36,95 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     let result = measure(t, &lib).await;
     close_all(&lib).await;
     reports.push(result?);
+    if t.kind == Kind::Reentrant {
+        reports.push(floor(t).await?);
+    }
     #[cfg(feature = "rslock")]
     if t.kind == Kind::Reentrant {
         reports.push(measure(t, &t.bench.rs_lockers(CLIENTS)).await?);
     }
     Ok(reports)
+}
+
+/// The floor of a handoff on this machine, with no library in between:
+/// one raw connection releases with `release.lua` (which publishes), a
+/// pub/sub connection hears the notice, and another raw connection then
+/// takes the lock with `acquire.lua`; the two swap roles every round. From
+/// sending the release to hearing the notice is what a direct handoff
+/// (the release grants the lock, the notice says so) could cost at best;
+/// to the acquire's reply, what the default handoff (notice, then one
+/// acquire round trip) costs at best.
+async fn floor(t: &Target<'_>) -> Result<Report> {
+    let bench = t.bench;
+    let workload = t.workload("W2H");
+    let rounds = bench.pick(5_000, 500);
+    bench.progress(&format!(
+        "{workload} floor: {rounds} raw release → notice → acquire rounds"
+    ));
+    let name = t.name("w2h:floor");
+    let site = Site::Server(&bench.server);
+    let (mut holder, mut waiter) = (RawLock::new(site, &name).await?, RawLock::new(site, &name).await?);
+    let mut pubsub = bench.server.pubsub().await?;
+    pubsub
+        .subscribe(holder.channel())
+        .await
+        .context("raw SUBSCRIBE failed")?;
+    let mut notices = pubsub.on_message();
+    if !holder.acquire().await? {
+        bail!("the raw floor's lock {name} was already held");
+    }
+    let (mut notice, mut handoff) = (Latencies::with_capacity(rounds), Latencies::with_capacity(rounds));
+    for _ in 0..rounds {
+        let sent = Instant::now();
+        let heard = async {
+            notices.next().await.context("the pub/sub connection closed")?;
+            let heard = Instant::now();
+            if !waiter.acquire().await? {
+                bail!("the raw waiter found {name} still held after its notice");
+            }
+            anyhow::Ok((heard, Instant::now()))
+        };
+        let (released, heard) = tokio::join!(holder.release(), heard);
+        released?;
+        let (heard, acquired) = heard?;
+        notice.push(heard - sent);
+        handoff.push(acquired - sent);
+        std::mem::swap(&mut holder, &mut waiter);
+    }
+    holder.release().await?;
+    drop(notices);
+
+    let base = t.baseline()?;
+    let (n, h) = (
+        notice.summary().context("no floor samples")?,
+        handoff.summary().context("no floor samples")?,
+    );
+    let mut r = Report::new(&workload, "handoff floor", "raw EVALSHA + PUBLISH");
+    r.add("rounds", "rounds", rounds as f64, Unit::Count)
+        .add("notice_p50_us", "release sent → notice heard p50", n.p50_us, Unit::Micros)
+        .add("notice_p99_us", "release sent → notice heard p99", n.p99_us, Unit::Micros)
+        .add(
+            "notice_p50_vs_ping",
+            "notice p50 / PING p50 (the floor of a direct handoff)",
+            n.p50_us / base.ping_p50_us,
+            Unit::Ratio,
+        )
+        .add("p50_us", "release sent → next acquire's reply p50", h.p50_us, Unit::Micros)
+        .add("p99_us", "release sent → next acquire's reply p99", h.p99_us, Unit::Micros)
+        .add(
+            "p50_vs_ping",
+            "handoff p50 / PING p50 (the floor of notice + acquire)",
+            h.p50_us / base.ping_p50_us,
+            Unit::Ratio,
+        );
+    bench.progress(&format!(
+        "{workload} floor: notice p50 {:.0} µs = {:.2}× PING, notice + acquire p50 {:.0} µs = {:.2}× PING",
+        n.p50_us,
+        n.p50_us / base.ping_p50_us,
+        h.p50_us,
+        h.p50_us / base.ping_p50_us,
+    ));
+    Ok(r)
 }
 
 /// Who released the lock last, and when (just before calling `unlock()`).
