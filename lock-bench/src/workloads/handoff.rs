@@ -130,10 +130,12 @@ async fn floor(t: &Target<'_>) -> Result<Report> {
 /// Who released the lock last, and when (just before calling `unlock()`).
 type LastRelease = Arc<Mutex<Option<(usize, Instant)>>>;
 
-/// Which task holds the lock: set when its `lock()` returned, cleared when
-/// its `unlock()` returned (so a `lock()` called while a release is on the
-/// wire counts as a waiter: the lock is still held until the release runs).
-type Holder = Arc<Mutex<Option<usize>>>;
+/// Which task holds the lock (set when its `lock()` returned, cleared when
+/// its `unlock()` returned: a `lock()` called while a release is on the
+/// wire must wait too, the lock is held until the release runs), and how
+/// many acquisitions there were. A `lock()` waited when another task held
+/// the lock as it was called, or took it before the call returned.
+type Holder = Arc<Mutex<(Option<usize>, u64)>>;
 
 #[derive(Default)]
 struct TaskResult {
@@ -170,14 +172,20 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
             let mut out = TaskResult::default();
             loop {
                 let called = Instant::now();
-                let waits = lock(&holder).is_some_and(|h| h != me);
+                let (held_by, taken) = *lock(&holder);
+                let held_by_other = held_by.is_some_and(|h| h != me);
                 let Ok(held) = tokio::time::timeout_at(deadline, locker.lock(&name)).await else {
                     break;
                 };
                 let held = held?;
                 let now = Instant::now();
-                *lock(&holder) = Some(me);
-                if waits {
+                let waited = {
+                    let mut holder = lock(&holder);
+                    let waited = held_by_other || holder.1 != taken;
+                    *holder = (Some(me), holder.1 + 1);
+                    waited
+                };
+                if waited {
                     out.waits.push(now - called);
                 }
                 let previous = lock(&last).take();
@@ -190,7 +198,7 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
                 tokio::time::sleep(HOLD).await;
                 *lock(&last) = Some((me, Instant::now()));
                 locker.unlock_bounded(held).await?;
-                *lock(&holder) = None;
+                lock(&holder).0 = None;
                 if Instant::now() >= deadline {
                     break;
                 }
