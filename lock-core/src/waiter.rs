@@ -14,6 +14,10 @@
 //! 3. if held, wait for a wake-up *or* for the holder's remaining time to
 //!    live, whichever is first, capped by the caller's deadline.
 //!
+//! A waiter that joined a subscription its client's other waiters already
+//! had confirmed skips the attempt of its first round: every release since
+//! its first attempt reached them ([`Subscription::joined_live`]).
+//!
 //! It never polls on a fixed interval. A lost notice (a dropped pub/sub
 //! connection, a holder that crashed or whose lease ran out, a key deleted by
 //! hand) costs at most one time to live, because the waiter looks again when

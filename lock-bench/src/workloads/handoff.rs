@@ -63,7 +63,10 @@ async fn floor(t: &Target<'_>) -> Result<Report> {
     ));
     let name = t.name("w2h:floor");
     let site = Site::Server(&bench.server);
-    let (mut holder, mut waiter) = (RawLock::new(site, &name).await?, RawLock::new(site, &name).await?);
+    let (mut holder, mut waiter) = (
+        RawLock::new(site, &name).await?,
+        RawLock::new(site, &name).await?,
+    );
     let mut pubsub = bench.server.pubsub().await?;
     pubsub
         .subscribe(holder.channel())
@@ -73,11 +76,17 @@ async fn floor(t: &Target<'_>) -> Result<Report> {
     if !holder.acquire().await? {
         bail!("the raw floor's lock {name} was already held");
     }
-    let (mut notice, mut handoff) = (Latencies::with_capacity(rounds), Latencies::with_capacity(rounds));
+    let (mut notice, mut handoff) = (
+        Latencies::with_capacity(rounds),
+        Latencies::with_capacity(rounds),
+    );
     for _ in 0..rounds {
         let sent = Instant::now();
         let heard = async {
-            notices.next().await.context("the pub/sub connection closed")?;
+            notices
+                .next()
+                .await
+                .context("the pub/sub connection closed")?;
             let heard = Instant::now();
             if !waiter.acquire().await? {
                 bail!("the raw waiter found {name} still held after its notice");
@@ -101,16 +110,36 @@ async fn floor(t: &Target<'_>) -> Result<Report> {
     );
     let mut r = Report::new(&workload, "handoff floor", "raw EVALSHA + PUBLISH");
     r.add("rounds", "rounds", rounds as f64, Unit::Count)
-        .add("notice_p50_us", "release sent → notice heard p50", n.p50_us, Unit::Micros)
-        .add("notice_p99_us", "release sent → notice heard p99", n.p99_us, Unit::Micros)
+        .add(
+            "notice_p50_us",
+            "release sent → notice heard p50",
+            n.p50_us,
+            Unit::Micros,
+        )
+        .add(
+            "notice_p99_us",
+            "release sent → notice heard p99",
+            n.p99_us,
+            Unit::Micros,
+        )
         .add(
             "notice_p50_vs_ping",
             "notice p50 / PING p50 (the floor of a direct handoff)",
             n.p50_us / base.ping_p50_us,
             Unit::Ratio,
         )
-        .add("p50_us", "release sent → next acquire's reply p50", h.p50_us, Unit::Micros)
-        .add("p99_us", "release sent → next acquire's reply p99", h.p99_us, Unit::Micros)
+        .add(
+            "p50_us",
+            "release sent → next acquire's reply p50",
+            h.p50_us,
+            Unit::Micros,
+        )
+        .add(
+            "p99_us",
+            "release sent → next acquire's reply p99",
+            h.p99_us,
+            Unit::Micros,
+        )
         .add(
             "p50_vs_ping",
             "handoff p50 / PING p50 (the floor of notice + acquire)",
@@ -250,15 +279,30 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     .add("p50_us", "handoff p50", p50, Unit::Micros)
     .add("p99_us", "handoff p99", s.map(|s| s.p99_us), Unit::Micros);
     let w = waits.summary();
-    r.add("waits", "lock() calls that waited", waits.len() as f64, Unit::Count)
-        .add("wait_p50_us", "waiter wait p50", w.map(|w| w.p50_us), Unit::Micros)
-        .add("wait_p99_us", "waiter wait p99", w.map(|w| w.p99_us), Unit::Micros)
-        .add(
-            "wait_p50_vs_ping",
-            "waiter wait p50 / PING p50",
-            w.map(|w| w.p50_us / base.ping_p50_us),
-            Unit::Ratio,
-        );
+    r.add(
+        "waits",
+        "lock() calls that waited",
+        waits.len() as f64,
+        Unit::Count,
+    )
+    .add(
+        "wait_p50_us",
+        "waiter wait p50",
+        w.map(|w| w.p50_us),
+        Unit::Micros,
+    )
+    .add(
+        "wait_p99_us",
+        "waiter wait p99",
+        w.map(|w| w.p99_us),
+        Unit::Micros,
+    )
+    .add(
+        "wait_p50_vs_ping",
+        "waiter wait p50 / PING p50",
+        w.map(|w| w.p50_us / base.ping_p50_us),
+        Unit::Ratio,
+    );
     if s.is_none() {
         r.note("no task took the lock over from another within the window");
     }

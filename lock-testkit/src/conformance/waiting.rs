@@ -193,7 +193,11 @@ pub async fn waiter_joining_a_live_subscription_tries_once(h: &dyn Harness) {
     waiting(&b, 2).await;
     let stats = b.stats();
     if subscribes(&b) {
-        assert_eq!(stats.tries, before + 1, "joined live, tried once: {stats:?}");
+        assert_eq!(
+            stats.tries,
+            before + 1,
+            "joined live, tried once: {stats:?}"
+        );
         assert_eq!(stats.subscriptions_opened, 1, "{stats:?}");
     } else {
         assert_eq!(stats.subscriptions_opened, 0, "a polling waiter subscribed");
