@@ -131,9 +131,10 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
         let mut baton = notify.clone().map(WakeBaton::new);
 
         // The lock may have been released between the first attempt and the
-        // subscription, unseen: try again once subscribed, unless other
-        // waiters of this client had the subscription live already (they
-        // were told of any release since; see `Subscription::joined_live`).
+        // subscription, unseen: try again once subscribed, unless another
+        // waiter of this client looked after the subscription was confirmed
+        // (it saw, or was told of, any release since; see
+        // `Subscription::joined_live`).
         // Queueing kinds always look again: that attempt keeps their place.
         let mut skip_attempt = !queues && subscription.as_ref().is_some_and(|s| s.joined_live());
         loop {
@@ -150,7 +151,11 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     queued: None,
                 }
             } else {
-                attempt().await?
+                let outcome = attempt().await?;
+                if let Some(subscription) = &subscription {
+                    subscription.looked();
+                }
+                outcome
             };
             let ttl = match outcome {
                 Attempt::Acquired(hold) => {

@@ -14,9 +14,10 @@
 //! 3. if held, wait for a wake-up *or* for the holder's remaining time to
 //!    live, whichever is first, capped by the caller's deadline.
 //!
-//! A waiter that joined a subscription its client's other waiters already
-//! had confirmed skips the attempt of its first round: every release since
-//! its first attempt reached them ([`Subscription::joined_live`]).
+//! A waiter that joined a subscription on which another waiter of its
+//! client already looked after the store confirmed it skips the attempt of
+//! its first round: every release since its first attempt reached them
+//! ([`Subscription::joined_live`]).
 //!
 //! It never polls on a fixed interval. A lost notice (a dropped pub/sub
 //! connection, a holder that crashed or whose lease ran out, a key deleted by
@@ -37,6 +38,7 @@
 //!   connection in order.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -58,6 +60,9 @@ struct ChannelEntry {
     waiters: usize,
     notify: Arc<Notify>,
     confirmed: Confirmation,
+    /// Set once a waiter here made an attempt after the store confirmed
+    /// the subscription ([`Subscription::looked`]).
+    live: Arc<AtomicBool>,
     /// The kind whose waiters listen here: it reads the messages.
     reader: WakeReader,
 }
@@ -103,25 +108,27 @@ impl WaiterRegistry {
         channel: Channel,
     ) -> Subscription {
         let mut channels = self.channels();
-        let mut joined_live = true;
         let entry = channels.entry(channel.clone()).or_insert_with(|| {
-            joined_live = false;
             self.stats.subscriptions.incr();
             ChannelEntry {
                 waiters: 0,
                 notify: Arc::new(Notify::new()),
                 confirmed: connection.subscribe(&channel).shared(),
+                live: Arc::new(AtomicBool::new(false)),
                 reader,
             }
         });
         entry.waiters += 1;
-        let joined_live = joined_live && matches!(entry.confirmed.peek(), Some(Ok(())));
+        // A failed subscription delivers nothing: then every waiter looks.
+        let joined_live =
+            entry.live.load(Ordering::Acquire) && matches!(entry.confirmed.peek(), Some(Ok(())));
         Subscription {
             registry: Arc::clone(self),
             connection: Arc::clone(connection),
             notify: Arc::clone(&entry.notify),
             confirmed: entry.confirmed.clone(),
             joined_live,
+            live: Arc::clone(&entry.live),
             channel,
         }
     }
@@ -194,9 +201,9 @@ pub(crate) struct Subscription {
     channel: Channel,
     pub(crate) notify: Arc<Notify>,
     confirmed: Confirmation,
-    /// Joined a subscription that other waiters of this client already had
-    /// and the store had confirmed (see [`Subscription::joined_live`]).
+    /// See [`Subscription::joined_live`].
     joined_live: bool,
+    live: Arc<AtomicBool>,
 }
 
 impl Subscription {
@@ -205,17 +212,24 @@ impl Subscription {
         self.confirmed.clone().await
     }
 
-    /// Whether this waiter joined a subscription that other waiters of this
-    /// client already shared and the store had confirmed. Then a notice
-    /// published since that confirmation was (or will be) delivered to those
-    /// waiters: it woke one of them, who tries, or, with none parked, left
-    /// a wake-up stored for the next to park (this one). A release before
-    /// that confirmation is seen by the attempt the first of them made once
-    /// confirmed. So the client does not miss a release that came after
-    /// this waiter's first attempt, and the waiter need not try again before
-    /// it parks: one request fewer per waiter that joins a busy lock.
+    /// Whether, when this waiter joined, another waiter of the subscription
+    /// had already made an attempt after the store confirmed it
+    /// ([`Subscription::looked`]). A release before that attempt was seen
+    /// by it; a notice published since the confirmation was (or will be)
+    /// delivered here, and woke a waiter that then tries, or, with none
+    /// parked, left a wake-up stored for the next to park (this one). So
+    /// this client misses no release that came after this waiter's first
+    /// attempt, and the waiter need not try again before it parks: one
+    /// request fewer per waiter that joins a busy lock.
     pub(crate) fn joined_live(&self) -> bool {
         self.joined_live
+    }
+
+    /// Records that this waiter made an attempt after the store answered
+    /// the subscription (a failed one makes no later joiner skip its look:
+    /// see [`Subscription::joined_live`]).
+    pub(crate) fn looked(&self) {
+        self.live.store(true, Ordering::Release);
     }
 
     /// Waits, until `deadline` at the latest, for the store to confirm the
