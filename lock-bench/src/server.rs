@@ -55,6 +55,14 @@ impl Server {
             .context("cannot connect to the redis server")
     }
 
+    /// A new pub/sub connection.
+    pub(crate) async fn pubsub(&self) -> Result<redis::aio::PubSub> {
+        tokio::time::timeout(CONNECT_TIMEOUT, self.client.get_async_pubsub())
+            .await
+            .context("connecting a pub/sub connection timed out")?
+            .context("cannot open a pub/sub connection")
+    }
+
     /// `CONFIG RESETSTAT`: zeroes the command statistics.
     pub(crate) async fn reset_stats(&self) -> Result<()> {
         let mut conn = self.connect().await?;

@@ -92,9 +92,9 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
         }
     };
 
-    let mut queued = match attempt().await? {
+    let (first_ttl, mut queued) = match attempt().await? {
         Attempt::Acquired(hold) => return Ok(Some(guard(inner, hold, watchdog))),
-        Attempt::Held { queued, .. } => queued,
+        Attempt::Held { ttl, queued } => (ttl, queued),
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
@@ -131,7 +131,12 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
         let mut baton = notify.clone().map(WakeBaton::new);
 
         // The lock may have been released between the first attempt and the
-        // subscription, unseen: always try again once subscribed.
+        // subscription, unseen: try again once subscribed, unless another
+        // waiter of this client looked after the subscription was confirmed
+        // (it saw, or was told of, any release since; see
+        // `Subscription::joined_live`).
+        // Queueing kinds always look again: that attempt keeps their place.
+        let mut skip_attempt = !queues && subscription.as_ref().is_some_and(|s| s.joined_live());
         loop {
             let notified = notify.as_deref().map(Notify::notified);
             tokio::pin!(notified);
@@ -140,7 +145,19 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
             if let Some(notified) = notified.as_mut().as_pin_mut() {
                 notified.enable();
             }
-            let ttl = match attempt().await? {
+            let outcome = if std::mem::take(&mut skip_attempt) {
+                Attempt::Held {
+                    ttl: first_ttl,
+                    queued: None,
+                }
+            } else {
+                let outcome = attempt().await?;
+                if let Some(subscription) = &subscription {
+                    subscription.looked();
+                }
+                outcome
+            };
+            let ttl = match outcome {
                 Attempt::Acquired(hold) => {
                     disarm(&mut baton);
                     // Taking the lock leaves its queue.

@@ -14,6 +14,11 @@
 //! 3. if held, wait for a wake-up *or* for the holder's remaining time to
 //!    live, whichever is first, capped by the caller's deadline.
 //!
+//! A waiter that joined a subscription on which another waiter of its
+//! client already looked after the store confirmed it skips the attempt of
+//! its first round: every release since its first attempt reached them
+//! ([`Subscription::joined_live`]).
+//!
 //! It never polls on a fixed interval. A lost notice (a dropped pub/sub
 //! connection, a holder that crashed or whose lease ran out, a key deleted by
 //! hand) costs at most one time to live, because the waiter looks again when
@@ -33,6 +38,7 @@
 //!   connection in order.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use futures::future::{BoxFuture, FutureExt, Shared};
@@ -54,6 +60,9 @@ struct ChannelEntry {
     waiters: usize,
     notify: Arc<Notify>,
     confirmed: Confirmation,
+    /// Set once a waiter here made an attempt after the store confirmed
+    /// the subscription ([`Subscription::looked`]).
+    live: Arc<AtomicBool>,
     /// The kind whose waiters listen here: it reads the messages.
     reader: WakeReader,
 }
@@ -105,15 +114,21 @@ impl WaiterRegistry {
                 waiters: 0,
                 notify: Arc::new(Notify::new()),
                 confirmed: connection.subscribe(&channel).shared(),
+                live: Arc::new(AtomicBool::new(false)),
                 reader,
             }
         });
         entry.waiters += 1;
+        // A failed subscription delivers nothing: then every waiter looks.
+        let joined_live =
+            entry.live.load(Ordering::Acquire) && matches!(entry.confirmed.peek(), Some(Ok(())));
         Subscription {
             registry: Arc::clone(self),
             connection: Arc::clone(connection),
             notify: Arc::clone(&entry.notify),
             confirmed: entry.confirmed.clone(),
+            joined_live,
+            live: Arc::clone(&entry.live),
             channel,
         }
     }
@@ -186,12 +201,35 @@ pub(crate) struct Subscription {
     channel: Channel,
     pub(crate) notify: Arc<Notify>,
     confirmed: Confirmation,
+    /// See [`Subscription::joined_live`].
+    joined_live: bool,
+    live: Arc<AtomicBool>,
 }
 
 impl Subscription {
     /// Resolves when the store confirmed the subscription (or failed to).
     pub(crate) async fn confirmed(&self) -> Result<()> {
         self.confirmed.clone().await
+    }
+
+    /// Whether, when this waiter joined, another waiter of the subscription
+    /// had already made an attempt after the store confirmed it
+    /// ([`Subscription::looked`]). A release before that attempt was seen
+    /// by it; a notice published since the confirmation was (or will be)
+    /// delivered here, and woke a waiter that then tries, or, with none
+    /// parked, left a wake-up stored for the next to park (this one). So
+    /// this client misses no release that came after this waiter's first
+    /// attempt, and the waiter need not try again before it parks: one
+    /// request fewer per waiter that joins a busy lock.
+    pub(crate) fn joined_live(&self) -> bool {
+        self.joined_live
+    }
+
+    /// Records that this waiter made an attempt after the store answered
+    /// the subscription (a failed one makes no later joiner skip its look:
+    /// see [`Subscription::joined_live`]).
+    pub(crate) fn looked(&self) {
+        self.live.store(true, Ordering::Release);
     }
 
     /// Waits, until `deadline` at the latest, for the store to confirm the

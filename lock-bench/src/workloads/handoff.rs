@@ -3,19 +3,24 @@
 //! free between owners: from just before the holder calls `unlock()` to
 //! just after another task's `lock()` returns (issue 15's goals for the
 //! reentrant lock: p50 ≤ 2 × PING p50, p99 ≤ 6 × PING p50), and how many
-//! Redis commands one handoff costs. The fair and cluster
+//! Redis commands one handoff costs. Also the wait of every `lock()` that
+//! started while another task held the lock, from its call to its return:
+//! what a waiter sees, whether or not the release it waited for was taken
+//! over by it (barging releasers re-take most). The fair and cluster
 //! variants are also compared with the reentrant lock's W2H on the
 //! standalone server (goal for the fair lock: p50 ≤ 1.2×).
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use futures::StreamExt;
 use tokio::sync::Barrier;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::close_all;
+use super::raw::{RawLock, Site};
 use crate::goals;
 use crate::latency::Latencies;
 use crate::locker::Locker;
@@ -33,6 +38,9 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     let result = measure(t, &lib).await;
     close_all(&lib).await;
     reports.push(result?);
+    if t.kind == Kind::Reentrant {
+        reports.push(floor(t).await?);
+    }
     #[cfg(feature = "rslock")]
     if t.kind == Kind::Reentrant {
         reports.push(measure(t, &t.bench.rs_lockers(CLIENTS)).await?);
@@ -40,12 +48,132 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     Ok(reports)
 }
 
+/// The floor of a handoff on this machine, with no library in between:
+/// one raw connection releases with `release.lua` (which publishes), a
+/// pub/sub connection hears the notice, and another raw connection then
+/// takes the lock with `acquire.lua`; the two swap roles every round. From
+/// sending the release to hearing the notice is what a direct handoff
+/// (the release grants the lock, the notice says so) could cost at best;
+/// to the acquire's reply, what the default handoff (notice, then one
+/// acquire round trip) costs at best.
+async fn floor(t: &Target<'_>) -> Result<Report> {
+    let bench = t.bench;
+    let workload = t.workload("W2H");
+    let rounds = bench.pick(5_000, 500);
+    bench.progress(&format!(
+        "{workload} floor: {rounds} raw release → notice → acquire rounds"
+    ));
+    let name = t.name("w2h:floor");
+    let site = Site::Server(&bench.server);
+    let (mut holder, mut waiter) = (
+        RawLock::new(site, &name).await?,
+        RawLock::new(site, &name).await?,
+    );
+    let mut pubsub = bench.server.pubsub().await?;
+    pubsub
+        .subscribe(holder.channel())
+        .await
+        .context("raw SUBSCRIBE failed")?;
+    let mut notices = pubsub.on_message();
+    if !holder.acquire().await? {
+        bail!("the raw floor's lock {name} was already held");
+    }
+    let (mut notice, mut handoff) = (
+        Latencies::with_capacity(rounds),
+        Latencies::with_capacity(rounds),
+    );
+    for _ in 0..rounds {
+        let sent = Instant::now();
+        let heard = async {
+            notices
+                .next()
+                .await
+                .context("the pub/sub connection closed")?;
+            let heard = Instant::now();
+            if !waiter.acquire().await? {
+                bail!("the raw waiter found {name} still held after its notice");
+            }
+            anyhow::Ok((heard, Instant::now()))
+        };
+        let (released, heard) = tokio::join!(holder.release(), heard);
+        released?;
+        let (heard, acquired) = heard?;
+        notice.push(heard - sent);
+        handoff.push(acquired - sent);
+        std::mem::swap(&mut holder, &mut waiter);
+    }
+    holder.release().await?;
+    drop(notices);
+
+    let base = t.baseline()?;
+    let (n, h) = (
+        notice.summary().context("no floor samples")?,
+        handoff.summary().context("no floor samples")?,
+    );
+    let mut r = Report::new(&workload, "handoff floor", "raw EVALSHA + PUBLISH");
+    r.add("rounds", "rounds", rounds as f64, Unit::Count)
+        .add(
+            "notice_p50_us",
+            "release sent → notice heard p50",
+            n.p50_us,
+            Unit::Micros,
+        )
+        .add(
+            "notice_p99_us",
+            "release sent → notice heard p99",
+            n.p99_us,
+            Unit::Micros,
+        )
+        .add(
+            "notice_p50_vs_ping",
+            "notice p50 / PING p50 (the floor of a direct handoff)",
+            n.p50_us / base.ping_p50_us,
+            Unit::Ratio,
+        )
+        .add(
+            "p50_us",
+            "release sent → next acquire's reply p50",
+            h.p50_us,
+            Unit::Micros,
+        )
+        .add(
+            "p99_us",
+            "release sent → next acquire's reply p99",
+            h.p99_us,
+            Unit::Micros,
+        )
+        .add(
+            "p50_vs_ping",
+            "handoff p50 / PING p50 (the floor of notice + acquire)",
+            h.p50_us / base.ping_p50_us,
+            Unit::Ratio,
+        );
+    bench.progress(&format!(
+        "{workload} floor: notice p50 {:.0} µs = {:.2}× PING, notice + acquire p50 {:.0} µs = {:.2}× PING",
+        n.p50_us,
+        n.p50_us / base.ping_p50_us,
+        h.p50_us,
+        h.p50_us / base.ping_p50_us,
+    ));
+    Ok(r)
+}
+
 /// Who released the lock last, and when (just before calling `unlock()`).
 type LastRelease = Arc<Mutex<Option<(usize, Instant)>>>;
+
+/// Which task holds the lock (set when its `lock()` returned, cleared when
+/// its `unlock()` returned: a `lock()` called while a release is on the
+/// wire must wait too, the lock is held until the release runs), and how
+/// many acquisitions there were. A `lock()` waited when another task held
+/// the lock as it was called, or took it before the call returned.
+type Holder = Arc<Mutex<(Option<usize>, u64)>>;
 
 #[derive(Default)]
 struct TaskResult {
     handoffs: Latencies,
+    /// `lock()` calls that started while another task held the lock: call
+    /// to return.
+    waits: Latencies,
     acquisitions: u64,
     /// Acquisitions right after the same task's own release.
     again: u64,
@@ -62,22 +190,36 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     ));
     let name = Arc::new(t.pinned_name(&format!("w2h:{implementation}"))?);
     let last: LastRelease = Arc::default();
+    let holder: Holder = Arc::default();
     let barrier = Arc::new(Barrier::new(TASKS + 1));
     let mut set = JoinSet::new();
     for me in 0..TASKS {
         let locker = lockers[me % lockers.len()].clone();
         let (name, last, barrier) = (Arc::clone(&name), Arc::clone(&last), Arc::clone(&barrier));
+        let holder = Arc::clone(&holder);
         set.spawn(async move {
             barrier.wait().await;
             let deadline = Instant::now() + window;
             let mut out = TaskResult::default();
             loop {
+                let called = Instant::now();
+                let (held_by, taken) = *lock(&holder);
+                let held_by_other = held_by.is_some_and(|h| h != me);
                 let Ok(held) = tokio::time::timeout_at(deadline, locker.lock(&name)).await else {
                     break;
                 };
                 let held = held?;
                 let now = Instant::now();
-                let previous = last.lock().unwrap_or_else(PoisonError::into_inner).take();
+                let waited = {
+                    let mut holder = lock(&holder);
+                    let waited = held_by_other || holder.1 != taken;
+                    *holder = (Some(me), holder.1 + 1);
+                    waited
+                };
+                if waited {
+                    out.waits.push(now - called);
+                }
+                let previous = lock(&last).take();
                 match previous {
                     Some((who, released)) if who != me => out.handoffs.push(now - released),
                     Some(_) => out.again += 1,
@@ -85,8 +227,9 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
                 }
                 out.acquisitions += 1;
                 tokio::time::sleep(HOLD).await;
-                *last.lock().unwrap_or_else(PoisonError::into_inner) = Some((me, Instant::now()));
+                *lock(&last) = Some((me, Instant::now()));
                 locker.unlock_bounded(held).await?;
+                lock(&holder).0 = None;
                 if Instant::now() >= deadline {
                     break;
                 }
@@ -97,10 +240,12 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     t.reset_stats().await?;
     barrier.wait().await;
     let mut handoffs = Latencies::default();
+    let mut waits = Latencies::default();
     let (mut acquisitions, mut again) = (0, 0);
     while let Some(result) = set.join_next().await {
         let result = result.context("a W2H task panicked")??;
         handoffs.extend(result.handoffs);
+        waits.extend(result.waits);
         acquisitions += result.acquisitions;
         again += result.again;
     }
@@ -135,6 +280,31 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     )
     .add("p50_us", "handoff p50", p50, Unit::Micros)
     .add("p99_us", "handoff p99", s.map(|s| s.p99_us), Unit::Micros);
+    let w = waits.summary();
+    r.add(
+        "waits",
+        "lock() calls that waited",
+        waits.len() as f64,
+        Unit::Count,
+    )
+    .add(
+        "wait_p50_us",
+        "waiter wait p50",
+        w.map(|w| w.p50_us),
+        Unit::Micros,
+    )
+    .add(
+        "wait_p99_us",
+        "waiter wait p99",
+        w.map(|w| w.p99_us),
+        Unit::Micros,
+    )
+    .add(
+        "wait_p50_vs_ping",
+        "waiter wait p50 / PING p50",
+        w.map(|w| w.p50_us / base.ping_p50_us),
+        Unit::Ratio,
+    );
     if s.is_none() {
         r.note("no task took the lock over from another within the window");
     }
@@ -195,6 +365,12 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         Unit::Count,
     )
     .add(
+        "evalsha_per_release",
+        "EVALSHA per release (handoff or not)",
+        (acquisitions > 0).then(|| commands.calls("evalsha") as f64 / acquisitions as f64),
+        Unit::Count,
+    )
+    .add(
         "ping_per_handoff",
         "PING per handoff",
         per_handoff(commands.calls("ping")),
@@ -206,4 +382,8 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         vs_ping.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}")),
     ));
     Ok(r)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

@@ -89,6 +89,20 @@ impl RawLock {
     /// `acquire.lua` then `release.lua`; fails unless the first took the
     /// lock and the second freed it.
     pub(crate) async fn pair(&mut self) -> Result<()> {
+        if !self.acquire().await? {
+            bail!("raw acquire found {} held by someone else", self.name);
+        }
+        self.release().await
+    }
+
+    /// The channel `release.lua` announces this lock's release on.
+    pub(crate) fn channel(&self) -> String {
+        self.layout.channel(&self.name)
+    }
+
+    /// `acquire.lua`: `true` when it took the lock, `false` when another
+    /// owner holds it.
+    pub(crate) async fn acquire(&mut self) -> Result<bool> {
         let acquire = ScriptCall::new(
             &ACQUIRE,
             vec![
@@ -109,9 +123,11 @@ impl RawLock {
             .query_async(&mut self.conn)
             .await
             .context("raw acquire EVALSHA failed")?;
-        if took != 1 {
-            bail!("raw acquire found {} held by someone else", self.name);
-        }
+        Ok(took == 1)
+    }
+
+    /// `release.lua`; fails unless it freed the lock (and so published).
+    pub(crate) async fn release(&mut self) -> Result<()> {
         let release = ScriptCall::new(
             &RELEASE,
             vec![

@@ -535,6 +535,7 @@ macro_rules! __reentrant_checks {
             $each;
             [$(#[$attr])*] $make;
             waiting::one_unlock_wakes_one_waiter,
+            waiting::waiter_joining_a_live_subscription_tries_once,
             waiting::many_waiters_share_one_subscription,
             layout::redisson_style_unlock_notice_wakes_us,
             fenced::five_rounds_hand_out_tokens_one_to_five,
