@@ -35,14 +35,14 @@
 //! they unregister from their own entry only, and send no release, since
 //! the count in the store may be the new hold's.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use hashbrown::{DefaultHashBuilder, HashTable};
 use tokio::sync::Notify;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::kind::{ExclusiveKind, ReleaseOutcome, RenewTarget};
 use crate::telemetry;
@@ -76,15 +76,28 @@ impl Deadline {
     }
 }
 
-/// One generation of one owner's hold on one lock, shared by its guards.
+/// One generation of one owner's hold on one lock, shared by its guards,
+/// and its entry in the table of holds.
+///
+/// One allocation per held lock (a client may hold 100 000): the lost
+/// signal is a flag and a [`Notify`] in place, not a token of its own, and
+/// the table keeps only the pointer. A generation is this allocation:
+/// guards and the table tell generations apart by identity
+/// ([`Arc::ptr_eq`]).
 pub(crate) struct Hold {
     pub(crate) target: RenewTarget,
     /// The kind that took the hold: it renews and releases it.
     pub(crate) kind: Arc<dyn ExclusiveKind>,
-    generation: u64,
-    lost: CancellationToken,
-    /// Set when the hold ends, lost or not: a loss is counted once.
-    ended: AtomicBool,
+    /// Set once the hold ends, lost or not (the loss is counted once then),
+    /// never cleared: every guard of it is told.
+    lost: AtomicBool,
+    /// Wakes [`Hold::lost`] when `lost` is set.
+    lost_notify: Notify,
+    /// Guards of this generation still registered (changed under the
+    /// table's lock).
+    guards: AtomicU32,
+    /// How many of them the watchdog keeps alive (likewise).
+    watched: AtomicU32,
     deadline: Mutex<Deadline>,
 }
 
@@ -92,8 +105,8 @@ impl std::fmt::Debug for Hold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Hold")
             .field("lock", &self.target.name)
-            .field("generation", &self.generation)
-            .field("lost", &self.lost.is_cancelled())
+            .field("generation", &(self as *const Self))
+            .field("lost", &self.lost.load(Ordering::Acquire))
             .finish_non_exhaustive()
     }
 }
@@ -108,9 +121,14 @@ impl Hold {
         *self.deadline_guard()
     }
 
+    /// Whether the hold was told it is lost (or ended).
+    fn told(&self) -> bool {
+        self.lost.load(Ordering::Acquire)
+    }
+
     /// Whether the hold is known lost or past its deadline.
     fn overdue(&self) -> bool {
-        self.lost.is_cancelled() || Instant::now() >= self.deadline_guard().lost_at
+        self.told() || Instant::now() >= self.deadline_guard().lost_at
     }
 
     /// Whether the hold is known lost or past its deadline (then marked
@@ -127,12 +145,12 @@ impl Hold {
     /// end is a loss (for [`crate::telemetry::LOST`]); `None` for the usual
     /// end, the release of its last guard.
     fn finish(&self, loss: Option<&'static str>) {
-        if !self.ended.swap(true, Ordering::AcqRel) {
+        if !self.lost.swap(true, Ordering::AcqRel) {
             if let Some(reason) = loss {
                 telemetry::lost(self.kind.kind_name(), reason);
             }
+            self.lost_notify.notify_waiters();
         }
-        self.lost.cancel();
     }
 
     /// Resolves once the hold is lost: told, or past its deadline (which
@@ -140,8 +158,16 @@ impl Hold {
     pub(crate) async fn lost(&self) {
         while !self.is_lost() {
             let lost_at = self.deadline().lost_at;
+            let told = self.lost_notify.notified();
+            tokio::pin!(told);
+            // Registered before the flag is read: a `finish` after the
+            // read wakes it.
+            told.as_mut().enable();
+            if self.told() {
+                return;
+            }
             tokio::select! {
-                _ = self.lost.cancelled() => return,
+                _ = told => return,
                 _ = tokio::time::sleep_until(lost_at) => {}
             }
         }
@@ -152,65 +178,109 @@ impl Hold {
     /// stays. The caller ends a refused hold.
     pub(crate) fn extend(&self, deadline: Deadline) -> bool {
         let mut current = self.deadline_guard();
-        if self.lost.is_cancelled() || Instant::now() >= current.lost_at {
+        if self.told() || Instant::now() >= current.lost_at {
             return false;
         }
         *current = current.later(deadline);
         true
     }
-}
 
-struct Entry {
-    hold: Arc<Hold>,
-    /// Guards of this generation still registered.
-    guards: usize,
-    /// How many of them the watchdog keeps alive.
-    watched: usize,
+    /// Whether this is the hold of `target` on `side` (see [`HoldKey`]).
+    fn is_for(&self, target: &RenewTarget, side: &str) -> bool {
+        self.target == *target && self.kind.hold_side() == side
+    }
+
+    fn is_watched(&self) -> bool {
+        self.watched.load(Ordering::Relaxed) > 0
+    }
 }
 
 /// Where an owner's hold sits in the table: the lock and owner, and the
 /// side of the lock ([`ExclusiveKind::hold_side`]), so the read and the
 /// write holds of one owner on one read-write lock are two entries.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct HoldKey {
-    target: RenewTarget,
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct HoldKey<'a> {
+    target: &'a RenewTarget,
     side: &'static str,
 }
 
-impl HoldKey {
-    fn of(hold: &Hold) -> Self {
+impl<'a> HoldKey<'a> {
+    fn of(hold: &'a Hold) -> Self {
         Self::new(&hold.target, hold.kind.as_ref())
     }
 
-    fn new(target: &RenewTarget, kind: &dyn ExclusiveKind) -> Self {
+    fn new(target: &'a RenewTarget, kind: &dyn ExclusiveKind) -> Self {
         Self {
-            target: target.clone(),
+            target,
             side: kind.hold_side(),
         }
     }
 }
 
+/// The table itself: the current generation of each (lock name, owner,
+/// side), keyed by what the hold holds, so an entry is one pointer.
+struct Table {
+    holds: HashTable<Arc<Hold>>,
+    hasher: DefaultHashBuilder,
+}
+
+impl Table {
+    fn hash(&self, key: HoldKey<'_>) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    fn get(&self, key: HoldKey<'_>) -> Option<&Arc<Hold>> {
+        self.holds
+            .find(self.hash(key), |hold| hold.is_for(key.target, key.side))
+    }
+
+    /// Removes `key`'s entry, if it is `only` (when given).
+    fn remove(&mut self, key: HoldKey<'_>, only: Option<&Arc<Hold>>) -> Option<Arc<Hold>> {
+        let hash = self.hash(key);
+        let entry = self
+            .holds
+            .find_entry(hash, |hold| {
+                hold.is_for(key.target, key.side) && only.is_none_or(|only| Arc::ptr_eq(hold, only))
+            })
+            .ok()?;
+        Some(entry.remove().0)
+    }
+
+    fn insert(&mut self, hold: Arc<Hold>) {
+        let hash = self.hash(HoldKey::of(&hold));
+        let hasher = &self.hasher;
+        self.holds
+            .insert_unique(hash, hold, |hold| hasher.hash_one(HoldKey::of(hold)));
+    }
+}
+
 /// Every hold of one client, by (lock name, owner, side).
 pub(crate) struct Holds {
-    table: Mutex<HashMap<HoldKey, Entry>>,
-    next_generation: AtomicU64,
+    table: Mutex<Table>,
     /// Entries with a watchdog guard: what the watchdog renews.
     watched: AtomicUsize,
-    /// Woken when the first watchdog guard of an entry registers.
+    /// Whether the watchdog waits for [`Holds::work`] (it has nothing to
+    /// renew): only then does a new watched hold wake it.
+    parked: AtomicBool,
+    /// Woken when an entry gets its first watchdog guard while the
+    /// watchdog is parked.
     pub(crate) work: Notify,
 }
 
 impl Holds {
     pub(crate) fn new() -> Self {
         Self {
-            table: Mutex::new(HashMap::new()),
-            next_generation: AtomicU64::new(0),
+            table: Mutex::new(Table {
+                holds: HashTable::new(),
+                hasher: DefaultHashBuilder::default(),
+            }),
             watched: AtomicUsize::new(0),
+            parked: AtomicBool::new(false),
             work: Notify::new(),
         }
     }
 
-    fn table(&self) -> MutexGuard<'_, HashMap<HoldKey, Entry>> {
+    fn table(&self) -> MutexGuard<'_, Table> {
         // Every update is a few field changes: consistent across a panic.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -230,41 +300,36 @@ impl Holds {
         let mut table = self.table();
         // Joining extends the entry's deadline; an entry that cannot be
         // extended has ended and makes way for a new generation.
-        let ended = table
-            .get(&key)
-            .filter(|entry| !entry.hold.extend(deadline))
-            .map(|entry| Arc::clone(&entry.hold));
-        if ended.is_some() {
-            self.remove(&mut table, &key);
-        }
-        let entry = table
-            .entry(key)
-            .and_modify(|entry| entry.guards += 1)
-            .or_insert_with(|| Entry {
-                hold: Arc::new(Hold {
+        let current = table.get(key).cloned();
+        let (hold, ended) = match current {
+            Some(hold) if hold.extend(deadline) => (hold, None),
+            current => {
+                let ended = current.and_then(|old| self.remove(&mut table, key, Some(&old)));
+                let hold = Arc::new(Hold {
                     target,
                     kind: Arc::clone(kind),
-                    generation: self.next_generation.fetch_add(1, Ordering::Relaxed),
-                    lost: CancellationToken::new(),
-                    ended: AtomicBool::new(false),
+                    lost: AtomicBool::new(false),
+                    lost_notify: Notify::new(),
+                    guards: AtomicU32::new(0),
+                    watched: AtomicU32::new(0),
                     deadline: Mutex::new(deadline),
-                }),
-                guards: 1,
-                watched: 0,
-            });
-        let hold = Arc::clone(&entry.hold);
-        if watched {
-            entry.watched += 1;
-        }
-        let first_watched = watched && entry.watched == 1;
-        if first_watched {
-            self.watched.fetch_add(1, Ordering::AcqRel);
-        }
+                });
+                table.insert(Arc::clone(&hold));
+                (hold, ended)
+            }
+        };
+        hold.guards.fetch_add(1, Ordering::Relaxed);
+        let first_watched = watched && hold.watched.fetch_add(1, Ordering::Relaxed) == 0;
+        // SeqCst with `park`: either the watchdog sees this hold before it
+        // parks, or this sees it parked and wakes it.
+        let wake = first_watched
+            && self.watched.fetch_add(1, Ordering::SeqCst) == 0
+            && self.parked.load(Ordering::SeqCst);
         drop(table);
         if let Some(ended) = ended {
             ended.finish(Some("expired"));
         }
-        if first_watched {
+        if wake {
             self.work.notify_one();
         }
         hold
@@ -277,32 +342,31 @@ impl Holds {
     pub(crate) fn unregister(&self, hold: &Arc<Hold>, watched: bool) -> bool {
         let key = HoldKey::of(hold);
         let mut table = self.table();
-        if let Some(entry) = table
-            .get_mut(&key)
-            .filter(|entry| Arc::ptr_eq(&entry.hold, hold))
-        {
-            entry.guards -= 1;
-            if watched {
-                entry.watched -= 1;
-                if entry.watched == 0 {
-                    self.watched.fetch_sub(1, Ordering::AcqRel);
-                }
+        if table.get(key).is_some_and(|entry| Arc::ptr_eq(entry, hold)) {
+            if watched && hold.watched.fetch_sub(1, Ordering::Relaxed) == 1 {
+                self.watched.fetch_sub(1, Ordering::AcqRel);
             }
-            if entry.guards == 0 {
-                table.remove(&key);
+            if hold.guards.fetch_sub(1, Ordering::Relaxed) == 1 {
+                table.remove(key, Some(hold));
             }
         }
         drop(table);
         !hold.is_lost()
     }
 
-    /// Removes `key`'s entry, keeping the watched count right.
-    fn remove(&self, table: &mut HashMap<HoldKey, Entry>, key: &HoldKey) {
-        if let Some(entry) = table.remove(key) {
-            if entry.watched > 0 {
-                self.watched.fetch_sub(1, Ordering::AcqRel);
-            }
+    /// Removes `key`'s entry if it is `only` (when given), keeping the
+    /// watched count right.
+    fn remove(
+        &self,
+        table: &mut Table,
+        key: HoldKey<'_>,
+        only: Option<&Arc<Hold>>,
+    ) -> Option<Arc<Hold>> {
+        let removed = table.remove(key, only)?;
+        if removed.is_watched() {
+            self.watched.fetch_sub(1, Ordering::AcqRel);
         }
+        Some(removed)
     }
 
     /// `hold` ended, lost for `reason`: every guard of it is told, and it
@@ -310,12 +374,7 @@ impl Holds {
     pub(crate) fn end(&self, hold: &Arc<Hold>, reason: &'static str) {
         let key = HoldKey::of(hold);
         let mut table = self.table();
-        if table
-            .get(&key)
-            .is_some_and(|entry| Arc::ptr_eq(&entry.hold, hold))
-        {
-            self.remove(&mut table, &key);
-        }
+        self.remove(&mut table, key, Some(hold));
         drop(table);
         hold.finish(Some(reason));
     }
@@ -337,7 +396,7 @@ impl Holds {
         }
         let key = HoldKey::new(target, kind);
         let mut table = self.table();
-        let current = table.get(&key).map(|entry| Arc::clone(&entry.hold));
+        let current = table.get(key).cloned();
         let ended = match (hold, current) {
             // Entries leave the table with their last guard: guards remain.
             (Some(hold), Some(current)) if Arc::ptr_eq(hold, &current) => current,
@@ -350,9 +409,9 @@ impl Holds {
             (None, Some(current)) => current,
             (None, None) => return,
         };
-        self.remove(&mut table, &key);
+        self.remove(&mut table, key, Some(&ended));
         drop(table);
-        if !ended.lost.is_cancelled() {
+        if !ended.told() {
             tracing::warn!(lock = %target.name, ?outcome, "a release ended the owner's hold under its guards; signalling loss");
         }
         ended.finish(Some("released"));
@@ -361,18 +420,20 @@ impl Holds {
     /// The holds the watchdog keeps alive, not known lost.
     pub(crate) fn watched_holds(&self) -> Vec<Arc<Hold>> {
         self.table()
-            .values()
-            .filter(|entry| entry.watched > 0 && !entry.hold.lost.is_cancelled())
-            .map(|entry| Arc::clone(&entry.hold))
+            .holds
+            .iter()
+            .filter(|hold| hold.is_watched() && !hold.told())
+            .cloned()
             .collect()
     }
 
     /// The earliest time a hold the watchdog keeps alive is reported lost.
     pub(crate) fn earliest_watched_loss(&self) -> Option<Instant> {
         self.table()
-            .values()
-            .filter(|entry| entry.watched > 0)
-            .map(|entry| entry.hold.deadline().lost_at)
+            .holds
+            .iter()
+            .filter(|hold| hold.is_watched())
+            .map(|hold| hold.deadline().lost_at)
             .min()
     }
 
@@ -380,12 +441,13 @@ impl Holds {
     pub(crate) fn end_overdue(&self) {
         let overdue: Vec<Arc<Hold>> = self
             .table()
-            .values()
-            .filter(|entry| entry.hold.overdue())
-            .map(|entry| Arc::clone(&entry.hold))
+            .holds
+            .iter()
+            .filter(|hold| hold.overdue())
+            .cloned()
             .collect();
         for hold in overdue {
-            if !hold.lost.is_cancelled() {
+            if !hold.told() {
                 tracing::warn!(lock = %hold.target.name, "lease deadline passed without a successful renewal; signalling loss");
             }
             self.end(&hold, "expired");
@@ -397,13 +459,30 @@ impl Holds {
     pub(crate) fn end_watched(&self) {
         let watched: Vec<Arc<Hold>> = self
             .table()
-            .values()
-            .filter(|entry| entry.watched > 0)
-            .map(|entry| Arc::clone(&entry.hold))
+            .holds
+            .iter()
+            .filter(|hold| hold.is_watched())
+            .cloned()
             .collect();
         for hold in watched {
             self.end(&hold, "closed");
         }
+    }
+
+    /// The watchdog is about to wait for [`Holds::work`] (already
+    /// enabled): `false`, and it stays awake, when a hold is watched.
+    pub(crate) fn park(&self) -> bool {
+        self.parked.store(true, Ordering::SeqCst);
+        if self.watched.load(Ordering::SeqCst) > 0 {
+            self.parked.store(false, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// The watchdog woke from [`Holds::park`].
+    pub(crate) fn unpark(&self) {
+        self.parked.store(false, Ordering::SeqCst);
     }
 
     /// How many holds the watchdog keeps alive.
