@@ -190,10 +190,10 @@ impl Guard {
     pub async fn lost(&self) {
         match self.own_deadline() {
             Some(deadline) => tokio::select! {
-                _ = self.hold.lost() => {}
+                _ = self.hold.lost(&self.inner.holds.told) => {}
                 _ = tokio::time::sleep_until(deadline.lost_at) => {}
             },
-            None => self.hold.lost().await,
+            None => self.hold.lost(&self.inner.holds.told).await,
         }
         self.hold_lost();
     }

@@ -80,10 +80,10 @@ impl Deadline {
 /// and its entry in the table of holds.
 ///
 /// One allocation per held lock (a client may hold 100 000): the lost
-/// signal is a flag and a [`Notify`] in place, not a token of its own, and
-/// the table keeps only the pointer. A generation is this allocation:
-/// guards and the table tell generations apart by identity
-/// ([`Arc::ptr_eq`]).
+/// signal is a flag, with the wake-up of its waiters shared by the client's
+/// holds ([`Holds::told`]), and the table keeps only the pointer. A
+/// generation is this allocation: guards and the table tell generations
+/// apart by identity ([`Arc::ptr_eq`]).
 pub(crate) struct Hold {
     pub(crate) target: RenewTarget,
     /// The kind that took the hold: it renews and releases it.
@@ -91,8 +91,6 @@ pub(crate) struct Hold {
     /// Set once the hold ends, lost or not (the loss is counted once then),
     /// never cleared: every guard of it is told.
     lost: AtomicBool,
-    /// Wakes [`Hold::lost`] when `lost` is set.
-    lost_notify: Notify,
     /// Guards of this generation still registered (changed under the
     /// table's lock).
     guards: AtomicU32,
@@ -141,27 +139,32 @@ impl Hold {
         lost
     }
 
-    /// Ends the hold: every guard of it is told. `loss` says why when the
-    /// end is a loss (for [`crate::telemetry::LOST`]); `None` for the usual
-    /// end, the release of its last guard.
-    fn finish(&self, loss: Option<&'static str>) {
-        if !self.lost.swap(true, Ordering::AcqRel) {
+    /// Ends the hold: every guard of it is told (those waiting in
+    /// [`Hold::lost`] are woken by [`Holds::finish`]). `loss` says why when
+    /// the end is a loss (for [`crate::telemetry::LOST`]); `None` for the
+    /// usual end, the release of its last guard. Returns whether this call
+    /// ended it.
+    fn finish(&self, loss: Option<&'static str>) -> bool {
+        let ended = !self.lost.swap(true, Ordering::AcqRel);
+        if ended {
             if let Some(reason) = loss {
                 telemetry::lost(self.kind.kind_name(), reason);
             }
-            self.lost_notify.notify_waiters();
         }
+        ended
     }
 
-    /// Resolves once the hold is lost: told, or past its deadline (which
-    /// renewals may move later meanwhile).
-    pub(crate) async fn lost(&self) {
+    /// Resolves once the hold is lost: told (`told` is its client's
+    /// [`Holds::told`]), or past its deadline (which renewals may move
+    /// later meanwhile).
+    pub(crate) async fn lost(&self, told: &Notify) {
         while !self.is_lost() {
             let lost_at = self.deadline().lost_at;
-            let told = self.lost_notify.notified();
+            let told = told.notified();
             tokio::pin!(told);
-            // Registered before the flag is read: a `finish` after the
-            // read wakes it.
+            // Registered before the flag is read: a `Holds::finish` after
+            // the read wakes it. (A hold found past its deadline is ended
+            // without a wake-up: its waiters' timers are due.)
             told.as_mut().enable();
             if self.told() {
                 return;
@@ -265,6 +268,11 @@ pub(crate) struct Holds {
     /// Woken when an entry gets its first watchdog guard while the
     /// watchdog is parked.
     pub(crate) work: Notify,
+    /// Wakes the guards waiting for a loss ([`Hold::lost`]) when a hold of
+    /// this client is told it is lost; each looks at its own hold again.
+    /// One for all holds, not one per hold: losses are rare, and a held
+    /// lock then costs no wake-up list of its own.
+    pub(crate) told: Notify,
 }
 
 impl Holds {
@@ -277,6 +285,7 @@ impl Holds {
             watched: AtomicUsize::new(0),
             parked: AtomicBool::new(false),
             work: Notify::new(),
+            told: Notify::new(),
         }
     }
 
@@ -309,7 +318,6 @@ impl Holds {
                     target,
                     kind: Arc::clone(kind),
                     lost: AtomicBool::new(false),
-                    lost_notify: Notify::new(),
                     guards: AtomicU32::new(0),
                     watched: AtomicU32::new(0),
                     deadline: Mutex::new(deadline),
@@ -327,7 +335,7 @@ impl Holds {
             && self.parked.load(Ordering::SeqCst);
         drop(table);
         if let Some(ended) = ended {
-            ended.finish(Some("expired"));
+            self.finish(&ended, Some("expired"));
         }
         if wake {
             self.work.notify_one();
@@ -376,7 +384,15 @@ impl Holds {
         let mut table = self.table();
         self.remove(&mut table, key, Some(hold));
         drop(table);
-        hold.finish(Some(reason));
+        self.finish(hold, Some(reason));
+    }
+
+    /// Ends `hold` ([`Hold::finish`]) and wakes the guards waiting for its
+    /// loss.
+    fn finish(&self, hold: &Hold, loss: Option<&'static str>) {
+        if hold.finish(loss) {
+            self.told.notify_waiters();
+        }
     }
 
     /// A release of one hold of `target`, through `kind`, was answered
@@ -414,7 +430,7 @@ impl Holds {
         if !ended.told() {
             tracing::warn!(lock = %target.name, ?outcome, "a release ended the owner's hold under its guards; signalling loss");
         }
-        ended.finish(Some("released"));
+        self.finish(&ended, Some("released"));
     }
 
     /// The holds the watchdog keeps alive, not known lost.
