@@ -38,11 +38,11 @@
 //! Taking a lock must not cost a wake-up of this task: on a busy client
 //! that is a hop to another task (often another thread) per acquisition.
 //! So a new hold is only announced to the task when it is *parked*, and it
-//! parks only after a whole tick interval without any watched hold; until
-//! then it keeps ticking, and a hold registered meanwhile is renewed at the
-//! next tick, at most an interval later, as holds registered while others
-//! are watched always were. A client that takes and releases locks in
-//! quick succession thus never wakes its watchdog between ticks.
+//! parks only when a tick comes with nothing to renew; until then it keeps
+//! its schedule, and a hold registered meanwhile is renewed at the next
+//! tick, at most an interval later, as holds registered while others are
+//! watched always were. A client that takes and releases locks in quick
+//! succession thus wakes its watchdog at most once per interval.
 //!
 //! # Release
 //! The engine removes the last watchdog guard from the hold *before* it
@@ -141,7 +141,7 @@ impl Task {
         loop {
             if self.holds.watched_len() == 0 {
                 match next_tick {
-                    // Nothing to renew: keep ticking for one more interval
+                    // Nothing to renew: keep the schedule until the tick
                     // (see "Registering without a wake-up").
                     Some(tick) if Instant::now() < tick => {
                         tokio::select! {
