@@ -107,7 +107,11 @@ impl Guard {
     fn own_deadline(&self) -> Option<Deadline> {
         self.own_expires.map(|expires| {
             let lease = Duration::from_millis(self.lease_ms);
-            Deadline::new(expires - lease, lease, self.inner.config.safety_margin(lease))
+            Deadline::new(
+                expires - lease,
+                lease,
+                self.inner.config.safety_margin(lease),
+            )
         })
     }
 

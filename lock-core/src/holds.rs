@@ -67,7 +67,6 @@ impl Deadline {
             lost_at: expires.checked_sub(margin).unwrap_or(sent),
         }
     }
-
 }
 
 /// An instant as nanoseconds since a point a year before the first one
