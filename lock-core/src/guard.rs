@@ -36,16 +36,20 @@ use crate::telemetry;
 #[derive(Debug)]
 pub struct Guard {
     inner: Arc<ClientInner>,
-    name: LockName,
-    owner: Owner,
     lease_ms: u64,
-    fencing_token: Option<u64>,
+    /// The fencing token, if `fenced` (kept apart from its flag so the
+    /// flag shares padding with `released`: 8 bytes less per guard).
+    fencing_token: u64,
+    fenced: bool,
     /// The owner's hold on the lock, shared with the owner's other guards
-    /// of it: its lost signal fires for all of them.
+    /// of it: its lost signal fires for all of them. Its target is this
+    /// guard's lock name and owner (a guard is small: a client may hold
+    /// 100 000 locks).
     hold: Arc<Hold>,
-    /// A fixed lease's own deadline; `None` under the watchdog, whose
-    /// guards go by the hold's deadline.
-    own_deadline: Option<Deadline>,
+    /// When a fixed lease expires (the rest of its [`Deadline`] follows
+    /// from the lease); `None` under the watchdog, whose guards go by the
+    /// hold's deadline.
+    own_expires: Option<Instant>,
     /// The kind that took this guard's hold, for the holds gauge (the
     /// owner's shared hold may have been started by another kind of the
     /// same name).
@@ -85,36 +89,47 @@ impl Guard {
         telemetry::guard_held(kind_name, true);
         Self {
             inner,
-            name: req.name,
-            owner: req.owner,
             lease_ms: req.lease_ms,
-            fencing_token,
+            fencing_token: fencing_token.unwrap_or_default(),
+            fenced: fencing_token.is_some(),
             hold,
-            own_deadline: (!watchdog).then_some(deadline),
+            own_expires: (!watchdog).then_some(deadline.expires),
             kind_name,
             released: false,
         }
     }
 
     fn watchdog(&self) -> bool {
-        self.own_deadline.is_none()
+        self.own_expires.is_none()
+    }
+
+    /// A fixed lease's own deadline, as [`Guard::new`] made it.
+    fn own_deadline(&self) -> Option<Deadline> {
+        self.own_expires.map(|expires| {
+            let lease = Duration::from_millis(self.lease_ms);
+            Deadline::new(
+                expires - lease,
+                lease,
+                self.inner.config.safety_margin(lease),
+            )
+        })
     }
 
     /// The lock's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        &self.hold.target.name
     }
 
     /// The owner this guard holds the lock as; acquire with it to re-enter
     /// ([`crate::Lock::lock_as`]).
     pub fn owner(&self) -> Owner {
-        self.owner
+        self.hold.target.owner
     }
 
     /// The fencing token, when the acquisition asked for one: strictly
     /// larger than every token handed out before for this lock name.
     pub fn fencing_token(&self) -> Option<u64> {
-        self.fencing_token
+        self.fenced.then_some(self.fencing_token)
     }
 
     /// When the store may expire this guard's hold: after this instant
@@ -139,7 +154,7 @@ impl Guard {
     /// # let _ = grace; }
     /// ```
     pub fn lease_deadline(&self) -> Instant {
-        self.own_deadline
+        self.own_deadline()
             .unwrap_or_else(|| self.hold.deadline())
             .expires
     }
@@ -147,7 +162,7 @@ impl Guard {
     /// When this guard reports its lock lost unless renewed meanwhile: the
     /// [lease deadline](Guard::lease_deadline) less the safety margin.
     pub(crate) fn lost_at(&self) -> Instant {
-        self.own_deadline
+        self.own_deadline()
             .unwrap_or_else(|| self.hold.deadline())
             .lost_at
     }
@@ -161,7 +176,7 @@ impl Guard {
     pub fn is_lost(&self) -> bool {
         self.hold_lost()
             || self
-                .own_deadline
+                .own_deadline()
                 .is_some_and(|deadline| Instant::now() >= deadline.lost_at)
     }
 
@@ -181,12 +196,12 @@ impl Guard {
     /// # Cancel safety
     /// Cancel-safe; it only observes.
     pub async fn lost(&self) {
-        match self.own_deadline {
+        match self.own_deadline() {
             Some(deadline) => tokio::select! {
-                _ = self.hold.lost() => {}
+                _ = self.hold.lost(&self.inner.holds.told) => {}
                 _ = tokio::time::sleep_until(deadline.lost_at) => {}
             },
-            None => self.hold.lost().await,
+            None => self.hold.lost(&self.inner.holds.told).await,
         }
         self.hold_lost();
     }
@@ -219,7 +234,7 @@ impl Guard {
     pub fn check(&self) -> Result<()> {
         if self.is_lost() {
             Err(LockError::LockLost {
-                name: self.name.to_string(),
+                name: self.name().to_string(),
             })
         } else {
             Ok(())
@@ -240,13 +255,13 @@ impl Guard {
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
         let outcome = match self.start_release() {
-            Some(release) => release.await.map_err(op::join_error)??,
+            Some(release) => release.await?,
             None => ReleaseOutcome::NotHeld,
         };
         match outcome {
             ReleaseOutcome::Released | ReleaseOutcome::StillHeld => Ok(()),
             ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
-                name: self.name.to_string(),
+                name: self.name().to_string(),
             }),
         }
     }
@@ -255,14 +270,14 @@ impl Guard {
     /// guard, so no renewal starts after the unlock), then sends the
     /// release. Sends nothing when the hold is already lost: the owner's
     /// count in the store may then belong to a newer hold.
-    fn start_release(&self) -> Option<tokio::task::JoinHandle<Result<ReleaseOutcome>>> {
+    fn start_release(&self) -> Option<op::Detached<Result<ReleaseOutcome>>> {
         if !self.inner.holds.unregister(&self.hold, self.watchdog()) {
-            tracing::debug!(lock = %self.name, "guard of a lost hold released; nothing to send");
+            tracing::debug!(lock = %self.name(), "guard of a lost hold released; nothing to send");
             return None;
         }
         let req = ReleaseRequest::new(
-            self.name.clone(),
-            self.owner,
+            self.name().clone(),
+            self.owner(),
             self.lease_ms,
             self.inner.latch_ms,
         );
@@ -283,7 +298,7 @@ impl Drop for Guard {
         }
         if self.inner.is_closed() {
             self.inner.holds.unregister(&self.hold, self.watchdog());
-            tracing::debug!(lock = %self.name, "guard dropped after close; lock expires with its lease");
+            tracing::debug!(lock = %self.name(), "guard dropped after close; lock expires with its lease");
             return;
         }
         drop(self.start_release());

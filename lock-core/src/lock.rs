@@ -225,9 +225,7 @@ impl Lock {
         let inner = self.inner();
         inner.check_open()?;
         let req = ReleaseRequest::new(self.name.clone(), owner, inner.watchdog_ms, inner.latch_ms);
-        let outcome = op::release(inner, &self.kind, req, None)
-            .await
-            .map_err(op::join_error)??;
+        let outcome = op::release(inner, &self.kind, req, None).await?;
         match outcome {
             ReleaseOutcome::Released => Ok(true),
             ReleaseOutcome::StillHeld => Ok(false),

@@ -2,10 +2,12 @@
 //!
 //! Dropping a future that is waiting on the store must not leave a lock held
 //! on nobody's behalf: the request may already be on the wire and run. So
-//! every acquire and release runs in a task of its own. The caller awaits
-//! the task; if the caller is dropped, the task still finishes, and an
-//! acquisition nobody receives is handed to a [`PendingHold`], whose `Drop`
-//! releases it again.
+//! every acquire and release is a [`Detached`] future: its caller polls it
+//! in place (no task of its own, so the usual path costs no hop between
+//! tasks and threads), and if the caller is dropped first, the call is
+//! handed, as it stands, to a task of the client's runtime that finishes
+//! it. An acquisition nobody receives is handed to a [`PendingHold`], whose
+//! `Drop` releases it again.
 //!
 //! Transient failures are retried here, reusing the request id, so the
 //! backend's latch returns the first outcome instead of applying it twice.
@@ -20,7 +22,10 @@
 //! lost. A guard whose hold is already known lost sends no release at all:
 //! the owner's count in the store may belong to a newer hold by then.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -87,7 +92,7 @@ pub(crate) enum Attempt {
 }
 
 /// One attempt (with retries) at taking `req` through `kind`, run to
-/// completion in its own task.
+/// completion even if the caller goes away ([`Detached`]).
 pub(crate) async fn acquire(
     inner: &Arc<ClientInner>,
     kind: &Arc<dyn ExclusiveKind>,
@@ -96,10 +101,9 @@ pub(crate) async fn acquire(
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let backend = Arc::clone(kind);
-    // The attempt's task logs its retries inside the caller's
-    // `lock.acquire` span.
-    let span = tracing::Span::current();
-    let task = inner.runtime.spawn(
+    inner.stats.tries.incr();
+    Detached::new(
+        &inner.runtime,
         async move {
             let started = Instant::now();
             let mut retry = Retry::new(&task_inner.config.retry, "acquire", backend.kind_name());
@@ -135,10 +139,11 @@ pub(crate) async fn acquire(
                 },
             })
         }
-        .instrument(span),
-    );
-    inner.stats.tries.incr();
-    task.await.map_err(join_error)?
+        // Its retries log inside the caller's `lock.acquire` span, also
+        // once detached.
+        .instrument(tracing::Span::current()),
+    )
+    .await
 }
 
 /// Finds out, in the background, whether an acquisition whose outcome is
@@ -197,10 +202,10 @@ fn reconcile(
     });
 }
 
-/// One release (with retries) through `kind`, run to completion in its own
-/// task, traced as span `lock.release` (INFO; fields `lock`, `kind`,
-/// `outcome`). Awaiting
-/// the returned handle is optional: the release happens either way.
+/// One release (with retries) through `kind`, traced as span
+/// `lock.release` (INFO; fields `lock`, `kind`, `outcome`). Awaiting the
+/// returned future is optional: dropped, it finishes in a task of its own
+/// ([`Detached`]), so the release happens either way.
 ///
 /// Its outcome is told to the client's table of holds: a release that
 /// freed the lock or found it not held ends the owner's hold, and every
@@ -211,7 +216,7 @@ pub(crate) fn release(
     kind: &Arc<dyn ExclusiveKind>,
     req: ReleaseRequest,
     hold: Option<Arc<Hold>>,
-) -> tokio::task::JoinHandle<Result<ReleaseOutcome>> {
+) -> Detached<Result<ReleaseOutcome>> {
     let backend = Arc::clone(kind);
     let policy: RetryPolicy = inner.config.retry.clone();
     let in_flight = InFlight::start(&inner.stats);
@@ -255,7 +260,59 @@ pub(crate) fn release(
         );
         result
     };
-    inner.runtime.spawn(task.instrument(span))
+    Detached::new(&inner.runtime, task.instrument(span))
+}
+
+/// A store call that runs to completion even if its caller goes away.
+///
+/// The caller polls it in place: on the usual path nothing is spawned, and
+/// the call costs no wake-up of another task (on a multi-threaded runtime,
+/// often of another thread). Dropped before it finished — its caller was
+/// cancelled, or a guard's release is left to the background — the call is
+/// moved, mid-way as it is, into a task of the client's runtime, which
+/// finishes it and drops its output there (an [`Attempt::Acquired`] nobody
+/// received then releases its hold). So the request is never abandoned on
+/// the wire with its outcome unknown, as dropping a plain future would.
+pub(crate) struct Detached<T: Send + 'static> {
+    call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl<T: Send + 'static> Detached<T> {
+    pub(crate) fn new(
+        runtime: &tokio::runtime::Handle,
+        call: impl Future<Output = T> + Send + 'static,
+    ) -> Self {
+        Self {
+            call: Some(Box::pin(call)),
+            runtime: runtime.clone(),
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for Detached<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(call) = self.call.as_mut() else {
+            panic!("a Detached call polled after it finished");
+        };
+        let output = std::task::ready!(call.as_mut().poll(cx));
+        self.call = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<T: Send + 'static> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let Some(call) = self.call.take() {
+            // A runtime shutting down refuses the task and drops the call,
+            // as it would cancel a task spawned earlier.
+            drop(self.runtime.spawn(async move {
+                drop(call.await);
+            }));
+        }
+    }
 }
 
 /// Maps a failed task: a panic in a backend, or a runtime shutting down.

@@ -37,6 +37,16 @@
 //! themselves too ([`crate::Guard::is_lost`]), so they never depend on the
 //! task being scheduled in time.
 //!
+//! # Registering without a wake-up
+//! Taking a lock must not cost a wake-up of this task: on a busy client
+//! that is a hop to another task (often another thread) per acquisition.
+//! So a new hold is only announced to the task when it is *parked*, and it
+//! parks only when a tick comes with nothing to renew; until then it keeps
+//! its schedule, and a hold registered meanwhile is renewed at the next
+//! tick, at most an interval later, as holds registered while others are
+//! watched always were. A client that takes and releases locks in quick
+//! succession thus wakes its watchdog at most once per interval.
+//!
 //! # Release
 //! The engine removes the last watchdog guard from the hold *before* it
 //! sends the final release, so no renewal is started after an unlock. A
@@ -146,11 +156,21 @@ impl Task {
         let mut next_tick: Option<Instant> = None;
         loop {
             if self.watched_len() == 0 {
-                next_tick = None;
-                tokio::select! {
-                    _ = self.holds.work.notified() => {}
-                    _ = self.permits.work.notified() => {}
-                    _ = self.shutdown.cancelled() => return,
+                match next_tick {
+                    // Nothing to renew: keep the schedule until the tick
+                    // (see "Registering without a wake-up").
+                    Some(tick) if Instant::now() < tick => {
+                        tokio::select! {
+                            _ = tokio::time::sleep_until(tick) => {}
+                            _ = self.shutdown.cancelled() => return,
+                        }
+                    }
+                    _ => {
+                        next_tick = None;
+                        if !self.park().await {
+                            return;
+                        }
+                    }
                 }
                 continue;
             }
@@ -204,6 +224,26 @@ impl Task {
     fn end_overdue(&self) {
         self.holds.end_overdue();
         self.permits.end_overdue();
+    }
+
+    /// Waits until a hold is watched again; `false` when the watchdog was
+    /// stopped meanwhile.
+    async fn park(&self) -> bool {
+        let work = self.holds.work.notified();
+        tokio::pin!(work);
+        work.as_mut().enable();
+        if !self.holds.park() {
+            return true;
+        }
+        let woken = tokio::select! {
+            _ = work => true,
+            // A watched permit's registration always notifies (permits
+            // are few next to locks), so none is missed here.
+            _ = self.permits.work.notified() => true,
+            _ = self.shutdown.cancelled() => false,
+        };
+        self.holds.unpark();
+        woken
     }
 
     /// [`Task::renew_all`], while ending the holds whose deadline passes

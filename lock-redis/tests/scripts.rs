@@ -465,7 +465,7 @@ async fn renewing_many_locks_takes_one_pipeline() {
     let took = started.elapsed();
     assert!(results.iter().all(|r| matches!(r, Ok(true))));
     assert!(int(env.server.cmd(&["PTTL", "many-19999"])) > 50_000);
-    // One EVALSHA per chunk of 500, all sent in one pipeline.
+    // One EVALSHA per chunk of 500, pipelined in windows.
     let stats = match env.server.cmd(&["INFO", "commandstats"]) {
         Value::VerbatimString { text, .. } => text,
         Value::BulkString(b) => String::from_utf8(b).unwrap(),

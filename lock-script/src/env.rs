@@ -20,6 +20,14 @@ use crate::transport::Transport;
 /// split into calls that are pipelined together.
 pub const RENEW_CHUNK: usize = 500;
 
+/// At most this many renewal calls ([`RENEW_CHUNK`] locks each) are
+/// pipelined at once; a bigger batch is sent in windows, one after the
+/// other. A window's requests, their encoding and their replies are the
+/// memory a renewal tick takes per lock, so a tick holds at most 8 000
+/// locks' worth however many a client holds, at the cost of one round
+/// trip per window (13 for 100 000 locks).
+pub const RENEW_WINDOW: usize = 16;
+
 /// Wait for replicas after taking a lock (`WAIT replicas timeout` on the
 /// same connection as the acquisition, one round trip for both).
 ///
@@ -186,7 +194,8 @@ impl ScriptEnv {
 
     /// Extends the lease of every target its owner still holds, with the
     /// shared `renew.lua`, on chunks of at most [`RENEW_CHUNK`] locks (never
-    /// mixing [`Transport::key_group`]s), all pipelined at once: the
+    /// mixing [`Transport::key_group`]s), pipelined [`RENEW_WINDOW`] calls at
+    /// a time: the
     /// [`ExclusiveKind::renew`] of every kind that keeps its holds in a lock
     /// hash.
     ///
@@ -234,10 +243,13 @@ impl ScriptEnv {
             return Ok(Vec::new());
         }
         check_lease(lease_ms)?;
-        let parts: Vec<(Vec<String>, Vec<String>)> = targets.iter().map(&keys_args).collect();
-        // Keys of different groups (cluster slots) never share a call.
+        // Keys of different groups (cluster slots) never share a call. Only
+        // the indices are kept: each target's KEYS and ARGV are made again
+        // when its window is sent, so a tick holds the strings of one
+        // window at a time, not of every lock at once.
         let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (i, (keys, _)) in parts.iter().enumerate() {
+        for (i, target) in targets.iter().enumerate() {
+            let (keys, _) = keys_args(target);
             let first = keys.first().map_or("", String::as_str);
             groups
                 .entry(self.transport.key_group(first))
@@ -245,41 +257,56 @@ impl ScriptEnv {
                 .push(i);
         }
         let lease = lease_ms.to_string();
-        let mut calls = Vec::new();
-        let mut members: Vec<&[usize]> = Vec::new();
-        for indices in groups.values() {
-            for chunk in indices.chunks(RENEW_CHUNK) {
-                let chunk_keys = chunk
-                    .iter()
-                    .flat_map(|&i| parts[i].0.iter().cloned())
-                    .collect();
-                let args = std::iter::once(lease.clone())
-                    .chain(chunk.iter().flat_map(|&i| parts[i].1.iter().cloned()))
-                    .collect();
-                // A renewal only ever extends a lease: repeating it is harmless.
-                calls.push(ScriptCall::new(script, chunk_keys, args).idempotent(true));
-                members.push(chunk);
-            }
-        }
-        let results = self.transport.eval_batch(calls).await?;
-        if results.len() != members.len() {
-            return Err(LockError::protocol(format!(
-                "renew: {} replies to {} calls",
-                results.len(),
-                members.len()
-            )));
-        }
+        let chunks: Vec<&[usize]> = groups
+            .values()
+            .flat_map(|indices| indices.chunks(RENEW_CHUNK))
+            .collect();
         let mut out: Vec<Result<bool>> = vec![Ok(false); targets.len()];
-        for (result, chunk) in results.into_iter().zip(members) {
-            match result.and_then(|reply| replies::renew(&reply, chunk.len())) {
-                Ok(renewed) => {
-                    for (&i, ok) in chunk.iter().zip(renewed) {
-                        out[i] = Ok(ok);
+        let mut first = true;
+        for window in chunks.chunks(RENEW_WINDOW) {
+            let calls = window
+                .iter()
+                .map(|chunk| {
+                    let mut keys = Vec::with_capacity(chunk.len());
+                    let mut args = Vec::with_capacity(chunk.len() + 1);
+                    args.push(lease.clone());
+                    for &i in *chunk {
+                        let (k, a) = keys_args(&targets[i]);
+                        keys.extend(k);
+                        args.extend(a);
                     }
-                }
-                Err(e) => {
-                    for &i in chunk {
-                        out[i] = Err(e.clone());
+                    // A renewal only ever extends a lease: repeating it is
+                    // harmless.
+                    ScriptCall::new(script, keys, args).idempotent(true)
+                })
+                .collect();
+            let results = match self.transport.eval_batch(calls).await {
+                Ok(results) => results,
+                // Nothing was sent at all: the whole call failed.
+                Err(e) if first => return Err(e),
+                // Earlier windows went through: only this one's fate is
+                // unknown.
+                Err(e) => window.iter().map(|_| Err(e.clone())).collect(),
+            };
+            first = false;
+            if results.len() != window.len() {
+                return Err(LockError::protocol(format!(
+                    "renew: {} replies to {} calls",
+                    results.len(),
+                    window.len()
+                )));
+            }
+            for (result, chunk) in results.into_iter().zip(window) {
+                match result.and_then(|reply| replies::renew(&reply, chunk.len())) {
+                    Ok(renewed) => {
+                        for (&i, ok) in chunk.iter().zip(renewed) {
+                            out[i] = Ok(ok);
+                        }
+                    }
+                    Err(e) => {
+                        for &i in *chunk {
+                            out[i] = Err(e.clone());
+                        }
                     }
                 }
             }

@@ -50,7 +50,7 @@ mod transport;
 
 pub use call::ScriptCall;
 pub use connection::ScriptConnection;
-pub use env::{check_lease, ReplicaSync, ScriptEnv, RENEW_CHUNK};
+pub use env::{check_lease, ReplicaSync, ScriptEnv, RENEW_CHUNK, RENEW_WINDOW};
 pub use layout::{wake, KeyLayout};
 pub use scripts::with_common;
 pub use transport::{PubSubEvent, PubSubHandler, Transport};
