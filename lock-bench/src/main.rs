@@ -8,6 +8,8 @@
 // A command-line tool: its results go to stdout.
 #![allow(clippy::print_stdout)]
 
+#[cfg(feature = "count-alloc")]
+mod alloc_count;
 mod cli;
 mod cluster;
 mod goals;

@@ -183,7 +183,7 @@ impl Transport for SingleNode {
             return Ok(Vec::new());
         }
         let deadline = Instant::now() + self.command_timeout;
-        let mut lease = self.connections.get(deadline).await?;
+        let mut lease = self.connections.get_for_batch(deadline).await?;
         let result = timeout_at(deadline, scripts::eval_pipelined(lease.conn(), &calls)).await;
         match self.finish(&lease, result, "", "pipelined script calls") {
             Ok(results) => Ok(results

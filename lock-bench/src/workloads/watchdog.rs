@@ -77,6 +77,7 @@ async fn one_size(
         "W4 watchdog: taking {n} locks ({CONCURRENCY} at a time)"
     ));
     let rss_before = resident_bytes();
+    let heap = HeapCounts::start();
     let started = Instant::now();
     let guards: Vec<Guard> = futures::stream::iter(0..n)
         .map(|i| {
@@ -121,8 +122,10 @@ async fn one_size(
         "W4 watchdog: {n} locks taken in {:.1} s; watching {TICKS} renewal ticks",
         took.as_secs_f64()
     ));
+    let heap = heap.locks_taken();
     let (calls, commands) = watch_ticks(bench, client, n as u64).await?;
     let rss_ticked = resident_bytes();
+    heap.ticked(r, n);
 
     let per_tick = |v: u64| v as f64 / TICKS as f64;
     let scripts = per_tick(commands.calls("evalsha"));
@@ -187,7 +190,70 @@ async fn one_size(
     Ok(guards)
 }
 
-/// Waits for one renewal to complete (so the next starts a second later),
+/// The heap figures of feature `count-alloc`: bytes allocated and not
+/// freed per held lock, right after taking the locks and after the ticks,
+/// and the most the ticks had allocated at once beyond that, per lock
+/// (what the allocator may keep once they are freed). Nothing without the
+/// feature.
+#[derive(Clone, Copy)]
+struct HeapCounts {
+    #[cfg(feature = "count-alloc")]
+    start: usize,
+    #[cfg(feature = "count-alloc")]
+    taken: usize,
+}
+
+impl HeapCounts {
+    fn start() -> Self {
+        Self {
+            #[cfg(feature = "count-alloc")]
+            start: crate::alloc_count::live(),
+            #[cfg(feature = "count-alloc")]
+            taken: 0,
+        }
+    }
+
+    /// After taking the locks, before the ticks: starts the peak.
+    fn locks_taken(self) -> Self {
+        Self {
+            #[cfg(feature = "count-alloc")]
+            taken: crate::alloc_count::reset_peak(),
+            ..self
+        }
+    }
+
+    #[cfg_attr(not(feature = "count-alloc"), allow(clippy::unused_self))]
+    fn ticked(self, r: &mut Report, n: usize) {
+        #[cfg(feature = "count-alloc")]
+        {
+            let per_lock = |bytes: usize| bytes as f64 / n as f64;
+            let after = crate::alloc_count::live();
+            let peak = crate::alloc_count::peak();
+            r.add(
+                format!("heap_per_lock_{n}"),
+                format!("{n} locks: live heap per held lock (count-alloc)"),
+                per_lock(self.taken.saturating_sub(self.start)),
+                Unit::Bytes,
+            )
+            .add(
+                format!("heap_per_lock_after_ticks_{n}"),
+                format!("{n} locks: the same, after the three ticks"),
+                per_lock(after.saturating_sub(self.start)),
+                Unit::Bytes,
+            )
+            .add(
+                format!("tick_peak_heap_per_lock_{n}"),
+                format!("{n} locks: most heap the ticks took at once, beyond the locks', per lock"),
+                per_lock(peak.saturating_sub(self.taken)),
+                Unit::Bytes,
+            );
+        }
+        #[cfg(not(feature = "count-alloc"))]
+        let _ = (r, n);
+    }
+}
+
+/// Waits for one renewal tick to complete (so the next starts a second later),
 /// resets the server's statistics, then waits for [`TICKS`] renewals of
 /// all `n` locks. Returns the client's renew calls and the server's
 /// command statistics over those ticks.
@@ -203,6 +269,19 @@ async fn watch_ticks(
         client.stats().renewed > before.renewed
     })
     .await?;
+    // A tick renews its locks slice after slice, so the renewal seen may
+    // be the first of a tick: wait for the tick to end (no renewal for a
+    // tenth of the interval, far longer than between two slices), so that
+    // the three ticks counted are whole ones.
+    let mut seen = client.stats().renewed;
+    loop {
+        tokio::time::sleep(interval / 10).await;
+        let now = client.stats().renewed;
+        if now == seen {
+            break;
+        }
+        seen = now;
+    }
     bench.server.reset_stats().await?;
     let start = client.stats();
     let limit = interval * (TICKS as u32 + 1) + Duration::from_secs(30);
