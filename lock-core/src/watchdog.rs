@@ -144,7 +144,7 @@ impl Drop for Watchdog {
 /// 500 is one script call of the Redis kinds (`RENEW_CHUNK` of
 /// `lock-script`), one round trip: 200 round trips per tick for 100 000
 /// locks (issue 15: ≤ 1 000).
-pub(crate) const RENEW_SLICE: usize = 500;
+pub(crate) const RENEW_SLICE: usize = 250;
 
 struct Task {
     holds: Arc<Holds>,
