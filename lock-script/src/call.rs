@@ -49,8 +49,22 @@ impl<'a> ScriptCall<'a> {
 
     /// The `EVALSHA` command of this call.
     pub fn evalsha(&self) -> Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(self.script.get_hash())
+        // Sized up front: a renewal call carries hundreds of keys, and a
+        // command buffer growing by doubling would take up to twice their
+        // size (issue 15: the memory a watchdog tick takes per lock).
+        let words = 3 + self.keys.len() + self.args.len();
+        let bytes = "EVALSHA".len()
+            + self.script.get_hash().len()
+            + 20
+            + self
+                .keys
+                .iter()
+                .chain(&self.args)
+                .map(String::len)
+                .sum::<usize>();
+        let mut cmd = Cmd::with_capacity(words, bytes);
+        cmd.arg("EVALSHA")
+            .arg(self.script.get_hash())
             .arg(self.keys.len())
             .arg(&self.keys)
             .arg(&self.args);
