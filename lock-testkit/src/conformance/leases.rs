@@ -101,6 +101,43 @@ pub async fn watchdog_renews_many_locks_in_one_call_per_tick(h: &dyn Harness) {
     }
 }
 
+/// More held locks than one renewal call carries (the watchdog's slices of
+/// 250, issue 15) are renewed in several calls per tick, every one of them
+/// every tick: two calls per tick for 251 locks, where one call would do
+/// for 250.
+pub async fn watchdog_renews_more_locks_than_a_slice_in_several_calls(h: &dyn Harness) {
+    const LOCKS: u64 = 251;
+    let a = client(h).await;
+    let base = unique("sliced");
+    let mut guards = Vec::new();
+    for i in 0..LOCKS {
+        guards.push(
+            super::lock(h, &a, format!("{base}-{i}"))
+                .lock()
+                .await
+                .unwrap(),
+        );
+    }
+    let before = a.stats();
+    tokio::time::sleep(WATCHDOG * 2).await;
+    let stats = a.stats();
+    let calls = stats.renew_calls - before.renew_calls;
+    let renewed = stats.renewed - before.renewed;
+    // As `watchdog_renews_many_locks_in_one_call_per_tick`: 4 to 8 ticks in
+    // two timeouts, each of two calls.
+    assert!(
+        (8..=16).contains(&calls),
+        "{calls} renewal calls in two timeouts: {stats:?}"
+    );
+    assert!(renewed >= LOCKS * 4, "{stats:?}");
+    for g in &guards {
+        assert!(!g.is_lost());
+    }
+    for g in guards {
+        g.unlock().await.unwrap();
+    }
+}
+
 /// A renewal that finds the lock gone fires the guard's lost signal.
 pub async fn deleted_lock_fires_lost_signal(h: &dyn Harness) {
     let a = client(h).await;

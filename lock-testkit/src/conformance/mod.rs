@@ -602,6 +602,7 @@ macro_rules! __with_shared_checks {
             leases::watchdog_keeps_lock_past_several_timeouts,
             leases::renewal_stops_at_unlock,
             leases::watchdog_renews_many_locks_in_one_call_per_tick,
+            leases::watchdog_renews_more_locks_than_a_slice_in_several_calls,
             leases::deleted_lock_fires_lost_signal,
             leases::force_unlock_fires_holders_lost_signal,
             leases::leased_guard_is_lost_when_lease_ends,
