@@ -6,8 +6,8 @@
 //! under the watchdog, all kinds at once; each kind's holds are handed to
 //! its [`ExclusiveKind::renew`] in slices of [`RENEW_SLICE`] (one script
 //! call, one round trip, for the Redis kinds), one call in flight per
-//! 10 000 locks, so 100 000 held locks cost 400 round trips per tick and
-//! a tick's transient memory is a slice's worth per 10 000 locks, not a
+//! 25 000 locks, so 100 000 held locks cost 400 round trips per tick and
+//! a tick's transient memory is a slice's worth per 25 000 locks, not a
 //! copy of every target (issue 15: ≤ 300 B per held lock).
 //! Re-entrant holds of one owner share one entry, renewed through the kind
 //! that took it. Leased permits without a fixed lease
@@ -138,16 +138,17 @@ impl Drop for Watchdog {
 }
 
 /// At most this many locks (or permits) are handed to a kind in one
-/// renewal call; a kind's bigger batch is renewed slice after slice, each
-/// slice's call sent once the previous one has answered.
+/// renewal call; a kind's bigger batch is renewed slice after slice, at
+/// most [`slices_in_flight`] calls at a time.
 ///
 /// A call's requests, their encoding and their replies are the memory a
 /// tick takes beyond one pointer per lock, and what the allocator keeps
 /// once they are freed; slices bound that by the slice, not by the number
 /// of locks held (issue 15: ≤ 300 B per held lock, also after the ticks).
-/// 500 is one script call of the Redis kinds (`RENEW_CHUNK` of
-/// `lock-script`), one round trip: 200 round trips per tick for 100 000
-/// locks (issue 15: ≤ 1 000).
+/// 250 is within one script call of the Redis kinds (`RENEW_CHUNK` of
+/// `lock-script`, 500), one round trip: 400 round trips per tick for
+/// 100 000 locks (issue 15: ≤ 1 000). Slices of 500 measured alike in W4
+/// (10 000 locks: ~305-323 B per lock after the ticks, against ~306-310).
 pub(crate) const RENEW_SLICE: usize = 250;
 
 /// Locks held per renewal call in flight: a tick of `n` locks keeps
@@ -158,8 +159,8 @@ pub(crate) const RENEW_SLICE: usize = 250;
 /// lease's margin, and locks renewed last in a tick would be reported lost.
 /// Calls in flight in proportion to the locks keep a tick's length about
 /// the same whatever their number, and its memory per lock about the same
-/// too (a slice's worth per 10 000 locks).
-const LOCKS_PER_CALL_IN_FLIGHT: usize = 10_000;
+/// too (a slice's worth per 25 000 locks).
+const LOCKS_PER_CALL_IN_FLIGHT: usize = 25_000;
 
 /// How many renewal calls of one kind a tick of `locks` keeps in flight.
 fn slices_in_flight(locks: usize) -> usize {
