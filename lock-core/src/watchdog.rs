@@ -147,8 +147,7 @@ impl Drop for Watchdog {
 /// of locks held (issue 15: ≤ 300 B per held lock, also after the ticks).
 /// 250 is within one script call of the Redis kinds (`RENEW_CHUNK` of
 /// `lock-script`, 500), one round trip: 400 round trips per tick for
-/// 100 000 locks (issue 15: ≤ 1 000). Slices of 500 measured alike in W4
-/// (10 000 locks: ~305-323 B per lock after the ticks, against ~306-310).
+/// 100 000 locks (issue 15: ≤ 1 000).
 pub(crate) const RENEW_SLICE: usize = 250;
 
 /// Locks held per renewal call in flight: a tick of `n` locks keeps
