@@ -196,7 +196,9 @@ mod tls {
 
 /// The error of a call that got no reply within `limit`.
 pub fn timed_out(what: &str, limit: Duration) -> LockError {
-    LockError::timeout(format!("{what}: no reply from redis within {limit:?}"))
+    LockError::timeout(format!(
+        "{what}: timed out: no reply from redis within {limit:?}"
+    ))
 }
 
 /// The error of a reply whose shape the script does not produce.

@@ -177,8 +177,13 @@ pub async fn leased_guard_is_lost_when_lease_ends(h: &dyn Harness) {
         .await
         .unwrap();
     assert!(!g.is_lost());
+    // When the loss is due is the deadline's business, checked on the
+    // deadline; the clock after the wake-up adds whatever a loaded machine
+    // delays the waking task by.
+    let due = g.lease_deadline() - a.config().safety_margin(lease);
+    assert!(due <= started + lease, "due before the lease ends");
     g.lost().await;
-    assert!(started.elapsed() <= lease + Duration::from_millis(50));
+    assert!(Instant::now() >= due, "not told early");
     assert!(g.is_lost());
 }
 

@@ -75,6 +75,27 @@ impl Semaphore {
             &AVAILABLE,
         ]
     }
+
+    /// A change of the count that tells waiters (`add.lua`, `release.lua`,
+    /// `release_if_exists.lua` take the same keys and arguments): latched
+    /// by the request's id, so a retry learns the first outcome.
+    fn announced_change(&self, script: &'static Script, req: &PermitRequest) -> ScriptCall<'_> {
+        let layout = self.env.layout();
+        ScriptCall::new(
+            script,
+            vec![
+                layout.lock_key(&req.name),
+                layout.semaphore_channel(&req.name),
+                layout.unlock_latch(&req.name, &req.request_id.to_string()),
+            ],
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0)
+    }
 }
 
 /// Runs `try_set.lua` (both semaphore kinds): creates the count unless it
@@ -168,21 +189,7 @@ impl SemaphoreKind for Semaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
-        let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &ADD,
-            vec![
-                layout.lock_key(&req.name),
-                layout.semaphore_channel(&req.name),
-                layout.unlock_latch(&req.name, &req.request_id.to_string()),
-            ],
-            vec![
-                req.permits.to_string(),
-                self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
-            ],
-        )
-        .idempotent(req.latch_ttl_ms > 0);
+        let call = self.announced_change(&ADD, req);
         change_reply("add", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
     }
 
@@ -228,21 +235,7 @@ impl SemaphoreKind for Semaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release(&self, req: &PermitRequest) -> Result<()> {
-        let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &RELEASE,
-            vec![
-                layout.lock_key(&req.name),
-                layout.semaphore_channel(&req.name),
-                layout.unlock_latch(&req.name, &req.request_id.to_string()),
-            ],
-            vec![
-                req.permits.to_string(),
-                self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
-            ],
-        )
-        .idempotent(req.latch_ttl_ms > 0);
+        let call = self.announced_change(&RELEASE, req);
         change_reply(
             "release",
             &self.env.eval(call).await?,
@@ -260,21 +253,7 @@ impl SemaphoreKind for Semaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool> {
-        let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &RELEASE_IF_EXISTS,
-            vec![
-                layout.lock_key(&req.name),
-                layout.semaphore_channel(&req.name),
-                layout.unlock_latch(&req.name, &req.request_id.to_string()),
-            ],
-            vec![
-                req.permits.to_string(),
-                self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
-            ],
-        )
-        .idempotent(req.latch_ttl_ms > 0);
+        let call = self.announced_change(&RELEASE_IF_EXISTS, req);
         let reply = self.env.eval(call).await?;
         if let Value::Array(items) = &reply {
             if let [Value::Int(2), Value::Int(0)] = items.as_slice() {
