@@ -4,7 +4,7 @@
 //! One task per client, not one timer per lock, whatever the locks' kinds.
 //! Every `watchdog_timeout / 3` it renews **every** lock the client holds
 //! under the watchdog, all kinds at once; each kind's holds are handed to
-//! its [`ExclusiveKind::renew`] in slices of [`RENEW_SLICE`] (one script
+//! its [`ExclusiveKind::renew`](crate::ExclusiveKind::renew) in slices of [`RENEW_SLICE`] (one script
 //! call, one round trip, for the Redis kinds), one call in flight per
 //! 25 000 locks, so 100 000 held locks cost 400 round trips per tick and
 //! a tick's transient memory is a slice's worth per 25 000 locks, not a
@@ -12,8 +12,10 @@
 //! Re-entrant holds of one owner share one entry, renewed through the kind
 //! that took it. Leased permits without a fixed lease
 //! ([`crate::ExpirablePermit`], the `permit_leases` table) are renewed in the
-//! same tick, one [`PermitSemaphoreKind::renew`] call per permit kind,
-//! and lost the same ways.
+//! same tick and the same way, through their kind's
+//! [`PermitSemaphoreKind::renew`](crate::PermitSemaphoreKind::renew), and
+//! lost the same ways: one generic renewal (`in_slices`, `settle`) serves
+//! both.
 //!
 //! What it renews are the entries of the client's table of holds (the
 //! `holds` module) that have a watchdog guard. Each remembers its *lease
@@ -57,6 +59,7 @@
 //! nothing (the known bug of a watchdog outliving its unlock cannot
 //! happen).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -67,9 +70,9 @@ use tracing::Instrument;
 
 use crate::config::RetryPolicy;
 use crate::holds::{Deadline, Hold, Holds};
-use crate::kind::{ExclusiveKind, RenewTarget};
+use crate::kind::RenewTarget;
 use crate::permit_leases::{PermitLease, PermitLeases};
-use crate::semaphore_kind::{PermitSemaphoreKind, PermitTarget};
+use crate::semaphore_kind::PermitTarget;
 use crate::stats::Stats;
 use crate::telemetry;
 
@@ -303,220 +306,197 @@ impl Task {
     /// holds in slices of [`RENEW_SLICE`] (see there); returns whether every
     /// call went through.
     async fn renew_locks(&self) -> bool {
-        let mut batch: Vec<Arc<Hold>> = self.holds.watched_holds();
-        if batch.is_empty() {
-            return true;
-        }
-        // Group by kind (by identity: one kind object per client and kind)
+        let mut holds = self.holds.watched_holds();
+        // Grouped by kind (by identity: one kind object per client and kind)
         // in place, so a tick keeps one pointer per lock, not two.
-        batch.sort_unstable_by_key(|hold| Arc::as_ptr(&hold.kind).cast::<()>() as usize);
-        let renewals = batch
+        holds.sort_unstable_by_key(|hold| kind_id(&hold.kind));
+        let per_kind = holds
             .chunk_by(|a, b| Arc::ptr_eq(&a.kind, &b.kind))
-            .map(|holds| self.renew_kind_sliced(holds));
-        futures::future::join_all(renewals)
-            .await
-            .into_iter()
-            .all(|ok| ok)
+            .map(|holds| {
+                let kind = holds[0].kind.as_ref();
+                in_slices(holds, move |slice: &[Arc<Hold>]| {
+                    let targets: Vec<RenewTarget> =
+                        slice.iter().map(|hold| hold.target.clone()).collect();
+                    let sent = Instant::now();
+                    self.renew_slice(kind.kind_name(), slice.len(), async move {
+                        let results = kind.renew(&targets, self.lease_ms()).await;
+                        self.settle(kind.kind_name(), slice, sent, results, |hold, reason| {
+                            self.holds.end(hold, reason);
+                        })
+                    })
+                })
+            });
+        all_went_through(per_kind).await
     }
 
-    /// Renews `holds`, all taken through one kind, slice after slice of
-    /// [`RENEW_SLICE`], [`slices_in_flight`] calls at a time. A slice whose
-    /// call fails ends the tick for this kind: the next one comes sooner
-    /// (the retry backoff), and a store that cannot be reached must not cost
-    /// a command timeout per slice.
-    async fn renew_kind_sliced(&self, holds: &[Arc<Hold>]) -> bool {
-        let kind = holds[0].kind.as_ref();
-        let mut slices = holds.chunks(RENEW_SLICE);
-        let mut calls = FuturesUnordered::new();
-        loop {
-            while calls.len() < slices_in_flight(holds.len()) {
-                let Some(slice) = slices.next() else { break };
-                calls.push(self.renew_kind(kind, slice));
-            }
-            match calls.next().await {
-                Some(true) => {}
-                Some(false) => return false,
-                None => return true,
-            }
-        }
+    /// Renews every watched permit once, as [`Task::renew_locks`] does locks.
+    async fn renew_permits(&self) -> bool {
+        let mut leases = self.permits.watched_leases();
+        leases.sort_unstable_by_key(|lease| kind_id(&lease.kind));
+        let per_kind = leases
+            .chunk_by(|a, b| Arc::ptr_eq(&a.kind, &b.kind))
+            .map(|leases| {
+                let kind = leases[0].kind.as_ref();
+                in_slices(leases, move |slice: &[Arc<PermitLease>]| {
+                    let targets: Vec<PermitTarget> =
+                        slice.iter().map(|lease| lease.target.clone()).collect();
+                    let sent = Instant::now();
+                    self.renew_slice(kind.kind_name(), slice.len(), async move {
+                        let results = kind.renew(&targets, self.lease_ms()).await;
+                        self.settle(kind.kind_name(), slice, sent, results, |lease, reason| {
+                            self.permits.end(lease, reason);
+                        })
+                    })
+                })
+            });
+        all_went_through(per_kind).await
     }
 
-    /// Renews `batch`, holds taken through `kind`, in one call, traced as
-    /// span `lock.renew` (DEBUG; fields `kind`, `locks`, `outcome`: `ok`
-    /// when the call went through, whatever it found, else `failed`).
-    async fn renew_kind(&self, kind: &dyn ExclusiveKind, batch: &[Arc<Hold>]) -> bool {
+    fn lease_ms(&self) -> u64 {
+        self.lease.as_millis() as u64
+    }
+
+    /// One renewal call of `count` entries, counted and traced as span
+    /// `lock.renew` (DEBUG; fields `kind`, `locks`, `outcome`: `ok` when
+    /// the call went through, whatever it found, else `failed`).
+    async fn renew_slice(
+        &self,
+        kind_name: &'static str,
+        count: usize,
+        call: impl Future<Output = bool>,
+    ) -> bool {
         let span = tracing::debug_span!(
             "lock.renew",
-            kind = kind.kind_name(),
-            locks = batch.len(),
+            kind = kind_name,
+            locks = count,
             outcome = tracing::field::Empty,
         );
-        let ok = self
-            .renew_kind_traced(kind, batch)
-            .instrument(span.clone())
-            .await;
+        self.stats.renew_calls.incr();
+        let ok = call.instrument(span.clone()).await;
         span.record("outcome", if ok { "ok" } else { "failed" });
         ok
     }
 
-    async fn renew_kind_traced(&self, kind: &dyn ExclusiveKind, batch: &[Arc<Hold>]) -> bool {
-        let targets: Vec<RenewTarget> = batch.iter().map(|hold| hold.target.clone()).collect();
-        let lease_ms = self.lease.as_millis() as u64;
-        let sent = Instant::now();
-        self.stats.renew_calls.incr();
-        let results = match kind.renew(&targets, lease_ms).await {
-            Ok(results) if results.len() == targets.len() => results,
+    /// Applies one renewal call's `results` (sent at `sent`) to `batch`:
+    /// renewed entries get their new deadline, entries no longer held end
+    /// with their loss signalled (through `end`). Returns whether the call
+    /// went through and no entry's renewal failed.
+    fn settle<E: Watched>(
+        &self,
+        kind_name: &'static str,
+        batch: &[Arc<E>],
+        sent: Instant,
+        results: crate::Result<Vec<crate::Result<bool>>>,
+        end: impl Fn(&Arc<E>, &'static str),
+    ) -> bool {
+        let results = match results {
+            Ok(results) if results.len() == batch.len() => results,
             Ok(results) => {
                 tracing::warn!(
-                    sent = targets.len(),
+                    sent = batch.len(),
                     got = results.len(),
                     "watchdog: a kind returned a renewal batch of the wrong size"
                 );
-                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
+                telemetry::renewals(kind_name, "failed", batch.len() as u64);
                 return false;
             }
             Err(e) => {
-                tracing::warn!(%e, locks = targets.len(), "watchdog: renewal failed; will retry");
-                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
-                return false;
-            }
-        };
-        let renewed_until = Deadline::new(sent, self.lease, self.margin);
-        let mut all_ok = true;
-        let mut renewed = 0;
-        let (mut not_held, mut failed) = (0, 0);
-        for (hold, result) in batch.iter().zip(results) {
-            match result {
-                // A renewal landing after the hold was reported lost does
-                // not revive it.
-                Ok(true) if hold.extend(renewed_until) => renewed += 1,
-                Ok(true) => self.holds.end(hold, "expired"),
-                Ok(false) => {
-                    tracing::warn!(lock = %hold.target.name, "watchdog: lock is no longer held; signalling loss");
-                    not_held += 1;
-                    self.holds.end(hold, "not_held");
-                }
-                Err(e) => {
-                    failed += 1;
-                    all_ok = false;
-                    tracing::debug!(%e, lock = %hold.target.name, "watchdog: renewal of one lock failed");
-                }
-            }
-        }
-        self.stats.renewed.add(renewed);
-        telemetry::renewals(kind.kind_name(), "renewed", renewed);
-        telemetry::renewals(kind.kind_name(), "not_held", not_held);
-        telemetry::renewals(kind.kind_name(), "failed", failed);
-        all_ok
-    }
-}
-
-impl Task {
-    /// Renews every watched permit once, all permit kinds at once, each
-    /// kind's permits in slices of [`RENEW_SLICE`] as for locks; returns
-    /// whether every call went through.
-    async fn renew_permits(&self) -> bool {
-        let mut leases = self.permits.watched_leases();
-        leases.sort_unstable_by_key(|lease| Arc::as_ptr(&lease.kind).cast::<()>() as usize);
-        let renewals = leases
-            .chunk_by(|a, b| Arc::ptr_eq(&a.kind, &b.kind))
-            .map(|leases| self.renew_permit_kind_sliced(leases));
-        futures::future::join_all(renewals)
-            .await
-            .into_iter()
-            .all(|ok| ok)
-    }
-
-    /// Renews `leases`, all taken through one permit kind, in slices as
-    /// [`Task::renew_kind_sliced`] does for locks.
-    async fn renew_permit_kind_sliced(&self, leases: &[Arc<PermitLease>]) -> bool {
-        let kind = leases[0].kind.as_ref();
-        let mut slices = leases.chunks(RENEW_SLICE);
-        let mut calls = FuturesUnordered::new();
-        loop {
-            while calls.len() < slices_in_flight(leases.len()) {
-                let Some(slice) = slices.next() else { break };
-                calls.push(self.renew_permit_slice(kind, slice));
-            }
-            match calls.next().await {
-                Some(true) => {}
-                Some(false) => return false,
-                None => return true,
-            }
-        }
-    }
-
-    /// [`Task::renew_permit_kind`], traced as span `lock.renew` (as
-    /// [`Task::renew_kind`] for locks).
-    async fn renew_permit_slice(
-        &self,
-        kind: &dyn PermitSemaphoreKind,
-        slice: &[Arc<PermitLease>],
-    ) -> bool {
-        let span = tracing::debug_span!(
-            "lock.renew",
-            kind = kind.kind_name(),
-            locks = slice.len(),
-            outcome = tracing::field::Empty,
-        );
-        let ok = self
-            .renew_permit_kind(kind, slice)
-            .instrument(span.clone())
-            .await;
-        span.record("outcome", if ok { "ok" } else { "failed" });
-        ok
-    }
-
-    /// Renews `batch`, permits taken through `kind`, in one call; as
-    /// [`Task::renew_kind_traced`] for locks.
-    async fn renew_permit_kind(
-        &self,
-        kind: &dyn PermitSemaphoreKind,
-        batch: &[Arc<PermitLease>],
-    ) -> bool {
-        let targets: Vec<PermitTarget> = batch.iter().map(|l| l.target.clone()).collect();
-        let lease_ms = self.lease.as_millis() as u64;
-        let sent = Instant::now();
-        self.stats.renew_calls.incr();
-        let results = match kind.renew(&targets, lease_ms).await {
-            Ok(results) if results.len() == targets.len() => results,
-            Ok(results) => {
-                tracing::warn!(
-                    sent = targets.len(),
-                    got = results.len(),
-                    "watchdog: a permit kind returned a renewal batch of the wrong size"
-                );
-                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
-                return false;
-            }
-            Err(e) => {
-                tracing::warn!(%e, permits = targets.len(), "watchdog: permit renewal failed; will retry");
-                telemetry::renewals(kind.kind_name(), "failed", targets.len() as u64);
+                tracing::warn!(%e, entries = batch.len(), what = E::NOUN, "watchdog: renewal failed; will retry");
+                telemetry::renewals(kind_name, "failed", batch.len() as u64);
                 return false;
             }
         };
         let renewed_until = Deadline::new(sent, self.lease, self.margin);
         let (mut renewed, mut not_held, mut failed) = (0, 0, 0);
-        for (lease, result) in batch.iter().zip(results) {
+        for (entry, result) in batch.iter().zip(results) {
             match result {
-                Ok(true) if lease.extend(renewed_until) => renewed += 1,
-                Ok(true) => self.permits.end(lease, "expired"),
+                // A renewal landing after the entry was reported lost does
+                // not revive it.
+                Ok(true) if entry.extend(renewed_until) => renewed += 1,
+                Ok(true) => end(entry, "expired"),
                 Ok(false) => {
-                    tracing::warn!(semaphore = %lease.target.name, id = %lease.target.id, "watchdog: permit is no longer taken; signalling loss");
+                    tracing::warn!(name = %entry.name(), what = E::NOUN, "watchdog: no longer held; signalling loss");
                     not_held += 1;
-                    self.permits.end(lease, "not_held");
+                    end(entry, "not_held");
                 }
                 Err(e) => {
                     failed += 1;
-                    tracing::debug!(%e, semaphore = %lease.target.name, "watchdog: renewal of one permit failed");
+                    tracing::debug!(%e, name = %entry.name(), what = E::NOUN, "watchdog: renewal of one entry failed");
                 }
             }
         }
         self.stats.renewed.add(renewed);
-        telemetry::renewals(kind.kind_name(), "renewed", renewed);
-        telemetry::renewals(kind.kind_name(), "not_held", not_held);
-        telemetry::renewals(kind.kind_name(), "failed", failed);
+        telemetry::renewals(kind_name, "renewed", renewed);
+        telemetry::renewals(kind_name, "not_held", not_held);
+        telemetry::renewals(kind_name, "failed", failed);
         failed == 0
+    }
+}
+
+/// What the watchdog keeps alive: a lock's hold or a permit's lease.
+trait Watched {
+    /// For logs: `"lock"` or `"permit"`.
+    const NOUN: &'static str;
+    /// Moves the deadline to `until`; `false` when it was lost already.
+    fn extend(&self, until: Deadline) -> bool;
+    /// The lock's or semaphore's name, for logs.
+    fn name(&self) -> &crate::LockName;
+}
+
+impl Watched for Hold {
+    const NOUN: &'static str = "lock";
+    fn extend(&self, until: Deadline) -> bool {
+        Hold::extend(self, until)
+    }
+    fn name(&self) -> &crate::LockName {
+        &self.target.name
+    }
+}
+
+impl Watched for PermitLease {
+    const NOUN: &'static str = "permit";
+    fn extend(&self, until: Deadline) -> bool {
+        PermitLease::extend(self, until)
+    }
+    fn name(&self) -> &crate::LockName {
+        &self.target.name
+    }
+}
+
+/// A kind object's identity, to group entries by kind.
+fn kind_id<K: ?Sized>(kind: &Arc<K>) -> usize {
+    Arc::as_ptr(kind).cast::<()>() as usize
+}
+
+/// Runs `per_kind`'s renewals at once; whether every one went through.
+async fn all_went_through(per_kind: impl Iterator<Item = impl Future<Output = bool>>) -> bool {
+    futures::future::join_all(per_kind)
+        .await
+        .into_iter()
+        .all(|ok| ok)
+}
+
+/// Renews `entries` (all of one kind) slice after slice of [`RENEW_SLICE`],
+/// [`slices_in_flight`] calls at a time. A slice whose call fails ends the
+/// tick for this kind: the next one comes sooner (the retry backoff), and a
+/// store that cannot be reached must not cost a command timeout per slice.
+async fn in_slices<'a, E, F, Fut>(entries: &'a [Arc<E>], renew: F) -> bool
+where
+    F: Fn(&'a [Arc<E>]) -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let mut slices = entries.chunks(RENEW_SLICE);
+    let mut calls = FuturesUnordered::new();
+    loop {
+        while calls.len() < slices_in_flight(entries.len()) {
+            let Some(slice) = slices.next() else { break };
+            calls.push(renew(slice));
+        }
+        match calls.next().await {
+            Some(true) => {}
+            Some(false) => return false,
+            None => return true,
+        }
     }
 }
 
