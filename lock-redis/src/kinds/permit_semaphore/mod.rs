@@ -124,6 +124,21 @@ impl PermitSemaphore {
         keys
     }
 
+    /// A change of the count that tells waiters (`add.lua`, `set.lua`
+    /// take the same keys and arguments), latched by the request's id.
+    fn announced_change(&self, script: &'static Script, req: &PermitRequest) -> ScriptCall<'_> {
+        ScriptCall::new(
+            script,
+            self.latched_keys(&req.name, &req.request_id.to_string()),
+            vec![
+                req.permits.to_string(),
+                self.env.publish_command(),
+                req.latch_ttl_ms.to_string(),
+            ],
+        )
+        .idempotent(req.latch_ttl_ms > 0)
+    }
+
     fn keys(&self, name: &LockName) -> Vec<String> {
         let layout = self.env.layout();
         vec![
@@ -161,16 +176,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn set_permits(&self, req: &PermitRequest) -> Result<()> {
-        let call = ScriptCall::new(
-            &SET,
-            self.latched_keys(&req.name, &req.request_id.to_string()),
-            vec![
-                req.permits.to_string(),
-                self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
-            ],
-        )
-        .idempotent(req.latch_ttl_ms > 0);
+        let call = self.announced_change(&SET, req);
         change_reply("set", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
     }
 
@@ -258,22 +264,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
-        let mut keys = self.keys(&req.name);
-        keys.push(
-            self.env
-                .layout()
-                .unlock_latch(&req.name, &req.request_id.to_string()),
-        );
-        let call = ScriptCall::new(
-            &ADD,
-            keys,
-            vec![
-                req.permits.to_string(),
-                self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
-            ],
-        )
-        .idempotent(req.latch_ttl_ms > 0);
+        let call = self.announced_change(&ADD, req);
         change_reply("add", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
     }
 
@@ -313,15 +304,9 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release(&self, req: &LeaseRelease) -> Result<bool> {
-        let mut keys = self.keys(&req.name);
-        keys.push(
-            self.env
-                .layout()
-                .unlock_latch(&req.name, &req.request_id.to_string()),
-        );
         let call = ScriptCall::new(
             &RELEASE,
-            keys,
+            self.latched_keys(&req.name, &req.request_id.to_string()),
             vec![
                 req.id.to_string(),
                 self.env.publish_command(),
