@@ -34,19 +34,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use tokio::time::Instant;
 
 use crate::client::{ClientInner, LockClient};
 use crate::config::lease_millis;
-use crate::counting::{self, Try};
+use crate::counting;
 use crate::error::{LockError, Result};
 use crate::expirable_permit::ExpirablePermit;
 use crate::holds::Deadline;
 use crate::name::LockName;
 use crate::semaphore_kind::{
-    check_change, LeaseOutcome, LeaseRelease, LeaseRequest, PermitId, PermitRequest,
-    PermitSemaphoreKind, PermitTarget,
+    check_change, LeaseRelease, PermitId, PermitRequest, PermitSemaphoreKind, PermitTarget,
 };
 use crate::stats::InFlight;
 
@@ -272,46 +270,17 @@ impl PermitExpirableSemaphore {
         self.acquire_within(Some(wait), lease).await
     }
 
+    /// One permit: the many-permit acquisition with one (the same script,
+    /// one id), so both share their wait, cancellation and guards.
     async fn acquire_within(
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,
     ) -> Result<Option<ExpirablePermit>> {
-        let inner = self.inner();
-        let leasing = Leasing::of(inner, lease)?;
-        inner.check_open()?;
-        let deadline = counting::deadline(wait);
-        let kind = Arc::clone(&self.kind);
-        let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
-        let channel = self.kind.channel(&self.name);
-        let this = self.clone();
-        let pending = counting::wait_for(inner, channel, reader, deadline, move || {
-            let sem = this.clone();
-            let req = LeaseRequest::new(sem.name.clone(), Some(leasing.lease_ms()));
-            // The store starts the lease no earlier than the first send of
-            // this id; retries repeat it without restarting it.
-            let sent = Instant::now();
-            let inner = Arc::clone(sem.inner());
-            async move {
-                counting::acquire(&inner, "acquire a permit", move || {
-                    let (sem, req) = (sem.clone(), req.clone());
-                    async move {
-                        Ok(match sem.kind.try_acquire(&req).await? {
-                            LeaseOutcome::Acquired => {
-                                let deadline = leasing.deadline(sem.inner(), sent);
-                                Try::Got(PendingPermit::new(sem, req.id, deadline, leasing))
-                            }
-                            LeaseOutcome::Busy { retry_in } => Try::Busy(retry_in),
-                        })
-                    }
-                    .boxed()
-                })
-                .await
-            }
-            .boxed()
-        })
-        .await?;
-        Ok(pending.map(PendingPermit::accept))
+        Ok(self
+            .acquire_many_within(1, wait, lease)
+            .await?
+            .and_then(|mut permits| permits.pop()))
     }
 
     /// Gives back the permit `id`. Waiters are told the new count.
@@ -434,51 +403,4 @@ async fn release(
         async move { kind.release(&req).await }
     })
     .await
-}
-
-/// A permit taken but not handed to the caller yet; dropping it gives the
-/// permit back.
-struct PendingPermit {
-    semaphore: PermitExpirableSemaphore,
-    id: PermitId,
-    deadline: Deadline,
-    leasing: Leasing,
-    armed: bool,
-    #[allow(dead_code)] // held for its Drop: counts the permit as in flight
-    in_flight: InFlight,
-}
-
-impl PendingPermit {
-    fn new(
-        semaphore: PermitExpirableSemaphore,
-        id: PermitId,
-        deadline: Deadline,
-        leasing: Leasing,
-    ) -> Self {
-        let in_flight = InFlight::start(&semaphore.inner().stats);
-        Self {
-            semaphore,
-            id,
-            deadline,
-            leasing,
-            armed: true,
-            in_flight,
-        }
-    }
-
-    /// The caller has it: its guard registers, and from now on keeps it.
-    fn accept(mut self) -> ExpirablePermit {
-        self.armed = false;
-        self.semaphore.guard(self.id, self.deadline, self.leasing)
-    }
-}
-
-impl Drop for PendingPermit {
-    fn drop(&mut self) {
-        if !self.armed || self.semaphore.inner().is_closed() {
-            return;
-        }
-        tracing::debug!(semaphore = %self.semaphore.name, "permit abandoned by its caller; giving it back");
-        self.semaphore.release_in_background(self.id);
-    }
 }

@@ -96,7 +96,7 @@ impl PermitExpirableSemaphore {
         self.acquire_many_within(n, Some(wait), lease).await
     }
 
-    async fn acquire_many_within(
+    pub(super) async fn acquire_many_within(
         &self,
         n: u64,
         wait: Option<Duration>,
