@@ -214,6 +214,47 @@ impl LockClient {
         ))
     }
 
+    /// A handle on the fair lock called `name` with direct handoff: a
+    /// release hands the lock straight to the first live waiter of the
+    /// queue, which is told on its own channel that it now holds it, so
+    /// it takes the lock without another round trip (one notice instead of
+    /// notice + acquire). It is the fair lock of [`LockClient::fair_lock`]
+    /// (same keys, same queue; the two exclude each other and share the
+    /// queue), plus a hash of the waiters that accept a handoff
+    /// (`redisson_lock_handoff:{name}`), which Redisson does not read: a
+    /// Redisson waiter at the head is told as by its own fair lock, never
+    /// granted. A fenced acquisition is never granted (it takes its token
+    /// itself). Makes no I/O.
+    ///
+    /// Opt-in, because a grant to a waiter whose process died after its
+    /// last refresh (at most a third of
+    /// [`crate::ClientConfig::waiter_timeout`] before) keeps the lock for
+    /// that waiter's lease, as a holder that died would.
+    ///
+    /// ```
+    /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+    /// let jobs = client.handoff_lock("jobs")?;
+    /// let guard = jobs.lock().await?; // a release hands it to the next waiter
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no handoff kind.
+    pub fn handoff_lock(&self, name: impl AsRef<str>) -> Result<FairLock> {
+        let kind = self
+            .inner
+            .kinds
+            .handoff_kind()
+            .ok_or_else(|| LockError::invalid("this client has no direct-handoff lock kind"))?;
+        Ok(FairLock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
+    }
+
     /// A handle on the lock called `name` whose every acquisition hands out
     /// a fencing token ([`crate::FencedGuard::token`]). It is the lock of
     /// [`LockClient::lock`] with the same name (they exclude each other),

@@ -61,6 +61,10 @@ pub enum Wake {
     /// permits given back to a semaphore: as many waiters as there are
     /// free permits); `Up(0)` wakes none.
     Up(u64),
+    /// The lock was handed over, in the store, to the waiter of this
+    /// client whose wait carries this ticket ([`crate::AcquireRequest::wait_ticket`]):
+    /// that waiter holds it without asking again; others here are not woken.
+    Granted(u64),
 }
 
 /// A message from the store to the engine.

@@ -85,6 +85,13 @@ pub struct AcquireRequest {
     /// refreshing this waiter's deadline) with this waiter timeout in
     /// milliseconds. `None` never joins the queue. Other kinds ignore it.
     pub queue_ms: Option<u64>,
+    /// Identifies one wait across all its attempts (the same ticket for
+    /// each; never 0), for kinds that hand a freed lock straight to a
+    /// queued waiter ([`ExclusiveKind::hands_over`]): the store grants the
+    /// lock to the ticket, and a later attempt or
+    /// [`ExclusiveKind::leave_queue`] of the same ticket finds the grant.
+    /// `None` for a try, and on kinds that do not hand over.
+    pub wait_ticket: Option<u64>,
 }
 
 impl AcquireRequest {
@@ -104,12 +111,19 @@ impl AcquireRequest {
             fenced,
             latch_ttl_ms,
             queue_ms: None,
+            wait_ticket: None,
         }
     }
 
     /// Sets [`AcquireRequest::queue_ms`].
     pub fn queue(mut self, waiter_timeout_ms: Option<u64>) -> Self {
         self.queue_ms = waiter_timeout_ms;
+        self
+    }
+
+    /// Sets [`AcquireRequest::wait_ticket`].
+    pub fn ticket(mut self, wait_ticket: Option<u64>) -> Self {
+        self.wait_ticket = wait_ticket;
         self
     }
 }
@@ -328,13 +342,29 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     }
 
     /// Removes `owner` from the queue of `name` (a waiter that gave up),
-    /// telling the next waiter if the lock is free. Nothing for kinds whose
-    /// waiters do not queue.
+    /// telling the next waiter if the lock is free. On a kind that hands
+    /// over ([`ExclusiveKind::hands_over`]), a lock already granted to
+    /// `wait_ticket` is given back (one hold), and handed on. Nothing for
+    /// kinds whose waiters do not queue.
     ///
     /// # Errors
     /// As [`ExclusiveKind::try_acquire`].
-    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
-        let _ = (name, owner);
+    async fn leave_queue(
+        &self,
+        name: &LockName,
+        owner: &Owner,
+        wait_ticket: Option<u64>,
+    ) -> Result<()> {
+        let _ = (name, owner, wait_ticket);
         Ok(())
+    }
+
+    /// Whether a release hands the freed lock straight to the first queued
+    /// waiter of this kind (which then holds it, and is told so with
+    /// [`Wake::Granted`]), instead of telling it to try again. Only kinds
+    /// whose waiters queue hand over; the engine then gives each wait a
+    /// ticket ([`AcquireRequest::wait_ticket`]).
+    fn hands_over(&self) -> bool {
+        false
     }
 }

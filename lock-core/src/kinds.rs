@@ -27,6 +27,7 @@ use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 pub struct Kinds {
     reentrant: Option<Arc<dyn ExclusiveKind>>,
     fair: Option<Arc<dyn FairKind>>,
+    handoff: Option<Arc<dyn FairKind>>,
     latch: Option<Arc<dyn LatchKind>>,
     describe: Option<Arc<dyn Describe>>,
     semaphore: Option<Arc<dyn SemaphoreKind>>,
@@ -39,6 +40,7 @@ impl std::fmt::Debug for Kinds {
         f.debug_struct("Kinds")
             .field("reentrant", &self.reentrant.is_some())
             .field("fair", &self.fair.is_some())
+            .field("handoff", &self.handoff.is_some())
             .field("latch", &self.latch.is_some())
             .field("describe", &self.describe.is_some())
             .field("semaphore", &self.semaphore.is_some())
@@ -88,6 +90,20 @@ impl Kinds {
     /// The fair kind, when registered: its raw store operations.
     pub fn fair_kind(&self) -> Option<&Arc<dyn FairKind>> {
         self.fair.as_ref()
+    }
+
+    /// Registers the kind of [`crate::LockClient::handoff_lock`]: a fair
+    /// kind whose release hands the lock to the queue head
+    /// ([`crate::ExclusiveKind::hands_over`]).
+    #[must_use]
+    pub fn handoff(mut self, kind: Arc<dyn FairKind>) -> Self {
+        self.handoff = Some(kind);
+        self
+    }
+
+    /// The direct-handoff kind, when registered: its raw store operations.
+    pub fn handoff_kind(&self) -> Option<&Arc<dyn FairKind>> {
+        self.handoff.as_ref()
     }
 
     /// Registers the kind of [`crate::LockClient::count_down_latch`].

@@ -135,7 +135,7 @@ pub(crate) async fn acquire(
                     ttl,
                     queued: req
                         .queue_ms
-                        .map(|_| QueueTicket::new(task_inner, backend, req.name, req.owner)),
+                        .map(|_| QueueTicket::new(task_inner, backend, &req)),
                 },
             })
         }
@@ -188,7 +188,7 @@ fn reconcile(
                 }
                 Ok(AcquireOutcome::Held { .. }) => {
                     if req.queue_ms.is_some() {
-                        drop(QueueTicket::new(inner, backend, req.name, req.owner));
+                        drop(QueueTicket::new(inner, backend, &req));
                     }
                     return;
                 }
@@ -339,6 +339,27 @@ pub(crate) struct PendingHold {
 }
 
 impl PendingHold {
+    /// The hold a release handed to the wait of `req`
+    /// ([`crate::Wake::Granted`]): no call was made for it, and its lease
+    /// runs from no earlier than `started`, when the attempt that last
+    /// queued the wait was sent (the grant came after that attempt ran).
+    pub(crate) fn granted(
+        inner: &Arc<ClientInner>,
+        kind: &Arc<dyn ExclusiveKind>,
+        req: AcquireRequest,
+        started: Instant,
+    ) -> Self {
+        Self {
+            in_flight: InFlight::start(&inner.stats),
+            inner: Arc::clone(inner),
+            kind: Arc::clone(kind),
+            req,
+            armed: true,
+            fencing_token: None,
+            started,
+        }
+    }
+
     /// Disarms the drop guard and returns what the guard needs.
     pub(crate) fn accept(mut self) -> (AcquireRequest, Option<u64>, Instant) {
         self.armed = false;
@@ -378,21 +399,19 @@ pub(crate) struct QueueTicket {
     kind: Arc<dyn ExclusiveKind>,
     name: crate::LockName,
     owner: crate::Owner,
+    /// The wait's ticket: leaving gives back a lock granted to it.
+    wait_ticket: Option<u64>,
     armed: bool,
 }
 
 impl QueueTicket {
-    fn new(
-        inner: Arc<ClientInner>,
-        kind: Arc<dyn ExclusiveKind>,
-        name: crate::LockName,
-        owner: crate::Owner,
-    ) -> Self {
+    fn new(inner: Arc<ClientInner>, kind: Arc<dyn ExclusiveKind>, req: &AcquireRequest) -> Self {
         Self {
             inner,
             kind,
-            name,
-            owner,
+            name: req.name.clone(),
+            owner: req.owner,
+            wait_ticket: req.wait_ticket,
             armed: true,
         }
     }
@@ -411,13 +430,13 @@ impl Drop for QueueTicket {
         }
         let backend = Arc::clone(&self.kind);
         let policy = self.inner.config.retry.clone();
-        let (name, owner) = (self.name.clone(), self.owner);
+        let (name, owner, ticket) = (self.name.clone(), self.owner, self.wait_ticket);
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
             let mut retry = Retry::new(&policy, "leave_queue", backend.kind_name());
             loop {
-                match backend.leave_queue(&name, &owner).await {
+                match backend.leave_queue(&name, &owner, ticket).await {
                     Err(e) if retry.again(&e).await => continue,
                     Err(e) => {
                         tracing::warn!(%e, lock = %name, "could not leave the queue; the entry expires with the waiter timeout");

@@ -27,6 +27,7 @@ impl Counter {
 pub(crate) struct Stats {
     pub(crate) tries: Counter,
     pub(crate) wakeups: Counter,
+    pub(crate) grants: Counter,
     pub(crate) notices: Counter,
     pub(crate) subscriptions: Counter,
     pub(crate) renew_calls: Counter,
@@ -80,6 +81,9 @@ pub struct ClientStats {
     pub tries: u64,
     /// Waiters woken by an unlock notice (not by a time-to-live timeout).
     pub wakeups: u64,
+    /// Locks a release handed straight to a waiter of this client, taken
+    /// without asking again ([`crate::LockClient::handoff_lock`]).
+    pub grants: u64,
     /// Notices received from the backend.
     pub notices: u64,
     /// Subscriptions opened (one per lock name while anyone waits on it).
@@ -118,6 +122,7 @@ impl Stats {
         ClientStats {
             tries: self.tries.get(),
             wakeups: self.wakeups.get(),
+            grants: self.grants.get(),
             notices: self.notices.get(),
             subscriptions_opened: self.subscriptions.get(),
             subscriptions_active: subscriptions_active as u64,

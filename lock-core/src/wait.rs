@@ -66,17 +66,25 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
     let queues = kind.queues_waiters();
     // A queueing waiter queues from its first attempt; a try never does.
     let queue_ms = (queues && opts.wait != Wait::For(Duration::ZERO)).then_some(inner.waiter_ms);
-    let attempt = || {
-        let req = AcquireRequest::new(
+    // A kind that hands a freed lock to its queue head grants it to this
+    // wait's ticket; a fenced wait takes its token itself, so it has none.
+    let wait_ticket =
+        (queue_ms.is_some() && kind.hands_over() && !opts.fenced).then(new_wait_ticket);
+    let request = || {
+        AcquireRequest::new(
             lock.name().clone(),
             owner,
             lease_ms,
             opts.fenced,
             inner.latch_ms,
         )
-        .queue(queue_ms);
-        op::acquire(inner, kind, req)
+        .queue(queue_ms)
+        .ticket(wait_ticket)
     };
+    // When the last attempt was sent: a lock granted to this wait was
+    // granted after that attempt ran, so its lease runs from no earlier.
+    let mut last_sent = Instant::now();
+    let attempt = || op::acquire(inner, kind, request());
     // A waiter rides out store outages within its deadline (see the
     // `outage` module); a try (deadline now) fails as the retry policy says.
     let mut outage = Outage::new(&inner.config.retry, &inner.outages, lock.name(), deadline);
@@ -151,6 +159,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     queued: None,
                 }
             } else {
+                last_sent = Instant::now();
                 let outcome = attempt().await?;
                 if let Some(subscription) = &subscription {
                     subscription.looked();
@@ -202,6 +211,18 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     }
                 }
                 _ = tokio::time::sleep_until(until) => {}
+            }
+            // Handed over by the release itself: ours without asking.
+            if let (Some(ticket), Some(subscription)) = (wait_ticket, &subscription) {
+                if subscription.take_grant(ticket) {
+                    disarm(&mut baton);
+                    if let Some(place) = queued.take() {
+                        place.disarm();
+                    }
+                    inner.stats.grants.incr();
+                    let hold = op::PendingHold::granted(inner, kind, request(), last_sent);
+                    return Ok(Some(guard(inner, hold, watchdog)));
+                }
             }
         }
     };
@@ -258,6 +279,12 @@ pub(crate) fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Resu
         )));
     }
     Ok(ms)
+}
+
+/// A random ticket for one wait of a kind that hands over (never 0, which
+/// the store would not tell from "none").
+fn new_wait_ticket() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0.max(1)
 }
 
 /// A deadline for waits too long to represent: effectively forever.

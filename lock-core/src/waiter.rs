@@ -65,7 +65,15 @@ struct ChannelEntry {
     live: Arc<AtomicBool>,
     /// The kind whose waiters listen here: it reads the messages.
     reader: WakeReader,
+    /// Tickets of waits the lock was handed to ([`Wake::Granted`]), until
+    /// their waiter takes the grant ([`Subscription::take_grant`]).
+    grants: Arc<Mutex<Vec<u64>>>,
 }
+
+/// How many unclaimed grants a channel keeps: a waiter claims its own at
+/// once; more only pile up from waits dropped before they looked (whose
+/// leaving gives the lock back in the store), so the oldest may go.
+const KEPT_GRANTS: usize = 16;
 
 /// Every channel some waiter of this client is waiting on.
 pub(crate) struct WaiterRegistry {
@@ -116,6 +124,7 @@ impl WaiterRegistry {
                 confirmed: connection.subscribe(&channel).shared(),
                 live: Arc::new(AtomicBool::new(false)),
                 reader,
+                grants: Arc::default(),
             }
         });
         entry.waiters += 1;
@@ -129,6 +138,7 @@ impl WaiterRegistry {
             confirmed: entry.confirmed.clone(),
             joined_live,
             live: Arc::clone(&entry.live),
+            grants: Arc::clone(&entry.grants),
             channel,
         }
     }
@@ -156,14 +166,29 @@ impl NoticeSink for WaiterRegistry {
         // Collect under the lock, wake after releasing it.
         match notice {
             Notice::Message { channel, payload } => {
-                let entry = self
-                    .channels()
-                    .get(&channel)
-                    .map(|e| (Arc::clone(&e.notify), Arc::clone(&e.reader), e.waiters));
-                let Some((notify, reader, waiters)) = entry else {
+                let entry = self.channels().get(&channel).map(|e| {
+                    (
+                        Arc::clone(&e.notify),
+                        Arc::clone(&e.reader),
+                        e.waiters,
+                        Arc::clone(&e.grants),
+                    )
+                });
+                let Some((notify, reader, waiters, grants)) = entry else {
                     return;
                 };
                 match reader(&payload) {
+                    Some(Wake::Granted(ticket)) => {
+                        let mut grants = grants.lock().unwrap_or_else(PoisonError::into_inner);
+                        if grants.len() >= KEPT_GRANTS {
+                            grants.remove(0);
+                        }
+                        grants.push(ticket);
+                        drop(grants);
+                        // Every waiter here looks; the one with the ticket
+                        // holds the lock, the others park again.
+                        notify.notify_waiters();
+                    }
                     Some(Wake::One) => notify.notify_one(),
                     Some(Wake::All) => notify.notify_waiters(),
                     // Each waiter is woken once at most: more wake-ups than
@@ -204,6 +229,7 @@ pub(crate) struct Subscription {
     /// See [`Subscription::joined_live`].
     joined_live: bool,
     live: Arc<AtomicBool>,
+    grants: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Subscription {
@@ -223,6 +249,14 @@ impl Subscription {
     /// request fewer per waiter that joins a busy lock.
     pub(crate) fn joined_live(&self) -> bool {
         self.joined_live
+    }
+
+    /// Whether the lock was handed over to the wait with `ticket`
+    /// ([`Wake::Granted`]); takes the grant, so it is seen once.
+    pub(crate) fn take_grant(&self, ticket: u64) -> bool {
+        let mut grants = self.grants.lock().unwrap_or_else(PoisonError::into_inner);
+        let found = grants.iter().position(|&t| t == ticket);
+        found.map(|at| grants.remove(at)).is_some()
     }
 
     /// Records that this waiter made an attempt after the store answered

@@ -25,12 +25,27 @@ use lock_script::Transport;
 #[derive(Debug, Clone)]
 pub struct Fair {
     env: ScriptEnv,
+    /// Whether its waiters accept a handoff ([`ExclusiveKind::hands_over`]).
+    handoff: bool,
 }
 
 impl Fair {
     /// The fair kind over `env`.
     pub fn new(env: ScriptEnv) -> Self {
-        Self { env }
+        Self {
+            env,
+            handoff: false,
+        }
+    }
+
+    /// The direct-handoff kind over `env`
+    /// ([`lock_core::LockClient::handoff_lock`]): the fair lock, whose
+    /// waiters also accept a handoff, so a release grants the lock to the
+    /// queue head instead of telling it to try again. Both kinds run the
+    /// same scripts on the same keys: a release through either grants to a
+    /// head that accepts it.
+    pub fn with_handoff(env: ScriptEnv) -> Self {
+        Self { env, handoff: true }
     }
 
     /// Every script of the kind, for preloading.
@@ -44,6 +59,15 @@ impl Fair {
 
     fn publish_command(&self) -> String {
         self.env.publish_command()
+    }
+
+    /// A wait's ticket as the scripts take it: "0" for none, and on the
+    /// plain fair kind (whose waits accept no handoff).
+    fn ticket(&self, wait_ticket: Option<u64>) -> String {
+        match wait_ticket {
+            Some(ticket) if self.handoff => ticket.to_string(),
+            _ => "0".to_owned(),
+        }
     }
 }
 
@@ -81,6 +105,7 @@ impl ExclusiveKind for Fair {
                 layout.queue_key(&req.name),
                 layout.timeout_key(&req.name),
                 layout.channel(&req.name),
+                layout.handoff_key(&req.name),
             ],
             vec![
                 req.lease_ms.to_string(),
@@ -90,6 +115,7 @@ impl ExclusiveKind for Fair {
                 req.queue_ms.unwrap_or(0).to_string(),
                 UNLOCK_MESSAGE.to_owned(),
                 self.publish_command(),
+                self.ticket(req.wait_ticket),
             ],
         )
         .idempotent(req.latch_ttl_ms > 0);
@@ -117,6 +143,7 @@ impl ExclusiveKind for Fair {
                 layout.unlock_latch(&req.name, &id),
                 layout.queue_key(&req.name),
                 layout.timeout_key(&req.name),
+                layout.handoff_key(&req.name),
             ],
             vec![
                 UNLOCK_MESSAGE.to_owned(),
@@ -181,7 +208,11 @@ impl ExclusiveKind for Fair {
     }
 
     fn kind_name(&self) -> &'static str {
-        "fair"
+        if self.handoff {
+            "handoff"
+        } else {
+            "fair"
+        }
     }
 
     /// A waiter's own channel, `redisson_lock__channel:{<name>}:<owner>`:
@@ -190,16 +221,29 @@ impl ExclusiveKind for Fair {
         Channel::new(self.layout().waiter_channel(name, owner))
     }
 
+    /// `0` (look again) as every lock's; `g<ticket>`: the lock was
+    /// granted to the wait with that ticket.
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
-        lock_script::wake(payload)
+        match payload.strip_prefix(b"g") {
+            Some(ticket) => std::str::from_utf8(ticket)
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .map(Wake::Granted),
+            None => lock_script::wake(payload),
+        }
     }
 
     fn queues_waiters(&self) -> bool {
         true
     }
 
-    /// Runs `leave_queue.lua`: removes `owner` from the queue and, if the
-    /// lock is free, tells the new head.
+    fn hands_over(&self) -> bool {
+        self.handoff
+    }
+
+    /// Runs `leave_queue.lua`: removes `owner` from the queue, gives back
+    /// a lock granted to `wait_ticket`, and, if the lock is free, grants it
+    /// to the new head or tells it.
     ///
     /// # Errors
     /// Retryable errors as described in [`lock_script::error`].
@@ -207,7 +251,12 @@ impl ExclusiveKind for Fair {
     /// # Cancel safety
     /// Dropping the future may leave the waiter queued or not; a waiter
     /// left queued is evicted once its deadline passes.
-    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
+    async fn leave_queue(
+        &self,
+        name: &LockName,
+        owner: &Owner,
+        wait_ticket: Option<u64>,
+    ) -> Result<()> {
         let layout = self.layout();
         let call = ScriptCall::new(
             &scripts::LEAVE_QUEUE,
@@ -216,8 +265,13 @@ impl ExclusiveKind for Fair {
                 layout.channel(name),
                 layout.queue_key(name),
                 layout.timeout_key(name),
+                layout.handoff_key(name),
             ],
-            vec![owner.field(), self.publish_command()],
+            vec![
+                owner.field(),
+                self.publish_command(),
+                self.ticket(wait_ticket),
+            ],
         );
         replies::leave_queue(&self.env.eval(call).await?)
     }

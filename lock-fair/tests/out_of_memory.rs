@@ -55,7 +55,7 @@ async fn last_unlock_succeeds_and_tells_the_head_other_writes_fail_typed() {
         Some((channel, "0".to_owned()))
     );
     // Leaving the queue only removes: it works too.
-    env.backend.leave_queue(&n, &head).await.unwrap();
+    env.backend.leave_queue(&n, &head, None).await.unwrap();
     assert!(queue(&env.server, &n).is_empty());
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
 }

@@ -182,7 +182,7 @@ async fn leaving_as_head_tells_the_next_waiter_when_free() {
     .await;
 
     // While the lock is held, leaving tells nobody.
-    env.backend.leave_queue(&n, &c).await.unwrap();
+    env.backend.leave_queue(&n, &c, None).await.unwrap();
     assert_eq!(queue(&env.server, &n), vec![b.field(), d.field()]);
     assert_eq!(deadline_of(&env.server, &n, &c.field()), None);
     sub.expect_none(QUIET).await;
@@ -194,7 +194,7 @@ async fn leaving_as_head_tells_the_next_waiter_when_free() {
         Some((l.waiter_channel(&n, &b), "0".to_owned()))
     );
     // B gives up instead of taking it: D, the new head, is told.
-    env.backend.leave_queue(&n, &b).await.unwrap();
+    env.backend.leave_queue(&n, &b, None).await.unwrap();
     assert_eq!(queue(&env.server, &n), vec![d.field()]);
     assert!(deadline_of(&env.server, &n, &b.field()).is_none());
     assert_eq!(
@@ -204,7 +204,7 @@ async fn leaving_as_head_tells_the_next_waiter_when_free() {
     sub.expect_none(QUIET).await;
 
     // Leaving when not queued is fine and changes nothing.
-    env.backend.leave_queue(&n, &c).await.unwrap();
+    env.backend.leave_queue(&n, &c, None).await.unwrap();
     assert_eq!(queue(&env.server, &n), vec![d.field()]);
 }
 
@@ -365,7 +365,7 @@ async fn a_wrong_type_is_reported_and_left_untouched() {
     assert!(is_wrongtype(env.backend.force_unlock(&n).await.map(drop)));
     assert!(is_wrongtype(env.backend.inspect(&n).await.map(drop)));
     // Leaving the queue does not touch the lock key at all.
-    env.backend.leave_queue(&n, &a).await.unwrap();
+    env.backend.leave_queue(&n, &a, None).await.unwrap();
     assert_eq!(env.server.cmd(&["GET", "str"]), bulk("not a lock"));
     assert_eq!(
         env.server.cmd(&["TYPE", "str"]),
@@ -483,7 +483,7 @@ async fn a_flushed_script_cache_is_reloaded() {
     env.server.flush_scripts();
     must_wait(&env.backend, &wait_req(&n, b, LEASE)).await;
     env.server.flush_scripts();
-    env.backend.leave_queue(&n, &b).await.unwrap();
+    env.backend.leave_queue(&n, &b, None).await.unwrap();
     env.server.flush_scripts();
     assert_eq!(env.backend.inspect(&n).await.unwrap().holders.len(), 1);
     env.server.flush_scripts();

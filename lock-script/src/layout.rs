@@ -134,6 +134,13 @@ impl KeyLayout {
         self.helper("redisson_lock_queue", name)
     }
 
+    /// The direct-handoff lock's hash of waiters that accept a handoff and
+    /// of grants not yet seen, `redisson_lock_handoff:{<name>}` (ours:
+    /// Redisson has no such key).
+    pub fn handoff_key(&self, name: &LockName) -> String {
+        self.helper("redisson_lock_handoff", name)
+    }
+
     /// The fair lock's sorted set of waiter eviction deadlines.
     pub fn timeout_key(&self, name: &LockName) -> String {
         self.helper("redisson_lock_timeout", name)
@@ -188,6 +195,7 @@ mod tests {
         assert_eq!(l.token_key(&n("a")), "redisson_lock_token:{a}");
         assert_eq!(l.queue_key(&n("a")), "redisson_lock_queue:{a}");
         assert_eq!(l.timeout_key(&n("a")), "redisson_lock_timeout:{a}");
+        assert_eq!(l.handoff_key(&n("a")), "redisson_lock_handoff:{a}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod engine_faults;
 mod lua_vs_redis;
 mod memory_conformance;
 mod memory_fair_conformance;
+mod memory_handoff_conformance;
 mod memory_latch_conformance;
 mod memory_latch_faults;
 mod memory_multi_conformance;

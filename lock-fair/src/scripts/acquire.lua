@@ -9,6 +9,8 @@
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
 -- KEYS[6]  unlock channel            redisson_lock__channel:{<name>}
 --          (the new queue head is told on KEYS[6] .. ':' .. <its owner>)
+-- KEYS[7]  handoff entries (hash)    redisson_lock_handoff:{<name>}
+--          (see prelude.lua)
 -- ARGV[1]  lease in milliseconds (>= 1): the lock expires no earlier than
 --          this from now (never sooner than it already would; see extend()
 --          in common.lua)
@@ -22,6 +24,9 @@
 --          this; "0" never queues
 -- ARGV[6]  message telling the new queue head to look again ("0")
 -- ARGV[7]  publish command           "PUBLISH" or "SPUBLISH"
+-- ARGV[8]  wait ticket: a queued wait with a ticket other than "0" accepts
+--          a handoff (its entry in KEYS[7] is written with ARGV[1]); an
+--          attempt of the wait a lock was granted to takes that grant
 --
 -- Order: latch check, evict stale heads, then
 --   the lock is free and (nobody queued, or we are the head): take it, leave
@@ -104,11 +109,32 @@ evict(KEYS[4], KEYS[5], now)
 
 -- The lock's PTTL before anything of ours is written: -2 when it is free.
 local pttl = redis.call('pttl', KEYS[1])
+local ticket = ARGV[8]
+local entry = redis.call('hget', KEYS[7], ARGV[2])
+
+-- The lock was handed to this wait (a release granted it; see prelude.lua)
+-- and the wait asks again instead: it missed or has not read the grant.
+-- It is ours once, as it was granted: not a second hold.
+if entry and ticket ~= '0' and entry == 'g:' .. ticket then
+    redis.call('hdel', KEYS[7], ARGV[2])
+    if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+        extend(KEYS[1], ARGV[1], pttl)
+        latch(KEYS[2], 0, latch_ttl)
+        return {1, 0}
+    end
+    entry = nil
+end
 
 -- One more hold, with `token` taken before anything of ours was written.
+-- A wait that takes the lock leaves the queue, and with it its handoff
+-- entry (a 'g:' entry of another wait of this owner stays: that wait
+-- gives its grant back when it leaves).
 local function take(token)
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     extend(KEYS[1], ARGV[1], pttl)
+    if entry and string.sub(entry, 1, 2) == 'w:' then
+        redis.call('hdel', KEYS[7], ARGV[2])
+    end
     latch(KEYS[2], token, latch_ttl)
     return {1, token}
 end
@@ -165,6 +191,17 @@ if queue_ms > 0 then
         redis.call('rpush', KEYS[4], ARGV[2])
     end
     redis.call('zadd', KEYS[5], deadline, ARGV[2])
+    if ticket ~= '0' then
+        redis.call('hset', KEYS[7], ARGV[2], 'w:' .. ARGV[1] .. ':' .. ticket)
+        local kept = redis.call('pttl', KEYS[7])
+        if kept ~= -1 and kept < deadline - now then
+            redis.call('pexpire', KEYS[7], deadline - now)
+        end
+    elseif entry and string.sub(entry, 1, 2) == 'w:' then
+        -- Queued now by a wait that takes no handoff (a fenced one): an
+        -- older wait's entry must not have this one granted.
+        redis.call('hdel', KEYS[7], ARGV[2])
+    end
 end
 latch(KEYS[2], LATCH_HELD, latch_ttl)
 return {0, wait_hint(now)}

@@ -12,6 +12,29 @@
 --                      `queue` has no deadline in the zset `timeouts`, or one
 --                      <= now, LPOP it and ZREM it. Stops at the first live
 --                      head (waiters behind a live one are not looked at).
+-- hand_over(lock, queue, timeouts, handoff, channel, publish)
+--                      for a lock just freed: grants it to the queue head
+--                      when the head accepts a handoff, else tells the head
+--                      to look again (see below).
+--
+-- Direct handoff (lock_core::LockClient::handoff_lock). The hash `handoff`
+-- (redisson_lock_handoff:{<name>}, which Redisson never reads) has an
+-- entry per queued waiter of ours that accepts a handoff:
+--   'w:<lease ms>:<ticket>'  waiting; <ticket> names the wait (one per
+--                            lock() call, the same for all its attempts)
+--   'g:<ticket>'             the lock was granted to that wait, which may
+--                            not have seen it yet
+-- A grant makes the head the holder (one hold, with the lease it asked
+-- for), takes it out of the queue, and publishes 'g<ticket>' on its own
+-- channel: the waiter holds the lock without asking again. Its 'g:' entry
+-- lets a later attempt of the same wait (one that missed the message)
+-- take the grant instead of entering the lock a second time, and lets the
+-- wait, when it gives up, give the grant back (leave_queue.lua). A head
+-- without an entry (a Redisson waiter, or ours on the plain fair lock) is
+-- told '0', as Redisson's fair lock does. Only a live head is granted:
+-- evict() has just dropped the heads whose deadline passed.
+-- Out of memory: the grant writes a hold in place of the one just deleted,
+-- after that DEL turned the script's memory check off (see common.lua).
 local function server_now()
     local t = redis.call('time')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -32,3 +55,28 @@ local function evict(queue, timeouts, now)
     end
 end
 
+local function hand_over(lock, queue, timeouts, handoff, channel, publish)
+    local head = redis.call('lindex', queue, 0)
+    if not head then
+        return
+    end
+    local entry = redis.call('hget', handoff, head)
+    local lease, ticket
+    if entry then
+        lease, ticket = string.match(entry, '^w:(%d+):(%d+)$')
+    end
+    if not ticket then
+        redis.call(publish, channel .. ':' .. head, '0')
+        return
+    end
+    redis.call('hset', lock, head, 1)
+    redis.call('pexpire', lock, lease)
+    redis.call('lpop', queue)
+    redis.call('zrem', timeouts, head)
+    redis.call('hset', handoff, head, 'g:' .. ticket)
+    local kept = redis.call('pttl', handoff)
+    if kept ~= -1 and kept < tonumber(lease) then
+        redis.call('pexpire', handoff, lease)
+    end
+    redis.call(publish, channel .. ':' .. head, 'g' .. ticket)
+end

@@ -8,6 +8,8 @@
 -- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
+-- KEYS[6]  handoff entries (hash)    redisson_lock_handoff:{<name>}
+--          (see prelude.lua)
 -- ARGV[1]  unlock message ("0": wake one waiter)
 -- ARGV[2]  lease in milliseconds: when holds remain, the lock expires no
 --          earlier than this from now (never sooner than it already would;
@@ -18,7 +20,8 @@
 --
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, and the queue head
---        (after evicting stale heads), if any, told; nobody else is
+--        (after evicting stale heads), if any, granted the lock or told
+--        (see hand_over() in prelude.lua); nobody else is
 --   0    still held: one hold fewer, lease extended
 --   nil  not held by this owner (nothing written but the eviction and the
 --        latch)
@@ -42,9 +45,12 @@ if given ~= 'last' then
 end
 -- The last hold: nothing below is refused when the server is out of memory.
 redis.call('del', KEYS[1])
-local head = redis.call('lindex', KEYS[4], 0)
-if head then
-    redis.call(ARGV[4], KEYS[2] .. ':' .. head, ARGV[1])
+-- A grant this owner held is over with it (another wait of the owner that
+-- was granted the lock and gives up finds nothing left to give back).
+local entry = redis.call('hget', KEYS[6], ARGV[3])
+if entry and string.sub(entry, 1, 2) == 'g:' then
+    redis.call('hdel', KEYS[6], ARGV[3])
 end
+hand_over(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[2], ARGV[4])
 latch(KEYS[3], 1, latch_ttl)
 return 1

@@ -38,6 +38,7 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
     let kinds = Kinds::new()
         .reentrant(Arc::new(Reentrant::new(env.clone())))
         .fair(Arc::new(Fair::new(env.clone())))
+        .handoff(Arc::new(Fair::with_handoff(env.clone())))
         .read_write(rwlock::kinds(env.clone()))
         .latch(Arc::new(Latch::new(env.clone())))
         .semaphore(Arc::new(Semaphore::new(env.clone())))

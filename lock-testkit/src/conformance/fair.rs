@@ -11,16 +11,16 @@ use tokio::time::Instant;
 use super::{client, contended, eventually, subscribes, unique, Contended, Harness};
 use crate::ExclusionChecker;
 
-fn queue_key(h: &dyn Harness, name: &str) -> String {
+pub(crate) fn queue_key(h: &dyn Harness, name: &str) -> String {
     h.layout().queue_key(&LockName::new(name).unwrap())
 }
 
-fn timeout_key(h: &dyn Harness, name: &str) -> String {
+pub(crate) fn timeout_key(h: &dyn Harness, name: &str) -> String {
     h.layout().timeout_key(&LockName::new(name).unwrap())
 }
 
 /// Waits until `n` waiters are queued for `name`.
-async fn queued(h: &dyn Harness, name: &str, n: usize) {
+pub(crate) async fn queued(h: &dyn Harness, name: &str, n: usize) {
     eventually(Duration::from_secs(3), "waiters queued", || async {
         h.list(&queue_key(h, name)).await.len() == n
     })
@@ -262,7 +262,10 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
     let is_held = |o| assert!(matches!(o, lock_core::AcquireOutcome::Held { .. }), "{o:?}");
     is_held(backend.try_acquire(&attempt).await.unwrap());
     assert_eq!(h.list(&queue_key(h, &name)).await, vec![waiter.field()]);
-    backend.leave_queue(&lock_name, &waiter).await.unwrap();
+    backend
+        .leave_queue(&lock_name, &waiter, None)
+        .await
+        .unwrap();
     is_held(backend.try_acquire(&attempt).await.unwrap());
     assert!(
         h.list(&queue_key(h, &name)).await.is_empty(),

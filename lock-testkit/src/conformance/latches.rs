@@ -38,6 +38,9 @@ fn kind_of(h: &dyn Harness, c: &LockClient) -> Arc<dyn ExclusiveKind> {
     match h.kind() {
         Kind::Reentrant => Arc::clone(kinds.reentrant_kind().expect("a reentrant kind")),
         Kind::Fair => Arc::clone(kinds.fair_kind().expect("a fair kind")) as Arc<dyn ExclusiveKind>,
+        Kind::Handoff => {
+            Arc::clone(kinds.handoff_kind().expect("a handoff kind")) as Arc<dyn ExclusiveKind>
+        }
     }
 }
 

@@ -39,6 +39,7 @@ pub mod describe;
 pub mod errors;
 pub mod fair;
 pub mod fenced;
+pub mod handoff;
 pub mod holds;
 pub mod latch;
 pub mod latches;
@@ -61,6 +62,8 @@ pub enum Kind {
     Reentrant,
     /// [`LockClient::fair_lock`].
     Fair,
+    /// [`LockClient::handoff_lock`].
+    Handoff,
 }
 
 impl Kind {
@@ -88,6 +91,11 @@ pub fn kind_lock(kind: Kind, c: &LockClient, name: impl AsRef<str>) -> Lock {
     match kind {
         Kind::Reentrant => c.lock(name).expect("a reentrant lock"),
         Kind::Fair => c.fair_lock(name).expect("a fair lock").as_lock().clone(),
+        Kind::Handoff => c
+            .handoff_lock(name)
+            .expect("a handoff lock")
+            .as_lock()
+            .clone(),
     }
 }
 
@@ -135,6 +143,10 @@ pub trait Harness: Send + Sync {
 /// A harness whose checks take fair locks ([`Harness::kind`] is
 /// [`Kind::Fair`]): the same store, the same clients.
 pub struct FairSuite<H>(pub H);
+
+/// A harness whose checks take direct-handoff locks ([`Harness::kind`] is
+/// [`Kind::Handoff`]): the same store, the same clients.
+pub struct HandoffSuite<H>(pub H);
 
 /// Implements [`Harness`] for a wrapper `$ty<H>` of an inner harness in
 /// its field `0`: `kind` and `client` are given, every store method is the
@@ -194,6 +206,10 @@ macro_rules! wrapping_harness {
 pub(crate) use wrapping_harness;
 
 wrapping_harness!(FairSuite, |self| { Kind::Fair }, |self, config| {
+    self.0.client(config).await
+});
+
+wrapping_harness!(HandoffSuite, |self| { Kind::Handoff }, |self, config| {
     self.0.client(config).await
 });
 
@@ -351,6 +367,51 @@ macro_rules! fair_conformance_tests {
             $crate::conformance::FairSuite($make().await)
         }
         $crate::__fair_checks! { __conformance_each; [$(#[$attr])*] __fair_suite }
+    };
+}
+
+/// Runs every check of the suite for direct-handoff locks: the checks
+/// every lock kind passes, and the handoff ones (`handoff.rs`), on the same
+/// harness as [`conformance_tests!`](crate::conformance_tests).
+#[macro_export]
+macro_rules! handoff_conformance_tests {
+    ($(#[$attr:meta])* harness = $make:path) => {
+        async fn __handoff_suite() -> $crate::conformance::HandoffSuite<impl $crate::conformance::Harness> {
+            $crate::conformance::HandoffSuite($make().await)
+        }
+        $crate::__handoff_checks! { __conformance_each; [$(#[$attr])*] __handoff_suite }
+    };
+}
+
+/// The direct-handoff lock's checks as `(name, check)` pairs; see
+/// [`conformance_checks!`](crate::conformance_checks).
+#[macro_export]
+macro_rules! handoff_conformance_checks {
+    () => {
+        $crate::__handoff_checks! { __conformance_list; [] unused }
+    };
+}
+
+/// Implementation detail: the direct-handoff lock's checks, handed to
+/// `$each`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __handoff_checks {
+    ($each:ident; [$(#[$attr:meta])*] $make:path) => {
+        $crate::__with_shared_checks! {
+            $each;
+            [$(#[$attr])*] $make;
+            handoff::a_release_hands_the_lock_to_the_waiter,
+            handoff::grants_follow_the_queue_and_exclude,
+            handoff::a_missed_grant_is_taken_by_the_next_look,
+            handoff::another_call_of_the_owner_enters_again,
+            handoff::a_wait_that_gives_up_gives_its_grant_back,
+            handoff::a_dropped_waiter_leaves_the_lock_free_or_handed_on,
+            handoff::a_redisson_waiter_at_the_head_is_told_not_granted,
+            handoff::a_fenced_wait_is_never_granted,
+            handoff::a_plain_fair_release_grants_too,
+            handoff::a_handoff_cycle_leaves_no_keys,
+        }
     };
 }
 

@@ -160,6 +160,7 @@ impl Handle {
                 kinds.reentrant_kind().expect("a reentrant kind"),
             )),
             Kind::Fair => Self::Fair(Arc::clone(kinds.fair_kind().expect("a fair kind"))),
+            Kind::Handoff => Self::Fair(Arc::clone(kinds.handoff_kind().expect("a handoff kind"))),
         }
     }
 
@@ -342,7 +343,7 @@ impl Model for Kind {
                 owner: id,
                 lock,
             } => match backends[client]
-                .leave_queue(&lock_name(lock), &owner(client, id))
+                .leave_queue(&lock_name(lock), &owner(client, id), None)
                 .await
             {
                 Ok(()) => Seen::Left,

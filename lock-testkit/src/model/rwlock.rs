@@ -269,7 +269,7 @@ impl Model for ReadWrite {
             }
             RwOp::GiveUp { client, owner: id } => {
                 match state.sides[Side::Write.index()][client]
-                    .leave_queue(&lock_name(), &owner(client, id))
+                    .leave_queue(&lock_name(), &owner(client, id), None)
                     .await
                 {
                     Ok(()) => Seen::Left,

@@ -490,7 +490,12 @@ impl ExclusiveKind for Write {
     /// # Cancel safety
     /// Dropping the future may leave the writer in the set until its
     /// deadline.
-    async fn leave_queue(&self, name: &LockName, owner: &Owner) -> Result<()> {
+    async fn leave_queue(
+        &self,
+        name: &LockName,
+        owner: &Owner,
+        _wait_ticket: Option<u64>,
+    ) -> Result<()> {
         let call = ScriptCall::new(
             &WRITE_LEAVE,
             vec![

@@ -1,0 +1,328 @@
+//! Direct handoff ([`lock_core::LockClient::handoff_lock`]): a release
+//! grants the lock to the live queue head, which holds it without asking
+//! again; a grant the waiter missed is taken by its next look, never
+//! entered twice; a wait that gives up gives its grant back; Redisson
+//! waiters and fenced waits are told, never granted. Run by
+//! `handoff_conformance_tests!` (after the checks every kind passes).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lock_core::{
+    AcquireOptions, AcquireOutcome, AcquireRequest, ExclusiveKind, LockClient, LockName, Owner,
+    ReleaseOutcome, ReleaseRequest,
+};
+
+use super::fair::{queue_key, queued, timeout_key};
+use super::{
+    client, contended, eventually, key, leftover_keys, subscribes, unique, waiting, Contended,
+    Harness, WATCHDOG,
+};
+use crate::ExclusionChecker;
+
+const LEASE_MS: u64 = 10_000;
+const LATCH_MS: u64 = 30_000;
+
+fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {
+    c.kinds().handoff_kind().expect("a handoff kind").as_ref()
+}
+
+/// A waiting attempt of `owner` for `name` in the wait with `ticket`.
+fn wait_attempt(name: &str, owner: Owner, ticket: Option<u64>) -> AcquireRequest {
+    AcquireRequest::new(
+        LockName::new(name).unwrap(),
+        owner,
+        LEASE_MS,
+        false,
+        LATCH_MS,
+    )
+    .queue(Some(10_000))
+    .ticket(ticket)
+}
+
+fn is_held(outcome: AcquireOutcome) {
+    assert!(
+        matches!(outcome, AcquireOutcome::Held { .. }),
+        "{outcome:?}"
+    );
+}
+
+fn is_acquired(outcome: AcquireOutcome) {
+    assert!(
+        matches!(outcome, AcquireOutcome::Acquired { .. }),
+        "{outcome:?}"
+    );
+}
+
+/// The lock's hash as (holder field, count).
+async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
+    h.hash(&key(h, name)).await
+}
+
+/// A parked waiter holds the lock the moment its holder unlocks, without
+/// another attempt, and keeps it: the watchdog renews the granted hold.
+pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff").await;
+    let lock = b.handoff_lock(&name).unwrap();
+    let waiter = tokio::spawn(async move { lock.lock().await });
+    queued(h, &name, 1).await;
+    waiting(&b, 1).await;
+    let tries = b.stats().tries;
+    held.unlock().await.unwrap();
+    let guard = waiter.await.unwrap().unwrap();
+    if subscribes(&b) {
+        assert_eq!(b.stats().grants, 1);
+        assert_eq!(b.stats().tries, tries, "taken without asking again");
+    }
+    assert_eq!(holders(h, &name).await, vec![(guard.owner().field(), 1)]);
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+    tokio::time::sleep(WATCHDOG * 2).await;
+    assert!(!guard.is_lost());
+    assert!(h.pttl(&key(h, &name)).await > 0, "renewed by the watchdog");
+    guard.unlock().await.unwrap();
+    assert!(holders(h, &name).await.is_empty());
+}
+
+/// Waiters of two clients are granted the lock in their arrival order, one
+/// at a time.
+pub async fn grants_follow_the_queue_and_exclude(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-order").await;
+    let c = client(h).await;
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let checker = ExclusionChecker::new();
+    let mut waiters = Vec::new();
+    for i in 0..6 {
+        let lock = if i % 2 == 0 { &b } else { &c }
+            .handoff_lock(&name)
+            .unwrap();
+        let (order, checker) = (Arc::clone(&order), checker.clone());
+        waiters.push(tokio::spawn(async move {
+            let g = lock
+                .try_lock_for(Duration::from_secs(20))
+                .await
+                .unwrap()
+                .unwrap();
+            let section = checker.enter(i, None);
+            order.lock().unwrap().push(i);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            drop(section);
+            g.unlock().await.unwrap();
+        }));
+        queued(h, &name, i + 1).await;
+    }
+    held.unlock().await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    assert_eq!(*order.lock().unwrap(), (0..6).collect::<Vec<_>>());
+    if subscribes(&b) {
+        assert_eq!(b.stats().grants + c.stats().grants, 6);
+    }
+}
+
+/// A wait that missed its grant (its notice lost) takes it at its next
+/// attempt, as the one hold it was granted, not a second one.
+pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-missed").await;
+    let kind = handoff_kind(&b);
+    let x = b.new_owner();
+    is_held(
+        kind.try_acquire(&wait_attempt(&name, x, Some(77)))
+            .await
+            .unwrap(),
+    );
+    held.unlock().await.unwrap();
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 1)], "granted");
+    let pttl = h.pttl(&key(h, &name)).await;
+    assert!(
+        pttl > 0 && pttl <= LEASE_MS as i64,
+        "the waiter's lease: {pttl}"
+    );
+    is_acquired(
+        kind.try_acquire(&wait_attempt(&name, x, Some(77)))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 1)], "one hold");
+    let release = ReleaseRequest::new(LockName::new(&name).unwrap(), x, LEASE_MS, LATCH_MS);
+    assert_eq!(
+        kind.release(&release).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+}
+
+/// The owner's other calls are not the granted wait: they enter the lock
+/// again (a second hold), and the wait, giving up, gives back only its own.
+pub async fn another_call_of_the_owner_enters_again(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-reenter").await;
+    let kind = handoff_kind(&b);
+    let x = b.new_owner();
+    is_held(
+        kind.try_acquire(&wait_attempt(&name, x, Some(77)))
+            .await
+            .unwrap(),
+    );
+    held.unlock().await.unwrap();
+    for other in [None, Some(78)] {
+        let mut attempt = wait_attempt(&name, x, other);
+        attempt.queue_ms = None;
+        is_acquired(kind.try_acquire(&attempt).await.unwrap());
+    }
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 3)]);
+    let lock_name = LockName::new(&name).unwrap();
+    kind.leave_queue(&lock_name, &x, Some(77)).await.unwrap();
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 2)]);
+    // Leaving again, or with another ticket, gives nothing more back.
+    kind.leave_queue(&lock_name, &x, Some(77)).await.unwrap();
+    kind.leave_queue(&lock_name, &x, Some(78)).await.unwrap();
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 2)]);
+    assert!(b.handoff_lock(&name).unwrap().force_unlock().await.unwrap());
+}
+
+/// A wait that gives up after the lock was granted to it gives the lock
+/// back, and it is granted to the next live waiter.
+pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-give-back").await;
+    let kind = handoff_kind(&b);
+    let (x, y) = (b.new_owner(), b.new_owner());
+    is_held(
+        kind.try_acquire(&wait_attempt(&name, x, Some(77)))
+            .await
+            .unwrap(),
+    );
+    is_held(
+        kind.try_acquire(&wait_attempt(&name, y, Some(88)))
+            .await
+            .unwrap(),
+    );
+    held.unlock().await.unwrap();
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 1)]);
+    kind.leave_queue(&LockName::new(&name).unwrap(), &x, Some(77))
+        .await
+        .unwrap();
+    assert_eq!(holders(h, &name).await, vec![(y.field(), 1)], "handed on");
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+    is_acquired(
+        kind.try_acquire(&wait_attempt(&name, y, Some(88)))
+            .await
+            .unwrap(),
+    );
+    let release = ReleaseRequest::new(LockName::new(&name).unwrap(), y, LEASE_MS, LATCH_MS);
+    assert_eq!(
+        kind.release(&release).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+}
+
+/// A waiter whose future is dropped around the release (before it, or
+/// right after it, when the grant may already be its own) leaves nothing
+/// held for it: the waiter behind it gets the lock.
+pub async fn a_dropped_waiter_leaves_the_lock_free_or_handed_on(h: &dyn Harness) {
+    for drop_after_unlock in [false, true] {
+        let Contended { b, name, held, .. } = contended(h, "handoff-dropped").await;
+        let c = client(h).await;
+        let dropped = {
+            let lock = b.handoff_lock(&name).unwrap();
+            tokio::spawn(async move { lock.lock().await })
+        };
+        queued(h, &name, 1).await;
+        let behind = {
+            let lock = c.handoff_lock(&name).unwrap();
+            tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await })
+        };
+        queued(h, &name, 2).await;
+        if drop_after_unlock {
+            held.unlock().await.unwrap();
+            dropped.abort();
+        } else {
+            dropped.abort();
+            held.unlock().await.unwrap();
+        }
+        let guard = behind.await.unwrap().unwrap().expect("handed on");
+        assert_eq!(holders(h, &name).await, vec![(guard.owner().field(), 1)]);
+        guard.unlock().await.unwrap();
+        eventually(Duration::from_secs(3), "nothing left", || async {
+            leftover_keys(h, &name).await.is_empty() && b.stats().in_flight == 0
+        })
+        .await;
+    }
+}
+
+/// A Redisson waiter at the head of the queue is told, as Redisson's own
+/// fair lock tells it, never granted: it would take a granted hold for a
+/// second one.
+pub async fn a_redisson_waiter_at_the_head_is_told_not_granted(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-redisson").await;
+    let java = Owner::new(uuid::Uuid::new_v4(), 1).field();
+    let far = h.now_ms().await + 60_000;
+    h.enqueue(&queue_key(h, &name), &timeout_key(h, &name), far, &java)
+        .await;
+    let ours = {
+        let lock = b.handoff_lock(&name).unwrap();
+        tokio::spawn(async move { lock.lock().await })
+    };
+    queued(h, &name, 2).await;
+    held.unlock().await.unwrap();
+    assert!(holders(h, &name).await.is_empty(), "not granted");
+    assert_eq!(h.list(&queue_key(h, &name)).await[0], java);
+    ours.abort();
+    h.del(&queue_key(h, &name)).await;
+    h.del(&timeout_key(h, &name)).await;
+}
+
+/// A fenced wait takes its token itself: it is told, never granted, and
+/// gets a token.
+pub async fn a_fenced_wait_is_never_granted(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-fenced").await;
+    let lock = b.handoff_lock(&name).unwrap();
+    let waiter = tokio::spawn(async move {
+        lock.acquire(AcquireOptions::new().fenced())
+            .await
+            .map(Option::unwrap)
+    });
+    queued(h, &name, 1).await;
+    held.unlock().await.unwrap();
+    let guard = waiter.await.unwrap().unwrap();
+    assert!(guard.fencing_token().is_some());
+    assert_eq!(b.stats().grants, 0);
+    guard.unlock().await.unwrap();
+}
+
+/// The plain fair lock and the handoff lock are one lock: a release through
+/// the fair handle grants the lock to a handoff waiter.
+pub async fn a_plain_fair_release_grants_too(h: &dyn Harness) {
+    let (a, b) = (client(h).await, client(h).await);
+    let name = unique("handoff-plain");
+    let held = a.fair_lock(&name).unwrap().lock().await.unwrap();
+    let lock = b.handoff_lock(&name).unwrap();
+    let waiter = tokio::spawn(async move { lock.lock().await });
+    queued(h, &name, 1).await;
+    held.unlock().await.unwrap();
+    let guard = waiter.await.unwrap().unwrap();
+    if subscribes(&b) {
+        assert_eq!(b.stats().grants, 1);
+    }
+    guard.unlock().await.unwrap();
+}
+
+/// Grants leave nothing behind: after a run of handoffs every key of the
+/// lock but its latches and token counter is gone.
+pub async fn a_handoff_cycle_leaves_no_keys(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "handoff-keys").await;
+    let c = client(h).await;
+    let mut waiters = Vec::new();
+    for (i, client) in [&b, &c, &b].into_iter().enumerate() {
+        let lock = client.handoff_lock(&name).unwrap();
+        waiters.push(tokio::spawn(async move {
+            lock.lock().await.unwrap().unlock().await.unwrap();
+        }));
+        queued(h, &name, i + 1).await;
+    }
+    held.unlock().await.unwrap();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+}
