@@ -17,7 +17,7 @@ async fn connect(url: String, config: ClientConfig) -> LockClient {
         .expect("connect to the fixture")
 }
 
-async fn harness() -> RedisHarness {
+pub(crate) async fn harness() -> RedisHarness {
     RedisHarness::start(KeyLayout::default(), connect).await
 }
 

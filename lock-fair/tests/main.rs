@@ -16,6 +16,7 @@
 mod common;
 mod conformance;
 mod engine;
+mod handoff_conformance;
 mod out_of_memory;
 mod redisson;
 mod scripts;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::PubSubMode;
 use lock_testkit::conformance::polling::Polling;
-use lock_testkit::conformance::{run_checks, FairSuite, Harness};
+use lock_testkit::conformance::{run_checks, FairSuite, HandoffSuite, Harness};
 use lock_testkit::fixtures::RedisCluster;
 
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
@@ -30,7 +30,7 @@ async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
     let lanes = [
-        [
+        vec![
             (
                 "reentrant, sharded pub/sub",
                 Suite::Reentrant(PubSubMode::Sharded),
@@ -42,7 +42,7 @@ async fn every_suite_on_one_cluster() {
             ("reentrant, polling", Suite::PollingReentrant),
             ("latch, sharded pub/sub", Suite::Latch(PubSubMode::Sharded)),
         ],
-        [
+        vec![
             (
                 "reentrant, classic pub/sub",
                 Suite::Reentrant(PubSubMode::Classic),
@@ -61,6 +61,12 @@ async fn every_suite_on_one_cluster() {
                 "semaphores, sharded pub/sub",
                 Suite::Semaphores(PubSubMode::Sharded),
             ),
+            // A grant goes to the waiter's own channel, which shares the
+            // lock's slot like every helper key of the fair lock.
+            (
+                "direct handoff, sharded pub/sub",
+                Suite::Handoff(PubSubMode::Sharded),
+            ),
         ],
     ];
     let [a, b] = lanes.map(|lane| run_lane(&cluster, lane));
@@ -74,6 +80,7 @@ async fn every_suite_on_one_cluster() {
 enum Suite {
     Reentrant(PubSubMode),
     Fair(PubSubMode),
+    Handoff(PubSubMode),
     ReadWrite(PubSubMode),
     Latch(PubSubMode),
     Semaphores(PubSubMode),
@@ -83,7 +90,7 @@ enum Suite {
 
 /// Runs the lane's suites one after another; returns the failed checks as
 /// "suite: check".
-async fn run_lane(cluster: &RedisCluster, lane: [(&str, Suite); 4]) -> Vec<String> {
+async fn run_lane(cluster: &RedisCluster, lane: Vec<(&str, Suite)>) -> Vec<String> {
     let mut failed = Vec::new();
     for (suite, kind) in lane {
         let (h, checks): (Arc<dyn Harness>, _) = match kind {
@@ -96,6 +103,12 @@ async fn run_lane(cluster: &RedisCluster, lane: [(&str, Suite); 4]) -> Vec<Strin
                     common::cluster::harness(cluster, mode).await as Arc<dyn Harness>,
                 )),
                 lock_testkit::fair_conformance_checks!(),
+            ),
+            Suite::Handoff(mode) => (
+                Arc::new(HandoffSuite(
+                    common::cluster::harness(cluster, mode).await as Arc<dyn Harness>,
+                )),
+                lock_testkit::handoff_conformance_checks!(),
             ),
             Suite::ReadWrite(mode) => (
                 common::cluster::harness(cluster, mode).await,

@@ -35,6 +35,15 @@ mod fair {
     );
 }
 
+mod handoff {
+    use super::*;
+
+    lock_testkit::handoff_conformance_tests!(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        harness = harness
+    );
+}
+
 /// How many calls of each subscribe command the server has run
 /// (`INFO commandstats`).
 fn subscribe_calls(server: &RedisServer) -> Vec<String> {

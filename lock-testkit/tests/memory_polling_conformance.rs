@@ -22,6 +22,15 @@ mod fair {
     );
 }
 
+mod handoff {
+    use super::*;
+
+    lock_testkit::handoff_conformance_tests!(
+        #[tokio::test(start_paused = true)]
+        harness = harness
+    );
+}
+
 mod latch {
     use super::*;
 
