@@ -72,12 +72,16 @@ impl Locker for Lib {
 
     fn lock(&self, name: &str) -> impl Future<Output = Result<Guard>> + Send {
         // The kind is the handle's: one client serves both.
-        let lock = if self.kind == Kind::Fair {
-            self.client
+        let lock = match self.kind {
+            Kind::Fair => self
+                .client
                 .fair_lock(name)
-                .map(|fair| fair.as_lock().clone())
-        } else {
-            self.client.lock(name)
+                .map(|fair| fair.as_lock().clone()),
+            Kind::Handoff => self
+                .client
+                .handoff_lock(name)
+                .map(|fair| fair.as_lock().clone()),
+            Kind::Reentrant | Kind::Cluster => self.client.lock(name),
         };
         async move { Ok(lock?.lock().await?) }
     }

@@ -25,6 +25,9 @@ pub(crate) enum Kind {
     /// `lock_redis::connect`'s `fair_lock`: the fair lock on the standalone
     /// server.
     Fair,
+    /// `lock_redis::connect`'s `handoff_lock`: the fair lock with direct
+    /// handoff on the standalone server.
+    Handoff,
     /// `lock_redis_cluster::connect`: the reentrant lock on a cluster.
     Cluster,
 }
@@ -36,6 +39,7 @@ impl Kind {
         match self {
             Self::Reentrant => base.to_owned(),
             Self::Fair => format!("{base}-fair"),
+            Self::Handoff => format!("{base}-handoff"),
             Self::Cluster => format!("{base}-cluster"),
         }
     }
@@ -45,6 +49,7 @@ impl Kind {
         match self {
             Self::Reentrant => "lock-redis",
             Self::Fair => "lock-redis fair_lock",
+            Self::Handoff => "lock-redis handoff_lock",
             Self::Cluster => "lock-redis-cluster",
         }
     }
@@ -79,7 +84,7 @@ impl Kind {
             "wait",
         ];
         match self {
-            Self::Reentrant | Self::Fair => SINGLE,
+            Self::Reentrant | Self::Fair | Self::Handoff => SINGLE,
             Self::Cluster => CLUSTER,
         }
     }
@@ -125,7 +130,7 @@ impl<'a> Target<'a> {
     /// server's, or the cluster's (measured on its masters).
     pub(crate) fn baseline(&self) -> Result<&'a Baseline> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair => self.bench.baseline(),
+            Kind::Reentrant | Kind::Fair | Kind::Handoff => self.bench.baseline(),
             Kind::Cluster => self
                 .cluster()?
                 .baseline
@@ -144,7 +149,7 @@ impl<'a> Target<'a> {
     /// the ratios compare round trips to the same process.
     pub(crate) fn pinned_name(&self, what: &str) -> Result<String> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair => Ok(self.bench.name(what)),
+            Kind::Reentrant | Kind::Fair | Kind::Handoff => Ok(self.bench.name(what)),
             Kind::Cluster => self.cluster()?.home_name(self.bench, what),
         }
     }
@@ -152,7 +157,7 @@ impl<'a> Target<'a> {
     /// `CONFIG RESETSTAT` on the server, or on every master.
     pub(crate) async fn reset_stats(&self) -> Result<()> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair => self.bench.server.reset_stats().await,
+            Kind::Reentrant | Kind::Fair | Kind::Handoff => self.bench.server.reset_stats().await,
             Kind::Cluster => self.cluster()?.reset_stats().await,
         }
     }
@@ -160,7 +165,7 @@ impl<'a> Target<'a> {
     /// `INFO commandstats` of the server, or of every master added up.
     pub(crate) async fn command_stats(&self) -> Result<CommandStats> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair => self.bench.server.command_stats().await,
+            Kind::Reentrant | Kind::Fair | Kind::Handoff => self.bench.server.command_stats().await,
             Kind::Cluster => self.cluster()?.command_stats().await,
         }
     }
@@ -174,7 +179,7 @@ impl<'a> Target<'a> {
                     let seeds = self.cluster()?.seeds.clone();
                     lock_redis_cluster::connect(ClusterConfig::new(seeds), config).await
                 }
-                Kind::Reentrant | Kind::Fair => {
+                Kind::Reentrant | Kind::Fair | Kind::Handoff => {
                     lock_redis::connect(RedisConfig::new(self.bench.url.clone()), config).await
                 }
             }

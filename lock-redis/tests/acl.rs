@@ -32,6 +32,9 @@ const LOCK_USER_RULE: &[&str] = &[
     "+hget",
     "+hgetall",
     "+hincrby",
+    // Direct handoff: a waiter's entry, and the grant.
+    "+hset",
+    "+hdel",
     "+pexpire",
     "+pttl",
     "+del",
@@ -119,6 +122,10 @@ async fn a_user_restricted_to_the_lock_keys_and_channels_can_use_every_feature()
 
     hand_over!(a.lock("job").unwrap(), b.lock("job").unwrap());
     hand_over!(a.fair_lock("queue").unwrap(), b.fair_lock("queue").unwrap());
+    hand_over!(
+        a.handoff_lock("granted").unwrap(),
+        b.handoff_lock("granted").unwrap()
+    );
 
     let fenced = a.fenced_lock("ledger").unwrap();
     let first = fenced.lock().await.unwrap();

@@ -233,11 +233,15 @@ pub async fn a_dropped_waiter_leaves_the_lock_free_or_handed_on(h: &dyn Harness)
             tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(10)).await })
         };
         queued(h, &name, 2).await;
+        // Dropping the task's handle too: a waiter that already took its
+        // grant finished with a guard, which its handle keeps until dropped.
         if drop_after_unlock {
             held.unlock().await.unwrap();
             dropped.abort();
+            drop(dropped);
         } else {
             dropped.abort();
+            drop(dropped);
             held.unlock().await.unwrap();
         }
         let guard = behind.await.unwrap().unwrap().expect("handed on");
