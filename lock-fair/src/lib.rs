@@ -26,6 +26,7 @@
 //! | deadlines | zset `redisson_lock_timeout:{<prefix><name>}`: owner field → eviction deadline, epoch ms by the server's clock |
 //! | a waiter's channel | `redisson_lock__channel:{<prefix><name>}:<client-uuid>:<owner-id>`, message `0` |
 //! | latches, fencing counter | as the reentrant lock (`lock-redis`) |
+//! | handoff entries (ours) | hash `redisson_lock_handoff:{<prefix><name>}`: owner field → `w:<lease ms>:<ticket>` (a queued wait that accepts a handoff) or `g:<ticket>` (the lock was granted to that wait); a grant is told with `g<ticket>` on the waiter's channel |
 //!
 //! (See [`lock_script::KeyLayout`] for names that contain `{`.)
 //!
@@ -69,6 +70,16 @@
 //! the waiter ahead of it had a later deadline (a Redisson waiter, or one
 //! with a longer waiter timeout), for at most the waiter timeout past that
 //! deadline (earlier when a Redisson waiter moves it, see below).
+//!
+//! ## Direct handoff
+//! [`Fair::with_handoff`] is the kind of
+//! [`lock_core::LockClient::handoff_lock`]: its waits carry a ticket and
+//! register in the handoff hash when they queue, and every release that
+//! frees the lock (through either kind) grants it to the queue head when
+//! the head is so registered: one hold with the lease it asked for, out of
+//! the queue, told on its channel. The rules (a grant taken once, given
+//! back by a wait that gives up, never to Redisson or fenced waits) are in
+//! `src/scripts/prelude.lua`, beside `hand_over()`.
 //!
 //! ## Wake-ups
 //!

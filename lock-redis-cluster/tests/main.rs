@@ -18,6 +18,7 @@ mod broken_connections;
 mod common;
 mod config_files;
 mod failover;
+mod mixed_multi_lock;
 mod partial_outage;
 mod redirects;
 mod resharding;

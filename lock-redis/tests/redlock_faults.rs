@@ -91,3 +91,25 @@ async fn masters_restarted_empty_let_no_second_holder_in() {
     // majority is what counts.
     assert!(theirs.expect("free once released").held() >= 3);
 }
+
+/// The sequence: two masters die during a hold, and one of them
+/// comes back empty. The holder keeps its majority (the three it never
+/// lost), so nobody else can take one: no second holder within the lease,
+/// nor past it while the watchdog renews.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_master_restarted_empty_lets_no_second_holder_in() {
+    let name = unique("red-kill-restart");
+    let (mut servers, reds) = setup(2, &name).await;
+    let guard = hold_every_member(&reds[0]).await;
+    servers[0].kill();
+    servers[1].kill();
+    tokio::time::sleep(WATCHDOG).await;
+    servers[0].restart();
+    let theirs = reds[1].try_lock_for(WATCHDOG * 2).await.unwrap();
+    assert!(theirs.is_none(), "no second holder");
+    assert!(!guard.is_lost());
+    assert_eq!(guard.held(), 3, "the killed masters' members are lost");
+    guard.unlock().await.unwrap();
+    let theirs = reds[1].try_lock_for(Duration::from_secs(2)).await.unwrap();
+    assert!(theirs.expect("free once released").held() >= 3);
+}

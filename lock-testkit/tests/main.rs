@@ -36,7 +36,6 @@ mod redisson_semaphore_scenarios;
 mod semaphore_faults;
 #[cfg(feature = "fixtures")]
 mod sentinel_fixture;
-mod spans;
 
 /// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
 /// target): cargo builds no file it is not told about.

@@ -102,6 +102,24 @@ pub(crate) struct Global {
     #[arg(long, conflicts_with_all = ["cluster", "sentinel"])]
     pub(crate) slot_checking_proxy: bool,
 
+    /// Wait until N replicas have each lock lockctl takes (Redis WAIT, for
+    /// at most --replica-sync-timeout), so a lock it reports taken survives
+    /// its master's failover to one of them. An acquisition too few
+    /// replicas confirmed is given back and counts as not taken (exit 75).
+    /// With --url, --sentinel, --cluster and --redlock.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) replica_sync: Option<u32>,
+
+    /// How long --replica-sync waits for the replicas of one acquisition.
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "1s",
+        value_parser = duration::parse,
+        requires = "replica_sync"
+    )]
+    pub(crate) replica_sync_timeout: Duration,
+
     /// Prefix put before every lock name to make its key (as the library's
     /// `RedisConfig::key_prefix`).
     #[arg(long, value_name = "P", default_value = "")]

@@ -105,11 +105,31 @@ async fn sentinel(
     master: &str,
     config: ClientConfig,
 ) -> Result<LockClient, Failure> {
-    let redis = RedisConfig::sentinel(global.sentinel.iter().cloned(), master)
+    // The library does not speak TLS to sentinels yet: refuse the files
+    // rather than connect in the clear without saying so.
+    if tls(global)?.is_some() {
+        return Err(Failure::lock(
+            "bad --sentinel",
+            &LockError::invalid(
+                "--tls-ca, --tls-cert and --tls-key do not work with --sentinel yet",
+            ),
+        ));
+    }
+    let mut redis = RedisConfig::sentinel(global.sentinel.iter().cloned(), master)
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS);
+    if let Some(replicas) = global.replica_sync {
+        redis = redis.replica_sync(replicas, global.replica_sync_timeout);
+    }
+    // The password is the master's (the sentinels' own, if any, goes in
+    // their URLs).
+    if let Ok(password) = std::env::var(PASSWORD_VAR) {
+        if !password.is_empty() {
+            redis = redis.sentinel_master_auth(None, password);
+        }
+    }
     if let Err(e) = redis.validate() {
         return Err(Failure::lock("bad --sentinel or --master", &e));
     }
@@ -133,6 +153,9 @@ async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Fa
         .pool_size(CONNECTIONS);
     if let Some(tls) = tls(global)? {
         cluster = cluster.tls(tls);
+    }
+    if let Some(replicas) = global.replica_sync {
+        cluster = cluster.replica_sync(replicas, global.replica_sync_timeout);
     }
     if let Err(e) = cluster.validate() {
         return Err(Failure::lock("bad --cluster", &e));
@@ -161,6 +184,9 @@ async fn single_node_at(
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS)
         .slot_checking_proxy(global.slot_checking_proxy);
+    if let Some(replicas) = global.replica_sync {
+        redis = redis.replica_sync(replicas, global.replica_sync_timeout);
+    }
     if let Some(tls) = tls(global)? {
         redis = redis.tls(tls);
     }

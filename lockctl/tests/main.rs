@@ -21,6 +21,7 @@ mod group;
 mod outage;
 mod permits;
 mod redlock;
+mod replica_sync;
 mod run;
 mod rwlock;
 mod sentinel;

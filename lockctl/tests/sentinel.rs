@@ -75,3 +75,53 @@ fn unreachable_sentinels_are_exit_69() {
     let line = one_error_line(&output);
     assert!(line.contains("Sentinel"), "{line}");
 }
+
+/// The master's password comes from `$REDIS_PASSWORD`, as for `--url`: a
+/// wrong one is exit 77, the right one runs the command.
+#[test]
+fn the_master_password_comes_from_redis_password() {
+    let group = SentinelGroup::start_minimal_with_password("master-secret");
+    let sentinels = group.sentinel_urls().join(",");
+    let args = [
+        "--sentinel",
+        sentinels.as_str(),
+        "--master",
+        SENTINEL_MASTER_NAME,
+        "run",
+        "authed",
+        "--",
+        "true",
+    ];
+    for (password, expected) in [("wrong", 77), ("master-secret", 0)] {
+        let output = lockctl("redis://127.0.0.1:1")
+            .env("REDIS_PASSWORD", password)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(code(output.status), expected, "{password}: {output:?}");
+        assert!(!String::from_utf8_lossy(&output.stderr).contains("master-secret"));
+    }
+}
+
+/// TLS files do not apply to sentinels yet: refused (exit 64), never
+/// ignored in silence.
+#[test]
+fn tls_files_with_sentinel_are_refused() {
+    let certs = lock_testkit::fixtures::TlsCerts::generate();
+    let ca = certs.ca_path();
+    let output = run(
+        "redis://127.0.0.1:1",
+        &[
+            "--sentinel",
+            "redis://127.0.0.1:1",
+            "--master",
+            "m",
+            "--tls-ca",
+            ca.to_str().unwrap(),
+            "status",
+            "x",
+        ],
+    );
+    assert_eq!(code(output.status), 64, "{output:?}");
+    assert!(one_error_line(&output).contains("--sentinel"), "{output:?}");
+}

@@ -1,0 +1,72 @@
+//! `--replica-sync N`: a lock lockctl reports taken is on N replicas; with
+//! too few in sync the acquisition is given back and the command never
+//! runs (exit 75).
+
+use crate::common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use lock_testkit::fixtures::RedisServer;
+
+fn replica_of(primary: &RedisServer) -> RedisServer {
+    let replica = RedisServer::builder()
+        .arg("--replicaof")
+        .arg("127.0.0.1")
+        .arg(primary.port().to_string())
+        .start();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !format!("{:?}", replica.cmd(&["INFO", "replication"])).contains("master_link_status:up")
+    {
+        assert!(Instant::now() < deadline, "the replica never synced");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    replica
+}
+
+#[test]
+fn a_run_waits_for_its_replicas_and_fails_without_them() {
+    let primary = RedisServer::start();
+    let args = [
+        "--replica-sync",
+        "1",
+        "--replica-sync-timeout",
+        "300ms",
+        "run",
+        "replicated",
+        "--",
+        "sh",
+        "-c",
+        "echo ran",
+    ];
+    // No replica: the hold is given back, the command does not run.
+    let output = run(&primary.url(), &args);
+    assert_eq!(code(output.status), 75, "{output:?}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+    assert!(one_error_line(&output).contains("replica"), "{output:?}");
+    assert_eq!(int(&primary, &["EXISTS", "replicated"]), 0);
+
+    let _replica = replica_of(&primary);
+    let output = run(&primary.url(), &args);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "ran\n");
+}
+
+#[test]
+fn replica_sync_options_are_checked() {
+    for args in [
+        &["--replica-sync", "0", "status", "x"][..],
+        &["--replica-sync-timeout", "1s", "status", "x"][..],
+        &[
+            "--replica-sync",
+            "1",
+            "--replica-sync-timeout",
+            "soon",
+            "status",
+            "x",
+        ][..],
+    ] {
+        let output = run("redis://127.0.0.1:1", args);
+        assert_eq!(code(output.status), 64, "{args:?}: {output:?}");
+    }
+}
