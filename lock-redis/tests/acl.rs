@@ -61,6 +61,29 @@ const LOCK_USER_RULE: &[&str] = &[
     "&redisson_lock__channel:{locks:*",
 ];
 
+/// What the other kinds add to [`LOCK_USER_RULE`] (the README's list):
+/// the commands their scripts call, the per-hold and lease keys under
+/// `{<name>}`, and their channels.
+const OTHER_KINDS_RULE: &[&str] = &[
+    "+hkeys",
+    "+hlen",
+    "+zcard",
+    "+zcount",
+    "+zrange",
+    "+zrangebyscore",
+    "+zremrangebyscore",
+    "+incrby",
+    "+decrby",
+    "+decr",
+    "~{locks:*",
+    "&redisson_rwlock:{locks:*",
+    "&redisson_sc:{locks:*",
+    "&redisson_countdownlatch__channel__{locks:*",
+    // The latch's script gets its channel among its keys, and the name
+    // has no ':' before its brace, unlike every other helper key.
+    "~redisson_countdownlatch__channel__{locks:*",
+];
+
 fn set_user(server: &RedisServer, name: &str, password: &str, rule: &[&str]) {
     let mut args = vec!["ACL", "SETUSER", name, "reset", "on"];
     let password = format!(">{password}");
@@ -263,4 +286,68 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     held.unlock().await.unwrap();
+}
+
+/// The README's rule for the other kinds is enough: a user with it takes
+/// and hands over read-write locks, semaphore permits,
+/// expirable permits and latches, waiters woken by their notices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rule_for_the_other_kinds_serves_every_kind() {
+    let server = RedisServer::start();
+    let rule: Vec<&str> = LOCK_USER_RULE
+        .iter()
+        .chain(OTHER_KINDS_RULE)
+        .copied()
+        .collect();
+    set_user(&server, "locker", "s3cret", &rule);
+    let a = connect(user_config(&server, "locker", "s3cret"))
+        .await
+        .unwrap();
+    let b = connect(user_config(&server, "locker", "s3cret"))
+        .await
+        .unwrap();
+
+    let (rw_a, rw_b) = (
+        a.read_write_lock("rw").unwrap(),
+        b.read_write_lock("rw").unwrap(),
+    );
+    hand_over!(rw_a.write(), rw_b.read().clone());
+    hand_over!(rw_a.read(), rw_b.write().clone());
+
+    let wait = Duration::from_secs(3);
+    let semaphore = a.semaphore("permits").unwrap();
+    assert!(semaphore.try_set_permits(1).await.unwrap());
+    let permit = semaphore.acquire(1).await.unwrap();
+    let other = b.semaphore("permits").unwrap();
+    let waiting = tokio::spawn(async move { other.try_acquire_for(1, wait).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    permit.release().await.unwrap();
+    let got = waiting
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("woken by the release");
+    got.release().await.unwrap();
+
+    let leases = a.permit_expirable_semaphore("leases").unwrap();
+    assert!(leases.try_set_permits(1).await.unwrap());
+    let lease = leases.acquire(None).await.unwrap();
+    let other = b.permit_expirable_semaphore("leases").unwrap();
+    let waiting = tokio::spawn(async move { other.try_acquire_for(wait, None).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    lease.release().await.unwrap();
+    let got = waiting
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("woken by the release");
+    got.release().await.unwrap();
+
+    let latch = a.count_down_latch("gate").unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    let other = b.count_down_latch("gate").unwrap();
+    let waiting = tokio::spawn(async move { other.wait_for(wait).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    latch.count_down().await.unwrap();
+    assert!(waiting.await.unwrap().unwrap(), "woken by the count-down");
 }
