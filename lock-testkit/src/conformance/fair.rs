@@ -27,17 +27,23 @@ pub(crate) async fn queued(h: &dyn Harness, name: &str, n: usize) {
     .await;
 }
 
-/// Twenty waiters from two clients get the lock in exactly their arrival
-/// order, each handoff waking the new head and, at its take-over, the waiter
-/// after it: never a herd.
-pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
-    let Contended { b, name, held, .. } = contended(h, "fifo").await;
-    let c = client(h).await;
+/// `n` waiters from two clients (`b`, then `c`, alternately) queue behind
+/// the holder of `name`, each through `handle`, and each holds the lock
+/// 5 ms once it has it; the holder then unlocks. Returns the order in
+/// which they held it, after checking that they held it one at a time.
+pub(crate) async fn queue_and_hand_on(
+    h: &dyn Harness,
+    (b, c): (&lock_core::LockClient, &lock_core::LockClient),
+    name: &str,
+    held: lock_core::Guard,
+    n: usize,
+    handle: fn(&lock_core::LockClient, &str) -> lock_core::Lock,
+) -> Vec<usize> {
     let order = Arc::new(Mutex::new(Vec::new()));
     let checker = ExclusionChecker::new();
     let mut waiters = Vec::new();
-    for i in 0..20 {
-        let lock = if i % 2 == 0 { &b } else { &c }.fair_lock(&name).unwrap();
+    for i in 0..n {
+        let lock = handle(if i % 2 == 0 { b } else { c }, name);
         let (order, checker) = (Arc::clone(&order), checker.clone());
         waiters.push(tokio::spawn(async move {
             let g = lock
@@ -51,14 +57,28 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
             drop(section);
             g.unlock().await.unwrap();
         }));
-        queued(h, &name, i + 1).await;
+        queued(h, name, i + 1).await;
     }
     held.unlock().await.unwrap();
     for w in waiters {
         w.await.unwrap();
     }
-    assert_eq!(*order.lock().unwrap(), (0..20).collect::<Vec<_>>());
     assert!(checker.violations().is_empty());
+    let order = order.lock().unwrap().clone();
+    order
+}
+
+/// Twenty waiters from two clients get the lock in exactly their arrival
+/// order, each handoff waking the new head and, at its take-over, the waiter
+/// after it: never a herd.
+pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
+    let Contended { b, name, held, .. } = contended(h, "fifo").await;
+    let c = client(h).await;
+    let order = queue_and_hand_on(h, (&b, &c), &name, held, 20, |client, name| {
+        client.fair_lock(name).unwrap().as_lock().clone()
+    })
+    .await;
+    assert_eq!(order, (0..20).collect::<Vec<_>>());
     // Each handoff: the release tells the head, and the head's take-over
     // tells the next waiter to read the new lease (none after the last).
     // A waiter that gets both before it parks again is woken once.

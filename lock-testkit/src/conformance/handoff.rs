@@ -5,7 +5,6 @@
 //! waiters and fenced waits are told, never granted. Run by
 //! `handoff_conformance_tests!` (after the checks every kind passes).
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::{
@@ -13,12 +12,11 @@ use lock_core::{
     ReleaseOutcome, ReleaseRequest,
 };
 
-use super::fair::{queue_key, queued, timeout_key};
+use super::fair::{queue_and_hand_on, queue_key, queued, timeout_key};
 use super::{
     client, contended, eventually, key, leftover_keys, subscribes, unique, waiting, Contended,
     Harness, WATCHDOG,
 };
-use crate::ExclusionChecker;
 
 const LEASE_MS: u64 = 10_000;
 const LATCH_MS: u64 = 30_000;
@@ -54,6 +52,17 @@ fn is_acquired(outcome: AcquireOutcome) {
     );
 }
 
+/// Releases `owner`'s last hold of `name` through `kind`; nothing of the
+/// lock is left but its latches and token counter.
+async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, owner: Owner) {
+    let release = ReleaseRequest::new(LockName::new(name).unwrap(), owner, LEASE_MS, LATCH_MS);
+    assert_eq!(
+        kind.release(&release).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+    assert_eq!(leftover_keys(h, name).await, Vec::<String>::new());
+}
+
 /// The lock's hash as (holder field, count).
 async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
     h.hash(&key(h, name)).await
@@ -84,38 +93,16 @@ pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
 }
 
 /// Waiters of two clients are granted the lock in their arrival order, one
-/// at a time.
+/// at a time, each grant taken without asking again.
 pub async fn grants_follow_the_queue_and_exclude(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "handoff-order").await;
     let c = client(h).await;
-    let order = Arc::new(Mutex::new(Vec::new()));
-    let checker = ExclusionChecker::new();
-    let mut waiters = Vec::new();
-    for i in 0..6 {
-        let lock = if i % 2 == 0 { &b } else { &c }
-            .handoff_lock(&name)
-            .unwrap();
-        let (order, checker) = (Arc::clone(&order), checker.clone());
-        waiters.push(tokio::spawn(async move {
-            let g = lock
-                .try_lock_for(Duration::from_secs(20))
-                .await
-                .unwrap()
-                .unwrap();
-            let section = checker.enter(i, None);
-            order.lock().unwrap().push(i);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            drop(section);
-            g.unlock().await.unwrap();
-        }));
-        queued(h, &name, i + 1).await;
-    }
-    held.unlock().await.unwrap();
-    for w in waiters {
-        w.await.unwrap();
-    }
-    assert_eq!(*order.lock().unwrap(), (0..6).collect::<Vec<_>>());
-    if subscribes(&b) {
+    let order = queue_and_hand_on(h, (&b, &c), &name, held, 6, |client, name| {
+        client.handoff_lock(name).unwrap().as_lock().clone()
+    })
+    .await;
+    assert_eq!(order, (0..6).collect::<Vec<_>>());
+    if subscribes(&c) {
         assert_eq!(b.stats().grants + c.stats().grants, 6);
     }
 }
@@ -144,12 +131,7 @@ pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
             .unwrap(),
     );
     assert_eq!(holders(h, &name).await, vec![(x.field(), 1)], "one hold");
-    let release = ReleaseRequest::new(LockName::new(&name).unwrap(), x, LEASE_MS, LATCH_MS);
-    assert_eq!(
-        kind.release(&release).await.unwrap(),
-        ReleaseOutcome::Released
-    );
-    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+    release_last(h, kind, &name, x).await;
 }
 
 /// The owner's other calls are not the granted wait: they enter the lock
@@ -208,12 +190,7 @@ pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn Harness) {
             .await
             .unwrap(),
     );
-    let release = ReleaseRequest::new(LockName::new(&name).unwrap(), y, LEASE_MS, LATCH_MS);
-    assert_eq!(
-        kind.release(&release).await.unwrap(),
-        ReleaseOutcome::Released
-    );
-    assert_eq!(leftover_keys(h, &name).await, Vec::<String>::new());
+    release_last(h, kind, &name, y).await;
 }
 
 /// A waiter whose future is dropped around the release (before it, or
