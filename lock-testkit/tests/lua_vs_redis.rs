@@ -503,26 +503,56 @@ fn rwlock_scripts_agree_with_redis() {
 struct Fair<'a> {
     queue: &'a str,
     timeouts: &'a str,
+    handoff: &'a str,
 }
 
 const F: Fair<'static> = Fair {
     queue: "redisson_lock_queue:{job}",
     timeouts: "redisson_lock_timeout:{job}",
+    handoff: "redisson_lock_handoff:{job}",
 };
 
+/// A fenced fair attempt (no handoff).
 fn fair_acquire(p: &mut Pair, owner: &str, queue_ms: &str) -> ScriptReply {
+    fair_attempt(p, owner, queue_ms, "1", "0")
+}
+
+/// An unfenced fair attempt of the wait with `ticket` ("0": none).
+fn fair_wait(p: &mut Pair, owner: &str, queue_ms: &str, ticket: &str) -> ScriptReply {
+    fair_attempt(p, owner, queue_ms, "0", ticket)
+}
+
+fn fair_attempt(
+    p: &mut Pair,
+    owner: &str,
+    queue_ms: &str,
+    fenced: &str,
+    ticket: &str,
+) -> ScriptReply {
     p.eval(
         FAIR_ACQUIRE,
-        &[R.lock, R.latch, R.token, F.queue, F.timeouts, R.channel],
-        &["30000", owner, "1", "0", queue_ms, "0", "PUBLISH"],
+        &[
+            R.lock, R.latch, R.token, F.queue, F.timeouts, R.channel, F.handoff,
+        ],
+        &[
+            "30000", owner, fenced, "0", queue_ms, "0", "PUBLISH", ticket,
+        ],
     )
 }
 
 fn fair_release(p: &mut Pair, owner: &str) -> ScriptReply {
     p.eval(
         FAIR_RELEASE,
-        &[R.lock, R.channel, R.unlatch, F.queue, F.timeouts],
+        &[R.lock, R.channel, R.unlatch, F.queue, F.timeouts, F.handoff],
         &["0", "30000", owner, "PUBLISH", "0"],
+    )
+}
+
+fn fair_leave(p: &mut Pair, owner: &str, ticket: &str) -> ScriptReply {
+    p.eval(
+        FAIR_LEAVE,
+        &[R.lock, R.channel, F.queue, F.timeouts, F.handoff],
+        &[owner, "PUBLISH", ticket],
     )
 }
 
@@ -543,11 +573,7 @@ fn fair_scripts_agree_with_redis() {
     fair_acquire(&mut p, B, "30000");
     p.same_keyspace();
     // C gives up; renewal of the fair lock is the reentrant script's.
-    p.eval(
-        FAIR_LEAVE,
-        &[R.lock, R.channel, F.queue, F.timeouts],
-        &[C, "PUBLISH"],
-    );
+    fair_leave(&mut p, C, "0");
     p.eval(RENEW, &[R.lock], &["60000", B]);
     // A waiter with a deadline about to pass is evicted by the next call.
     fair_acquire(&mut p, C, "1");
@@ -562,11 +588,39 @@ fn fair_scripts_agree_with_redis() {
         &["0", "PUBLISH"],
     );
     fair_release(&mut p, B);
-    p.eval(
-        FAIR_LEAVE,
-        &[R.lock, R.channel, F.queue, F.timeouts],
-        &[A, "PUBLISH"],
+    fair_leave(&mut p, A, "0");
+    p.same_keyspace();
+    assert!(
+        p.memory.keys().iter().all(|k| k == R.token),
+        "{:?}",
+        p.memory.keys()
     );
+}
+
+/// The direct handoff's paths: a grant, a grant taken by a later attempt
+/// of its wait, re-entry by another call, and a grant given back by a wait
+/// that leaves (handed on to the next head).
+#[test]
+fn handoff_scripts_agree_with_redis() {
+    let mut p = Pair::new();
+    fair_acquire(&mut p, A, "30000");
+    fair_wait(&mut p, B, "30000", "11");
+    fair_wait(&mut p, C, "30000", "22");
+    p.same_keyspace();
+    // A's release grants the lock to B (the head): B holds it, C waits.
+    assert_eq!(fair_release(&mut p, A), ScriptReply::Int(1));
+    p.same_keyspace();
+    // B's next attempt of the same wait takes the grant: one hold.
+    fair_wait(&mut p, B, "30000", "11");
+    // Another call of B enters again.
+    fair_wait(&mut p, B, "0", "0");
+    p.same_keyspace();
+    fair_release(&mut p, B);
+    fair_release(&mut p, B);
+    // C was granted the lock by B's last release, and gives it back by
+    // leaving: the lock is free, the queue empty.
+    p.same_keyspace();
+    fair_leave(&mut p, C, "22");
     p.same_keyspace();
     assert!(
         p.memory.keys().iter().all(|k| k == R.token),
