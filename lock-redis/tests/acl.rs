@@ -288,6 +288,23 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
     held.unlock().await.unwrap();
 }
 
+/// `held` (a permit) is released while `wait` waits for one: the waiter
+/// is woken by the release's notice and gets it.
+macro_rules! released_to_waiter {
+    ($held:expr, $wait:expr) => {{
+        let held = $held;
+        let waiting = tokio::spawn($wait);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        held.release().await.unwrap();
+        let got = waiting
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("woken by the release");
+        got.release().await.unwrap();
+    }};
+}
+
 /// The README's rule for the other kinds is enough: a user with it takes
 /// and hands over read-write locks, semaphore permits,
 /// expirable permits and latches, waiters woken by their notices.
@@ -317,31 +334,17 @@ async fn the_rule_for_the_other_kinds_serves_every_kind() {
     let wait = Duration::from_secs(3);
     let semaphore = a.semaphore("permits").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
-    let permit = semaphore.acquire(1).await.unwrap();
     let other = b.semaphore("permits").unwrap();
-    let waiting = tokio::spawn(async move { other.try_acquire_for(1, wait).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    permit.release().await.unwrap();
-    let got = waiting
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("woken by the release");
-    got.release().await.unwrap();
+    released_to_waiter!(semaphore.acquire(1).await.unwrap(), async move {
+        other.try_acquire_for(1, wait).await
+    });
 
     let leases = a.permit_expirable_semaphore("leases").unwrap();
     assert!(leases.try_set_permits(1).await.unwrap());
-    let lease = leases.acquire(None).await.unwrap();
     let other = b.permit_expirable_semaphore("leases").unwrap();
-    let waiting = tokio::spawn(async move { other.try_acquire_for(wait, None).await });
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    lease.release().await.unwrap();
-    let got = waiting
-        .await
-        .unwrap()
-        .unwrap()
-        .expect("woken by the release");
-    got.release().await.unwrap();
+    released_to_waiter!(leases.acquire(None).await.unwrap(), async move {
+        other.try_acquire_for(wait, None).await
+    });
 
     let latch = a.count_down_latch("gate").unwrap();
     assert!(latch.try_set_count(1).await.unwrap());

@@ -63,6 +63,19 @@ async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, own
     assert_eq!(leftover_keys(h, name).await, Vec::<String>::new());
 }
 
+/// A lock named after `prefix`, held by another client, released while a
+/// wait (ticket 77) of owner `x` of client `b` is queued: granted to it.
+/// Returns `b`, the name and `x`.
+async fn granted_to_a_wait(h: &dyn Harness, prefix: &str) -> (LockClient, String, Owner) {
+    let Contended { b, name, held, .. } = contended(h, prefix).await;
+    let x = b.new_owner();
+    let attempt = wait_attempt(&name, x, Some(77));
+    is_held(handoff_kind(&b).try_acquire(&attempt).await.unwrap());
+    held.unlock().await.unwrap();
+    assert_eq!(holders(h, &name).await, vec![(x.field(), 1)], "granted");
+    (b, name, x)
+}
+
 /// The lock's hash as (holder field, count).
 async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
     h.hash(&key(h, name)).await
@@ -110,16 +123,8 @@ pub async fn grants_follow_the_queue_and_exclude(h: &dyn Harness) {
 /// A wait that missed its grant (its notice lost) takes it at its next
 /// attempt, as the one hold it was granted, not a second one.
 pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
-    let Contended { b, name, held, .. } = contended(h, "handoff-missed").await;
+    let (b, name, x) = granted_to_a_wait(h, "handoff-missed").await;
     let kind = handoff_kind(&b);
-    let x = b.new_owner();
-    is_held(
-        kind.try_acquire(&wait_attempt(&name, x, Some(77)))
-            .await
-            .unwrap(),
-    );
-    held.unlock().await.unwrap();
-    assert_eq!(holders(h, &name).await, vec![(x.field(), 1)], "granted");
     let pttl = h.pttl(&key(h, &name)).await;
     assert!(
         pttl > 0 && pttl <= LEASE_MS as i64,
@@ -137,15 +142,8 @@ pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
 /// The owner's other calls are not the granted wait: they enter the lock
 /// again (a second hold), and the wait, giving up, gives back only its own.
 pub async fn another_call_of_the_owner_enters_again(h: &dyn Harness) {
-    let Contended { b, name, held, .. } = contended(h, "handoff-reenter").await;
+    let (b, name, x) = granted_to_a_wait(h, "handoff-reenter").await;
     let kind = handoff_kind(&b);
-    let x = b.new_owner();
-    is_held(
-        kind.try_acquire(&wait_attempt(&name, x, Some(77)))
-            .await
-            .unwrap(),
-    );
-    held.unlock().await.unwrap();
     for other in [None, Some(78)] {
         let mut attempt = wait_attempt(&name, x, other);
         attempt.queue_ms = None;
