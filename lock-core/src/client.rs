@@ -219,11 +219,11 @@ impl LockClient {
     /// queue, which is told on its own channel that it now holds it, so
     /// it takes the lock without another round trip (one notice instead of
     /// notice + acquire). It is the fair lock of [`LockClient::fair_lock`]
-    /// (same keys, same queue; the two exclude each other and share the
-    /// queue), plus a hash of the waiters that accept a handoff
-    /// (`redisson_lock_handoff:{name}`), which Redisson does not read: a
-    /// Redisson waiter at the head is told as by its own fair lock, never
-    /// granted. A fenced acquisition is never granted (it takes its token
+    /// (the two are one lock with one queue), whose kind also records which
+    /// queued waits accept a handoff (its layout is the kind's: see the
+    /// `lock-fair` crate). Only those are granted; any other waiter at the
+    /// head (another kind's, or another library's) is told as by the fair
+    /// lock. A fenced acquisition is never granted (it takes its token
     /// itself). Makes no I/O.
     ///
     /// Opt-in, because a grant to a waiter whose process died after its
