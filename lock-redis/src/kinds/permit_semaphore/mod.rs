@@ -41,7 +41,7 @@ fn leased_script(body: &str) -> Script {
 
 /// Takes a permit under an id (`acquire.lua`).
 pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("acquire.lua")));
-/// Gives back a permit by id (`release.lua`).
+/// Gives back permits by id, all or none (`release.lua`).
 pub static RELEASE: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("release.lua")));
 /// Sets a taken permit's lease (`update_lease.lua`).
 pub static UPDATE_LEASE: LazyLock<Script> =
@@ -57,9 +57,6 @@ pub static COUNTS: LazyLock<Script> = LazyLock::new(|| leased_script(include_str
 /// Reads a permit's remaining lease (`lease_time.lua`).
 pub static LEASE_TIME: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("lease_time.lua")));
-/// Gives back several permits by id, all or none (`release_many.lua`).
-pub static RELEASE_MANY: LazyLock<Script> =
-    LazyLock::new(|| leased_script(include_str!("release_many.lua")));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
     LazyLock::new(|| leased_script(include_str!("available.lua")));
@@ -90,8 +87,30 @@ impl PermitSemaphore {
             &SET,
             &COUNTS,
             &LEASE_TIME,
-            &RELEASE_MANY,
         ]
+    }
+
+    /// Runs `release.lua`: every id or none; the notice carries `payload`
+    /// ("count" or "given", see the script). Returns how many were given
+    /// back.
+    async fn release_ids(
+        &self,
+        name: &LockName,
+        request_id: &str,
+        latch_ttl_ms: u64,
+        payload: &str,
+        ids: &[PermitId],
+    ) -> Result<u64> {
+        let mut args = vec![
+            self.env.publish_command(),
+            latch_ttl_ms.to_string(),
+            payload.to_owned(),
+        ];
+        args.extend(ids.iter().map(PermitId::to_string));
+        let call = ScriptCall::new(&RELEASE, self.latched_keys(name, request_id), args)
+            .idempotent(latch_ttl_ms > 0);
+        let n = int_reply("release", &self.env.eval(call).await?)?;
+        u64::try_from(n).map_err(|_| bad_reply("release", &Value::Int(n)))
     }
 
     /// Runs `acquire.lua`: every id, one lease.
@@ -235,7 +254,8 @@ impl PermitSemaphoreKind for PermitSemaphore {
         self.acquire(&req.name, &req.ids, req.lease_ms).await
     }
 
-    /// Runs `release_many.lua`.
+    /// Runs `release.lua` with every id; the notice carries how many were
+    /// given back, as Redisson's `tryRelease(List)`'s does.
     ///
     /// # Errors
     /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
@@ -243,16 +263,9 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release_many(&self, req: &LeasesRelease) -> Result<u64> {
-        let mut args = vec![self.env.publish_command(), req.latch_ttl_ms.to_string()];
-        args.extend(req.ids.iter().map(PermitId::to_string));
-        let call = ScriptCall::new(
-            &RELEASE_MANY,
-            self.latched_keys(&req.name, &req.request_id.to_string()),
-            args,
-        )
-        .idempotent(req.latch_ttl_ms > 0);
-        let n = int_reply("release_many", &self.env.eval(call).await?)?;
-        u64::try_from(n).map_err(|_| bad_reply("release_many", &Value::Int(n)))
+        let request_id = req.request_id.to_string();
+        self.release_ids(&req.name, &request_id, req.latch_ttl_ms, "given", &req.ids)
+            .await
     }
 
     /// Runs `add.lua`.
@@ -296,7 +309,8 @@ impl PermitSemaphoreKind for PermitSemaphore {
         self.acquire(&req.name, &[req.id], req.lease_ms).await
     }
 
-    /// Runs `release.lua`.
+    /// Runs `release.lua` with one id; the notice carries the new count, as
+    /// Redisson's `tryRelease(id)`'s does.
     ///
     /// # Errors
     /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
@@ -304,20 +318,17 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release(&self, req: &LeaseRelease) -> Result<bool> {
-        let call = ScriptCall::new(
-            &RELEASE,
-            self.latched_keys(&req.name, &req.request_id.to_string()),
-            vec![
-                req.id.to_string(),
-                self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
-            ],
-        )
-        .idempotent(req.latch_ttl_ms > 0);
-        match int_reply("release", &self.env.eval(call).await?)? {
+        let request_id = req.request_id.to_string();
+        let n = self
+            .release_ids(&req.name, &request_id, req.latch_ttl_ms, "count", &[req.id])
+            .await?;
+        match n {
             1 => Ok(true),
             0 => Ok(false),
-            n => Err(bad_reply("release", &Value::Int(n))),
+            n => Err(bad_reply(
+                "release",
+                &Value::Int(i64::try_from(n).unwrap_or(i64::MAX)),
+            )),
         }
     }
 
