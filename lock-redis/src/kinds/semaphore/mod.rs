@@ -42,9 +42,6 @@ pub static RELEASE: LazyLock<Script> =
     LazyLock::new(|| counting_script(include_str!("release.lua")));
 /// Adds or removes permits (`add.lua`).
 pub static ADD: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("add.lua")));
-/// Gives back n permits if the semaphore exists (`release_if_exists.lua`).
-pub static RELEASE_IF_EXISTS: LazyLock<Script> =
-    LazyLock::new(|| counting_script(include_str!("release_if_exists.lua")));
 /// Takes every free permit (`drain.lua`).
 pub static DRAIN: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("drain.lua")));
 /// Reads the free permits (`available.lua`).
@@ -65,20 +62,12 @@ impl Semaphore {
 
     /// Every script of the kind, for preloading.
     pub fn scripts() -> Vec<&'static Script> {
-        vec![
-            &TRY_SET,
-            &ACQUIRE,
-            &RELEASE,
-            &RELEASE_IF_EXISTS,
-            &ADD,
-            &DRAIN,
-            &AVAILABLE,
-        ]
+        vec![&TRY_SET, &ACQUIRE, &RELEASE, &ADD, &DRAIN, &AVAILABLE]
     }
 
-    /// A change of the count that tells waiters (`add.lua`, `release.lua`,
-    /// `release_if_exists.lua` take the same keys and arguments): latched
-    /// by the request's id, so a retry learns the first outcome.
+    /// A change of the count that tells waiters (`add.lua` and
+    /// `release.lua` take the same keys and first arguments): latched by
+    /// the request's id, so a retry learns the first outcome.
     fn announced_change(&self, script: &'static Script, req: &PermitRequest) -> ScriptCall<'_> {
         let layout = self.env.layout();
         ScriptCall::new(
@@ -235,7 +224,8 @@ impl SemaphoreKind for Semaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release(&self, req: &PermitRequest) -> Result<()> {
-        let call = self.announced_change(&RELEASE, req);
+        let mut call = self.announced_change(&RELEASE, req);
+        call.args.push("0".to_owned());
         change_reply(
             "release",
             &self.env.eval(call).await?,
@@ -245,7 +235,7 @@ impl SemaphoreKind for Semaphore {
         .map(drop)
     }
 
-    /// Runs `release_if_exists.lua`.
+    /// Runs `release.lua`, only if the semaphore exists.
     ///
     /// # Errors
     /// As [`Semaphore::add_permits`](SemaphoreKind::add_permits).
@@ -253,7 +243,8 @@ impl SemaphoreKind for Semaphore {
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
     async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool> {
-        let call = self.announced_change(&RELEASE_IF_EXISTS, req);
+        let mut call = self.announced_change(&RELEASE, req);
+        call.args.push("1".to_owned());
         let reply = self.env.eval(call).await?;
         if let Value::Array(items) = &reply {
             if let [Value::Int(2), Value::Int(0)] = items.as_slice() {

@@ -1,5 +1,6 @@
--- release: give back n permits, whoever took them (Redisson's release), and
--- announce the new count. Runs after common.lua and count.lua.
+-- release: give back n permits, whoever took them, and announce the new
+-- count: Redisson's release, or with ARGV[4] = "1" its releaseIfExists.
+-- Runs after common.lua and count.lua.
 --
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  channel                   redisson_sc:{<name>}
@@ -7,20 +8,35 @@
 -- ARGV[1]  n (1..MAX_PERMITS)
 -- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[4]  "1": only when the semaphore exists; "0": a missing count is
+--          created
 --
 -- Reply:
---   {1, count}  given back: INCRBY n (the time to live kept; a missing
---               count is created), the new count published (a Java waiter
---               wakes up to that many of its waiters)
+--   {1, count}  given back: INCRBY n (the time to live kept), the new count
+--               published (a Java waiter wakes up to that many of its
+--               waiters)
+--   {2, 0}      (ARGV[4] = "1") no semaphore: nothing written but the
+--               latch, nothing published (Redisson replies false)
 --   {0, count}  refused: the count would pass MAX_PERMITS; nothing written
--- Latched: sent again, it answers {1, count as it was then} and gives
--- nothing back twice.
+-- Latched: sent again, it answers its first reply ({1, count as it was
+-- then}, or {2, 0}) and gives nothing back twice, nor creates the count.
+-- Out of memory: INCRBY is the first write, refused before anything else.
 local latch_ttl = tonumber(ARGV[3])
-local first = latched_count(KEYS[3], latch_ttl)
-if first ~= nil then
-    return {1, first}
+if latch_ttl > 0 then
+    local latched = redis.call('get', KEYS[3])
+    if latched == LATCH_NOT_HELD then
+        return {2, 0}
+    end
+    if latched then
+        return {1, tonumber(latched)}
+    end
 end
-local value = read_count(KEYS[1]) or 0
+local value = read_count(KEYS[1])
+if value == nil and ARGV[4] == '1' then
+    latch(KEYS[3], LATCH_NOT_HELD, latch_ttl)
+    return {2, 0}
+end
+value = value or 0
 if value + tonumber(ARGV[1]) > MAX_PERMITS then
     return {0, value}
 end
