@@ -61,13 +61,10 @@ impl Fair {
         self.env.publish_command()
     }
 
-    /// A wait's ticket as the scripts take it: "0" for none, and on the
-    /// plain fair kind (whose waits accept no handoff).
-    fn ticket(&self, wait_ticket: Option<u64>) -> String {
-        match wait_ticket {
-            Some(ticket) if self.handoff => ticket.to_string(),
-            _ => "0".to_owned(),
-        }
+    /// A wait's ticket as the scripts take it, "0" for none (the engine
+    /// gives tickets only to waits of a kind that hands over).
+    fn ticket(wait_ticket: Option<u64>) -> String {
+        wait_ticket.map_or_else(|| "0".to_owned(), |ticket| ticket.to_string())
     }
 }
 
@@ -115,7 +112,7 @@ impl ExclusiveKind for Fair {
                 req.queue_ms.unwrap_or(0).to_string(),
                 UNLOCK_MESSAGE.to_owned(),
                 self.publish_command(),
-                self.ticket(req.wait_ticket),
+                Self::ticket(req.wait_ticket),
             ],
         )
         .idempotent(req.latch_ttl_ms > 0);
@@ -270,7 +267,7 @@ impl ExclusiveKind for Fair {
             vec![
                 owner.field(),
                 self.publish_command(),
-                self.ticket(wait_ticket),
+                Self::ticket(wait_ticket),
             ],
         );
         replies::leave_queue(&self.env.eval(call).await?)
