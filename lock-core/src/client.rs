@@ -23,6 +23,7 @@ use crate::permit_semaphore::PermitExpirableSemaphore;
 use crate::rw_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::stats::{ClientStats, Stats};
+use crate::store_clock::StoreClock;
 use crate::waiter::WaiterRegistry;
 use crate::watchdog::Watchdog;
 
@@ -66,9 +67,9 @@ pub(crate) struct ClientInner {
     pub(crate) watchdog_ms: u64,
     /// The fair-lock waiter timeout in milliseconds.
     pub(crate) waiter_ms: u64,
-    /// Latch time to live in milliseconds; 0 when retries are off (no
-    /// request is ever repeated, so no outcome needs keeping).
-    pub(crate) latch_ms: u64,
+    /// The store's clock as this client estimates it: dates every
+    /// request's deadline (the `store_clock` module).
+    pub(crate) clock: StoreClock,
     /// Waiters riding out a store outage (the `outage` module).
     pub(crate) outages: crate::outage::Outages,
     next_owner: AtomicU64,
@@ -86,6 +87,20 @@ impl ClientInner {
 
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// The deadline of a request made now: it may run for
+    /// [`ClientConfig::latch_ttl`].
+    pub(crate) fn request_deadline(&self) -> u64 {
+        self.clock.deadline_in(self.config.latch_ttl)
+    }
+
+    /// Learns from `error` the store's clock, when it refused a request as
+    /// stale.
+    pub(crate) fn learn_clock(&self, error: &LockError) {
+        if let LockError::StaleRequest { store_time_ms } = error {
+            self.clock.resync(*store_time_ms);
+        }
     }
 
     pub(crate) fn new_owner(&self) -> Owner {
@@ -125,11 +140,6 @@ impl LockClient {
         })?;
         let watchdog_ms = lease_millis(config.watchdog_timeout, "watchdog_timeout")?;
         let waiter_ms = lease_millis(config.waiter_timeout, "waiter_timeout")?;
-        let latch_ms = if config.retry.attempts > 1 {
-            lease_millis(config.latch_ttl, "latch_ttl")?
-        } else {
-            0
-        };
         let stats = Arc::new(Stats::default());
         let waiters = Arc::new(WaiterRegistry::new(Arc::clone(&stats)));
         connection.set_notice_sink(Arc::clone(&waiters) as _);
@@ -158,7 +168,7 @@ impl LockClient {
                 runtime,
                 watchdog_ms,
                 waiter_ms,
-                latch_ms,
+                clock: StoreClock::new(),
                 outages: Default::default(),
                 next_owner: AtomicU64::new(1),
                 closed: AtomicBool::new(false),

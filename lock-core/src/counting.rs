@@ -66,7 +66,7 @@ where
     let in_flight = InFlight::start(&inner.stats);
     let task = inner.runtime.spawn(async move {
         let _in_flight = in_flight;
-        let mut retry = Retry::new(&task_inner.config.retry, what, "semaphore");
+        let mut retry = Retry::new(&task_inner, what, "semaphore");
         loop {
             match op().await {
                 Err(e) if retry.again(&e).await => continue,
@@ -97,15 +97,14 @@ where
     let in_flight = InFlight::start(&inner.stats);
     let task = inner.runtime.spawn(async move {
         let _in_flight = in_flight;
-        let started = Instant::now();
-        let mut retry = Retry::new(&task_inner.config.retry, what, "semaphore");
+        let mut retry = Retry::new(&task_inner, what, "semaphore");
         loop {
             match op().await {
                 Err(e) if retry.again(&e).await => continue,
-                Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
+                Err(e) if e.is_retryable() && !e.is_stale_request() => {
                     // The request may still run (a frozen server) and take
                     // permits after we gave up.
-                    Reconcile::spawn(&task_inner, started, op);
+                    Reconcile::spawn(&task_inner, op);
                     return Err(e);
                 }
                 result => return result,
@@ -117,18 +116,19 @@ where
 }
 
 /// Finds out whether an acquisition whose outcome is unknown took permits,
-/// by repeating it (its latch answers with the first outcome, or the repeat
-/// runs it), and drops what it got, which gives it back. "Busy" means it
-/// did not take any, and a late original finds the latch and takes none.
+/// by repeating it until the store answers (its record gives the first
+/// outcome, or the repeat runs it, or refuses it as stale: it never ran),
+/// and drops what it got, which gives it back. "Busy" means it did not
+/// take any, and a late original finds the record and takes none. The
+/// repeats stop only when the client is closed.
 struct Reconcile;
 
 impl Reconcile {
-    fn spawn<P, F>(inner: &Arc<ClientInner>, started: Instant, op: Arc<F>)
+    fn spawn<P, F>(inner: &Arc<ClientInner>, op: Arc<F>)
     where
         P: Send + 'static,
         F: Fn() -> BoxFuture<'static, Result<Try<P>>> + Send + Sync + 'static,
     {
-        let deadline = started + inner.config.latch_ttl;
         let inner = Arc::clone(inner);
         let in_flight = InFlight::start(&inner.stats);
         let runtime = inner.runtime.clone();
@@ -137,14 +137,15 @@ impl Reconcile {
             let mut attempt = 1;
             loop {
                 tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
-                attempt += 1;
-                if Instant::now() >= deadline {
-                    tracing::warn!("could not find out whether a failed acquisition took permits");
+                attempt = (attempt + 1).min(inner.config.retry.attempts.max(1));
+                if inner.is_closed() {
+                    tracing::warn!("client closed before it could find out whether a failed acquisition took permits");
                     return;
                 }
                 match op().await {
                     // Dropping the permits gives them back.
                     Ok(outcome) => return drop(outcome),
+                    Err(e) if e.is_stale_request() => return inner.learn_clock(&e),
                     Err(e) if e.is_retryable() => continue,
                     Err(e) => {
                         tracing::warn!(%e, "giving up reconciling a failed acquisition");
@@ -154,6 +155,98 @@ impl Reconcile {
             }
         });
     }
+}
+
+/// A request that can be made again as a new one (fresh id, new deadline)
+/// after the store refused it as stale (it never ran).
+pub(crate) trait Redate: Clone + Send + 'static {
+    /// The same operation as a new request with deadline `deadline_ms`.
+    fn redated(self, deadline_ms: u64) -> Self;
+}
+
+macro_rules! redate {
+    ($($request:ty),*) => {$(
+        impl Redate for $request {
+            fn redated(self, deadline_ms: u64) -> Self {
+                <$request>::redated(self, deadline_ms)
+            }
+        }
+    )*};
+}
+redate!(
+    crate::semaphore_kind::PermitRequest,
+    crate::semaphore_kind::LeaseRelease,
+    crate::semaphore_kind::LeasesRelease
+);
+
+/// Gives permits back through `op(req)`: a release that is never lost to a
+/// transient fault. Retried as [`call`] does; when the outcome is still
+/// unknown after the retry policy, the caller gets the error and the
+/// release goes on in a task of its own until the store answers: the same
+/// request while its record may answer, a new one once the store refused
+/// it as stale (it never ran), until the client is closed. So a caller who
+/// sees an error must not give the permits back again: they will be.
+pub(crate) async fn give_back<R, T, F, Fut>(
+    inner: &Arc<ClientInner>,
+    what: &'static str,
+    req: R,
+    op: F,
+) -> Result<T>
+where
+    R: Redate,
+    T: Send + 'static,
+    F: Fn(R) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T>> + Send,
+{
+    inner.check_open()?;
+    let task_inner = Arc::clone(inner);
+    let in_flight = InFlight::start(&inner.stats);
+    let (told, answer) = tokio::sync::oneshot::channel();
+    inner.runtime.spawn(async move {
+        let _in_flight = in_flight;
+        let mut told = Some(told);
+        let mut req = req;
+        let mut retry = Retry::new(&task_inner, what, "semaphore");
+        let mut background = 1;
+        loop {
+            let error = match op(req.clone()).await {
+                Err(e) if e.is_retryable() => e,
+                result => {
+                    if let Some(told) = told.take() {
+                        let _ = told.send(result);
+                    } else if let Err(e) = result {
+                        tracing::warn!(%e, "{what}: the store refused a release retried in the background");
+                    }
+                    return;
+                }
+            };
+            if error.is_stale_request() {
+                task_inner.learn_clock(&error);
+                req = req.redated(task_inner.request_deadline());
+            }
+            if told.is_some() {
+                let again = if error.is_stale_request() {
+                    retry.again_for_new_request().await
+                } else {
+                    retry.again(&error).await
+                };
+                if again {
+                    continue;
+                }
+            }
+            if let Some(told) = told.take() {
+                tracing::warn!(%error, "{what} failed; it goes on in the background until the store answers");
+                let _ = told.send(Err(error));
+            }
+            if task_inner.is_closed() {
+                tracing::warn!("{what}: client closed before the store answered a release; those permits stay taken");
+                return;
+            }
+            tokio::time::sleep(task_inner.config.retry.backoff(background)).await;
+            background = (background + 1).min(task_inner.config.retry.attempts.max(1));
+        }
+    });
+    answer.await.unwrap_or(Err(crate::LockError::Closed))
 }
 
 /// The shared wait loop for counting kinds and conditions (see the module

@@ -116,6 +116,19 @@ pub enum LockError {
     #[error("lock client is closed")]
     Closed,
 
+    /// The store refused a request that reached it after the request's
+    /// deadline (held on a connection, in a frozen server or a partition,
+    /// or dated by a client clock far behind the store's): it did not run
+    /// and never will. The client dates its requests by the store's clock
+    /// from then on (`store_time_ms`); a new request is safe, so the engine
+    /// makes one where it can and this is retryable.
+    #[error("the lock store refused a request that reached it after its deadline (store time {store_time_ms} ms since the epoch); it did not run and never will")]
+    StaleRequest {
+        /// The store's time when it refused, in milliseconds since the
+        /// Unix epoch.
+        store_time_ms: u64,
+    },
+
     /// The backend refused who we are or what we asked: wrong user or
     /// password (`WRONGPASS`), no authentication (`NOAUTH`), or a user not
     /// allowed a command, key or channel the operation needs (`NOPERM`).
@@ -172,10 +185,17 @@ impl LockError {
         }
     }
 
-    /// Whether repeating the same operation may succeed (connection trouble,
-    /// timeouts, a server that is loading or failing over).
+    /// Whether trying the operation again may succeed (connection trouble,
+    /// timeouts, a server that is loading or failing over, a request that
+    /// arrived too late to run).
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Unavailable { .. })
+        matches!(self, Self::Unavailable { .. } | Self::StaleRequest { .. })
+    }
+
+    /// Whether the store refused a request as past its deadline
+    /// ([`LockError::StaleRequest`]): it did not run and never will.
+    pub fn is_stale_request(&self) -> bool {
+        matches!(self, Self::StaleRequest { .. })
     }
 
     /// Whether the failure was a timeout.

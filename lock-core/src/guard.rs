@@ -279,7 +279,7 @@ impl Guard {
             self.name().clone(),
             self.owner(),
             self.lease_ms,
-            self.inner.latch_ms,
+            self.inner.request_deadline(),
         );
         Some(op::release(
             &self.inner,

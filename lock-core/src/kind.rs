@@ -13,7 +13,9 @@
 //! - Each operation is atomic on the store (a Lua script on Redis).
 //! - [`ExclusiveKind::try_acquire`] and [`ExclusiveKind::release`] carry a
 //!   request id. Repeating a request with the same id must return the first
-//!   outcome without applying it twice (within `latch_ttl`), so the engine
+//!   outcome without applying it twice, and a request that has
+//!   not run by its deadline (`deadline_ms`) never runs (see lock-core's
+//!   `store_clock` module), so the engine
 //!   can retry after an unknown outcome. Every outcome counts, "held" and
 //!   "not held" included, and a repeat writes nothing (a queued waiter is
 //!   neither queued again nor refreshed): a late duplicate of a request
@@ -62,6 +64,17 @@ impl fmt::Display for RequestId {
     }
 }
 
+/// The deadline of a request made now that may run for `window`, by this
+/// machine's wall clock: for callers of the kinds' store operations outside
+/// a client (tests, tools). A client dates its requests by its estimate of
+/// the store's clock instead.
+pub fn deadline_in(window: Duration) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or(Duration::ZERO);
+    u64::try_from(now.saturating_add(window).as_millis()).unwrap_or(u64::MAX)
+}
+
 /// One attempt to take a lock.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -78,8 +91,10 @@ pub struct AcquireRequest {
     pub request_id: RequestId,
     /// Whether to hand out a fencing token.
     pub fenced: bool,
-    /// How long the outcome is kept for retries, in milliseconds.
-    pub latch_ttl_ms: u64,
+    /// The request's deadline on the store's clock, in milliseconds since
+    /// the Unix epoch: the store runs it only before then, and keeps its
+    /// outcome until past then (see the `store_clock` module of lock-core).
+    pub deadline_ms: u64,
     /// For kinds whose waiters queue ([`ExclusiveKind::queues_waiters`]):
     /// when the lock cannot be taken, join the queue (or stay in it,
     /// refreshing this waiter's deadline) with this waiter timeout in
@@ -101,7 +116,7 @@ impl AcquireRequest {
         owner: Owner,
         lease_ms: u64,
         fenced: bool,
-        latch_ttl_ms: u64,
+        deadline_ms: u64,
     ) -> Self {
         Self {
             name,
@@ -109,7 +124,7 @@ impl AcquireRequest {
             lease_ms,
             request_id: RequestId::new(),
             fenced,
-            latch_ttl_ms,
+            deadline_ms,
             queue_ms: None,
             wait_ticket: None,
         }
@@ -158,19 +173,29 @@ pub struct ReleaseRequest {
     pub lease_ms: u64,
     /// Identifies this release across retries.
     pub request_id: RequestId,
-    /// How long the outcome is kept for retries, in milliseconds.
-    pub latch_ttl_ms: u64,
+    /// The request's deadline on the store's clock, in milliseconds since
+    /// the Unix epoch: the store runs it only before then, and keeps its
+    /// outcome until past then (see the `store_clock` module of lock-core).
+    pub deadline_ms: u64,
 }
 
 impl ReleaseRequest {
+    /// The same operation as a new request (a fresh id) with deadline
+    /// `deadline_ms`: for one refused as stale, which never ran.
+    pub fn redated(mut self, deadline_ms: u64) -> Self {
+        self.request_id = RequestId::new();
+        self.deadline_ms = deadline_ms;
+        self
+    }
+
     /// Builds a request with a fresh request id.
-    pub fn new(name: LockName, owner: Owner, lease_ms: u64, latch_ttl_ms: u64) -> Self {
+    pub fn new(name: LockName, owner: Owner, lease_ms: u64, deadline_ms: u64) -> Self {
         Self {
             name,
             owner,
             lease_ms,
             request_id: RequestId::new(),
-            latch_ttl_ms,
+            deadline_ms,
         }
     }
 }

@@ -179,7 +179,7 @@ impl CountDownLatch {
 
     /// A write with a fresh request id, kept for the client's latch ttl.
     fn request(&self) -> LatchRequest {
-        LatchRequest::new(self.name.clone(), self.client.inner.latch_ms)
+        LatchRequest::new(self.name.clone(), self.client.inner.request_deadline())
     }
 
     /// Runs `op` with the client's retry policy (every operation here is
@@ -191,7 +191,7 @@ impl CountDownLatch {
     {
         let inner = &self.client.inner;
         inner.check_open()?;
-        let mut retry = Retry::new(&inner.config.retry, what, "latch");
+        let mut retry = Retry::new(inner, what, "latch");
         loop {
             match op().await {
                 Err(e) if retry.again(&e).await => {}

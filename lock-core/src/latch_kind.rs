@@ -10,7 +10,7 @@
 //! - Each operation is atomic on the store.
 //! - Every write ([`LatchKind::try_set_count`], [`LatchKind::count_down`],
 //!   [`LatchKind::delete`]) carries a request id: repeating a request with
-//!   the same id within `latch_ttl_ms` returns the first outcome and writes
+//!   the same id before its deadline (`deadline_ms`) returns the first outcome and writes
 //!   nothing, so the engine may retry after an unknown outcome (a repeated
 //!   set never sets a count again after the latch was counted down, a
 //!   repeated delete never deletes a newer count).
@@ -36,18 +36,19 @@ pub struct LatchRequest {
     pub name: LockName,
     /// Identifies this write across retries.
     pub request_id: RequestId,
-    /// How long the outcome is kept for retries, in milliseconds (0: not
-    /// kept, the request is never repeated).
-    pub latch_ttl_ms: u64,
+    /// The request's deadline on the store's clock, in milliseconds since
+    /// the Unix epoch: the store runs it only before then, and keeps its
+    /// outcome until past then (see the `store_clock` module of lock-core).
+    pub deadline_ms: u64,
 }
 
 impl LatchRequest {
     /// A request with a fresh request id.
-    pub fn new(name: LockName, latch_ttl_ms: u64) -> Self {
+    pub fn new(name: LockName, deadline_ms: u64) -> Self {
         Self {
             name,
             request_id: RequestId::new(),
-            latch_ttl_ms,
+            deadline_ms,
         }
     }
 }

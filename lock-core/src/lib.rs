@@ -79,6 +79,7 @@ mod rw_lock;
 mod semaphore;
 pub mod semaphore_kind;
 mod stats;
+mod store_clock;
 pub mod telemetry;
 mod wait;
 mod wait_strategy;

@@ -224,7 +224,12 @@ impl Lock {
     pub async fn unlock_as(&self, owner: Owner) -> Result<bool> {
         let inner = self.inner();
         inner.check_open()?;
-        let req = ReleaseRequest::new(self.name.clone(), owner, inner.watchdog_ms, inner.latch_ms);
+        let req = ReleaseRequest::new(
+            self.name.clone(),
+            owner,
+            inner.watchdog_ms,
+            inner.request_deadline(),
+        );
         let outcome = op::release(inner, &self.kind, req, None).await?;
         match outcome {
             ReleaseOutcome::Released => Ok(true),

@@ -10,11 +10,11 @@
 //! `Drop` releases it again.
 //!
 //! Transient failures are retried here, reusing the request id, so the
-//! backend's latch returns the first outcome instead of applying it twice.
-//! That holds only while the latch lives: a client refuses, when it is
-//! made, a `latch_ttl` shorter than the whole retry window (every attempt
-//! up to the backend's command timeout, plus the backoff between them; see
-//! [`crate::ClientConfig::validate_for`]).
+//! request's record in the store returns the first outcome instead of
+//! applying it twice. A request runs only before its deadline and its
+//! record outlives that deadline (the `store_clock` module), so this holds
+//! however late a copy of the request arrives; a request refused as stale
+//! never ran, and a release refused so is made again as a new request.
 //!
 //! Every release's outcome goes to the client's table of holds (the
 //! `holds` module): a release that freed the lock or found it not held
@@ -32,7 +32,6 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::ClientInner;
-use crate::config::RetryPolicy;
 use crate::error::{LockError, Result};
 use crate::holds::Hold;
 use crate::kind::{
@@ -44,7 +43,7 @@ use crate::telemetry;
 /// Decides, after each failure of one operation, whether to try again, and
 /// sleeps the backoff when so.
 pub(crate) struct Retry<'a> {
-    policy: &'a RetryPolicy,
+    inner: &'a ClientInner,
     /// The operation, for logs and [`telemetry::RETRIES`]'s `op` label.
     what: &'static str,
     /// The kind's name, for [`telemetry::RETRIES`]'s `kind` label.
@@ -53,24 +52,41 @@ pub(crate) struct Retry<'a> {
 }
 
 impl<'a> Retry<'a> {
-    pub(crate) fn new(policy: &'a RetryPolicy, what: &'static str, kind: &'static str) -> Self {
+    pub(crate) fn new(inner: &'a ClientInner, what: &'static str, kind: &'static str) -> Self {
         Self {
-            policy,
+            inner,
             what,
             kind,
             attempt: 1,
         }
     }
 
-    /// `true` (after the backoff) when `error` is worth another attempt.
+    /// `true` (after the backoff) when `error` is worth another attempt of
+    /// the same request. A request refused as stale is not: it never ran,
+    /// and sent again it is refused again (the client learns the store's
+    /// clock from the refusal; a new request may be made).
     pub(crate) async fn again(&mut self, error: &LockError) -> bool {
-        if !error.is_retryable() || self.attempt >= self.policy.attempts {
+        self.inner.learn_clock(error);
+        let policy = &self.inner.config.retry;
+        if !error.is_retryable() || error.is_stale_request() || self.attempt >= policy.attempts {
             return false;
         }
-        let backoff = self.policy.backoff(self.attempt);
+        let backoff = policy.backoff(self.attempt);
         tracing::debug!(%error, attempt = self.attempt, ?backoff, "{} failed; retrying", self.what);
         telemetry::retry(self.kind, self.what);
         tokio::time::sleep(backoff).await;
+        self.attempt += 1;
+        true
+    }
+
+    /// `true` (after the backoff) when the policy allows another attempt
+    /// with a new request, after one was refused as stale.
+    pub(crate) async fn again_for_new_request(&mut self) -> bool {
+        let policy = &self.inner.config.retry;
+        if self.attempt >= policy.attempts {
+            return false;
+        }
+        tokio::time::sleep(policy.backoff(self.attempt)).await;
         self.attempt += 1;
         true
     }
@@ -89,14 +105,20 @@ pub(crate) enum Attempt {
         /// dropped.
         queued: Option<QueueTicket>,
     },
+    /// The retries failed with the outcome unknown: the request may have
+    /// run, or may still run. The wait keeps it while it is live; dropped,
+    /// it is settled in the background ([`reconcile`]).
+    Unknown(Unsettled),
 }
 
-/// One attempt (with retries) at taking `req` through `kind`, run to
-/// completion even if the caller goes away ([`Detached`]).
+/// One attempt (with retries) at taking `req` through `kind`, first sent
+/// at `sent`, run to completion even if the caller goes away
+/// ([`Detached`]).
 pub(crate) async fn acquire(
     inner: &Arc<ClientInner>,
     kind: &Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
+    sent: Instant,
 ) -> Result<Attempt> {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
@@ -105,16 +127,21 @@ pub(crate) async fn acquire(
     Detached::new(
         &inner.runtime,
         async move {
-            let started = Instant::now();
-            let mut retry = Retry::new(&task_inner.config.retry, "acquire", backend.kind_name());
+            let mut retry = Retry::new(&task_inner, "acquire", backend.kind_name());
             let outcome = loop {
                 match backend.try_acquire(&req).await {
                     Err(e) if retry.again(&e).await => continue,
-                    Err(e) if e.is_retryable() && task_inner.latch_ms > 0 => {
-                        // The request may still run (e.g. queued in a frozen
-                        // server) and take the lock after we gave up.
-                        reconcile(Arc::clone(&task_inner), backend, req, started);
-                        return Err(e);
+                    // It may have run, or may still run (e.g. queued in a
+                    // frozen server) and take the lock after we gave up.
+                    // A request refused as stale did neither.
+                    Err(e) if e.is_retryable() && !e.is_stale_request() => {
+                        return Ok(Attempt::Unknown(Unsettled {
+                            inner: task_inner,
+                            kind: backend,
+                            req: Some(req),
+                            sent,
+                            error: e,
+                        }));
                     }
                     result => break result?,
                 }
@@ -129,7 +156,7 @@ pub(crate) async fn acquire(
                     armed: true,
                     in_flight,
                     fencing_token,
-                    started,
+                    started: sent,
                 }),
                 AcquireOutcome::Held { ttl } => Attempt::Held {
                     ttl,
@@ -146,30 +173,74 @@ pub(crate) async fn acquire(
     .await
 }
 
-/// Finds out, in the background, whether an acquisition whose outcome is
-/// unknown took the lock, and releases it if so.
+/// An acquisition whose outcome is unknown after its retries: it may have
+/// run, or may still run.
 ///
-/// It repeats the same request: the acquire latch makes a repeat return the
-/// first outcome if the request ran, and if it has not run, the repeat takes
-/// the lock itself; either way the hold is released again. `Held` means it
-/// did not run before the repeat. This works while the latch can still
-/// answer, `latch_ttl` after the first send; past that the hold, if any,
-/// expires with its lease.
+/// Whatever it took belongs to its wait while the wait is live, so the wait
+/// keeps it until it is over (it took the lock with a later attempt, gave
+/// up, failed, or was dropped), and only then does dropping it settle it in
+/// the background ([`reconcile`]). Settled earlier, a background repeat could
+/// take a lock granted to the live wait's ticket and release it, or leave
+/// the queue under the wait's feet (its place, or a grant, given to the
+/// next waiter while the wait goes on). A later attempt of the same wait is
+/// a new request of the same owner: if the unknown one took the lock, the
+/// later one re-enters it, and the settling releases the extra hold.
+pub(crate) struct Unsettled {
+    inner: Arc<ClientInner>,
+    kind: Arc<dyn ExclusiveKind>,
+    req: Option<AcquireRequest>,
+    sent: Instant,
+    error: LockError,
+}
+
+impl Unsettled {
+    /// The error that left the outcome unknown.
+    pub(crate) fn error(&self) -> &LockError {
+        &self.error
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        if let Some(req) = self.req.take() {
+            reconcile(
+                Arc::clone(&self.inner),
+                Arc::clone(&self.kind),
+                req,
+                self.sent,
+            );
+        }
+    }
+}
+
+/// Finds out, in the background, whether an acquisition whose outcome is
+/// unknown took the lock, and releases it if so. Called only once the wait
+/// the request belonged to is over ([`Unsettled`]).
+///
+/// It repeats the same request until the store answers it: its record
+/// returns the first outcome if it ran; if it has not, the repeat runs it
+/// (taking the lock, which is then released) or, past the request's
+/// deadline, is refused as stale, which proves it never ran and never will
+/// (see the `store_clock` module). "Held" means it ran without taking the
+/// lock, and no copy of it can take it afterwards. So the answer comes
+/// however long the store was out of reach; the repeats stop only when the
+/// client is closed.
 fn reconcile(
     inner: Arc<ClientInner>,
     backend: Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     started: Instant,
 ) {
-    let deadline = started + inner.config.latch_ttl;
     let runtime = inner.runtime.clone();
+    let in_flight = InFlight::start(&inner.stats);
     runtime.spawn(async move {
+        let _in_flight = in_flight;
         let mut attempt = 1;
         loop {
             tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
-            attempt += 1;
-            if Instant::now() >= deadline {
-                tracing::warn!(lock = %req.name, "could not find out whether a failed acquisition took the lock; it expires with its lease");
+            attempt = (attempt + 1).min(inner.config.retry.attempts.max(1));
+            if inner.is_closed() {
+                tracing::warn!(lock = %req.name, "client closed before it could find out whether a failed acquisition took the lock; it expires with its lease");
                 return;
             }
             match backend.try_acquire(&req).await {
@@ -190,6 +261,10 @@ fn reconcile(
                     if req.queue_ms.is_some() {
                         drop(QueueTicket::new(inner, backend, &req));
                     }
+                    return;
+                }
+                Err(e) if e.is_stale_request() => {
+                    inner.learn_clock(&e);
                     return;
                 }
                 Err(e) if e.is_retryable() => continue,
@@ -218,7 +293,7 @@ pub(crate) fn release(
     hold: Option<Arc<Hold>>,
 ) -> Detached<Result<ReleaseOutcome>> {
     let backend = Arc::clone(kind);
-    let policy: RetryPolicy = inner.config.retry.clone();
+    let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let holds = Arc::clone(&inner.holds);
     let span = tracing::info_span!(
@@ -230,10 +305,15 @@ pub(crate) fn release(
     let traced = span.clone();
     let task = async move {
         let _in_flight = in_flight;
-        let mut retry = Retry::new(&policy, "release", backend.kind_name());
+        let mut req = req;
+        let mut retry = Retry::new(&task_inner, "release", backend.kind_name());
         let result = loop {
             match backend.release(&req).await {
                 Err(e) if retry.again(&e).await => continue,
+                // Refused as stale: it never ran, so a new request is safe.
+                Err(e) if e.is_stale_request() && retry.again_for_new_request().await => {
+                    req = req.redated(task_inner.request_deadline());
+                }
                 result => break result,
             }
         };
@@ -381,7 +461,7 @@ impl Drop for PendingHold {
                 req.name.clone(),
                 req.owner,
                 req.lease_ms,
-                self.inner.latch_ms,
+                self.inner.request_deadline(),
             );
             drop(release(&self.inner, &self.kind, undo, None));
         }
@@ -429,12 +509,12 @@ impl Drop for QueueTicket {
             return;
         }
         let backend = Arc::clone(&self.kind);
-        let policy = self.inner.config.retry.clone();
+        let inner = Arc::clone(&self.inner);
         let (name, owner, ticket) = (self.name.clone(), self.owner, self.wait_ticket);
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
-            let mut retry = Retry::new(&policy, "leave_queue", backend.kind_name());
+            let mut retry = Retry::new(&inner, "leave_queue", backend.kind_name());
             loop {
                 match backend.leave_queue(&name, &owner, ticket).await {
                     Err(e) if retry.again(&e).await => continue,

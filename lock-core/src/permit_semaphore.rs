@@ -143,7 +143,7 @@ impl PermitExpirableSemaphore {
     /// [`MAX_PERMITS`](crate::MAX_PERMITS)) under a fresh request id.
     fn request(&self, permits: u64) -> PermitRequest {
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
-        PermitRequest::new(self.name.clone(), n, self.inner().latch_ms)
+        PermitRequest::new(self.name.clone(), n, self.inner().request_deadline())
     }
 
     /// Creates the semaphore with `permits` free permits, unless it exists;
@@ -185,7 +185,7 @@ impl PermitExpirableSemaphore {
     /// twice.
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         check_change(i128::from(delta), "add_permits")?;
-        let req = PermitRequest::new(self.name.clone(), delta, self.inner().latch_ms);
+        let req = PermitRequest::new(self.name.clone(), delta, self.inner().request_deadline());
         let kind = Arc::clone(&self.kind);
         counting::call(self.inner(), "add_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
@@ -396,10 +396,10 @@ async fn release(
     name: &LockName,
     id: PermitId,
 ) -> Result<bool> {
-    let req = LeaseRelease::new(name.clone(), id, inner.latch_ms);
+    let req = LeaseRelease::new(name.clone(), id, inner.request_deadline());
     let kind = Arc::clone(kind);
-    counting::call(inner, "release a permit", move || {
-        let (kind, req) = (Arc::clone(&kind), req.clone());
+    counting::give_back(inner, "release a permit", req, move |req| {
+        let kind = Arc::clone(&kind);
         async move { kind.release(&req).await }
     })
     .await

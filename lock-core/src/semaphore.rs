@@ -72,7 +72,7 @@ impl Semaphore {
     fn request(&self, permits: u64) -> PermitRequest {
         // Checked against MAX_PERMITS, so it fits.
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
-        PermitRequest::new(self.name.clone(), n, self.inner().latch_ms)
+        PermitRequest::new(self.name.clone(), n, self.inner().request_deadline())
     }
 
     /// The semaphore's name.
@@ -324,11 +324,12 @@ impl Semaphore {
         check_permits(n, "release_if_exists")?;
         let req = self.request(n);
         let kind = Arc::clone(&self.kind);
-        counting::call(
+        counting::give_back(
             self.inner(),
             "release permits if the semaphore exists",
-            move || {
-                let (kind, req) = (Arc::clone(&kind), req.clone());
+            req,
+            move |req| {
+                let kind = Arc::clone(&kind);
                 async move { kind.release_if_exists(&req).await }
             },
         )
@@ -342,8 +343,8 @@ async fn release(
     req: PermitRequest,
 ) -> Result<()> {
     let kind = Arc::clone(kind);
-    counting::call(inner, "release permits", move || {
-        let (kind, req) = (Arc::clone(&kind), req.clone());
+    counting::give_back(inner, "release permits", req, move |req| {
+        let kind = Arc::clone(&kind);
         async move { kind.release(&req).await }
     })
     .await

@@ -6,7 +6,9 @@
 //! - Each operation is atomic on the store.
 //! - Operations that change the count carry a request id
 //!   ([`PermitRequest::request_id`]): a repeat with the same id returns the
-//!   first outcome without applying it twice (within `latch_ttl`), so the
+//!   first outcome without applying it twice, and a request that has
+//!   not run by its deadline (`deadline_ms`) never runs (see lock-core's
+//!   `store_clock` module), so the
 //!   engine can retry after an unknown outcome; "no permits free" is an
 //!   outcome too, so a late duplicate of an attempt that found none takes
 //!   none after its caller moved on. A leased permit's acquisition is
@@ -79,18 +81,28 @@ pub struct PermitRequest {
     pub permits: i64,
     /// Identifies this change across retries.
     pub request_id: RequestId,
-    /// How long the outcome is kept for retries, in milliseconds (0: none).
-    pub latch_ttl_ms: u64,
+    /// The request's deadline on the store's clock, in milliseconds since
+    /// the Unix epoch: the store runs it only before then, and keeps its
+    /// outcome until past then (see the `store_clock` module of lock-core).
+    pub deadline_ms: u64,
 }
 
 impl PermitRequest {
+    /// The same operation as a new request (a fresh id) with deadline
+    /// `deadline_ms`: for one refused as stale, which never ran.
+    pub fn redated(mut self, deadline_ms: u64) -> Self {
+        self.request_id = RequestId::new();
+        self.deadline_ms = deadline_ms;
+        self
+    }
+
     /// A change of `permits` with a fresh request id.
-    pub fn new(name: LockName, permits: i64, latch_ttl_ms: u64) -> Self {
+    pub fn new(name: LockName, permits: i64, deadline_ms: u64) -> Self {
         Self {
             name,
             permits,
             request_id: RequestId::new(),
-            latch_ttl_ms,
+            deadline_ms,
         }
     }
 }
@@ -296,18 +308,28 @@ pub struct LeasesRelease {
     pub ids: Vec<PermitId>,
     /// Identifies this release across retries.
     pub request_id: RequestId,
-    /// How long the outcome is kept for retries, in milliseconds (0: none).
-    pub latch_ttl_ms: u64,
+    /// The request's deadline on the store's clock, in milliseconds since
+    /// the Unix epoch: the store runs it only before then, and keeps its
+    /// outcome until past then (see the `store_clock` module of lock-core).
+    pub deadline_ms: u64,
 }
 
 impl LeasesRelease {
+    /// The same operation as a new request (a fresh id) with deadline
+    /// `deadline_ms`: for one refused as stale, which never ran.
+    pub fn redated(mut self, deadline_ms: u64) -> Self {
+        self.request_id = RequestId::new();
+        self.deadline_ms = deadline_ms;
+        self
+    }
+
     /// The release of `ids` with a fresh request id.
-    pub fn new(name: LockName, ids: Vec<PermitId>, latch_ttl_ms: u64) -> Self {
+    pub fn new(name: LockName, ids: Vec<PermitId>, deadline_ms: u64) -> Self {
         Self {
             name,
             ids,
             request_id: RequestId::new(),
-            latch_ttl_ms,
+            deadline_ms,
         }
     }
 }
@@ -369,18 +391,28 @@ pub struct LeaseRelease {
     pub id: PermitId,
     /// Identifies this release across retries.
     pub request_id: RequestId,
-    /// How long the outcome is kept for retries, in milliseconds (0: none).
-    pub latch_ttl_ms: u64,
+    /// The request's deadline on the store's clock, in milliseconds since
+    /// the Unix epoch: the store runs it only before then, and keeps its
+    /// outcome until past then (see the `store_clock` module of lock-core).
+    pub deadline_ms: u64,
 }
 
 impl LeaseRelease {
+    /// The same operation as a new request (a fresh id) with deadline
+    /// `deadline_ms`: for one refused as stale, which never ran.
+    pub fn redated(mut self, deadline_ms: u64) -> Self {
+        self.request_id = RequestId::new();
+        self.deadline_ms = deadline_ms;
+        self
+    }
+
     /// The release of `id` with a fresh request id.
-    pub fn new(name: LockName, id: PermitId, latch_ttl_ms: u64) -> Self {
+    pub fn new(name: LockName, id: PermitId, deadline_ms: u64) -> Self {
         Self {
             name,
             id,
             request_id: RequestId::new(),
-            latch_ttl_ms,
+            deadline_ms,
         }
     }
 }

@@ -76,33 +76,45 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
             owner,
             lease_ms,
             opts.fenced,
-            inner.latch_ms,
+            inner.request_deadline(),
         )
         .queue(queue_ms)
         .ticket(wait_ticket)
     };
-    // When the last attempt was sent: a lock granted to this wait was
-    // granted after that attempt ran, so its lease runs from no earlier.
-    let mut last_sent = Instant::now();
-    let attempt = || op::acquire(inner, kind, request());
     // A waiter rides out store outages within its deadline (see the
     // `outage` module); a try (deadline now) fails as the retry policy says.
     let mut outage = Outage::new(&inner.config.retry, &inner.outages, lock.name(), deadline);
+    // Attempts whose outcome stayed unknown are settled only once this wait
+    // is over (dropping them does it; see `op::Unsettled`): until then what
+    // they did belongs to the live wait. Each attempt is a new request.
+    let mut unsettled: Vec<op::Unsettled> = Vec::new();
     let mut attempt = async || loop {
-        match attempt().await {
-            Err(e) if outage.ride(&e).await => {}
-            result => {
-                if result.is_ok() {
-                    outage.over();
-                }
-                return result;
+        let sent = Instant::now();
+        let error = match op::acquire(inner, kind, request(), sent).await {
+            Ok(Attempt::Unknown(unknown)) => {
+                let error = unknown.error().clone();
+                unsettled.push(unknown);
+                error
             }
+            Ok(outcome) => {
+                outage.over();
+                return Ok((outcome, sent));
+            }
+            Err(error) => error,
+        };
+        if !outage.ride(&error).await {
+            return Err(error);
         }
     };
-
-    let (first_ttl, mut queued) = match attempt().await? {
+    let (first, sent) = attempt().await?;
+    // When the last attempt was first sent: a lock granted to this wait
+    // was granted after that attempt ran, so its lease runs from no earlier.
+    let mut last_sent = sent;
+    let (first_ttl, mut queued) = match first {
         Attempt::Acquired(hold) => return Ok(Some(guard(inner, hold, watchdog))),
         Attempt::Held { ttl, queued } => (ttl, queued),
+        // Never returned by `attempt`, which keeps unknown outcomes.
+        Attempt::Unknown(unknown) => return Err(unknown.error().clone()),
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
@@ -159,8 +171,8 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     queued: None,
                 }
             } else {
-                last_sent = Instant::now();
-                let outcome = attempt().await?;
+                let (outcome, sent) = attempt().await?;
+                last_sent = sent;
                 if let Some(subscription) = &subscription {
                     subscription.looked();
                 }
@@ -183,6 +195,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     queued = place.or(queued);
                     ttl
                 }
+                Attempt::Unknown(unknown) => return Err(unknown.error().clone()),
             };
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {

@@ -108,14 +108,14 @@ impl ExclusiveKind for Fair {
                 req.lease_ms.to_string(),
                 req.owner.field(),
                 if req.fenced { "1" } else { "0" }.to_owned(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
                 req.queue_ms.unwrap_or(0).to_string(),
                 UNLOCK_MESSAGE.to_owned(),
                 self.publish_command(),
                 Self::ticket(req.wait_ticket),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         self.env.acquire(self, call, req).await
     }
 
@@ -147,10 +147,10 @@ impl ExclusiveKind for Fair {
                 req.lease_ms.to_string(),
                 req.owner.field(),
                 self.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         shared::release(&self.env.eval(call).await?)
     }
 

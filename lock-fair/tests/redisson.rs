@@ -249,7 +249,7 @@ async fn a_dead_waiter_behind_redisson_is_evicted_soon_after_it_takes() {
     env.server.cmd(&["HSET", "job", "holder:1", "1"]);
     env.server.cmd(&["PEXPIRE", "job", "300"]);
     redisson_joins(&env, REDISSON_WAITER);
-    let short = AcquireRequest::new(n.clone(), dead, LEASE, false, LATCH_MS).queue(Some(1_000));
+    let short = AcquireRequest::new(n.clone(), dead, LEASE, false, deadline()).queue(Some(1_000));
     must_wait(&env.backend, &short).await;
 
     env.server.cmd(&["DEL", "job"]);

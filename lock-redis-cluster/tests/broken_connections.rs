@@ -34,12 +34,12 @@ async fn backend() -> (FakeNode, Reentrant) {
     (node, backend)
 }
 
-fn release(latch_ttl_ms: u64) -> ReleaseRequest {
+fn release(deadline_ms: u64) -> ReleaseRequest {
     ReleaseRequest::new(
         LockName::new("orders").unwrap(),
         Owner::parse_field("00000000-0000-0000-0000-000000000001:1").unwrap(),
         10_000,
-        latch_ttl_ms,
+        deadline_ms,
     )
 }
 

@@ -154,7 +154,7 @@ async fn repeated_requests_return_the_first_outcome() {
 
     // With a latch ttl of 0 nothing is latched.
     let mut unlatched = acquire(&n, b, 10_000);
-    unlatched.latch_ttl_ms = 0;
+    unlatched.deadline_ms = 0;
     must_acquire(&env.backend, &unlatched).await;
     let key = layout.acquire_latch(&n, &unlatched.request_id.to_string());
     assert_eq!(env.server.cmd(&["EXISTS", &key]), Value::Int(0));

@@ -181,7 +181,7 @@ impl ScriptEnv {
         if acked >= sync.replicas || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
             return Ok(outcome);
         }
-        let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.latch_ttl_ms);
+        let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.deadline_ms);
         if let Err(e) = kind.release(&undo).await {
             tracing::warn!(lock = %req.name, error = %e, "could not give back an unreplicated hold; it lasts until its lease runs out");
         }

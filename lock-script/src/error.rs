@@ -8,6 +8,7 @@
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
+//! | `STALEREQUEST <ms>` (a request that reached a script after its deadline; nothing written, and it never runs) | [`LockError::StaleRequest`] with the store's time | yes, as a new request |
 //! | `UPGRADE` (a read-write lock's write acquisition by an owner holding its read side; nothing written) | [`LockError::UpgradeRefused`] with the lock key (the kind puts the lock's name in) | no |
 //! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script) | [`LockError::Unauthorized`] | no |
@@ -47,6 +48,11 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
             | "NOSCRIPT"),
         ) => {
             return LockError::unavailable(format!("redis is not ready ({code}): {err}"), source());
+        }
+        Some(STALE_REQUEST) => {
+            if let Some(store_time_ms) = stale_request_time(err) {
+                return LockError::StaleRequest { store_time_ms };
+            }
         }
         Some("UPGRADE") => {
             return LockError::UpgradeRefused {
@@ -110,6 +116,13 @@ fn script_lacks_permission(err: &RedisError) -> bool {
 /// The error code of a fencing-token counter that does not hold an integer
 /// (see `scripts/common.lua`).
 const BAD_TOKEN: &str = "BADTOKEN";
+/// A script refused a request past its deadline (common.lua's
+/// `recorded()`), writing nothing: `STALEREQUEST <store-time-ms> ...`.
+const STALE_REQUEST: &str = "STALEREQUEST";
+
+fn stale_request_time(err: &RedisError) -> Option<u64> {
+    err.detail()?.split_whitespace().next()?.parse().ok()
+}
 /// What follows the counter's key in a [`BAD_TOKEN`] error. Redis appends
 /// the script's name after it, and a key may hold spaces: the key is what
 /// comes before the last occurrence.
@@ -274,6 +287,29 @@ mod tests {
             matches!(e, LockError::WrongType { ref key } if key == "redisson_lock_token:{a b}"),
             "{e:?}"
         );
+    }
+
+    #[test]
+    fn a_stale_request_carries_the_store_time() {
+        let err = redis::make_extension_error(
+            "STALEREQUEST".to_owned(),
+            Some(
+                "1764172800123 the request reached the store after its deadline; \
+                 it did not run and never will script: 0123, on @user_script:30."
+                    .to_owned(),
+            ),
+        );
+        let e = from_redis(&err, "lock");
+        assert!(
+            matches!(
+                e,
+                LockError::StaleRequest {
+                    store_time_ms: 1_764_172_800_123
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.is_retryable() && e.is_stale_request());
     }
 
     #[test]

@@ -162,15 +162,29 @@ async fn a_try_during_an_outage_fails_after_the_retry_policy() {
     assert!(!c.lock("down").unwrap().is_locked().await.unwrap());
 }
 
+/// Without retries every request is still recorded, so an acquisition
+/// whose reply was lost is found and released in the background (it used
+/// to keep its lock, or a semaphore's permit, for good).
 #[tokio::test(start_paused = true)]
-async fn without_retries_no_latch_is_written_and_errors_surface_at_once() {
+async fn without_retries_lost_replies_are_settled_and_errors_surface_at_once() {
     let server = InMemoryServer::new();
     let c = server
         .client_with(config().retry(RetryPolicy::none()))
         .unwrap();
-    let g = c.lock("no-retry").unwrap().lock().await.unwrap();
-    g.unlock().await.unwrap();
-    assert_eq!(server.keys(), Vec::<String>::new(), "no latch keys");
+    server.lose_next_replies(1);
+    let err = c.lock("no-retry").unwrap().try_lock().await.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        !c.lock("no-retry").unwrap().is_locked().await.unwrap(),
+        "the acquisition whose reply was lost was released"
+    );
+    let sem = c.semaphore("no-retry-sem").unwrap();
+    sem.try_set_permits(1).await.unwrap();
+    server.lose_next_replies(1);
+    assert!(sem.try_acquire(1).await.unwrap_err().is_retryable());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(sem.available_permits().await.unwrap(), 1, "no permit lost");
     server.fail_next(1);
     let started = Instant::now();
     assert!(c

@@ -43,7 +43,12 @@ async fn the_transport_runs_the_kinds_lua() {
                 "redisson_lock_latch:{raw}:1".into(),
                 "redisson_lock_token:{raw}".into(),
             ],
-            vec!["30000".into(), field.into(), "1".into(), "0".into()],
+            vec![
+                "30000".into(),
+                field.into(),
+                "1".into(),
+                lock_testkit::conformance::request_deadline().to_string(),
+            ],
         ))
         .await
         .unwrap();

@@ -202,10 +202,10 @@ async fn release_many(
     name: &LockName,
     ids: Vec<PermitId>,
 ) -> Result<u64> {
-    let req = LeasesRelease::new(name.clone(), ids, inner.latch_ms);
+    let req = LeasesRelease::new(name.clone(), ids, inner.request_deadline());
     let kind = Arc::clone(kind);
-    counting::call(inner, "release permits", move || {
-        let (kind, req) = (Arc::clone(&kind), req.clone());
+    counting::give_back(inner, "release permits", req, move |req| {
+        let kind = Arc::clone(&kind);
         async move { kind.release_many(&req).await }
     })
     .await

@@ -3,7 +3,7 @@
 -- common.lua and prelude.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
--- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[2]  request record            redisson_lock_latch:{<name>}:<request-id>
 -- KEYS[3]  fencing-token counter     redisson_lock_token:{<name>}
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
@@ -16,7 +16,7 @@
 --          in common.lua)
 -- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
--- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[4]  the request's deadline (see recorded() in common.lua)
 -- ARGV[5]  waiter timeout in milliseconds: when the lock cannot be taken,
 --          join the queue's tail (or, when already queued, keep the place)
 --          with the deadline server now + this, or, behind a waiter whose
@@ -28,7 +28,7 @@
 --          a handoff (its entry in KEYS[7] is written with ARGV[1]); an
 --          attempt of the wait a lock was granted to takes that grant
 --
--- Order: latch check, evict stale heads, then
+-- Order: record check, evict stale heads, then
 --   the lock is free and (nobody queued, or we are the head): take it, leave
 --     the queue;
 --   we hold it: one more hold;
@@ -48,16 +48,14 @@
 --               expiry); else (the lock is free but another waiter is
 --               first) RECHECK_MS, or the milliseconds until the queue
 --               head's deadline when that is sooner (never negative).
--- Every outcome is latched (see latch() in common.lua): a repeated request
--- (same latch key) writes nothing — it neither takes the lock nor joins or
+-- Every outcome is recorded (see record() in common.lua): a repeated request
+-- (same record key) writes nothing — it neither takes the lock nor joins or
 -- refreshes the queue, so a late duplicate cannot queue a waiter that left —
 -- and returns {1, token} with its first token, or {0, wait} as of now.
 -- A non-hash value at KEYS[1] makes HEXISTS fail with WRONGTYPE, and a
 -- counter at KEYS[3] that is not an integer fails a fenced acquisition with
 -- BADTOKEN (see common.lua): either way the script aborts before writing
 -- anything but the eviction of stale heads (the waiter keeps its place).
-local latch_ttl = ARGV[4]
-
 -- How soon a waiter that finds the lock free, with another waiter at the
 -- head, looks again. A live head was woken when the lock came free (by the
 -- unlock notice, or by its own timer at the lease end, as this waiter was)
@@ -85,14 +83,12 @@ local function wait_hint(now)
     return 0
 end
 
-if latch_ttl ~= '0' then
-    local latched = redis.call('get', KEYS[2])
-    if latched == LATCH_HELD then
-        return {0, wait_hint(server_now())}
-    end
-    if latched then
-        return {1, tonumber(latched)}
-    end
+local first = recorded(KEYS[2], ARGV[4])
+if first == LATCH_HELD then
+    return {0, wait_hint(server_now())}
+end
+if first then
+    return {1, tonumber(first)}
 end
 local now = server_now()
 -- Out of memory (see common.lua): the eviction below is a write Redis does
@@ -119,7 +115,7 @@ if entry and ticket ~= '0' and entry == 'g:' .. ticket then
     redis.call('hdel', KEYS[7], ARGV[2])
     if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
         extend(KEYS[1], ARGV[1], pttl)
-        latch(KEYS[2], 0, latch_ttl)
+        record(KEYS[2], 0)
         return {1, 0}
     end
     entry = nil
@@ -135,7 +131,7 @@ local function take(token)
     if entry and string.sub(entry, 1, 2) == 'w:' then
         redis.call('hdel', KEYS[7], ARGV[2])
     end
-    latch(KEYS[2], token, latch_ttl)
+    record(KEYS[2], token)
     return {1, token}
 end
 
@@ -203,5 +199,5 @@ if queue_ms > 0 then
         redis.call('hdel', KEYS[7], ARGV[2])
     end
 end
-latch(KEYS[2], LATCH_HELD, latch_ttl)
+record(KEYS[2], LATCH_HELD)
 return {0, wait_hint(now)}

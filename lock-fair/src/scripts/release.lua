@@ -5,7 +5,7 @@
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  unlock channel            redisson_lock__channel:{<name>}
 --          (the head is told on KEYS[2] .. ':' .. <head's owner field>)
--- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[3]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- KEYS[4]  waiter queue (list)       redisson_lock_queue:{<name>}
 -- KEYS[5]  waiter deadlines (zset)   redisson_lock_timeout:{<name>}
 -- KEYS[6]  handoff entries (hash)    redisson_lock_handoff:{<name>}
@@ -16,7 +16,7 @@
 --          see extend() in common.lua)
 -- ARGV[3]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[4]  publish command           "PUBLISH" or "SPUBLISH"
--- ARGV[5]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[5]  the request's deadline (see recorded() in common.lua)
 --
 -- Reply:
 --   1    released: the last hold is gone, the key deleted, and the queue head
@@ -24,22 +24,21 @@
 --        (see hand_over() in prelude.lua); nobody else is
 --   0    still held: one hold fewer, lease extended
 --   nil  not held by this owner (nothing written but the eviction and the
---        latch)
--- Every outcome is latched (see latch() in common.lua): a repeated request
--- (same latch key) writes nothing and returns its first reply, nil
+--        record)
+-- Every outcome is recorded (see record() in common.lua): a repeated request
+-- (same record key) writes nothing and returns its first reply, nil
 -- included.
 -- Out of memory (see common.lua): releasing the last hold writes nothing
 -- Redis refuses and succeeds; a partial release fails at HINCRBY with
 -- nothing written.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything but the eviction of stale heads.
-local latch_ttl = ARGV[5]
-local first = latched_release(KEYS[3], latch_ttl)
+local first = latched_release(KEYS[3], ARGV[5])
 if first ~= 'none' then
     return first or nil
 end
 evict(KEYS[4], KEYS[5], server_now())
-local given = give_back(KEYS[1], ARGV[3], ARGV[2], KEYS[3], latch_ttl)
+local given = give_back(KEYS[1], ARGV[3], ARGV[2], KEYS[3])
 if given ~= 'last' then
     return given
 end
@@ -52,5 +51,5 @@ if entry and string.sub(entry, 1, 2) == 'g:' then
     redis.call('hdel', KEYS[6], ARGV[3])
 end
 hand_over(KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[2], ARGV[4])
-latch(KEYS[3], 1, latch_ttl)
+record(KEYS[3], 1)
 return 1

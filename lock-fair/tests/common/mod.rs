@@ -83,6 +83,12 @@ use tokio::sync::mpsc;
 pub const TIMEOUT: Duration = Duration::from_millis(500);
 /// Latch ttl used by the request helpers.
 pub const LATCH_MS: u64 = 30_000;
+
+/// The deadline of a request made now (by the wall clock) that may run for
+/// `LATCH_MS`.
+pub fn deadline() -> u64 {
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+}
 /// Waiter timeout used by the request helpers.
 pub const QUEUE_MS: u64 = 10_000;
 
@@ -127,16 +133,16 @@ pub fn owner() -> Owner {
 
 /// A waiting attempt: joins (or refreshes its place in) the queue.
 pub fn wait_req(name: &LockName, owner: Owner, lease_ms: u64) -> AcquireRequest {
-    AcquireRequest::new(name.clone(), owner, lease_ms, false, LATCH_MS).queue(Some(QUEUE_MS))
+    AcquireRequest::new(name.clone(), owner, lease_ms, false, deadline()).queue(Some(QUEUE_MS))
 }
 
 /// A non-blocking attempt: never queues.
 pub fn try_req(name: &LockName, owner: Owner, lease_ms: u64) -> AcquireRequest {
-    AcquireRequest::new(name.clone(), owner, lease_ms, false, LATCH_MS)
+    AcquireRequest::new(name.clone(), owner, lease_ms, false, deadline())
 }
 
 pub fn release(name: &LockName, owner: Owner, lease_ms: u64) -> ReleaseRequest {
-    ReleaseRequest::new(name.clone(), owner, lease_ms, LATCH_MS)
+    ReleaseRequest::new(name.clone(), owner, lease_ms, deadline())
 }
 
 /// Acquires and asserts it worked; returns the fencing token.

@@ -93,6 +93,12 @@ pub const TIMEOUT: Duration = Duration::from_millis(500);
 /// Latch ttl used by the request helpers.
 pub const LATCH_MS: u64 = 30_000;
 
+/// The deadline of a request made now (by the wall clock) that may run for
+/// `LATCH_MS`.
+pub fn deadline() -> u64 {
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+}
+
 /// A server, a backend connected to it, and the notices the backend sent.
 pub struct Env {
     pub server: RedisServer,
@@ -133,11 +139,11 @@ pub fn owner() -> Owner {
 }
 
 pub fn acquire(name: &LockName, owner: Owner, lease_ms: u64) -> AcquireRequest {
-    AcquireRequest::new(name.clone(), owner, lease_ms, false, LATCH_MS)
+    AcquireRequest::new(name.clone(), owner, lease_ms, false, deadline())
 }
 
 pub fn release(name: &LockName, owner: Owner, lease_ms: u64) -> ReleaseRequest {
-    ReleaseRequest::new(name.clone(), owner, lease_ms, LATCH_MS)
+    ReleaseRequest::new(name.clone(), owner, lease_ms, deadline())
 }
 
 /// Acquires and asserts it worked; returns the fencing token.

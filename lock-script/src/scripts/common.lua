@@ -11,17 +11,33 @@
 --     hold an integer fails the script with the error
 --     "BADTOKEN <counter> does not hold an integer fencing token counter";
 --     an out-of-memory refusal fails it with Redis's own OOM error.
--- latch(key, value, ttl)
---     keeps `value`, the outcome of one request, under the request's latch
---     key `key` for `ttl` ms (no latch when `ttl` is 0; `ttl` may be the
---     ARGV string itself, see "Cost" below), so that the request
---     sent again gets the same answer and writes nothing. Every outcome is
---     latched: LATCH_HELD for an acquisition that found the lock held,
---     LATCH_NOT_HELD for a release by an owner that did not hold it, the
---     token or 0/1 otherwise. Written with redis.pcall: a server out of
---     memory refuses SET, and an outcome that needed no other refused write
---     (a release of the last hold, "held", "not held") must still be
---     answered; such a request is then not recognised if sent again.
+-- recorded(key, deadline)
+--     the first outcome (a string) of a request sent again, kept under its
+--     request record `key`; or nil when the request has not run, and may
+--     run now. Every script that changes something calls it before its
+--     first write. A request carries `deadline` (ARGV: ms since the Unix
+--     epoch, by the store's clock as the client estimates it): one that has
+--     not run by then never runs, and the script fails with
+--     "STALEREQUEST <now-ms> ..." before writing anything. So a request held
+--     on a connection, in a frozen server or in a partition cannot apply
+--     late, however late it arrives: it runs at most once, and only before
+--     its deadline, while a record written by its first run outlives the
+--     deadline (see record()). Both sides of that rule read the same clock
+--     (the store's TIME, and key expiry, which Redis keeps as an absolute
+--     time and replicates as one), so it holds also when that clock steps
+--     or differs from the client's, and on a replica promoted after a
+--     failover.
+-- record(key, value)
+--     keeps `value`, the outcome of the request recorded() let run, under
+--     its record `key` until RECORD_GRACE_MS past the request's deadline,
+--     so that the request sent again gets the same answer and writes
+--     nothing. Every outcome is recorded: LATCH_HELD for an acquisition
+--     that found the lock held, LATCH_NOT_HELD for a release by an owner
+--     that did not hold it, the token or 0/1 otherwise. Written with
+--     redis.pcall: a server out of memory refuses SET, and an outcome that
+--     needed no other refused write (a release of the last hold, "held",
+--     "not held") must still be answered; such a request is then not
+--     recognised if sent again before its deadline.
 -- extend(lock, lease, pttl)
 --     sets the expiry of the lock hash `lock`, whose PTTL was `pttl` before
 --     this script wrote its hold, to `lease` ms from now, unless it would
@@ -33,12 +49,13 @@
 --     owner's holds with different leases (a short re-entry, a watchdog
 --     renewal, the release of either) never shorten the time another guard
 --     of that owner was promised. (Redisson sets the newest lease.)
--- latched_release(latch_key, ttl)
+-- latched_release(record_key, deadline)
 --     the first reply of a release request sent again: 'none' when it has
---     no latch (run it), false for "not held" (reply nil), else 0 or 1.
--- give_back(lock, owner, lease, latch_key, ttl)
---     gives back one hold of `owner`: "not held" (latched; returns nil) when
---     it has none, one hold fewer (lease extended, latched; returns 0) when
+--     not run (run it; see recorded()), false for "not held" (reply nil),
+--     else 0 or 1.
+-- give_back(lock, owner, lease, record_key)
+--     gives back one hold of `owner`: "not held" (recorded; returns nil) when
+--     it has none, one hold fewer (lease extended, recorded; returns 0) when
 --     it has more, and 'last' when this is its last hold, which the caller
 --     then deletes and announces (DEL and PUBLISH are never refused for
 --     memory) before latching 1.
@@ -58,10 +75,10 @@
 -- such as GET or PTTL costs about 3 000, a SET with PX about 13 000, this
 -- prelude about 3 500 per script, and Lua formatting a number into a
 -- command argument (sprintf "%.14g") about 2 500 — so numbers that come
--- from ARGV are passed on as the ARGV strings (ttl, lease), and latch()
+-- from ARGV are passed on as the ARGV strings (ttl, lease), and record()
 -- writes the outcomes 0 and 1 as strings. A pair cost 107 000 with EXISTS
 -- and numbers formatted, 89 000 after (10 commands); the raw SET NX +
--- GET/DEL pair of a non-reentrant lock without latches needs 3.
+-- GET/DEL pair of a non-reentrant lock without records needs 3.
 --
 -- Out of memory. A server at maxmemory with the noeviction policy refuses,
 -- inside a script (these scripts declare no flags, so Redis checks each
@@ -86,16 +103,16 @@
 -- comes first (the fair lock's acquire, the expirable semaphore's
 -- acquire). Lua does not roll back, so nothing may be written before
 -- that point; past it, the script runs to its end. The only growth
--- allowed after a write that cannot be refused is the request's latch:
+-- allowed after a write that cannot be refused is the request's record:
 -- one small key with a TTL of a few seconds, which a release must keep
 -- even out of memory so that its retry is answered.
 -- So an acquisition, a partial release and joining a fair queue fail
 -- whole, mapped to LockError::OutOfMemory. A release of the last hold
 -- only frees memory: it reads the count (HGET), then DELs and PUBLISHes,
--- and latches with pcall, so it succeeds. Renewal only sets expiries and
+-- and records with pcall, so it succeeds. Renewal only sets expiries and
 -- succeeds too.
 --
--- Why latch "held" and "not held" too: a request stuck on the wire can
+-- Why record "held" and "not held" too: a request stuck on the wire can
 -- arrive after its owner moved on (its retry found the lock held, the owner
 -- then took the lock with a new request; or its release found nothing and
 -- the owner then took the lock again). Run afresh it would take a second
@@ -105,14 +122,14 @@
 -- is undone; "held" means it ran without taking it (first run or the
 -- repeat itself), and a late original can no longer take it afterwards.
 --
--- Why a first hold is latched too, though a retry could do without: a
+-- Why a first hold is recorded too, though a retry could do without: a
 -- request of an owner that holds nothing yet, repeated, finds the owner's
 -- field when its first attempt took the lock, and could answer from that
 -- alone. But a late duplicate (stuck on the wire) can arrive after that
 -- hold ended — released, expired, force-unlocked by us, or deleted by a
 -- Redisson client's forceUnlock() or delete() — and then finds the lock
 -- free: only a key written when the hold was taken survives every one of
--- those ends, so the acquire latch stays. (Measured as in "Cost" above,
+-- those ends, so the acquire record stays. (Measured as in "Cost" above,
 -- leaving its SET out saves about 13 000 of the 89 000 instructions a pair
 -- costs over empty scripts; a release-time tombstone that a late first
 -- attempt would read instead takes a GET back in each script, and it still
@@ -134,15 +151,35 @@ end
 local LATCH_HELD = 'held'
 local LATCH_NOT_HELD = 'not held'
 
-local function latch(key, value, ttl)
-    if ttl ~= '0' and ttl ~= 0 then
-        if value == 0 then
-            value = '0'
-        elseif value == 1 then
-            value = '1'
-        end
-        redis.pcall('set', key, value, 'px', ttl)
+-- Past its deadline a record lives this much longer: a margin for the
+-- store's clock read by TIME running ahead of the time Redis froze for key
+-- expiry when the script started.
+local RECORD_GRACE_MS = 1000
+local record_px = nil
+
+local function recorded(key, deadline)
+    local first = redis.call('get', key)
+    if first then
+        return first
     end
+    local time = redis.call('time')
+    local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    local left = tonumber(deadline) - now
+    if left < 0 then
+        return error({err = 'STALEREQUEST ' .. string.format('%.0f', now)
+            .. ' the request reached the store after its deadline; it did not run and never will'})
+    end
+    record_px = string.format('%.0f', left + RECORD_GRACE_MS)
+    return nil
+end
+
+local function record(key, value)
+    if value == 0 then
+        value = '0'
+    elseif value == 1 then
+        value = '1'
+    end
+    redis.pcall('set', key, value, 'px', record_px)
 end
 
 local function refuse_if_out_of_memory(zset)
@@ -155,31 +192,28 @@ local function extend(lock, lease, pttl)
     end
 end
 
-local function latched_release(key, ttl)
-    if ttl == '0' or ttl == 0 then
-        return 'none'
-    end
-    local latched = redis.call('get', key)
-    if latched == LATCH_NOT_HELD then
+local function latched_release(key, deadline)
+    local first = recorded(key, deadline)
+    if first == LATCH_NOT_HELD then
         return false
     end
-    if latched then
-        return tonumber(latched)
+    if first then
+        return tonumber(first)
     end
     return 'none'
 end
 
-local function give_back(lock, owner, lease, key, ttl)
+local function give_back(lock, owner, lease, key)
     local held = redis.call('hget', lock, owner)
     if not held then
-        latch(key, LATCH_NOT_HELD, ttl)
+        record(key, LATCH_NOT_HELD)
         return nil
     end
     if tonumber(held) > 1 then
         local pttl = redis.call('pttl', lock)
         redis.call('hincrby', lock, owner, -1)
         extend(lock, lease, pttl)
-        latch(key, 0, ttl)
+        record(key, 0)
         return 0
     end
     return 'last'

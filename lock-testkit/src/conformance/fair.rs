@@ -277,8 +277,14 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
     let backend = b.kinds().fair_kind().expect("a fair kind").as_ref();
     let waiter = b.new_owner();
     let lock_name = LockName::new(&name).unwrap();
-    let attempt = lock_core::AcquireRequest::new(lock_name.clone(), waiter, 10_000, false, 30_000)
-        .queue(Some(10_000));
+    let attempt = lock_core::AcquireRequest::new(
+        lock_name.clone(),
+        waiter,
+        10_000,
+        false,
+        super::request_deadline(),
+    )
+    .queue(Some(10_000));
     let is_held = |o| assert!(matches!(o, lock_core::AcquireOutcome::Held { .. }), "{o:?}");
     is_held(backend.try_acquire(&attempt).await.unwrap());
     assert_eq!(h.list(&queue_key(h, &name)).await, vec![waiter.field()]);
@@ -326,7 +332,14 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
     let a = hc.new_owner();
     let a_attempt = || {
         let lease_ms = lease.as_millis() as u64;
-        AcquireRequest::new(lock_name.clone(), a, lease_ms, false, 0).queue(Some(5_000))
+        AcquireRequest::new(
+            lock_name.clone(),
+            a,
+            lease_ms,
+            false,
+            super::request_deadline(),
+        )
+        .queue(Some(5_000))
     };
     let a_queued = backend.try_acquire(&a_attempt()).await.unwrap();
     assert!(
@@ -381,7 +394,15 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
     let c = client(h).await;
     let backend = c.kinds().fair_kind().expect("a fair kind").as_ref();
     let name = LockName::new(unique("recheck")).unwrap();
-    let attempt = |owner| AcquireRequest::new(name.clone(), owner, 10_000, false, 0);
+    let attempt = |owner| {
+        AcquireRequest::new(
+            name.clone(),
+            owner,
+            10_000,
+            false,
+            super::request_deadline(),
+        )
+    };
     let (holder, head, next) = (c.new_owner(), c.new_owner(), c.new_owner());
     let taken = backend.try_acquire(&attempt(holder)).await.unwrap();
     assert!(
@@ -394,7 +415,8 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
             .await
             .unwrap();
     }
-    let release = lock_core::ReleaseRequest::new(name.clone(), holder, 10_000, 0);
+    let release =
+        lock_core::ReleaseRequest::new(name.clone(), holder, 10_000, super::request_deadline());
     backend.release(&release).await.unwrap();
     let told = backend
         .try_acquire(&attempt(next).queue(Some(10_000)))

@@ -19,7 +19,15 @@ use super::{
 };
 
 const LEASE_MS: u64 = 10_000;
-const LATCH_MS: u64 = 30_000;
+/// How long the requests made here may run: past any paused-time advance
+/// of a check.
+const LATCH_MS: u64 = 3_600_000;
+
+/// The deadline of a request made now (by the wall clock) that may run for
+/// `LATCH_MS`.
+fn deadline() -> u64 {
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+}
 
 fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {
     c.kinds().handoff_kind().expect("a handoff kind").as_ref()
@@ -32,7 +40,7 @@ fn wait_attempt(name: &str, owner: Owner, ticket: Option<u64>) -> AcquireRequest
         owner,
         LEASE_MS,
         false,
-        LATCH_MS,
+        deadline(),
     )
     .queue(Some(10_000))
     .ticket(ticket)
@@ -55,7 +63,7 @@ fn is_acquired(outcome: AcquireOutcome) {
 /// Releases `owner`'s last hold of `name` through `kind`; nothing of the
 /// lock is left but its latches and token counter.
 async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, owner: Owner) {
-    let release = ReleaseRequest::new(LockName::new(name).unwrap(), owner, LEASE_MS, LATCH_MS);
+    let release = ReleaseRequest::new(LockName::new(name).unwrap(), owner, LEASE_MS, deadline());
     assert_eq!(
         kind.release(&release).await.unwrap(),
         ReleaseOutcome::Released

@@ -319,7 +319,7 @@ pub async fn repeated_writes_count_once(h: &dyn Harness) {
     let kind = c.kinds().latch_kind().unwrap().clone();
     let name = unique("latch-repeat");
     let n = LockName::new(&name).unwrap();
-    let ttl = 5_000;
+    let ttl = super::request_deadline();
     let set = LatchRequest::new(n.clone(), ttl);
     assert!(kind.try_set_count(&set, 3).await.unwrap());
     let down = LatchRequest::new(n.clone(), ttl);

@@ -15,7 +15,15 @@ use lock_core::{
 use super::{client, unique, Harness, Kind};
 
 /// The latch ttl of these requests: far longer than any check.
-const LATCH_MS: u64 = 30_000;
+/// How long the requests made here may run: past any paused-time advance
+/// of a check.
+const LATCH_MS: u64 = 3_600_000;
+
+/// The deadline of a request made now (by the wall clock) that may run for
+/// `LATCH_MS`.
+fn deadline() -> u64 {
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+}
 const LEASE_MS: u64 = 20_000;
 /// Fair locks queue with this waiter timeout; other kinds ignore it.
 const QUEUE_MS: u64 = 10_000;
@@ -25,11 +33,11 @@ fn lock_name(name: &str) -> LockName {
 }
 
 fn acquire(name: &str, owner: Owner) -> AcquireRequest {
-    AcquireRequest::new(lock_name(name), owner, LEASE_MS, true, LATCH_MS).queue(Some(QUEUE_MS))
+    AcquireRequest::new(lock_name(name), owner, LEASE_MS, true, deadline()).queue(Some(QUEUE_MS))
 }
 
 fn release(name: &str, owner: Owner) -> ReleaseRequest {
-    ReleaseRequest::new(lock_name(name), owner, LEASE_MS, LATCH_MS)
+    ReleaseRequest::new(lock_name(name), owner, LEASE_MS, deadline())
 }
 
 /// The raw store operations of the suite's kind on client `c`.

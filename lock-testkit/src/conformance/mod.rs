@@ -831,3 +831,11 @@ pub async fn waiting(c: &LockClient, waiters: u64) {
     })
     .await;
 }
+
+/// The deadline of a request a check sends through a kind's store
+/// operations itself: an hour from now by the wall clock, past any
+/// paused-time advance of a check, so only the checks about deadlines meet
+/// one.
+pub fn request_deadline() -> u64 {
+    lock_core::kind::deadline_in(std::time::Duration::from_secs(3600))
+}

@@ -160,7 +160,7 @@ pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
     let name = unique("psem-many-latch");
     let s = sem(&a, &name);
     let n = LockName::new(&name).unwrap();
-    let ttl = a.config().latch_ttl.as_millis() as u64;
+    let ttl = super::request_deadline();
     let create = PermitRequest::new(n.clone(), 4, ttl);
     assert!(kind.try_set_permits(&create).await.unwrap());
     assert!(kind.try_set_permits(&create).await.unwrap(), "first reply");

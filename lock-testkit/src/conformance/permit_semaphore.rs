@@ -220,7 +220,7 @@ pub async fn repeated_requests_count_once(h: &dyn Harness) {
         lock_core::LeaseOutcome::Acquired
     );
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
-    let ttl = a.config().latch_ttl.as_millis() as u64;
+    let ttl = super::request_deadline();
     let give = LeaseRelease::new(n, take.id, ttl);
     assert!(kind.release(&give).await.unwrap());
     assert!(kind.release(&give).await.unwrap(), "first outcome again");

@@ -255,7 +255,7 @@ pub async fn repeated_changes_count_once(h: &dyn Harness) {
     let s = sem(&a, &name);
     s.try_set_permits(1).await.unwrap();
     let n = lock_core::LockName::new(&name).unwrap();
-    let ttl = a.config().latch_ttl.as_millis() as u64;
+    let ttl = super::request_deadline();
     let take = PermitRequest::new(n.clone(), 1, ttl);
     assert!(kind.try_acquire(&take).await.unwrap());
     assert!(
@@ -463,7 +463,7 @@ pub async fn repeated_try_set_answers_its_first_reply(h: &dyn Harness) {
     let kind = a.kinds().semaphore_kind().unwrap().clone();
     let name = unique("sem-set-latch");
     let n = lock_core::LockName::new(&name).unwrap();
-    let ttl = a.config().latch_ttl.as_millis() as u64;
+    let ttl = super::request_deadline();
     let create = PermitRequest::new(n.clone(), 2, ttl);
     assert!(kind.try_set_permits(&create, None).await.unwrap());
     assert!(

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use lock_core::{LatchKind, LatchRequest, LockClient, LockName, MAX_COUNT};
 use proptest::prelude::*;
 
-use super::{answer, name, Answer, Ids, Model, CLIENTS, LATCH_TTLS_MS};
+use super::{answer, name, request_deadline, Answer, Ids, Model, CLIENTS, LATCH_TTLS_MS};
 
 /// The count-down latch ([`LockClient::count_down_latch`]).
 #[derive(Debug, Clone, Copy)]
@@ -155,7 +155,7 @@ impl Model for Latch {
                 keep,
             } => (Write::Delete, client, latch, keep),
         };
-        let req = LatchRequest::new(latch_name(latch), LATCH_TTLS_MS[keep]);
+        let req = LatchRequest::new(latch_name(latch), request_deadline(keep));
         ids.note(&req.request_id);
         let seen = write(state.kinds[client].as_ref(), what, &req).await;
         state.last = Some((what, client, req));

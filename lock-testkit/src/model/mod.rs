@@ -100,8 +100,14 @@ pub const CLIENTS: usize = 2;
 /// Leases, waiter timeouts and latch times to live, on the grid (see the
 /// module docs).
 pub(crate) const DURATIONS_MS: [u64; 3] = [150, 350, 950];
-/// How long a request's outcome is kept for a repeat: none, or on the grid.
-pub(crate) const LATCH_TTLS_MS: [u64; 3] = [0, 350, 30_000];
+/// How long a request may run (its deadline from when it is made), on the
+/// grid: its outcome is kept for a repeat until past then.
+pub(crate) const LATCH_TTLS_MS: [u64; 3] = [350, 1_000, 30_000];
+
+/// The deadline of a request made now with window `LATCH_TTLS_MS[i]`.
+pub(crate) fn request_deadline(i: usize) -> u64 {
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_TTLS_MS[i]))
+}
 /// The seed of [`config`] when `PROPTEST_RNG_SEED` does not give one.
 pub const SEED: u64 = 0x6d6f_6465_6c5f_3132;
 

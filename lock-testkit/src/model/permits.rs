@@ -16,7 +16,9 @@ use lock_core::{
 };
 use proptest::prelude::*;
 
-use super::{answer, name, Answer, Ids, Model, CLIENTS, DURATIONS_MS, LATCH_TTLS_MS};
+use super::{
+    answer, name, request_deadline, Answer, Ids, Model, CLIENTS, DURATIONS_MS, LATCH_TTLS_MS,
+};
 
 /// The expirable-permit semaphore
 /// ([`LockClient::permit_expirable_semaphore`]).
@@ -189,7 +191,7 @@ impl Model for PermitSemaphore {
             PermitOp::TrySet { client, permits } => {
                 // Latched like every change since try_set_permits answers
                 // its first outcome to a retry.
-                let req = PermitRequest::new(sem_name(), permits as i64, LATCH_TTLS_MS[2]);
+                let req = PermitRequest::new(sem_name(), permits as i64, request_deadline(2));
                 ids.note(&req.request_id);
                 return Some(answer(state.kinds[client].try_set_permits(&req).await));
             }
@@ -219,7 +221,7 @@ impl Model for PermitSemaphore {
                 delta,
                 latch,
             } => {
-                let req = PermitRequest::new(sem_name(), delta, LATCH_TTLS_MS[latch]);
+                let req = PermitRequest::new(sem_name(), delta, request_deadline(latch));
                 ids.note(&req.request_id);
                 Sent::Add(client, req)
             }
@@ -234,7 +236,7 @@ impl Model for PermitSemaphore {
                 latch,
             } => {
                 let id = state.pick(which, ids);
-                let req = LeaseRelease::new(sem_name(), id, LATCH_TTLS_MS[latch]);
+                let req = LeaseRelease::new(sem_name(), id, request_deadline(latch));
                 ids.note(&req.request_id);
                 Sent::Release(client, req)
             }

@@ -10,7 +10,9 @@ use async_trait::async_trait;
 use lock_core::{LockClient, LockName, PermitRequest, SemaphoreKind, MAX_PERMITS};
 use proptest::prelude::*;
 
-use super::{answer, name, Answer, Ids, Model, CLIENTS, DURATIONS_MS, LATCH_TTLS_MS};
+use super::{
+    answer, name, request_deadline, Answer, Ids, Model, CLIENTS, DURATIONS_MS, LATCH_TTLS_MS,
+};
 
 /// The semaphore ([`LockClient::semaphore`]).
 #[derive(Debug, Clone, Copy)]
@@ -161,7 +163,7 @@ impl Model for Semaphore {
                 let ttl = ttl.map(|t| DURATIONS_MS[t]);
                 // Latched like every change since try_set_permits answers
                 // its first outcome to a retry.
-                let req = PermitRequest::new(sem_name(), permits as i64, LATCH_TTLS_MS[2]);
+                let req = PermitRequest::new(sem_name(), permits as i64, request_deadline(2));
                 ids.note(&req.request_id);
                 return Some(answer(state.kinds[client].try_set_permits(&req, ttl).await));
             }
@@ -191,7 +193,7 @@ impl Model for Semaphore {
             } => (Change::Release, client, permits, latch),
             SemOp::Drain { client, latch } => (Change::Drain, client, 0, latch),
         };
-        let req = PermitRequest::new(sem_name(), permits, LATCH_TTLS_MS[latch]);
+        let req = PermitRequest::new(sem_name(), permits, request_deadline(latch));
         ids.note(&req.request_id);
         let seen = change(state.kinds[client].as_ref(), what, &req).await;
         state.last = Some((what, client, req));

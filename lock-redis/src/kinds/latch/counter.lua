@@ -1,5 +1,5 @@
 -- counter: the helper every count-down latch script starts with (put in
--- front of each script when it is built, see mod.rs), so the rule is
+-- front of each script, after common.lua, when it is built, see mod.rs), so the rule is
 -- written once.
 --
 -- check_counter(key)
@@ -20,27 +20,4 @@ local function check_counter(key)
         end
     end
     return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind of value')
-end
---
--- latched(key, ttl)
---     the first reply of a request sent again (an integer), or nil when it
---     has no request latch `key` (run it); always nil when `ttl` is 0.
--- keep(key, value, ttl)
---     keeps `value`, the request's reply, under its request latch `key` for
---     `ttl` ms (nothing when `ttl` is 0). With pcall: a server out of memory
---     refuses SET, and the request's work is done and must be answered.
-local function latched(key, ttl)
-    if ttl > 0 then
-        local first = redis.call('get', key)
-        if first then
-            return tonumber(first)
-        end
-    end
-    return nil
-end
-
-local function keep(key, value, ttl)
-    if ttl > 0 then
-        redis.pcall('set', key, value, 'px', ttl)
-    end
 end

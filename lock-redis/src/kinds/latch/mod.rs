@@ -31,8 +31,10 @@ use redis::{Script, Value};
 /// The check every latch script starts with (`counter.lua`).
 const COUNTER_LUA: &str = include_str!("counter.lua");
 
+/// A latch script: after `common.lua` (the request records) and
+/// `counter.lua`.
 fn with_counter(body: &str) -> Script {
-    Script::new(&[COUNTER_LUA, body].concat())
+    Script::new(&[lock_script::scripts::COMMON_LUA, COUNTER_LUA, body].concat())
 }
 
 /// Sets the count of an absent latch (`try_set_count.lua`).
@@ -157,10 +159,10 @@ impl LatchKind for Latch {
                 NEW_COUNT_MESSAGE.to_owned(),
                 count.to_string(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         flag("try_set_count", &self.env.eval(call).await?)
     }
 
@@ -181,10 +183,10 @@ impl LatchKind for Latch {
             vec![
                 ZERO_COUNT_MESSAGE.to_owned(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         match self.env.eval(call).await? {
             Value::Int(left) => u64::try_from(left)
                 .map_err(|_| LockError::protocol(format!("count_down: a count of {left} left"))),
@@ -230,10 +232,10 @@ impl LatchKind for Latch {
             vec![
                 NEW_COUNT_MESSAGE.to_owned(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         flag("delete", &self.env.eval(call).await?)
     }
 

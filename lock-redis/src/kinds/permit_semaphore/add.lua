@@ -5,10 +5,10 @@
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  leases                    {<name>}:timeout
 -- KEYS[3]  channel                   redisson_sc:{<name>}
--- KEYS[4]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[4]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  delta (-MAX_PERMITS..MAX_PERMITS)
 -- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
--- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[3]  the request's deadline (see recorded() in common.lua)
 --
 -- Reply (after reclaiming expired permits):
 --   {1, count}  SET to the new count (a missing count counts as 0); the
@@ -16,8 +16,7 @@
 --               publishes nothing for a removal)
 --   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing written
 -- Latched: a retry never adds twice.
-local latch_ttl = tonumber(ARGV[3])
-local first = latched_count(KEYS[4], latch_ttl)
+local first = latched_count(KEYS[4], ARGV[3])
 if first ~= nil then
     return {1, first}
 end
@@ -36,5 +35,5 @@ redis.call('set', KEYS[1], count)
 if tonumber(ARGV[1]) > 0 then
     redis.call(ARGV[2], KEYS[3], count)
 end
-latch(KEYS[4], count, latch_ttl)
+record(KEYS[4], count)
 return {1, count}

@@ -97,18 +97,18 @@ impl PermitSemaphore {
         &self,
         name: &LockName,
         request_id: &str,
-        latch_ttl_ms: u64,
+        deadline_ms: u64,
         payload: &str,
         ids: &[PermitId],
     ) -> Result<u64> {
         let mut args = vec![
             self.env.publish_command(),
-            latch_ttl_ms.to_string(),
+            deadline_ms.to_string(),
             payload.to_owned(),
         ];
         args.extend(ids.iter().map(PermitId::to_string));
-        let call = ScriptCall::new(&RELEASE, self.latched_keys(name, request_id), args)
-            .idempotent(latch_ttl_ms > 0);
+        let call =
+            ScriptCall::new(&RELEASE, self.latched_keys(name, request_id), args).idempotent(true);
         let n = int_reply("release", &self.env.eval(call).await?)?;
         u64::try_from(n).map_err(|_| bad_reply("release", &Value::Int(n)))
     }
@@ -152,10 +152,10 @@ impl PermitSemaphore {
             vec![
                 req.permits.to_string(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0)
+        .idempotent(true)
     }
 
     fn keys(&self, name: &LockName) -> Vec<String> {
@@ -264,7 +264,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// Repeat the request (same id) to learn its first outcome.
     async fn release_many(&self, req: &LeasesRelease) -> Result<u64> {
         let request_id = req.request_id.to_string();
-        self.release_ids(&req.name, &request_id, req.latch_ttl_ms, "given", &req.ids)
+        self.release_ids(&req.name, &request_id, req.deadline_ms, "given", &req.ids)
             .await
     }
 
@@ -320,7 +320,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     async fn release(&self, req: &LeaseRelease) -> Result<bool> {
         let request_id = req.request_id.to_string();
         let n = self
-            .release_ids(&req.name, &request_id, req.latch_ttl_ms, "count", &[req.id])
+            .release_ids(&req.name, &request_id, req.deadline_ms, "count", &[req.id])
             .await?;
         match n {
             1 => Ok(true),

@@ -5,9 +5,9 @@
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  leases                    {<name>}:timeout
 -- KEYS[3]  channel                   redisson_sc:{<name>}
--- KEYS[4]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[4]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  publish command           "PUBLISH" or "SPUBLISH"
--- ARGV[2]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[2]  the request's deadline (see recorded() in common.lua)
 -- ARGV[3]  what the notice carries, as Redisson's two releases publish:
 --          "count" the new count (tryRelease(id)), "given" the number
 --          given back (tryRelease(List)); either wakes up to that many
@@ -25,8 +25,7 @@
 -- Out of memory (see common.lua): the reclaim writes first and cannot be
 -- refused, and frees lease members; what follows grows memory only by
 -- creating a missing count, so then it is refused first.
-local latch_ttl = tonumber(ARGV[2])
-local first = latched_count(KEYS[4], latch_ttl)
+local first = latched_count(KEYS[4], ARGV[2])
 if first ~= nil then
     return first
 end
@@ -38,7 +37,7 @@ local ids = {}
 for i = 4, #ARGV do
     local id = raw_id(ARGV[i])
     if not redis.call('zscore', KEYS[2], id) then
-        latch(KEYS[4], 0, latch_ttl)
+        record(KEYS[4], 0)
         return 0
     end
     ids[#ids + 1] = id
@@ -54,5 +53,5 @@ if ARGV[3] == 'count' then
 else
     redis.call(ARGV[1], KEYS[3], removed)
 end
-latch(KEYS[4], removed, latch_ttl)
+record(KEYS[4], removed)
 return removed

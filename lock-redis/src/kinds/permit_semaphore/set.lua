@@ -5,10 +5,10 @@
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  leases                    {<name>}:timeout
 -- KEYS[3]  channel                   redisson_sc:{<name>}
--- KEYS[4]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[4]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  the total (0..MAX_PERMITS)
 -- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
--- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[3]  the request's deadline (see recorded() in common.lua)
 --
 -- The total is not stored: it is the free count plus the taken permits
 -- (every member of the leases, expired or not: reclaiming moves a permit
@@ -28,8 +28,7 @@
 -- nothing twice.
 -- Out of memory: SET or INCRBY is the first write, refused before anything
 -- else.
-local latch_ttl = tonumber(ARGV[3])
-local first = latched_count(KEYS[4], latch_ttl)
+local first = latched_count(KEYS[4], ARGV[3])
 if first ~= nil then
     return {1, first}
 end
@@ -38,12 +37,12 @@ local total = tonumber(ARGV[1])
 if value == nil then
     redis.call('set', KEYS[1], ARGV[1])
     redis.call(ARGV[2], KEYS[3], ARGV[1])
-    latch(KEYS[4], total, latch_ttl)
+    record(KEYS[4], total)
     return {1, total}
 end
 local maximum = value + redis.call('zcard', KEYS[2])
 if maximum == total then
-    latch(KEYS[4], value, latch_ttl)
+    record(KEYS[4], value)
     return {1, value}
 end
 local count = value + total - maximum
@@ -52,5 +51,5 @@ if count > MAX_PERMITS or count < -MAX_PERMITS then
 end
 redis.call('incrby', KEYS[1], total - maximum)
 redis.call(ARGV[2], KEYS[3], ARGV[1])
-latch(KEYS[4], count, latch_ttl)
+record(KEYS[4], count)
 return {1, count}

@@ -86,10 +86,10 @@ impl ExclusiveKind for Reentrant {
                 req.lease_ms.to_string(),
                 req.owner.field(),
                 if req.fenced { "1" } else { "0" }.to_owned(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         self.env.acquire(self, call, req).await
     }
 
@@ -118,10 +118,10 @@ impl ExclusiveKind for Reentrant {
                 req.lease_ms.to_string(),
                 req.owner.field(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         replies::release(&self.env.eval(call).await?)
     }
 

@@ -239,10 +239,10 @@ impl ExclusiveKind for Read {
                 req.lease_ms.to_string(),
                 req.owner.field(),
                 writer_field(&req.owner),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         self.env.acquire(self, call, req).await
     }
 
@@ -272,10 +272,10 @@ impl ExclusiveKind for Read {
                 UNLOCK_MESSAGE.to_owned(),
                 req.owner.field(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         replies::release(&self.env.eval(call).await?)
     }
 
@@ -378,11 +378,11 @@ impl ExclusiveKind for Write {
                 req.lease_ms.to_string(),
                 writer_field(&req.owner),
                 req.owner.field(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
                 req.queue_ms.unwrap_or(0).to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         self.env
             .acquire(self, call, req)
             .await
@@ -412,10 +412,10 @@ impl ExclusiveKind for Write {
                 req.lease_ms.to_string(),
                 writer_field(&req.owner),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         replies::release(&self.env.eval(call).await?)
     }
 

@@ -5,7 +5,7 @@
 -- KEYS[2]  this owner's hold-key prefix
 --                                    {<prefix><name>}:<owner>:rwlock_timeout
 --          (hold n is the string KEYS[2] .. ':' .. n)
--- KEYS[3]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[3]  request record            redisson_lock_latch:{<name>}:<request-id>
 -- KEYS[4]  waiting writers (ours)    redisson_rwlock_writers:{<name>} (see
 --          write_acquire.lua)
 -- ARGV[1]  lease in milliseconds (>= 1): the new hold's key lives this
@@ -13,7 +13,7 @@
 --          sooner than it already would; see extend() in common.lua)
 -- ARGV[2]  reader field              "<client-uuid>:<owner-id>"
 -- ARGV[3]  this owner's writer field "<client-uuid>:<owner-id>:write"
--- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[4]  the request's deadline (see recorded() in common.lua)
 --
 -- Taken when the lock is free, in read mode, or in write mode held by this
 -- owner's writer (a writer may read: that is how it downgrades). A hash
@@ -30,7 +30,7 @@
 --   {0, pttl}   held by a writer (or not a read-write lock), or a writer
 --               waits; pttl is the hash's PTTL (-1: no expiry), or with no
 --               hash, the time until the first waiting writer's deadline
--- Every outcome is latched (see latch() in common.lua); a repeat writes
+-- Every outcome is recorded (see record() in common.lua); a repeat writes
 -- nothing and returns {1, 0}, or {0, pttl} with the current PTTL.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
 -- write. Out of memory: the hold key's SET is the script's first write
@@ -38,19 +38,16 @@
 -- that frees memory, so nothing writes before it);
 -- should the hash's write after it be refused, the key is deleted again
 -- and the script fails with the OOM error, so nothing stays written.
-local latch_ttl = tonumber(ARGV[4])
-if latch_ttl > 0 then
-    local latched = redis.call('get', KEYS[3])
-    if latched == LATCH_HELD then
-        local pttl = redis.call('pttl', KEYS[1])
-        if pttl == -2 then
-            pttl = 0
-        end
-        return {0, pttl}
+local first = recorded(KEYS[3], ARGV[4])
+if first == LATCH_HELD then
+    local pttl = redis.call('pttl', KEYS[1])
+    if pttl == -2 then
+        pttl = 0
     end
-    if latched then
-        return {1, 0}
-    end
+    return {0, pttl}
+end
+if first then
+    return {1, 0}
 end
 -- The first deadline of a waiting writer still counting, in ms from now
 -- (passed ones are ignored here and removed by the writers' scripts). Only
@@ -72,7 +69,7 @@ local own_writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) =
 if (free or mode == 'read') and mine == 0 and not own_writer then
     local wait = writer_waits()
     if wait then
-        latch(KEYS[3], LATCH_HELD, latch_ttl)
+        record(KEYS[3], LATCH_HELD)
         if free then
             return {0, wait}
         end
@@ -95,8 +92,8 @@ if free or mode == 'read' or own_writer then
         error(written)
     end
     extend(KEYS[1], ARGV[1], pttl)
-    latch(KEYS[3], 0, latch_ttl)
+    record(KEYS[3], 0)
     return {1, 0}
 end
-latch(KEYS[3], LATCH_HELD, latch_ttl)
+record(KEYS[3], LATCH_HELD)
 return {0, redis.call('pttl', KEYS[1])}

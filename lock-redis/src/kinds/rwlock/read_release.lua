@@ -7,11 +7,11 @@
 --                                    {<prefix><name>}:<owner>:rwlock_timeout
 -- KEYS[4]  every owner's hold-key prefix (before ":<owner>")
 --                                    {<prefix><name>}
--- KEYS[5]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[5]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  unlock message ("0": wake one waiter per client)
 -- ARGV[2]  reader field              "<client-uuid>:<owner-id>"
 -- ARGV[3]  publish command           "PUBLISH" or "SPUBLISH"
--- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[4]  the request's deadline (see recorded() in common.lua)
 --
 -- The owner's holds are interchangeable (only their count is stored), so
 -- the one given back is the one whose key ends soonest: its key takes over
@@ -30,15 +30,14 @@
 --   0    one read hold fewer; the owner still reads
 --   nil  not held by this owner (no lock at all: ARGV[1] is published, as
 --        Redisson does, so a waiter that missed a notice looks again)
--- Every outcome is latched (see latch() in common.lua); a repeat writes
+-- Every outcome is recorded (see record() in common.lua); a repeat writes
 -- nothing and returns its first reply, nil included.
 -- Out of memory (see common.lua): giving back the owner's last hold only
 -- deletes (HDEL, DEL, PEXPIRE, PUBLISH) and succeeds; a partial release
 -- fails at its HINCRBY with nothing written.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
 -- write.
-local latch_ttl = tonumber(ARGV[4])
-local first = latched_release(KEYS[5], latch_ttl)
+local first = latched_release(KEYS[5], ARGV[4])
 if first ~= 'none' then
     return first or nil
 end
@@ -47,12 +46,12 @@ if mode == false then
     if redis.call('exists', KEYS[1]) == 0 then
         redis.call(ARGV[3], KEYS[2], ARGV[1])
     end
-    latch(KEYS[5], LATCH_NOT_HELD, latch_ttl)
+    record(KEYS[5], LATCH_NOT_HELD)
     return nil
 end
 local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
 if count == nil then
-    latch(KEYS[5], LATCH_NOT_HELD, latch_ttl)
+    record(KEYS[5], LATCH_NOT_HELD)
     return nil
 end
 if count > 1 then
@@ -111,17 +110,17 @@ if redis.call('hlen', KEYS[1]) > 1 then
         if longest > 0 then
             extend(KEYS[1], longest, pttl)
         end
-        latch(KEYS[5], reply, latch_ttl)
+        record(KEYS[5], reply)
         return reply
     end
     if longest > 0 then
         redis.call('pexpire', KEYS[1], longest)
-        latch(KEYS[5], reply, latch_ttl)
+        record(KEYS[5], reply)
         return reply
     end
 end
 -- Nobody holds it any more (dead readers' hold keys have expired).
 redis.call('del', KEYS[1])
 redis.call(ARGV[3], KEYS[2], ARGV[1])
-latch(KEYS[5], reply, latch_ttl)
+record(KEYS[5], reply)
 return reply

@@ -2,14 +2,14 @@
 -- (Redisson's RedissonWriteLock layout). Runs after common.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
--- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[2]  request record            redisson_lock_latch:{<name>}:<request-id>
 -- KEYS[3]  waiting writers (ours)    redisson_rwlock_writers:{<name>}: a sorted
 --          set of writer fields, scored by the epoch ms (server clock) until
 --          which each counts as waiting
 -- ARGV[1]  lease in milliseconds (>= 1)
 -- ARGV[2]  writer field              "<client-uuid>:<owner-id>:write"
 -- ARGV[3]  this owner's reader field "<client-uuid>:<owner-id>"
--- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[4]  the request's deadline (see recorded() in common.lua)
 -- ARGV[5]  waiter timeout in milliseconds: when the lock is busy, count as
 --          waiting until this long from now (our readers that do not hold
 --          the lock yet wait behind a waiting writer; see read_acquire.lua);
@@ -26,8 +26,8 @@
 --   {0, pttl}   held by others (readers, or another writer)
 --   error "UPGRADE ..." when the lock is in read mode and this owner holds
 --   read: a reader cannot upgrade (it would wait for itself forever);
---   nothing is written but the latch
--- Every outcome is latched (see latch() in common.lua): a repeat writes
+--   nothing is written but the record
+-- Every outcome is recorded (see record() in common.lua): a repeat writes
 -- nothing and returns its first outcome ({0, pttl} with the current PTTL).
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
 -- write; out of memory, the first write (HSET or HINCRBY) is refused with
@@ -41,29 +41,26 @@ local function now_ms()
     local t = redis.call('time')
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local latch_ttl = tonumber(ARGV[4])
-if latch_ttl > 0 then
-    local latched = redis.call('get', KEYS[2])
-    if latched == LATCH_HELD then
-        local pttl = redis.call('pttl', KEYS[1])
-        if pttl == -2 then
-            pttl = 0
-        end
-        return {0, pttl}
+local first = recorded(KEYS[2], ARGV[4])
+if first == LATCH_HELD then
+    local pttl = redis.call('pttl', KEYS[1])
+    if pttl == -2 then
+        pttl = 0
     end
-    if latched == LATCH_UPGRADE then
-        return refuse_upgrade()
-    end
-    if latched then
-        return {1, 0}
-    end
+    return {0, pttl}
+end
+if first == LATCH_UPGRADE then
+    return refuse_upgrade()
+end
+if first then
+    return {1, 0}
 end
 local mode = redis.call('hget', KEYS[1], 'mode')
 if mode == false and redis.call('exists', KEYS[1]) == 0 then
     redis.call('hset', KEYS[1], 'mode', 'write', ARGV[2], 1)
     redis.call('pexpire', KEYS[1], ARGV[1])
     redis.call('zrem', KEYS[3], ARGV[2])
-    latch(KEYS[2], 0, latch_ttl)
+    record(KEYS[2], 0)
     return {1, 0}
 end
 if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
@@ -72,11 +69,11 @@ if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     if pttl >= 0 then
         redis.call('pexpire', KEYS[1], pttl + tonumber(ARGV[1]))
     end
-    latch(KEYS[2], 0, latch_ttl)
+    record(KEYS[2], 0)
     return {1, 0}
 end
 if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-    latch(KEYS[2], LATCH_UPGRADE, latch_ttl)
+    record(KEYS[2], LATCH_UPGRADE)
     return refuse_upgrade()
 end
 local queue_ms = tonumber(ARGV[5])
@@ -92,5 +89,5 @@ if queue_ms > 0 then
         redis.call('pexpire', KEYS[3], queue_ms)
     end
 end
-latch(KEYS[2], LATCH_HELD, latch_ttl)
+record(KEYS[2], LATCH_HELD)
 return {0, redis.call('pttl', KEYS[1])}

@@ -2,22 +2,21 @@
 -- Runs after common.lua and count.lua.
 --
 -- KEYS[1]  permit count              <prefix><name>
--- KEYS[2]  acquire latch             redisson_lock_latch:{<name>}:<request-id>
+-- KEYS[2]  request record            redisson_lock_latch:{<name>}:<request-id>
 -- ARGV[1]  n (1..MAX_PERMITS)
--- ARGV[2]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[2]  the request's deadline (see recorded() in common.lua)
 --
 -- Reply:
 --   1  taken: the count went down by n (its time to live kept)
---   0  fewer than n free (or no semaphore); nothing written but the latch
--- Both outcomes are latched: sent again (a retry after a lost reply, or a
+--   0  fewer than n free (or no semaphore); nothing written but the record
+-- Both outcomes are recorded: sent again (a retry after a lost reply, or a
 -- late duplicate), the request answers its first outcome and takes
 -- nothing. That is what makes an acquisition safe to retry: without it a
 -- retry of an attempt that took n would take n more, which nobody would
 -- ever give back; and a late duplicate of an attempt that found none free
 -- would take permits after its caller gave up.
 -- Out of memory: DECRBY is refused before anything is written.
-local latch_ttl = tonumber(ARGV[2])
-local first = latched_count(KEYS[2], latch_ttl)
+local first = latched_count(KEYS[2], ARGV[2])
 if first == LATCH_HELD then
     return 0
 end
@@ -28,8 +27,8 @@ local value = read_count(KEYS[1])
 local n = tonumber(ARGV[1])
 if value ~= nil and value >= n then
     redis.call('decrby', KEYS[1], n)
-    latch(KEYS[2], 1, latch_ttl)
+    record(KEYS[2], 1)
     return 1
 end
-latch(KEYS[2], LATCH_HELD, latch_ttl)
+record(KEYS[2], LATCH_HELD)
 return 0

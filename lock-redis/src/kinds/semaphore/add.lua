@@ -3,10 +3,10 @@
 --
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  channel                   redisson_sc:{<name>}
--- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[3]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  delta (-MAX_PERMITS..MAX_PERMITS)
 -- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
--- ARGV[3]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[3]  the request's deadline (see recorded() in common.lua)
 --
 -- Reply:
 --   {1, count}  SET to the new count (a missing count counts as 0; the time
@@ -14,8 +14,7 @@
 --               (a payload <= 0 wakes no Java waiter)
 --   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing written
 -- Latched like release.lua: a retry never adds twice.
-local latch_ttl = tonumber(ARGV[3])
-local first = latched_count(KEYS[3], latch_ttl)
+local first = latched_count(KEYS[3], ARGV[3])
 if first ~= nil then
     return {1, first}
 end
@@ -26,5 +25,5 @@ if count > MAX_PERMITS or count < -MAX_PERMITS then
 end
 redis.call('set', KEYS[1], count)
 redis.call(ARGV[2], KEYS[2], count)
-latch(KEYS[3], count, latch_ttl)
+record(KEYS[3], count)
 return {1, count}

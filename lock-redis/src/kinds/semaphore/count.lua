@@ -1,5 +1,5 @@
 -- count: helpers of the semaphore scripts (semaphore/ and
--- permit_semaphore/). Put after common.lua (latch()) in front of each
+-- permit_semaphore/). Put after common.lua (recorded(), record()) in front of each
 -- script that uses them (mod.rs), so each rule is written once.
 --
 -- MAX_PERMITS
@@ -12,9 +12,9 @@
 --     string that is not an integer with "WRONGTYPE <key> does not hold a
 --     permit count". Either way before anything is written, and the value
 --     is left as it is.
--- latched_count(key, ttl)
+-- latched_count(key, deadline)
 --     the first outcome (a number) of a request sent again, or nil when the
---     request has no latch (run it). 'held' (LATCH_HELD, see common.lua)
+--     request has not run (run it; see recorded() in common.lua). 'held' (LATCH_HELD, see common.lua)
 --     comes back as it is.
 local MAX_PERMITS = 2147483647
 
@@ -30,16 +30,13 @@ local function read_count(key)
     return n
 end
 
-local function latched_count(key, ttl)
-    if ttl == 0 then
-        return nil
+local function latched_count(key, deadline)
+    local first = recorded(key, deadline)
+    if first == LATCH_HELD then
+        return first
     end
-    local latched = redis.call('get', key)
-    if latched == LATCH_HELD then
-        return latched
-    end
-    if latched then
-        return tonumber(latched)
+    if first then
+        return tonumber(first)
     end
     return nil
 end

@@ -80,10 +80,10 @@ impl Semaphore {
             vec![
                 req.permits.to_string(),
                 self.env.publish_command(),
-                req.latch_ttl_ms.to_string(),
+                req.deadline_ms.to_string(),
             ],
         )
-        .idempotent(req.latch_ttl_ms > 0)
+        .idempotent(true)
     }
 }
 
@@ -107,10 +107,10 @@ pub(crate) async fn try_set(
             req.permits.to_string(),
             env.publish_command(),
             ttl_ms.unwrap_or(0).to_string(),
-            req.latch_ttl_ms.to_string(),
+            req.deadline_ms.to_string(),
         ],
     )
-    .idempotent(req.latch_ttl_ms > 0);
+    .idempotent(true);
     match int_reply("try_set", &env.eval(call).await?)? {
         1 => Ok(true),
         0 => Ok(false),
@@ -210,9 +210,9 @@ impl SemaphoreKind for Semaphore {
                 layout.lock_key(&req.name),
                 layout.acquire_latch(&req.name, &req.request_id.to_string()),
             ],
-            vec![req.permits.to_string(), req.latch_ttl_ms.to_string()],
+            vec![req.permits.to_string(), req.deadline_ms.to_string()],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         Ok(int_reply("acquire", &self.env.eval(call).await?)? == 1)
     }
 
@@ -269,9 +269,9 @@ impl SemaphoreKind for Semaphore {
                 layout.lock_key(&req.name),
                 layout.acquire_latch(&req.name, &req.request_id.to_string()),
             ],
-            vec![req.latch_ttl_ms.to_string()],
+            vec![req.deadline_ms.to_string()],
         )
-        .idempotent(req.latch_ttl_ms > 0);
+        .idempotent(true);
         int_reply("drain", &self.env.eval(call).await?)
     }
 

@@ -4,25 +4,24 @@
 --
 -- KEYS[1]  permit count              <prefix><name>
 -- KEYS[2]  channel                   redisson_sc:{<name>}
--- KEYS[3]  unlock latch              redisson_unlock_latch:{<name>}:<request-id>
+-- KEYS[3]  request record            redisson_unlock_latch:{<name>}:<request-id>
 -- ARGV[1]  permits (0..MAX_PERMITS)
 -- ARGV[2]  publish command           "PUBLISH" or "SPUBLISH"
 -- ARGV[3]  time to live in milliseconds; "0" for none
--- ARGV[4]  latch ttl in milliseconds; "0" keeps no latch
+-- ARGV[4]  the request's deadline (see recorded() in common.lua)
 --
 -- Reply:
 --   1  created with ARGV[1] permits, announced (payload ARGV[1])
---   0  it exists; nothing written but the latch
+--   0  it exists; nothing written but the record
 -- Latched: sent again (a retry after a lost reply), it answers its first
 -- reply, so a retry of the call that created the semaphore says 1, not 0.
 -- Out of memory: SET is the first write, refused before anything else.
-local latch_ttl = tonumber(ARGV[4])
-local first = latched_count(KEYS[3], latch_ttl)
+local first = latched_count(KEYS[3], ARGV[4])
 if first ~= nil then
     return first
 end
 if read_count(KEYS[1]) ~= nil then
-    latch(KEYS[3], 0, latch_ttl)
+    record(KEYS[3], 0)
     return 0
 end
 if tonumber(ARGV[3]) > 0 then
@@ -31,5 +30,5 @@ else
     redis.call('set', KEYS[1], ARGV[1])
 end
 redis.call(ARGV[2], KEYS[2], ARGV[1])
-latch(KEYS[3], 1, latch_ttl)
+record(KEYS[3], 1)
 return 1

@@ -1,0 +1,95 @@
+//! The client's estimate of the store's clock, which dates every request's
+//! deadline.
+//!
+//! # Why requests carry a deadline
+//! A request that changes something (an acquisition, a release, a count
+//! change) may run late: held on a connection, queued in a frozen server,
+//! delayed in a partition, after the engine has retried it on another
+//! connection and moved on. The store keeps each request's first outcome
+//! under its request id, so a repeat is answered and applies nothing; but
+//! a record cannot live forever, and a request that could still arrive
+//! after its record expired would apply twice (two holders of a lock, a
+//! permit given back twice).
+//!
+//! So every request carries a deadline on the store's clock: the store runs
+//! it only before that deadline, and keeps the record of a run until past
+//! it. A request therefore applies at most once, however late it arrives,
+//! and "refused as stale" ([`crate::LockError::StaleRequest`]) proves it
+//! never ran and never will. Both halves are judged by the store alone,
+//! against its own clock, so the promise does not depend on this estimate
+//! being right: a wrong estimate only makes records live longer (the client
+//! runs ahead) or gets a request refused (the client runs behind), which
+//! re-synchronises the estimate from the store's time in the refusal.
+//!
+//! The estimate follows `tokio::time`, so tests in paused time see the
+//! in-memory store's clock and this one advance together.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::time::Instant;
+
+/// The store's time, in milliseconds since the Unix epoch, as this client
+/// estimates it: its own wall clock when it was made, moved to the store's
+/// whenever the store reports its time.
+#[derive(Debug)]
+pub(crate) struct StoreClock {
+    anchor: Instant,
+    /// The store's estimated time at `anchor`, in ms since the epoch.
+    anchor_ms: AtomicU64,
+}
+
+impl StoreClock {
+    pub(crate) fn new() -> Self {
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or(Duration::ZERO);
+        Self {
+            anchor: Instant::now(),
+            anchor_ms: AtomicU64::new(u64::try_from(wall.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+
+    /// The store's time now, as estimated.
+    pub(crate) fn now_ms(&self) -> u64 {
+        let elapsed = u64::try_from(self.anchor.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.anchor_ms
+            .load(Ordering::Relaxed)
+            .saturating_add(elapsed)
+    }
+
+    /// The deadline of a request made now that may run for `window`.
+    pub(crate) fn deadline_in(&self, window: Duration) -> u64 {
+        self.now_ms()
+            .saturating_add(u64::try_from(window.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// The store reported `store_ms` as its time: estimate from it on.
+    pub(crate) fn resync(&self, store_ms: u64) {
+        let elapsed = u64::try_from(self.anchor.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let before = self.now_ms();
+        self.anchor_ms
+            .store(store_ms.saturating_sub(elapsed), Ordering::Relaxed);
+        tracing::warn!(
+            store_ms,
+            estimated_ms = before,
+            "the store's clock differs from this client's estimate; requests are now dated by the store's"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn follows_tokio_time_and_resyncs() {
+        let clock = StoreClock::new();
+        let start = clock.now_ms();
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(clock.now_ms(), start + 60_000);
+        assert_eq!(clock.deadline_in(Duration::from_secs(30)), start + 90_000);
+        clock.resync(start + 3_600_000);
+        assert_eq!(clock.now_ms(), start + 3_600_000);
+    }
+}
