@@ -23,6 +23,7 @@ mod conformance_sentinel;
 mod connections;
 mod engine_faults;
 mod faults;
+mod late_requests;
 mod latch_conformance;
 mod multi_conformance;
 mod out_of_memory;

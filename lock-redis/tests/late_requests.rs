@@ -1,0 +1,186 @@
+//! Requests that run late, on real redis-server through the fault proxy:
+//! a request held on its connection past its retry, a server frozen past
+//! the request's deadline, an outage or a restart during a release. A
+//! request applies at most once however late it runs (its deadline on the
+//! store's clock, with a record that outlives it), and permits given back or
+//! taken by a failed acquisition are never lost to a transient fault.
+//!
+//! Each of these failed before requests carried deadlines: the late
+//! original gave a permit back a second time (2 of 1 available), counted a
+//! latch down a second time (opened early), or the permit stayed taken for
+//! good (0 of 1).
+
+use std::time::Duration;
+
+use lock_redis::{ClientConfig, RedisConfig, RetryPolicy};
+use lock_testkit::fixtures::{FaultProxy, RedisServer};
+
+/// The shortest request window accepted for 4 attempts of 200 ms each with
+/// the default backoff: a held request outlives it easily.
+const WINDOW: Duration = Duration::from_millis(1500);
+/// Longer than the window plus the record's grace past it.
+const HELD: Duration = Duration::from_millis(3000);
+
+async fn through(proxy: &FaultProxy, config: ClientConfig) -> lock_redis::LockClient {
+    lock_redis::connect(
+        RedisConfig::new(proxy.url()).command_timeout(Duration::from_millis(200)),
+        config,
+    )
+    .await
+    .unwrap()
+}
+
+fn short_window() -> ClientConfig {
+    ClientConfig::default()
+        .watchdog_timeout(Duration::from_secs(3))
+        .latch_ttl(WINDOW)
+}
+
+/// Polls `check` until it holds or `within` passes (behaviour that settles
+/// in the background, without asserting how soon).
+async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let until = tokio::time::Instant::now() + within;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= until {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_original_release_does_not_give_a_permit_back_twice() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::in_front_of(&server);
+    let client = through(&proxy, short_window()).await;
+    let name = "late-release";
+    let sem = client.semaphore(name).unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let permit = sem.try_acquire(1).await.unwrap().expect("one permit free");
+    let held = proxy.hold_next(format!("redisson_unlock_latch:{{{name}}}"), HELD);
+    permit
+        .release()
+        .await
+        .expect("the retry on another connection gives the permit back");
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    held.wait_done().await;
+    assert_eq!(
+        sem.available_permits().await.unwrap(),
+        1,
+        "the late original gave the permit back a second time"
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_original_count_down_does_not_open_the_latch_early() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::in_front_of(&server);
+    let client = through(&proxy, short_window()).await;
+    let name = "late-count-down";
+    let latch = client.count_down_latch(name).unwrap();
+    assert!(latch.try_set_count(2).await.unwrap());
+    let held = proxy.hold_next(format!("redisson_unlock_latch:{{{name}}}"), HELD);
+    assert_eq!(latch.count_down().await.unwrap(), 1);
+    held.wait_done().await;
+    assert_eq!(
+        latch.count().await.unwrap(),
+        1,
+        "the late original counted down a second time"
+    );
+    assert!(!latch.wait_for(Duration::from_millis(100)).await.unwrap());
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_retries_a_swallowed_acquisition_is_given_back() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::in_front_of(&server);
+    let client = through(
+        &proxy,
+        ClientConfig::default()
+            .watchdog_timeout(Duration::from_secs(3))
+            .retry(RetryPolicy::none()),
+    )
+    .await;
+    let sem = client.semaphore("swallowed").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let swallowed = proxy.swallow_reply_next("redisson_lock_latch:{swallowed}");
+    let err = sem.try_acquire(1).await.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    swallowed.wait_done().await;
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            sem.available_permits().await.unwrap() == 1
+        })
+        .await,
+        "the permit the swallowed acquisition took stays taken"
+    );
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_server_past_the_window_loses_no_permit() {
+    let server = RedisServer::start();
+    let client = lock_redis::connect(
+        RedisConfig::new(server.url()).command_timeout(Duration::from_millis(200)),
+        short_window(),
+    )
+    .await
+    .unwrap();
+    let sem = client.semaphore("frozen").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    server.pause();
+    let err = sem.try_acquire(1).await.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    tokio::time::sleep(HELD).await;
+    server.resume();
+    // Every queued copy of the acquisition now runs past its deadline and is
+    // refused; the background repeat learns that and stops.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    assert!(sem.try_acquire(1).await.unwrap().is_some());
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_during_a_restart_is_finished_in_the_background() {
+    let mut server = RedisServer::builder()
+        .arg("--appendonly")
+        .arg("yes")
+        .arg("--appendfsync")
+        .arg("always")
+        .start();
+    let client = lock_redis::connect(
+        RedisConfig::new(server.url()).command_timeout(Duration::from_millis(200)),
+        ClientConfig::default().watchdog_timeout(Duration::from_secs(3)),
+    )
+    .await
+    .unwrap();
+    let sem = client.semaphore("restarted").unwrap();
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let a = sem.try_acquire(1).await.unwrap().expect("free");
+    let b = sem.try_acquire(1).await.unwrap().expect("free");
+    server.kill();
+    let err = a.release().await.unwrap_err();
+    assert!(err.is_retryable(), "{err:?}");
+    drop(b);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    server.restart();
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            sem.available_permits().await.ok() == Some(2)
+        })
+        .await,
+        "a permit given back during the outage stayed taken: {:?}",
+        sem.available_permits().await
+    );
+    client.close().await;
+}
