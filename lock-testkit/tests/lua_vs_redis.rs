@@ -584,7 +584,7 @@ fn fair_scripts_agree_with_redis() {
     // Force unlock tells the head; the queue stays.
     p.eval(
         FAIR_FORCE_UNLOCK,
-        &[R.lock, R.channel, F.queue, F.timeouts],
+        &[R.lock, R.channel, F.queue, F.timeouts, F.handoff],
         &["0", "PUBLISH"],
     );
     fair_release(&mut p, B);
