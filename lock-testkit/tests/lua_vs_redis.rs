@@ -295,17 +295,19 @@ fn latch_scripts_agree_with_redis() {
             &["1", "SPUBLISH", "5000"],
         )
     };
+    // A count-down replies the count left as text (exact past 2^53).
+    let count = |n: &str| ScriptReply::Bulk(n.as_bytes().to_vec());
     // Set, refused while set, repeated; count down, repeated, to zero and
     // past it; count; delete of nothing, of a count, repeated.
     assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
     assert_eq!(set(&mut p, "5", "s2"), ScriptReply::Int(0));
     assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
     p.eval(LATCH_COUNT, &[key], &[]);
-    assert_eq!(down(&mut p, "d1", "5000"), ScriptReply::Int(1));
-    assert_eq!(down(&mut p, "d1", "5000"), ScriptReply::Int(1));
+    assert_eq!(down(&mut p, "d1", "5000"), count("1"));
+    assert_eq!(down(&mut p, "d1", "5000"), count("1"));
     p.same_keyspace();
-    assert_eq!(down(&mut p, "d2", "0"), ScriptReply::Int(0));
-    assert_eq!(down(&mut p, "d3", "5000"), ScriptReply::Int(0));
+    assert_eq!(down(&mut p, "d2", "0"), count("0"));
+    assert_eq!(down(&mut p, "d3", "5000"), count("0"));
     p.eval(LATCH_COUNT, &[key], &[]);
     p.same_keyspace();
     assert_eq!(delete(&mut p, "x1"), ScriptReply::Int(0));
@@ -313,11 +315,24 @@ fn latch_scripts_agree_with_redis() {
     assert_eq!(delete(&mut p, "x2"), ScriptReply::Int(1));
     assert_eq!(delete(&mut p, "x2"), ScriptReply::Int(1));
     p.same_keyspace();
-    // Other values at the key: WRONGTYPE, nothing written.
+    // The 64-bit range's ends: exact at the top; at the bottom, open.
+    set(&mut p, "9223372036854775807", "m1");
+    assert_eq!(down(&mut p, "m2", "5000"), count("9223372036854775806"));
+    p.eval(LATCH_COUNT, &[key], &[]);
+    p.same_keyspace();
+    p.reset();
+    p.redis.cmd(&["SET", key, "-9223372036854775808"]);
+    p.memory.set_string(key, "-9223372036854775808");
+    assert_eq!(down(&mut p, "m3", "5000"), count("0"));
+    p.same_keyspace();
+    // Other values at the key (past the 64-bit range included):
+    // WRONGTYPE, nothing written.
     for (cmd, value) in [
         ("SET", "abc"),
         ("SET", "007"),
         ("SET", "-3"),
+        ("SET", "9223372036854775808"),
+        ("SET", "-9223372036854775809"),
         ("RPUSH", "x"),
     ] {
         p.reset();
