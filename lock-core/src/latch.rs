@@ -29,7 +29,10 @@ use crate::name::LockName;
 use crate::op::Retry;
 
 /// The largest count a latch takes: counts are signed 64-bit integers in
-/// the store.
+/// the store, and kept exact up to this one (the store's scripts never
+/// carry a count in a Lua number, a double that is exact only to 2^53).
+/// A count another client stored beyond the 64-bit range is not a count:
+/// operations on it fail with [`LockError::WrongType`].
 pub const MAX_COUNT: u64 = i64::MAX as u64;
 
 /// A handle on one named count-down latch

@@ -186,6 +186,7 @@ impl ExclusiveKind for Fair {
                 layout.channel(name),
                 layout.queue_key(name),
                 layout.timeout_key(name),
+                layout.handoff_key(name),
             ],
             vec![UNLOCK_MESSAGE.to_owned(), self.publish_command()],
         );

@@ -516,3 +516,49 @@ async fn a_zero_lease_is_rejected_before_any_io() {
         AcquireOutcome::Held { ttl: None }
     );
 }
+
+/// The handoff hash expires no sooner than its live entries (the first
+/// queued waiter's included: the hash it creates has no TTL of its own),
+/// and a waiter evicted at its deadline takes its entry with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handoff_hash_expires_and_an_evicted_waiter_takes_its_entry() {
+    let env = env().await;
+    let n = name("handoff-expiry");
+    let (a, b, c) = (owner(), owner(), owner());
+    let handoff = layout().handoff_key(&n);
+    let handoff_wait = |who, queue_ms, ticket| {
+        try_req(&n, who, LEASE)
+            .queue(Some(queue_ms))
+            .ticket(Some(ticket))
+    };
+    must_acquire(&env.backend, &try_req(&n, a, LEASE)).await;
+
+    // B queues for a handoff with a short waiter timeout, then dies: it
+    // never looks again and never leaves.
+    must_wait(&env.backend, &handoff_wait(b, 300, 7)).await;
+    let pttl = int(env.server.cmd(&["PTTL", &handoff]));
+    assert!(0 < pttl && pttl <= 300, "PTTL of the handoff hash: {pttl}");
+
+    // C queues behind it for longer: the hash lives as long as C's entry.
+    must_wait(&env.backend, &handoff_wait(c, QUEUE_MS, 8)).await;
+    let pttl = int(env.server.cmd(&["PTTL", &handoff]));
+    assert!(
+        QUEUE_MS as i64 - 1_000 < pttl && pttl <= QUEUE_MS as i64,
+        "PTTL of the handoff hash: {pttl}"
+    );
+
+    // B's deadline passes; A's release evicts B and grants the lock to C.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        must_release(&env.backend, &release(&n, a, LEASE)).await,
+        ReleaseOutcome::Released
+    );
+    assert!(queue(&env.server, &n).is_empty());
+    assert_eq!(
+        env.server.cmd(&["HGET", &handoff, &b.field()]),
+        Value::Nil,
+        "the evicted waiter's entry is gone"
+    );
+    assert_eq!(env.server.cmd(&["HGET", &handoff, &c.field()]), bulk("g:8"));
+    assert!(int(env.server.cmd(&["PTTL", &handoff])) > 0);
+}

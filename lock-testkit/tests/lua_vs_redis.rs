@@ -214,21 +214,34 @@ const A: &str = "a0a0a0a0-0000-0000-0000-000000000000:1";
 const B: &str = "b0b0b0b0-0000-0000-0000-000000000000:7";
 const C: &str = "c0c0c0c0-0000-0000-0000-000000000000:3";
 
-fn acquire(p: &mut Pair, owner: &str, fenced: &str, latch_ttl: &str, request: &str) -> ScriptReply {
+/// A request deadline an hour away, so that every request here may run (a
+/// script refuses one past its deadline).
+fn deadline() -> String {
+    lock_testkit::conformance::request_deadline().to_string()
+}
+
+/// A request id used once, for calls that the scripts would otherwise
+/// answer from an earlier call's record.
+fn fresh_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!("fresh-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+fn acquire(p: &mut Pair, owner: &str, fenced: &str, request: &str) -> ScriptReply {
     let latch = format!("{}{request}", R.latch);
     p.eval(
         ACQUIRE,
         &[R.lock, &latch, R.token],
-        &["30000", owner, fenced, latch_ttl],
+        &["30000", owner, fenced, &deadline()],
     )
 }
 
-fn release(p: &mut Pair, owner: &str, latch_ttl: &str, request: &str) -> ScriptReply {
+fn release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
     let unlatch = format!("{}{request}", R.unlatch);
     p.eval(
         RELEASE,
         &[R.lock, R.channel, &unlatch],
-        &["0", "30000", owner, "PUBLISH", latch_ttl],
+        &["0", "30000", owner, "PUBLISH", &deadline()],
     )
 }
 
@@ -237,10 +250,10 @@ fn reentrant_scripts_agree_with_redis() {
     let mut p = Pair::new();
     let one = |n| ScriptReply::Array(vec![ScriptReply::Int(1), ScriptReply::Int(n)]);
     // Acquire, a repeated request, re-entry, held by another.
-    assert_eq!(acquire(&mut p, A, "1", "5000", "1"), one(1));
-    assert_eq!(acquire(&mut p, A, "1", "5000", "1"), one(1));
-    assert_eq!(acquire(&mut p, A, "1", "5000", "2"), one(2));
-    acquire(&mut p, B, "0", "0", "3");
+    assert_eq!(acquire(&mut p, A, "1", "1"), one(1));
+    assert_eq!(acquire(&mut p, A, "1", "1"), one(1));
+    assert_eq!(acquire(&mut p, A, "1", "2"), one(2));
+    acquire(&mut p, B, "0", "3");
     p.same_keyspace();
     // Inspect, renew.
     p.eval(INSPECT, &[R.lock], &[]);
@@ -248,21 +261,21 @@ fn reentrant_scripts_agree_with_redis() {
     p.eval(RENEW, &[R.lock], &["60000", B]);
     p.same_keyspace();
     // Release: one hold, a repeated request, not the holder, the last hold.
-    assert_eq!(release(&mut p, A, "5000", "u1"), ScriptReply::Int(0));
-    assert_eq!(release(&mut p, A, "5000", "u1"), ScriptReply::Int(0));
-    assert_eq!(release(&mut p, B, "5000", "u2"), ScriptReply::Nil);
-    assert_eq!(release(&mut p, A, "0", "u3"), ScriptReply::Int(1));
+    assert_eq!(release(&mut p, A, "u1"), ScriptReply::Int(0));
+    assert_eq!(release(&mut p, A, "u1"), ScriptReply::Int(0));
+    assert_eq!(release(&mut p, B, "u2"), ScriptReply::Nil);
+    assert_eq!(release(&mut p, A, "u3"), ScriptReply::Int(1));
     p.same_keyspace();
     // Force unlock.
-    acquire(&mut p, B, "0", "0", "4");
+    acquire(&mut p, B, "0", "4");
     p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
     p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "SPUBLISH"]);
     p.same_keyspace();
     // A value of another type at the lock key: errors, nothing written.
     p.redis.cmd(&["SET", R.lock, "not a lock"]);
     p.memory.set_string(R.lock, "not a lock");
-    assert!(acquire(&mut p, A, "1", "5000", "5").is_error());
-    assert!(release(&mut p, A, "5000", "u4").is_error());
+    assert!(acquire(&mut p, A, "1", "5").is_error());
+    assert!(release(&mut p, A, "u4").is_error());
     p.eval(INSPECT, &[R.lock], &[]);
     p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
     p.eval(RENEW, &[R.lock], &["60000", A]);
@@ -278,34 +291,36 @@ fn latch_scripts_agree_with_redis() {
         p.eval(
             LATCH_SET,
             &[key, channel, &req(id)],
-            &["1", n, "PUBLISH", "5000"],
+            &["1", n, "PUBLISH", &deadline()],
         )
     };
-    let down = |p: &mut Pair, id: &str, ttl: &str| {
+    let down = |p: &mut Pair, id: &str| {
         p.eval(
             LATCH_DOWN,
             &[key, channel, &req(id)],
-            &["0", "PUBLISH", ttl],
+            &["0", "PUBLISH", &deadline()],
         )
     };
     let delete = |p: &mut Pair, id: &str| {
         p.eval(
             LATCH_DELETE,
             &[key, channel, &req(id)],
-            &["1", "SPUBLISH", "5000"],
+            &["1", "SPUBLISH", &deadline()],
         )
     };
+    // A count-down replies the count left as text (exact past 2^53).
+    let count = |n: &str| ScriptReply::Bulk(n.as_bytes().to_vec());
     // Set, refused while set, repeated; count down, repeated, to zero and
     // past it; count; delete of nothing, of a count, repeated.
     assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
     assert_eq!(set(&mut p, "5", "s2"), ScriptReply::Int(0));
     assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
     p.eval(LATCH_COUNT, &[key], &[]);
-    assert_eq!(down(&mut p, "d1", "5000"), ScriptReply::Int(1));
-    assert_eq!(down(&mut p, "d1", "5000"), ScriptReply::Int(1));
+    assert_eq!(down(&mut p, "d1"), count("1"));
+    assert_eq!(down(&mut p, "d1"), count("1"));
     p.same_keyspace();
-    assert_eq!(down(&mut p, "d2", "0"), ScriptReply::Int(0));
-    assert_eq!(down(&mut p, "d3", "5000"), ScriptReply::Int(0));
+    assert_eq!(down(&mut p, "d2"), count("0"));
+    assert_eq!(down(&mut p, "d3"), count("0"));
     p.eval(LATCH_COUNT, &[key], &[]);
     p.same_keyspace();
     assert_eq!(delete(&mut p, "x1"), ScriptReply::Int(0));
@@ -313,11 +328,24 @@ fn latch_scripts_agree_with_redis() {
     assert_eq!(delete(&mut p, "x2"), ScriptReply::Int(1));
     assert_eq!(delete(&mut p, "x2"), ScriptReply::Int(1));
     p.same_keyspace();
-    // Other values at the key: WRONGTYPE, nothing written.
+    // The 64-bit range's ends: exact at the top; at the bottom, open.
+    set(&mut p, "9223372036854775807", "m1");
+    assert_eq!(down(&mut p, "m2"), count("9223372036854775806"));
+    p.eval(LATCH_COUNT, &[key], &[]);
+    p.same_keyspace();
+    p.reset();
+    p.redis.cmd(&["SET", key, "-9223372036854775808"]);
+    p.memory.set_string(key, "-9223372036854775808");
+    assert_eq!(down(&mut p, "m3"), count("0"));
+    p.same_keyspace();
+    // Other values at the key (past the 64-bit range included):
+    // WRONGTYPE, nothing written.
     for (cmd, value) in [
         ("SET", "abc"),
         ("SET", "007"),
         ("SET", "-3"),
+        ("SET", "9223372036854775808"),
+        ("SET", "-9223372036854775809"),
         ("RPUSH", "x"),
     ] {
         p.reset();
@@ -333,7 +361,7 @@ fn latch_scripts_agree_with_redis() {
         }
         p.eval(LATCH_COUNT, &[key], &[]);
         set(&mut p, "1", "w1");
-        down(&mut p, "w2", "5000");
+        down(&mut p, "w2");
         delete(&mut p, "w3");
         p.same_keyspace();
     }
@@ -391,7 +419,7 @@ fn rw_read(p: &mut Pair, owner: &str, lease: &str, request: &str) -> ScriptReply
     p.eval(
         RW_READ_ACQUIRE,
         &[RW_LOCK, &prefix, &latch, RW_WRITERS],
-        &[lease, owner, &writer, "5000"],
+        &[lease, owner, &writer, &deadline()],
     )
 }
 
@@ -400,7 +428,7 @@ fn rw_read_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
     p.eval(
         RW_READ_RELEASE,
         &[RW_LOCK, RW_CHANNEL, &prefix, "{cfg}", &latch],
-        &["0", owner, "PUBLISH", "5000"],
+        &["0", owner, "PUBLISH", &deadline()],
     )
 }
 
@@ -410,7 +438,7 @@ fn rw_write(p: &mut Pair, owner: &str, queue_ms: &str, request: &str) -> ScriptR
     p.eval(
         RW_WRITE_ACQUIRE,
         &[RW_LOCK, &latch, RW_WRITERS],
-        &["30000", &writer, owner, "5000", queue_ms],
+        &["30000", &writer, owner, &deadline(), queue_ms],
     )
 }
 
@@ -420,7 +448,7 @@ fn rw_write_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
     p.eval(
         RW_WRITE_RELEASE,
         &[RW_LOCK, RW_CHANNEL, &latch],
-        &["1", "30000", &writer, "PUBLISH", "5000"],
+        &["1", "30000", &writer, "PUBLISH", &deadline()],
     )
 }
 
@@ -532,10 +560,23 @@ fn fair_attempt(
     p.eval(
         FAIR_ACQUIRE,
         &[
-            R.lock, R.latch, R.token, F.queue, F.timeouts, R.channel, F.handoff,
+            R.lock,
+            &format!("{}{}", R.latch, fresh_id()),
+            R.token,
+            F.queue,
+            F.timeouts,
+            R.channel,
+            F.handoff,
         ],
         &[
-            "30000", owner, fenced, "0", queue_ms, "0", "PUBLISH", ticket,
+            "30000",
+            owner,
+            fenced,
+            &deadline(),
+            queue_ms,
+            "0",
+            "PUBLISH",
+            ticket,
         ],
     )
 }
@@ -543,8 +584,15 @@ fn fair_attempt(
 fn fair_release(p: &mut Pair, owner: &str) -> ScriptReply {
     p.eval(
         FAIR_RELEASE,
-        &[R.lock, R.channel, R.unlatch, F.queue, F.timeouts, F.handoff],
-        &["0", "30000", owner, "PUBLISH", "0"],
+        &[
+            R.lock,
+            R.channel,
+            &format!("{}{}", R.unlatch, fresh_id()),
+            F.queue,
+            F.timeouts,
+            F.handoff,
+        ],
+        &["0", "30000", owner, "PUBLISH", &deadline()],
     )
 }
 
@@ -584,7 +632,7 @@ fn fair_scripts_agree_with_redis() {
     // Force unlock tells the head; the queue stays.
     p.eval(
         FAIR_FORCE_UNLOCK,
-        &[R.lock, R.channel, F.queue, F.timeouts],
+        &[R.lock, R.channel, F.queue, F.timeouts, F.handoff],
         &["0", "PUBLISH"],
     );
     fair_release(&mut p, B);

@@ -191,6 +191,11 @@ pub(crate) enum Command {
 
     /// Delete the lock whoever holds it and wake the next waiter.
     ///
+    /// The kind is read from what is stored: a reentrant lock, a read-write
+    /// lock, or a fair lock (one with waiters queued, or with --fair), each
+    /// unlocked and its waiters told on that kind's own channel. A
+    /// semaphore, latch or other value is left untouched (exit 65).
+    ///
     /// Prints whether the lock existed and exits 0 either way, like `rm -f`:
     /// the lock is free afterwards, which is what was asked. The holder
     /// learns of it at its next renewal (a `lockctl run` holder then stops
@@ -312,7 +317,8 @@ pub(crate) struct ForceUnlockArgs {
     /// The lock's name.
     pub(crate) name: String,
 
-    /// Unlock the fair lock (its queue is kept; its head is woken).
+    /// Unlock the fair lock (its queue is kept; its head is woken), even
+    /// when nobody is queued.
     #[arg(long)]
     pub(crate) fair: bool,
 }

@@ -71,3 +71,44 @@ fn read_with_write_or_fenced_is_a_usage_error() {
         one_error_line(&output);
     }
 }
+
+/// `force-unlock` of a read-write lock held for writing publishes the
+/// write unlock (`1`) on the read-write lock's own channel, where its
+/// waiters listen, and nothing on the reentrant lock's; the waiting writer
+/// then gets in.
+#[test]
+fn force_unlock_of_a_read_write_lock_tells_its_waiters() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let _holder = Holder::start(&url, &[], &["cfg", "--write"]);
+    let mut cmd = lockctl(&url);
+    cmd.args(["run", "cfg", "--write", "--", "true"]);
+    let waiter = Proc::spawn(cmd);
+    let rw_channel = "redisson_rwlock:{cfg}";
+    wait_until("the waiter to subscribe", PATIENCE, || {
+        strings(&server, &["PUBSUB", "NUMSUB", rw_channel])[1] == "1"
+    });
+
+    let mut connection = server.client().get_connection().unwrap();
+    let mut sub = connection.as_pubsub();
+    let lock_channel = layout().channel(&lock_name("cfg"));
+    sub.subscribe(&[rw_channel, lock_channel.as_str()]).unwrap();
+    sub.set_read_timeout(Some(PATIENCE)).unwrap();
+
+    let output = run(&url, &["force-unlock", "cfg"]);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    let notice = sub.get_message().expect("a notice after the force-unlock");
+    let payload: String = notice.get_payload().unwrap();
+    assert_eq!(
+        (notice.get_channel_name(), payload.as_str()),
+        (rw_channel, "1")
+    );
+    drop(sub);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "cfg: unlocked the read-write lock (it was held; waiters were woken)\n"
+    );
+
+    let (status, stderr) = waiter.wait(PATIENCE);
+    assert_eq!(code(status), 0, "{stderr}");
+}

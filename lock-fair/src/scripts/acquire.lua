@@ -101,7 +101,7 @@ if tonumber(ARGV[5]) > 0 or redis.call('exists', KEYS[1]) == 0
     or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     refuse_if_out_of_memory(KEYS[5])
 end
-evict(KEYS[4], KEYS[5], now)
+evict(KEYS[4], KEYS[5], KEYS[7], now)
 
 -- The lock's PTTL before anything of ours is written: -2 when it is free.
 local pttl = redis.call('pttl', KEYS[1])
@@ -189,8 +189,12 @@ if queue_ms > 0 then
     redis.call('zadd', KEYS[5], deadline, ARGV[2])
     if ticket ~= '0' then
         redis.call('hset', KEYS[7], ARGV[2], 'w:' .. ARGV[1] .. ':' .. ticket)
+        -- The hash lives as long as its longest-lived entry: only extended,
+        -- never shortened. Read after the HSET, a hash this call created
+        -- has no expiry yet (-1), and must get one like any other: its
+        -- entries are waiters that may die without leaving.
         local kept = redis.call('pttl', KEYS[7])
-        if kept ~= -1 and kept < deadline - now then
+        if kept < deadline - now then
             redis.call('pexpire', KEYS[7], deadline - now)
         end
     elseif entry and string.sub(entry, 1, 2) == 'w:' then

@@ -34,7 +34,7 @@ if entry == 'g:' .. ARGV[3] then
 elseif entry and string.match(entry, '^w:%d+:(%d+)$') == ARGV[3] then
     redis.call('hdel', KEYS[5], ARGV[1])
 end
-evict(KEYS[3], KEYS[4], server_now())
+evict(KEYS[3], KEYS[4], KEYS[5], server_now())
 if redis.call('exists', KEYS[1]) == 0 then
     hand_over(KEYS[1], KEYS[3], KEYS[4], KEYS[5], KEYS[2], ARGV[2])
 end

@@ -7,10 +7,11 @@
 --                      client's clock can neither reorder nor evict waiters.
 --                      Redis 7 replicates a script's effects, not the script,
 --                      so TIME is allowed before writes.
--- evict(queue, timeouts, now)
+-- evict(queue, timeouts, handoff, now)
 --                      drops stale queue heads: while the head of the list
 --                      `queue` has no deadline in the zset `timeouts`, or one
---                      <= now, LPOP it and ZREM it. Stops at the first live
+--                      <= now, LPOP it and ZREM it, and HDEL its waiting
+--                      ('w:') entry in `handoff`. Stops at the first live
 --                      head (waiters behind a live one are not looked at).
 -- hand_over(lock, queue, timeouts, handoff, channel, publish)
 --                      for a lock just freed: grants it to the queue head
@@ -32,7 +33,13 @@
 -- wait, when it gives up, give the grant back (leave_queue.lua). A head
 -- without an entry (a Redisson waiter, or ours on the plain fair lock) is
 -- told '0', as Redisson's fair lock does. Only a live head is granted:
--- evict() has just dropped the heads whose deadline passed.
+-- evict() has just dropped the heads whose deadline passed, and their
+-- entries with them: a waiter that died without leaving would otherwise
+-- leave its entry for as long as live waiters keep the hash.
+-- The hash always has an expiry, extended (never shortened) to cover each
+-- entry written: a waiting entry until its waiter's deadline, a grant for
+-- the lease it was granted with. Entries nothing removes (a waiter of ours
+-- evicted by Redisson's scripts, which do not know the hash) go with it.
 -- Out of memory: the grant writes a hold in place of the one just deleted,
 -- after that DEL turned the script's memory check off (see common.lua).
 local function server_now()
@@ -40,7 +47,7 @@ local function server_now()
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
-local function evict(queue, timeouts, now)
+local function evict(queue, timeouts, handoff, now)
     while true do
         local head = redis.call('lindex', queue, 0)
         if not head then
@@ -52,6 +59,12 @@ local function evict(queue, timeouts, now)
         end
         redis.call('lpop', queue)
         redis.call('zrem', timeouts, head)
+        -- Only a waiting entry: a grant ('g:') to another wait of the same
+        -- owner is that wait's to take or give back.
+        local entry = redis.call('hget', handoff, head)
+        if entry and string.sub(entry, 1, 2) == 'w:' then
+            redis.call('hdel', handoff, head)
+        end
     end
 end
 
@@ -74,8 +87,10 @@ local function hand_over(lock, queue, timeouts, handoff, channel, publish)
     redis.call('lpop', queue)
     redis.call('zrem', timeouts, head)
     redis.call('hset', handoff, head, 'g:' .. ticket)
+    -- Extended to cover the grant, never shortened (other waiters'
+    -- entries may outlive it); a hash left without expiry gets one.
     local kept = redis.call('pttl', handoff)
-    if kept ~= -1 and kept < tonumber(lease) then
+    if kept < tonumber(lease) then
         redis.call('pexpire', handoff, lease)
     end
     redis.call(publish, channel .. ':' .. head, 'g' .. ticket)

@@ -81,10 +81,12 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
     assert_eq!(order, (0..20).collect::<Vec<_>>());
     // Each handoff: the release tells the head, and the head's take-over
     // tells the next waiter to read the new lease (none after the last).
-    // A waiter that gets both before it parks again is woken once.
+    // A waiter that gets both before it parks again is woken once; one
+    // whose own queue refresh found the lock first (a loaded machine) is
+    // not woken at all, so only the bound is asserted: never a herd.
     // Polling waiters hear nothing: each head finds the lock at its look.
     let wakeups = b.stats().wakeups + c.stats().wakeups;
-    let expected = if subscribes(&b) { 20..=39 } else { 0..=0 };
+    let expected = if subscribes(&b) { 0..=39 } else { 0..=0 };
     assert!(
         expected.contains(&wakeups),
         "{wakeups} wake-ups for 20 handoffs"

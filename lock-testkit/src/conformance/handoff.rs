@@ -14,8 +14,8 @@ use lock_core::{
 
 use super::fair::{queue_and_hand_on, queue_key, queued, timeout_key};
 use super::{
-    client, contended, eventually, key, leftover_keys, subscribes, unique, waiting, Contended,
-    Harness, WATCHDOG,
+    client, contended, eventually, key, leftover_keys, unique, waiting, Contended, Harness,
+    WATCHDOG,
 };
 
 const LEASE_MS: u64 = 10_000;
@@ -89,6 +89,19 @@ async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
     h.hash(&key(h, name)).await
 }
 
+/// The lock's one holder right after a release that must have granted it
+/// to the queued waiter: one hold, not the releaser's. The release itself
+/// wrote it, whichever way the waiter then learns of it (the grant's
+/// notice, or its own next look at the store, which a loaded machine may
+/// run first: [`lock_core::ClientStats::grants`] counts only the former).
+async fn granted_by_the_release(h: &dyn Harness, name: &str, releaser: &str) {
+    let now = holders(h, name).await;
+    assert!(
+        now.len() == 1 && now[0].1 == 1 && now[0].0 != releaser,
+        "granted once by the release: {now:?}"
+    );
+}
+
 /// A parked waiter holds the lock the moment its holder unlocks, without
 /// another attempt, and keeps it: the watchdog renews the granted hold.
 pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
@@ -97,13 +110,10 @@ pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
     let waiter = tokio::spawn(async move { lock.lock().await });
     queued(h, &name, 1).await;
     waiting(&b, 1).await;
-    let tries = b.stats().tries;
+    let releaser = held.owner().field();
     held.unlock().await.unwrap();
+    granted_by_the_release(h, &name, &releaser).await;
     let guard = waiter.await.unwrap().unwrap();
-    if subscribes(&b) {
-        assert_eq!(b.stats().grants, 1);
-        assert_eq!(b.stats().tries, tries, "taken without asking again");
-    }
     assert_eq!(holders(h, &name).await, vec![(guard.owner().field(), 1)]);
     assert!(h.list(&queue_key(h, &name)).await.is_empty());
     tokio::time::sleep(WATCHDOG * 2).await;
@@ -122,10 +132,10 @@ pub async fn grants_follow_the_queue_and_exclude(h: &dyn Harness) {
         client.handoff_lock(name).unwrap().as_lock().clone()
     })
     .await;
+    // The order and the exclusion checker are the behaviour; how many of
+    // the six grants were taken by their notice rather than by the
+    // waiter's next look depends on scheduling, so it is not asserted.
     assert_eq!(order, (0..6).collect::<Vec<_>>());
-    if subscribes(&c) {
-        assert_eq!(b.stats().grants + c.stats().grants, 6);
-    }
 }
 
 /// A wait that missed its grant (its notice lost) takes it at its next
@@ -286,11 +296,21 @@ pub async fn a_plain_fair_release_grants_too(h: &dyn Harness) {
     let lock = b.handoff_lock(&name).unwrap();
     let waiter = tokio::spawn(async move { lock.lock().await });
     queued(h, &name, 1).await;
+    let releaser = held.owner().field();
     held.unlock().await.unwrap();
+    granted_by_the_release(h, &name, &releaser).await;
     let guard = waiter.await.unwrap().unwrap();
-    if subscribes(&b) {
-        assert_eq!(b.stats().grants, 1);
-    }
+    assert_eq!(holders(h, &name).await, vec![(guard.owner().field(), 1)]);
+    assert!(h.list(&queue_key(h, &name)).await.is_empty());
+    assert!(
+        a.fair_lock(&name)
+            .unwrap()
+            .try_lock()
+            .await
+            .unwrap()
+            .is_none(),
+        "the waiter excludes the others"
+    );
     guard.unlock().await.unwrap();
 }
 

@@ -355,6 +355,46 @@ pub async fn invalid_counts_fail_before_io(h: &dyn Harness) {
     assert_eq!(l.count().await.unwrap(), lock_core::MAX_COUNT);
 }
 
+/// A latch set at [`lock_core::MAX_COUNT`] counts down exactly (the count
+/// never passes through a Lua number, a double, on its way), a count above
+/// it is refused with nothing written, and a count another client stored
+/// beyond the 64-bit range is reported, not misread.
+pub async fn counts_down_exactly_from_the_maximum(h: &dyn Harness) {
+    let c = client(h).await;
+    let name = unique("latch-max");
+    let k = key(h, &name);
+    let l = latch(&c, &name);
+    let err = l.try_set_count(lock_core::MAX_COUNT + 1).await.unwrap_err();
+    assert!(err.is_invalid_argument(), "{err}");
+    assert!(h.get_string(&k).await.is_none(), "nothing written");
+
+    assert!(l.try_set_count(lock_core::MAX_COUNT).await.unwrap());
+    assert_eq!(l.count_down().await.unwrap(), lock_core::MAX_COUNT - 1);
+    assert_eq!(l.count().await.unwrap(), lock_core::MAX_COUNT - 1);
+    assert_eq!(
+        h.get_string(&k).await.as_deref(),
+        Some((lock_core::MAX_COUNT - 1).to_string().as_str())
+    );
+    assert_eq!(l.count_down().await.unwrap(), lock_core::MAX_COUNT - 2);
+
+    // One past the largest integer the store counts in: not a count.
+    h.del(&k).await;
+    h.set_string(&k, "9223372036854775808").await;
+    assert!(matches!(
+        l.count_down().await,
+        Err(lock_core::LockError::WrongType { .. })
+    ));
+    assert_eq!(
+        h.get_string(&k).await.as_deref(),
+        Some("9223372036854775808")
+    );
+    // The smallest one, counted down: open (deleted), not an overflow.
+    h.del(&k).await;
+    h.set_string(&k, "-9223372036854775808").await;
+    assert_eq!(l.count_down().await.unwrap(), 0);
+    assert!(h.get_string(&k).await.is_none());
+}
+
 /// A value of another kind at the latch's key — a hash (a lock), or text
 /// that is not a count — fails every operation with `WrongType` naming the
 /// key, and is left as it was.

@@ -456,6 +456,7 @@ macro_rules! __latch_checks {
             latch::layout_is_redissons,
             latch::repeated_writes_count_once,
             latch::invalid_counts_fail_before_io,
+            latch::counts_down_exactly_from_the_maximum,
             latch::wrong_type_is_reported_and_left_untouched,
             latch::dropped_wait_leaves_no_subscription,
             latch::name_with_its_own_hash_tag_works_or_is_refused,

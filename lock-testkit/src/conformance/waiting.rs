@@ -54,8 +54,13 @@ pub async fn unlock_wakes_a_waiter_before_the_ttl(h: &dyn Harness) {
         handoff < Duration::from_secs(2),
         "handoff took {handoff:?}, TTL was 20 s"
     );
-    if subscribes(&b) {
+    if subscribes(&b) && h.kind() == super::Kind::Reentrant {
         assert_eq!(b.stats().wakeups, 1);
+    } else if subscribes(&b) {
+        // A queued waiter also looks again every third of the waiter
+        // timeout (to keep its place); on a loaded machine that look may
+        // find the lock before the notice is read.
+        assert!(b.stats().wakeups <= 1, "woken more than once");
     } else {
         assert_eq!(b.stats().wakeups, 0, "a polling waiter hears no notice");
         assert_eq!(

@@ -187,9 +187,13 @@ impl LatchKind for Latch {
             ],
         )
         .idempotent(true);
+        // The count comes back as text: the script's Lua numbers are
+        // doubles, exact only up to 2^53 (see count_down.lua).
         match self.env.eval(call).await? {
-            Value::Int(left) => u64::try_from(left)
-                .map_err(|_| LockError::protocol(format!("count_down: a count of {left} left"))),
+            Value::BulkString(bytes) => std::str::from_utf8(&bytes)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(|| bad_reply("count_down", &Value::BulkString(bytes))),
             other => Err(bad_reply("count_down", &other)),
         }
     }
