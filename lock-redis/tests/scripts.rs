@@ -120,8 +120,12 @@ async fn repeated_requests_return_the_first_outcome() {
     assert_eq!(must_acquire(&env.backend, &first).await, Some(token));
     assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
     let latch = layout.acquire_latch(&n, &first.request_id.to_string());
+    // The record outlives the request's deadline by a second's grace.
     let latch_ttl = int(env.server.cmd(&["PTTL", &latch]));
-    assert!(latch_ttl > 0 && latch_ttl <= LATCH_MS as i64, "{latch_ttl}");
+    assert!(
+        latch_ttl > 0 && latch_ttl <= LATCH_MS as i64 + 1_000,
+        "{latch_ttl}"
+    );
 
     // A second, distinct acquisition does count.
     must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
@@ -152,14 +156,18 @@ async fn repeated_requests_return_the_first_outcome() {
     );
     assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("1"));
 
-    // With a latch ttl of 0 nothing is latched.
-    let mut unlatched = acquire(&n, b, 10_000);
-    unlatched.deadline_ms = 0;
-    must_acquire(&env.backend, &unlatched).await;
-    let key = layout.acquire_latch(&n, &unlatched.request_id.to_string());
+    // A request past its deadline is refused as stale: nothing written, no
+    // record, and the store's time in the error.
+    let mut stale = acquire(&n, b, 10_000);
+    stale.deadline_ms = 1;
+    let err = env.backend.try_acquire(&stale).await.unwrap_err();
+    assert!(
+        matches!(err, lock_core::LockError::StaleRequest { store_time_ms } if store_time_ms > 1),
+        "{err:?}"
+    );
+    let key = layout.acquire_latch(&n, &stale.request_id.to_string());
     assert_eq!(env.server.cmd(&["EXISTS", &key]), Value::Int(0));
-    must_acquire(&env.backend, &unlatched).await;
-    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("3"));
+    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
