@@ -142,10 +142,13 @@ pub struct ClientConfig {
     pub watchdog_timeout: Duration,
     /// How transient failures are retried.
     pub retry: RetryPolicy,
-    /// How long the outcome of an acquire or release is kept for retries
-    /// (the latch keys' time to live). Must cover the whole retry window
-    /// ([`ClientConfig::retry_window`]): a client whose backend reports its
-    /// command timeout refuses a shorter one. Default 30 s.
+    /// How long a request (an acquire, a release, a count change) may run
+    /// after it was made: its deadline on the store's clock. The store
+    /// refuses it after that, and keeps its outcome for retries until past
+    /// then, so a copy that arrives late never applies twice. Must cover the
+    /// whole retry window ([`ClientConfig::retry_window`]): a client whose
+    /// backend reports its command timeout refuses a shorter one. Default
+    /// 30 s.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub latch_ttl: Duration,
     /// How long a waiter waits for a notice when the holder's key has no
@@ -266,12 +269,12 @@ impl ClientConfig {
             .saturating_add(self.retry.max_total_backoff())
     }
 
-    /// [`ClientConfig::validate`], and, when retries are on (so requests
-    /// are latched), that [`ClientConfig::latch_ttl`] covers the
+    /// [`ClientConfig::validate`], and that [`ClientConfig::latch_ttl`]
+    /// (every request's window) covers the
     /// [retry window](ClientConfig::retry_window) of a backend whose calls
     /// take at most `command_timeout` (`None`: unknown, only the backoff
-    /// is counted). A shorter latch could expire before the last retry of
-    /// a request runs, which would then apply it a second time.
+    /// is counted). A shorter window would have the last retries of a
+    /// request refused as stale.
     /// [`crate::LockClient::new`] calls this with its backend's
     /// [`crate::Connection::command_timeout`].
     ///
@@ -289,16 +292,13 @@ impl ClientConfig {
     /// how long `latch_ttl` must be.
     pub fn validate_for(&self, command_timeout: Option<Duration>) -> Result<()> {
         self.validate()?;
-        if self.retry.attempts <= 1 {
-            return Ok(());
-        }
         let command_timeout = command_timeout.unwrap_or(Duration::ZERO);
         let window = self.retry_window(command_timeout);
         if self.latch_ttl < window {
             return Err(LockError::invalid(format!(
                 "latch_ttl of {:?} does not cover the retry window of {window:?} \
                  ({} attempts × a command timeout of {command_timeout:?} + up to {:?} of backoff), \
-                 so a late retry could apply a request twice: set latch_ttl to at least {window:?}, \
+                 so the last retries of a request would be refused as stale: set latch_ttl to at least {window:?}, \
                  or lower retry.attempts or the backend's command timeout",
                 self.latch_ttl,
                 self.retry.attempts,

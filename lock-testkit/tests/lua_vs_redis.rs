@@ -224,7 +224,10 @@ fn deadline() -> String {
 /// answer from an earlier call's record.
 fn fresh_id() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-    format!("fresh-{}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    format!(
+        "fresh-{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
 }
 
 fn acquire(p: &mut Pair, owner: &str, fenced: &str, request: &str) -> ScriptReply {
