@@ -11,7 +11,7 @@
 //! | `STALEREQUEST <ms>` (a request that reached a script after its deadline; nothing written, and it never runs) | [`LockError::StaleRequest`] with the store's time | yes, as a new request |
 //! | `UPGRADE` (a read-write lock's write acquisition by an owner holding its read side; nothing written) | [`LockError::UpgradeRefused`] with the lock key (the kind puts the lock's name in) | no |
 //! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
-//! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script) | [`LockError::Unauthorized`] | no |
+//! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script, in Redis's and Valkey's words) | [`LockError::Unauthorized`] | no |
 //! | a TLS handshake failing over a certificate (server's not trusted, ours refused or missing; feature `tls`) | [`LockError::Tls`] | no |
 //! | invalid URL or client configuration | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
@@ -101,16 +101,23 @@ fn unauthorized(err: &RedisError) -> LockError {
     }
 }
 
-/// What Redis 7 says when a script's `redis.call` hits a command, key or
-/// channel the user may not use: the reply's code is the script's `ERR`,
-/// and the ACL refusal is only in its text.
-const SCRIPT_NOPERM: &str = "user executing the script";
+/// How a script's `redis.call` refused by the ACL (a command, key or
+/// channel the user may not use) is reported: the reply's code is the
+/// script's `ERR`, and the refusal is only in its text, which differs by
+/// server: Redis 7.0 says "The user executing the script can't …", Redis
+/// 7.2 and later and Valkey (8, 9) "ACL failure in script: …" followed by
+/// the `NOPERM` text without its code.
+const SCRIPT_NOPERM: [&str; 3] = [
+    "user executing the script",
+    "ACL failure in script",
+    "NOPERM",
+];
 
 fn script_lacks_permission(err: &RedisError) -> bool {
     err.code() == Some("ERR")
         && err
             .detail()
-            .is_some_and(|detail| detail.contains(SCRIPT_NOPERM) || detail.contains("NOPERM"))
+            .is_some_and(|detail| SCRIPT_NOPERM.iter().any(|text| detail.contains(text)))
 }
 
 /// The error code of a fencing-token counter that does not hold an integer
@@ -334,17 +341,24 @@ mod tests {
         }
         let auth = RedisError::from((ErrorKind::AuthenticationFailed, "bad password"));
         assert!(from_redis(&auth, "k").is_auth_error());
-        // A script's redis.call refused by the ACL: Redis 7 reports it as
-        // the script's ERR.
-        let in_script = redis::make_extension_error(
-            "ERR".to_owned(),
-            Some(
-                "The user executing the script can't run this command or subcommand script: \
-                 abc, on @user_script:3."
-                    .to_owned(),
-            ),
-        );
-        assert!(from_redis(&in_script, "k").is_auth_error());
+        // A script's redis.call refused by the ACL: reported as the
+        // script's ERR, in each server's words (exact texts, taken from
+        // Redis 7.0.15 and Valkey 9.1.2; Redis 7.2 words it as Valkey).
+        for text in [
+            "The user executing the script can't run this command or subcommand script: \
+             abc, on @user_script:3.",
+            "The user executing the script can't publish to the channel mentioned in the \
+             command script: b216ddc9d12a5e5d36036a9a6e6a6aea36550192, on @user_script:1.",
+            "ACL failure in script: No permissions to access a channel script: on \
+             @user_script:224.",
+            "ACL failure in script: No permissions to access a key script: on @user_script:1.",
+            "ACL failure in script: User mute has no permissions to run the 'hset' command \
+             script: on @user_script:1.",
+        ] {
+            let in_script = redis::make_extension_error("ERR".to_owned(), Some(text.to_owned()));
+            let e = from_redis(&in_script, "k");
+            assert!(e.is_auth_error() && !e.is_retryable(), "{text}: {e:?}");
+        }
         let other = redis::make_extension_error("ERR".to_owned(), Some("boom".to_owned()));
         assert!(!from_redis(&other, "k").is_auth_error());
     }

@@ -76,3 +76,27 @@ fn a_missing_acl_permission_exits_77_and_a_bad_url_64() {
         assert_eq!(code(output.status), 64, "{bad}: {output:?}");
     }
 }
+
+/// A script refused a channel (here the unlock notice of `force-unlock`):
+/// the server words it apart from `NOPERM`, and each server its own way
+/// (Redis 7.0 "The user executing the script can't publish …", Valkey and
+/// Redis 7.2 "ACL failure in script: …"), and it is still exit 77.
+#[test]
+fn a_channel_the_script_may_not_publish_to_exits_77() {
+    let server = RedisServer::start();
+    server.cmd(&[
+        "ACL",
+        "SETUSER",
+        "mute",
+        "on",
+        ">pw",
+        "~*",
+        "+@all",
+        "resetchannels",
+    ]);
+    server.cmd(&["HSET", "job", "someone", "1"]);
+    let url = format!("redis://mute:pw@127.0.0.1:{}/", server.port());
+    let output = run(&url, &["force-unlock", "job"]);
+    assert_eq!(code(output.status), 77, "{output:?}");
+    assert!(one_error_line(&output).contains("channel"), "{output:?}");
+}

@@ -14,7 +14,10 @@
 //! reentrant lock's are the shared engine behaviours below plus its own in
 //! `waiting.rs` and `layout.rs`); the shared checks take their locks with
 //! [`lock`], which gives a handle of the suite's [`Kind`], so every engine
-//! behaviour is checked for every kind.
+//! behaviour is checked for every kind. As tests, a kind's shared checks
+//! sit in a module `shared` beside its own, so a run can keep to one
+//! kind's own checks with `--skip ::shared::` (the Valkey lane of
+//! `scripts/test.sh` runs the shared checks for the reentrant lock only).
 //!
 //! `multi.rs` and `redlock.rs` check the locks composed over several
 //! stores ([`lock_core::MultiLock`], [`lock_core::RedLock`]); they take a
@@ -634,13 +637,15 @@ macro_rules! __fair_checks {
 }
 
 /// Implementation detail: the checks every lock kind passes, followed by
-/// the kind's own.
+/// the kind's own. As tests, the shared ones sit in a module `shared`, so
+/// a run can keep to a kind's own checks (`--skip ::shared::`) where the
+/// shared ones already ran for another kind (a second server's lane).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __with_shared_checks {
     ($each:ident; [$(#[$attr:meta])*] $make:path; $($own:tt)*) => {
         $crate::$each! {
-            [$(#[$attr])*] $make;
+            @shared_then_own [$(#[$attr])*] $make;
             basics::lock_then_unlock_frees_it,
             basics::reentrant_holds_count_depth,
             basics::reentrant_release_keeps_the_lock,
@@ -694,7 +699,7 @@ macro_rules! __with_shared_checks {
             cancellation::woken_waiter_dropped_passes_wakeup_on,
             layout::hash_field_is_owner_and_count,
             layout::redisson_written_lock_blocks_us,
-            layout::helper_keys_follow_the_layout,
+            layout::helper_keys_follow_the_layout;
             $($own)*
         }
     };
@@ -771,6 +776,11 @@ pub async fn run_checks(
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_list {
+    (@shared_then_own [$(#[$attr:meta])*] $make:path; $($shared:ident :: $s:ident),* ; $($own:tt)*) => {{
+        let mut checks = $crate::__conformance_list! { [] unused; $($shared :: $s),* };
+        checks.extend($crate::__conformance_list! { [] unused; $($own)* });
+        checks
+    }};
     ([$(#[$attr:meta])*] $make:path; $($group:ident :: $check:ident),* $(,)?) => {{
         let checks: ::std::vec::Vec<(&'static str, $crate::conformance::Check)> = ::std::vec![
             $((
@@ -787,6 +797,18 @@ macro_rules! __conformance_list {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __conformance_each {
+    (@shared_then_own [$(#[$attr:meta])*] $make:path; $($shared:ident :: $s:ident),* ; $($own:tt)*) => {
+        /// The checks every lock kind passes.
+        mod shared {
+            // The harness function (and the suite wrapper the kind's macro
+            // defined) live in the invoking module.
+            #[allow(unused_imports)]
+            use super::*;
+
+            $crate::__conformance_each! { [$(#[$attr])*] $make; $($shared :: $s),* }
+        }
+        $crate::__conformance_each! { [$(#[$attr])*] $make; $($own)* }
+    };
     ([$(#[$attr:meta])*] $make:path;) => {};
     ([$(#[$attr:meta])*] $make:path; $group:ident :: $check:ident $(, $($rest:tt)*)?) => {
         $(#[$attr])*
