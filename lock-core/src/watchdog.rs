@@ -3,19 +3,39 @@
 //! # Algorithm
 //! One task per client, not one timer per lock, whatever the locks' kinds.
 //! Every `watchdog_timeout / 3` it renews **every** lock the client holds
-//! under the watchdog, all kinds at once; each kind's holds are handed to
-//! its [`ExclusiveKind::renew`](crate::ExclusiveKind::renew) in slices of [`RENEW_SLICE`] (one script
-//! call, one round trip, for the Redis kinds), one call in flight per
-//! 25 000 locks, so 100 000 held locks cost 400 round trips per tick and
-//! a tick's transient memory is a slice's worth per 25 000 locks, not a
-//! copy of every target (issue 15: ≤ 300 B per held lock).
+//! under the watchdog, all kinds at once, each kind's holds lane by lane
+//! (below); a lane's holds are handed to its kind's
+//! [`ExclusiveKind::renew`](crate::ExclusiveKind::renew) in slices of
+//! [`RENEW_SLICE`] (one script call, one round trip, for the Redis kinds),
+//! one call in flight per 25 000 locks of the lane, so 100 000 held locks
+//! cost 400 round trips per tick and a tick's transient memory is one
+//! pointer per lock plus a slice's worth per 25 000 locks, not a copy of
+//! every target (issue 15: ≤ 300 B per held lock).
 //! Re-entrant holds of one owner share one entry, renewed through the kind
 //! that took it. Leased permits without a fixed lease
 //! ([`crate::ExpirablePermit`], the `permit_leases` table) are renewed in the
 //! same tick and the same way, through their kind's
 //! [`PermitSemaphoreKind::renew`](crate::PermitSemaphoreKind::renew), and
-//! lost the same ways: one generic renewal (`in_slices`, `settle`) serves
-//! both.
+//! lost the same ways: one generic renewal (`by_lane`, `in_slices`,
+//! `settle`) serves both.
+//!
+//! # Lanes: one slow store delays no other's renewals
+//! A kind says which *lane* renews each hold
+//! ([`ExclusiveKind::renew_lane`](crate::ExclusiveKind::renew_lane)): holds
+//! its store serves together share one (for a sharded store, one per
+//! node; for one node, one in all). The promise: **renewals of different
+//! lanes are independent; a lane whose store is slow or dead delays no
+//! other lane's renewals.** So
+//! - the lanes of a tick are renewed all at once, each slice settled (its
+//!   deadlines extended) as soon as its call returns, not when the tick
+//!   ends;
+//! - a failed slice ends only its own lane's renewal for the tick, and only
+//!   when it reached nothing (the lane's store is down or cut off: each
+//!   further slice would wait out its command timeout too); other lanes,
+//!   and the lane's later slices at the next tick, are still renewed;
+//! - a lane whose renewal of an earlier tick is still in flight (waiting out
+//!   a command timeout) is skipped, not waited for: the ticks of the other
+//!   lanes keep their schedule.
 //!
 //! What it renews are the entries of the client's table of holds (the
 //! `holds` module) that have a watchdog guard. Each remembers its *lease
@@ -34,11 +54,12 @@
 //! - the watchdog stops ([`crate::LockClient::close`]): nothing renews the
 //!   hold any more.
 //!
-//! After a failed tick the next one comes sooner (the retry policy's
-//! backoff), and the task always wakes by the earliest lease deadline, also
-//! while a renewal call is still waiting for its reply (one stuck until its
-//! command timeout in a partition), so a lost lock is reported on time, not
-//! up to a tick or a command timeout late. Guards read the deadline
+//! After a failed lane renewal the next tick comes sooner (the retry
+//! policy's backoff, growing until every lane went through), and the task
+//! always wakes by the earliest lease deadline, also while a renewal call is
+//! still waiting for its reply (one stuck until its command timeout in a
+//! partition), so a lost lock is reported on time, not up to a tick or a
+//! command timeout late. Guards read the deadline
 //! themselves too ([`crate::Guard::is_lost`]), so they never depend on the
 //! task being scheduled in time.
 //!
@@ -144,7 +165,7 @@ impl Drop for Watchdog {
 }
 
 /// At most this many locks (or permits) are handed to a kind in one
-/// renewal call; a kind's bigger batch is renewed slice after slice, at
+/// renewal call; a lane's bigger batch is renewed slice after slice, at
 /// most [`slices_in_flight`] calls at a time.
 ///
 /// A call's requests, their encoding and their replies are the memory a
@@ -167,7 +188,7 @@ pub(crate) const RENEW_SLICE: usize = 250;
 /// too (a slice's worth per 25 000 locks).
 const LOCKS_PER_CALL_IN_FLIGHT: usize = 25_000;
 
-/// How many renewal calls of one kind a tick of `locks` keeps in flight.
+/// How many renewal calls of one lane a tick of `locks` keeps in flight.
 fn slices_in_flight(locks: usize) -> usize {
     (locks / LOCKS_PER_CALL_IN_FLIGHT).max(1)
 }
@@ -510,12 +531,13 @@ impl<'a> InFlight<'a> {
     }
 }
 
+/// Each lane and its entries' range in the array of a tick's entries.
+type LaneRanges = Vec<(LaneKey, Range<usize>)>;
+
 /// `entries` grouped by kind and lane, in one array shared by the lanes'
 /// renewals (one pointer per entry, as before lanes) and each lane's range
 /// in it.
-fn by_lane<E: Watched>(
-    mut entries: Vec<Arc<E>>,
-) -> (Arc<Vec<Arc<E>>>, Vec<(LaneKey, Range<usize>)>) {
+fn by_lane<E: Watched>(mut entries: Vec<Arc<E>>) -> (Arc<Vec<Arc<E>>>, LaneRanges) {
     // By kind first, in place, then by lane within each kind: a lane is
     // worked out (a key and its node, for a cluster) once per entry for the
     // sort, not once per comparison.
@@ -523,7 +545,7 @@ fn by_lane<E: Watched>(
     for of_kind in entries.chunk_by_mut(|a, b| a.kind_id() == b.kind_id()) {
         of_kind.sort_by_cached_key(|entry| entry.lane());
     }
-    let mut lanes: Vec<(LaneKey, Range<usize>)> = Vec::new();
+    let mut lanes = LaneRanges::new();
     for (i, entry) in entries.iter().enumerate() {
         let key = LaneKey {
             kind: entry.kind_id(),

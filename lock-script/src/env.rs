@@ -21,12 +21,13 @@ use crate::transport::Transport;
 /// split into calls that are pipelined together.
 pub const RENEW_CHUNK: usize = 500;
 
-/// At most this many renewal calls ([`RENEW_CHUNK`] locks each) are
-/// pipelined at once; a bigger batch is sent in windows, one after the
-/// other. A window's requests, their encoding and their replies are the
-/// memory a renewal takes per lock, so one holds at most 8 000 locks'
-/// worth, at the cost of one round trip per window. (The watchdog hands
-/// a kind smaller slices itself, so its calls are one chunk each.)
+/// At most this many renewal calls ([`RENEW_CHUNK`] locks each) of one
+/// [lane](Transport::lane) are pipelined at once; a lane's bigger batch is
+/// sent in windows, one after the other (lanes side by side). A window's
+/// requests, their encoding and their replies are the memory a renewal
+/// takes per lock, so one holds at most 8 000 locks' worth per lane, at the
+/// cost of one round trip per window. (The watchdog hands a kind smaller
+/// slices of one lane itself, so its calls are one chunk each.)
 pub const RENEW_WINDOW: usize = 16;
 
 /// Wait for replicas after taking a lock (`WAIT replicas timeout` on the
