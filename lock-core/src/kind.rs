@@ -299,6 +299,17 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// A whole-call error when nothing could be sent at all.
     async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>>;
 
+    /// Which *lane* renews `target` now: the watchdog renews each lane on
+    /// its own, all lanes at once, so a lane whose store does not answer
+    /// (one node of many, waiting out its command timeout) delays no
+    /// renewal of another lane. An opaque id; targets the store serves
+    /// together (one node) share it. The default puts every target in one
+    /// lane: right for a store that is one node.
+    fn renew_lane(&self, target: &RenewTarget) -> u64 {
+        let _ = target;
+        0
+    }
+
     /// Deletes the lock whoever holds it and announces the unlock. Returns
     /// whether it existed.
     ///

@@ -522,6 +522,13 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
     /// A whole-call error when nothing could be sent at all.
     async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>>;
 
+    /// Which lane renews `target` now, as
+    /// [`crate::ExclusiveKind::renew_lane`] for locks.
+    fn renew_lane(&self, target: &PermitTarget) -> u64 {
+        let _ = target;
+        0
+    }
+
     /// A short name of the kind, the `kind` of its metric labels (as
     /// [`crate::ExclusiveKind::kind_name`]).
     fn kind_name(&self) -> &'static str {

@@ -3,19 +3,39 @@
 //! # Algorithm
 //! One task per client, not one timer per lock, whatever the locks' kinds.
 //! Every `watchdog_timeout / 3` it renews **every** lock the client holds
-//! under the watchdog, all kinds at once; each kind's holds are handed to
-//! its [`ExclusiveKind::renew`](crate::ExclusiveKind::renew) in slices of [`RENEW_SLICE`] (one script
-//! call, one round trip, for the Redis kinds), one call in flight per
-//! 25 000 locks, so 100 000 held locks cost 400 round trips per tick and
-//! a tick's transient memory is a slice's worth per 25 000 locks, not a
-//! copy of every target (issue 15: ≤ 300 B per held lock).
+//! under the watchdog, all kinds at once, each kind's holds lane by lane
+//! (below); a lane's holds are handed to its kind's
+//! [`ExclusiveKind::renew`](crate::ExclusiveKind::renew) in slices of
+//! [`RENEW_SLICE`] (one script call, one round trip, for the Redis kinds),
+//! one call in flight per 25 000 locks of the lane, so 100 000 held locks
+//! cost 400 round trips per tick and a tick's transient memory is one
+//! pointer per lock plus a slice's worth per 25 000 locks, not a copy of
+//! every target (issue 15: ≤ 300 B per held lock).
 //! Re-entrant holds of one owner share one entry, renewed through the kind
 //! that took it. Leased permits without a fixed lease
 //! ([`crate::ExpirablePermit`], the `permit_leases` table) are renewed in the
 //! same tick and the same way, through their kind's
 //! [`PermitSemaphoreKind::renew`](crate::PermitSemaphoreKind::renew), and
-//! lost the same ways: one generic renewal (`in_slices`, `settle`) serves
-//! both.
+//! lost the same ways: one generic renewal (`by_lane`, `in_slices`,
+//! `settle`) serves both.
+//!
+//! # Lanes: one slow store delays no other's renewals
+//! A kind says which *lane* renews each hold
+//! ([`ExclusiveKind::renew_lane`](crate::ExclusiveKind::renew_lane)): holds
+//! its store serves together share one (for a sharded store, one per
+//! node; for one node, one in all). The promise: **renewals of different
+//! lanes are independent; a lane whose store is slow or dead delays no
+//! other lane's renewals.** So
+//! - the lanes of a tick are renewed all at once, each slice settled (its
+//!   deadlines extended) as soon as its call returns, not when the tick
+//!   ends;
+//! - a failed slice ends only its own lane's renewal for the tick, and only
+//!   when it reached nothing (the lane's store is down or cut off: each
+//!   further slice would wait out its command timeout too); other lanes,
+//!   and the lane's later slices at the next tick, are still renewed;
+//! - a lane whose renewal of an earlier tick is still in flight (waiting out
+//!   a command timeout) is skipped, not waited for: the ticks of the other
+//!   lanes keep their schedule.
 //!
 //! What it renews are the entries of the client's table of holds (the
 //! `holds` module) that have a watchdog guard. Each remembers its *lease
@@ -34,11 +54,12 @@
 //! - the watchdog stops ([`crate::LockClient::close`]): nothing renews the
 //!   hold any more.
 //!
-//! After a failed tick the next one comes sooner (the retry policy's
-//! backoff), and the task always wakes by the earliest lease deadline, also
-//! while a renewal call is still waiting for its reply (one stuck until its
-//! command timeout in a partition), so a lost lock is reported on time, not
-//! up to a tick or a command timeout late. Guards read the deadline
+//! After a failed lane renewal the next tick comes sooner (the retry
+//! policy's backoff, growing until every lane went through), and the task
+//! always wakes by the earliest lease deadline, also while a renewal call is
+//! still waiting for its reply (one stuck until its command timeout in a
+//! partition), so a lost lock is reported on time, not up to a tick or a
+//! command timeout late. Guards read the deadline
 //! themselves too ([`crate::Guard::is_lost`]), so they never depend on the
 //! task being scheduled in time.
 //!
@@ -59,10 +80,13 @@
 //! nothing (the known bug of a watchdog outliving its unlock cannot
 //! happen).
 
+use std::collections::HashSet;
 use std::future::Future;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -141,7 +165,7 @@ impl Drop for Watchdog {
 }
 
 /// At most this many locks (or permits) are handed to a kind in one
-/// renewal call; a kind's bigger batch is renewed slice after slice, at
+/// renewal call; a lane's bigger batch is renewed slice after slice, at
 /// most [`slices_in_flight`] calls at a time.
 ///
 /// A call's requests, their encoding and their replies are the memory a
@@ -164,7 +188,7 @@ pub(crate) const RENEW_SLICE: usize = 250;
 /// too (a slice's worth per 25 000 locks).
 const LOCKS_PER_CALL_IN_FLIGHT: usize = 25_000;
 
-/// How many renewal calls of one kind a tick of `locks` keeps in flight.
+/// How many renewal calls of one lane a tick of `locks` keeps in flight.
 fn slices_in_flight(locks: usize) -> usize {
     (locks / LOCKS_PER_CALL_IN_FLIGHT).max(1)
 }
@@ -184,9 +208,14 @@ impl Task {
     async fn run(self) {
         let interval = self.lease / 3;
         let mut failures = 0u32;
+        let mut failed_since_tick = false;
         let mut next_tick: Option<Instant> = None;
+        let mut in_flight = InFlight::default();
         loop {
             if self.watched_len() == 0 {
+                // What is still in flight renews holds released since:
+                // nothing is left to settle.
+                in_flight.clear();
                 match next_tick {
                     // Nothing to renew: keep the schedule until the tick
                     // (see "Registering without a wake-up").
@@ -209,29 +238,64 @@ impl Task {
             let wake_at = self.earliest_watched_loss().map_or(tick, |d| d.min(tick));
             tokio::select! {
                 _ = tokio::time::sleep_until(wake_at) => {}
+                Some(went_through) = in_flight.next() => {
+                    if !went_through {
+                        if !failed_since_tick {
+                            failures += 1;
+                            failed_since_tick = true;
+                        }
+                        // After a failure, try again sooner than a full
+                        // interval, and ever more often as the earliest lease
+                        // deadline nears, so a server that comes back just
+                        // before it still saves the lock.
+                        let retry = Instant::now() + self.retry_pause(interval, failures);
+                        next_tick = Some(tick.min(retry));
+                    }
+                }
                 _ = self.shutdown.cancelled() => return,
             }
-            if Instant::now() >= tick {
-                let Some(renewed) = self.renew_on_time().await else {
-                    return;
-                };
-                failures = if renewed { 0 } else { failures + 1 };
-                // After a failure, try again sooner than a full interval, and
-                // ever more often as the earliest lease deadline nears, so a
-                // server that comes back just before it still saves the lock.
-                let pause = if failures == 0 {
-                    interval
-                } else {
-                    let to_deadline = self.earliest_watched_loss().map_or(interval, |d| {
-                        d.saturating_duration_since(Instant::now()) / 2
-                    });
-                    interval
-                        .min(self.retry.backoff(failures))
-                        .min(to_deadline.max(Duration::from_millis(1)))
-                };
-                next_tick = Some(Instant::now() + pause);
+            if next_tick.is_some_and(|tick| Instant::now() >= tick) {
+                // A lane still in flight has not told yet whether it fails:
+                // the backoff keeps growing until every lane went through.
+                if !failed_since_tick && in_flight.is_empty() {
+                    failures = 0;
+                }
+                failed_since_tick = false;
+                self.start_tick(&mut in_flight);
+                next_tick = Some(Instant::now() + interval);
             }
             self.end_overdue();
+        }
+    }
+
+    /// How long after a failed renewal the next tick comes: the retry
+    /// policy's backoff, within the interval, and at most half the time
+    /// left before the earliest watched loss.
+    fn retry_pause(&self, interval: Duration, failures: u32) -> Duration {
+        let to_deadline = self.earliest_watched_loss().map_or(interval, |d| {
+            d.saturating_duration_since(Instant::now()) / 2
+        });
+        interval
+            .min(self.retry.backoff(failures))
+            .min(to_deadline.max(Duration::from_millis(1)))
+    }
+
+    /// Starts renewing every watched hold and permit, each lane of each
+    /// kind on its own, except the lanes whose renewal of an earlier tick
+    /// is still in flight.
+    fn start_tick<'a>(&'a self, in_flight: &mut InFlight<'a>) {
+        let (holds, lanes) = by_lane(self.holds.watched_holds());
+        for (lane, range) in lanes {
+            let holds = Arc::clone(&holds);
+            in_flight.start(lane, async move { self.renew_locks(&holds[range]).await });
+        }
+        let (leases, lanes) = by_lane(self.permits.watched_leases());
+        for (lane, range) in lanes {
+            let leases = Arc::clone(&leases);
+            in_flight.start(
+                lane,
+                async move { self.renew_permits(&leases[range]).await },
+            );
         }
     }
 
@@ -277,79 +341,44 @@ impl Task {
         woken
     }
 
-    /// [`Task::renew_all`], while ending the holds whose deadline passes
-    /// before it returns: a renewal that hangs until its command timeout
-    /// (a partition) must not delay the report of a loss. `None` when the
-    /// watchdog was stopped meanwhile.
-    async fn renew_on_time(&self) -> Option<bool> {
-        let renewal = self.renew_all();
-        tokio::pin!(renewal);
-        loop {
-            let overdue = self.earliest_watched_loss();
-            tokio::select! {
-                renewed = &mut renewal => return Some(renewed),
-                _ = sleep_until_some(overdue) => self.end_overdue(),
-                _ = self.shutdown.cancelled() => return None,
-            }
-        }
-    }
-
-    /// Renews every watched hold and permit once, one call per kind, all
-    /// kinds at once; returns whether every call went through.
-    async fn renew_all(&self) -> bool {
-        let (locks, permits) =
-            futures::future::join(self.renew_locks(), self.renew_permits()).await;
-        locks && permits
-    }
-
-    /// Renews every watched hold once, all kinds at once, each kind's
-    /// holds in slices of [`RENEW_SLICE`] (see there); returns whether every
-    /// call went through.
-    async fn renew_locks(&self) -> bool {
-        let mut holds = self.holds.watched_holds();
-        // Grouped by kind (by identity: one kind object per client and kind)
-        // in place, so a tick keeps one pointer per lock, not two.
-        holds.sort_unstable_by_key(|hold| kind_id(&hold.kind));
-        let per_kind = holds
-            .chunk_by(|a, b| Arc::ptr_eq(&a.kind, &b.kind))
-            .map(|holds| {
-                let kind = holds[0].kind.as_ref();
-                in_slices(holds, move |slice: &[Arc<Hold>]| {
-                    let targets: Vec<RenewTarget> =
-                        slice.iter().map(|hold| hold.target.clone()).collect();
-                    let sent = Instant::now();
-                    self.renew_slice(kind.kind_name(), slice.len(), async move {
-                        let results = kind.renew(&targets, self.lease_ms()).await;
-                        self.settle(kind.kind_name(), slice, sent, results, |hold, reason| {
-                            self.holds.end(hold, reason);
-                        })
-                    })
+    /// Renews `holds` (one lane of one kind) once, in slices of
+    /// [`RENEW_SLICE`] (see there); returns whether every call went
+    /// through.
+    async fn renew_locks(&self, holds: &[Arc<Hold>]) -> bool {
+        let Some(kind) = holds.first().map(|hold| hold.kind.as_ref()) else {
+            return true;
+        };
+        in_slices(holds, move |slice: &[Arc<Hold>]| {
+            let targets: Vec<RenewTarget> = slice.iter().map(|hold| hold.target.clone()).collect();
+            let sent = Instant::now();
+            self.renew_slice(kind.kind_name(), slice.len(), async move {
+                let results = kind.renew(&targets, self.lease_ms()).await;
+                self.settle(kind.kind_name(), slice, sent, results, |hold, reason| {
+                    self.holds.end(hold, reason);
                 })
-            });
-        all_went_through(per_kind).await
+            })
+        })
+        .await
     }
 
-    /// Renews every watched permit once, as [`Task::renew_locks`] does locks.
-    async fn renew_permits(&self) -> bool {
-        let mut leases = self.permits.watched_leases();
-        leases.sort_unstable_by_key(|lease| kind_id(&lease.kind));
-        let per_kind = leases
-            .chunk_by(|a, b| Arc::ptr_eq(&a.kind, &b.kind))
-            .map(|leases| {
-                let kind = leases[0].kind.as_ref();
-                in_slices(leases, move |slice: &[Arc<PermitLease>]| {
-                    let targets: Vec<PermitTarget> =
-                        slice.iter().map(|lease| lease.target.clone()).collect();
-                    let sent = Instant::now();
-                    self.renew_slice(kind.kind_name(), slice.len(), async move {
-                        let results = kind.renew(&targets, self.lease_ms()).await;
-                        self.settle(kind.kind_name(), slice, sent, results, |lease, reason| {
-                            self.permits.end(lease, reason);
-                        })
-                    })
+    /// Renews `leases` (one lane of one kind) once, as
+    /// [`Task::renew_locks`] does locks.
+    async fn renew_permits(&self, leases: &[Arc<PermitLease>]) -> bool {
+        let Some(kind) = leases.first().map(|lease| lease.kind.as_ref()) else {
+            return true;
+        };
+        in_slices(leases, move |slice: &[Arc<PermitLease>]| {
+            let targets: Vec<PermitTarget> =
+                slice.iter().map(|lease| lease.target.clone()).collect();
+            let sent = Instant::now();
+            self.renew_slice(kind.kind_name(), slice.len(), async move {
+                let results = kind.renew(&targets, self.lease_ms()).await;
+                self.settle(kind.kind_name(), slice, sent, results, |lease, reason| {
+                    self.permits.end(lease, reason);
                 })
-            });
-        all_went_through(per_kind).await
+            })
+        })
+        .await
     }
 
     fn lease_ms(&self) -> u64 {
@@ -363,8 +392,8 @@ impl Task {
         &self,
         kind_name: &'static str,
         count: usize,
-        call: impl Future<Output = bool>,
-    ) -> bool {
+        call: impl Future<Output = Renewal>,
+    ) -> Renewal {
         let span = tracing::debug_span!(
             "lock.renew",
             kind = kind_name,
@@ -372,15 +401,19 @@ impl Task {
             outcome = tracing::field::Empty,
         );
         self.stats.renew_calls.incr();
-        let ok = call.instrument(span.clone()).await;
-        span.record("outcome", if ok { "ok" } else { "failed" });
-        ok
+        let renewal = call.instrument(span.clone()).await;
+        let outcome = if renewal == Renewal::Answered {
+            "ok"
+        } else {
+            "failed"
+        };
+        span.record("outcome", outcome);
+        renewal
     }
 
     /// Applies one renewal call's `results` (sent at `sent`) to `batch`:
     /// renewed entries get their new deadline, entries no longer held end
-    /// with their loss signalled (through `end`). Returns whether the call
-    /// went through and no entry's renewal failed.
+    /// with their loss signalled (through `end`).
     fn settle<E: Watched>(
         &self,
         kind_name: &'static str,
@@ -388,7 +421,7 @@ impl Task {
         sent: Instant,
         results: crate::Result<Vec<crate::Result<bool>>>,
         end: impl Fn(&Arc<E>, &'static str),
-    ) -> bool {
+    ) -> Renewal {
         let results = match results {
             Ok(results) if results.len() == batch.len() => results,
             Ok(results) => {
@@ -398,12 +431,12 @@ impl Task {
                     "watchdog: a kind returned a renewal batch of the wrong size"
                 );
                 telemetry::renewals(kind_name, "failed", batch.len() as u64);
-                return false;
+                return Renewal::Failed;
             }
             Err(e) => {
                 tracing::warn!(%e, entries = batch.len(), what = E::NOUN, "watchdog: renewal failed; will retry");
                 telemetry::renewals(kind_name, "failed", batch.len() as u64);
-                return false;
+                return Renewal::Failed;
             }
         };
         let renewed_until = Deadline::new(sent, self.lease, self.margin);
@@ -429,8 +462,101 @@ impl Task {
         telemetry::renewals(kind_name, "renewed", renewed);
         telemetry::renewals(kind_name, "not_held", not_held);
         telemetry::renewals(kind_name, "failed", failed);
-        failed == 0
+        if failed == 0 {
+            Renewal::Answered
+        } else if failed < batch.len() as u64 {
+            Renewal::Partly
+        } else {
+            Renewal::Failed
+        }
     }
+}
+
+/// What one renewal call came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Renewal {
+    /// Every entry was answered: renewed, or found no longer held.
+    Answered,
+    /// Some entries were answered, the others failed.
+    Partly,
+    /// No entry was answered: the call failed as a whole or for each.
+    Failed,
+}
+
+/// One lane of one kind (see "Lanes" in the module docs): its entries are
+/// renewed apart from every other lane's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct LaneKey {
+    kind: usize,
+    lane: u64,
+}
+
+/// The lanes' renewals in flight, at most one per lane: a lane whose
+/// renewal of an earlier tick has not returned (its store is slow, or
+/// waits out a command timeout) is not started again, and holds up no
+/// other lane.
+#[derive(Default)]
+struct InFlight<'a> {
+    runs: FuturesUnordered<BoxFuture<'a, (LaneKey, bool)>>,
+    busy: HashSet<LaneKey>,
+}
+
+impl<'a> InFlight<'a> {
+    /// Starts `renewal` for `lane`, unless the lane's last one is still in
+    /// flight.
+    fn start(&mut self, lane: LaneKey, renewal: impl Future<Output = bool> + Send + 'a) {
+        if self.busy.insert(lane) {
+            self.runs
+                .push(Box::pin(async move { (lane, renewal.await) }));
+        }
+    }
+
+    /// The next lane renewal to return: whether every call of it went
+    /// through; `None` at once when none is in flight.
+    async fn next(&mut self) -> Option<bool> {
+        let (lane, went_through) = self.runs.next().await?;
+        self.busy.remove(&lane);
+        Some(went_through)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Drops every renewal in flight (a renewal's future may be dropped
+    /// any time: it only ever extends leases).
+    fn clear(&mut self) {
+        self.runs.clear();
+        self.busy.clear();
+    }
+}
+
+/// Each lane and its entries' range in the array of a tick's entries.
+type LaneRanges = Vec<(LaneKey, Range<usize>)>;
+
+/// `entries` grouped by kind and lane, in one array shared by the lanes'
+/// renewals (one pointer per entry, as before lanes) and each lane's range
+/// in it.
+fn by_lane<E: Watched>(mut entries: Vec<Arc<E>>) -> (Arc<Vec<Arc<E>>>, LaneRanges) {
+    // By kind first, in place, then by lane within each kind: a lane is
+    // worked out (a key and its node, for a cluster) once per entry for the
+    // sort, not once per comparison.
+    entries.sort_unstable_by_key(|entry| entry.kind_id());
+    for of_kind in entries.chunk_by_mut(|a, b| a.kind_id() == b.kind_id()) {
+        of_kind.sort_by_cached_key(|entry| entry.lane());
+    }
+    let mut lanes = LaneRanges::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let key = LaneKey {
+            kind: entry.kind_id(),
+            lane: entry.lane(),
+        };
+        match lanes.last_mut() {
+            Some((last, range)) if *last == key => range.end = i + 1,
+            _ => lanes.push((key, i..i + 1)),
+        }
+    }
+    (Arc::new(entries), lanes)
 }
 
 /// What the watchdog keeps alive: a lock's hold or a permit's lease.
@@ -441,6 +567,11 @@ trait Watched {
     fn extend(&self, until: Deadline) -> bool;
     /// The lock's or semaphore's name, for logs.
     fn name(&self) -> &crate::LockName;
+    /// Which kind renews it, by identity (one kind object per client and
+    /// kind).
+    fn kind_id(&self) -> usize;
+    /// The lane its kind renews it in now.
+    fn lane(&self) -> u64;
 }
 
 impl Watched for Hold {
@@ -450,6 +581,12 @@ impl Watched for Hold {
     }
     fn name(&self) -> &crate::LockName {
         &self.target.name
+    }
+    fn kind_id(&self) -> usize {
+        kind_id(&self.kind)
+    }
+    fn lane(&self) -> u64 {
+        self.kind.renew_lane(&self.target)
     }
 }
 
@@ -461,6 +598,12 @@ impl Watched for PermitLease {
     fn name(&self) -> &crate::LockName {
         &self.target.name
     }
+    fn kind_id(&self) -> usize {
+        kind_id(&self.kind)
+    }
+    fn lane(&self) -> u64 {
+        self.kind.renew_lane(&self.target)
+    }
 }
 
 /// A kind object's identity, to group entries by kind.
@@ -468,42 +611,31 @@ fn kind_id<K: ?Sized>(kind: &Arc<K>) -> usize {
     Arc::as_ptr(kind).cast::<()>() as usize
 }
 
-/// Runs `per_kind`'s renewals at once; whether every one went through.
-async fn all_went_through(per_kind: impl Iterator<Item = impl Future<Output = bool>>) -> bool {
-    futures::future::join_all(per_kind)
-        .await
-        .into_iter()
-        .all(|ok| ok)
-}
-
-/// Renews `entries` (all of one kind) slice after slice of [`RENEW_SLICE`],
-/// [`slices_in_flight`] calls at a time. A slice whose call fails ends the
-/// tick for this kind: the next one comes sooner (the retry backoff), and a
-/// store that cannot be reached must not cost a command timeout per slice.
+/// Renews `entries` (one lane of one kind) slice after slice of
+/// [`RENEW_SLICE`], [`slices_in_flight`] calls at a time, each slice settled
+/// as soon as it returns; whether every call went through. A slice that
+/// reached nothing ends the lane's renewal for this tick (the calls in
+/// flight still settle): the lane's store is down or cut off, and each
+/// further slice would only wait out its command timeout too. The next
+/// tick comes sooner (the retry backoff).
 async fn in_slices<'a, E, F, Fut>(entries: &'a [Arc<E>], renew: F) -> bool
 where
     F: Fn(&'a [Arc<E>]) -> Fut,
-    Fut: Future<Output = bool>,
+    Fut: Future<Output = Renewal>,
 {
     let mut slices = entries.chunks(RENEW_SLICE);
     let mut calls = FuturesUnordered::new();
+    let (mut went_through, mut reachable) = (true, true);
     loop {
-        while calls.len() < slices_in_flight(entries.len()) {
+        while reachable && calls.len() < slices_in_flight(entries.len()) {
             let Some(slice) = slices.next() else { break };
             calls.push(renew(slice));
         }
         match calls.next().await {
-            Some(true) => {}
-            Some(false) => return false,
-            None => return true,
+            Some(Renewal::Answered) => {}
+            Some(Renewal::Partly) => went_through = false,
+            Some(Renewal::Failed) => (went_through, reachable) = (false, false),
+            None => return went_through,
         }
-    }
-}
-
-/// Sleeps until `at`, or forever when there is nothing to wait for.
-async fn sleep_until_some(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }

@@ -168,6 +168,11 @@ impl ExclusiveKind for Fair {
         self.env.renew(targets, lease_ms).await
     }
 
+    /// The lane of the node serving the lock ([`ScriptEnv::renew_lane`]).
+    fn renew_lane(&self, target: &RenewTarget) -> u64 {
+        self.env.renew_lane(&target.name)
+    }
+
     /// Runs the fair `force_unlock.lua`: deletes the lock, keeps the queue,
     /// and tells its head (after evicting stale heads).
     ///

@@ -64,8 +64,19 @@
 //! and everything, waits included, happens within
 //! [`ClusterConfig::command_timeout`]. Topology refreshes (`CLUSTER SLOTS`,
 //! asking the known masters, then the seeds) are single-flight and at most
-//! one per 100 ms. The watchdog's renewals are grouped per slot (one script
-//! per slot and chunk) and pipelined per master, all masters at once.
+//! one per 100 ms.
+//!
+//! ## Renewals: one master's outage delays no other master's
+//! Each master is one [lane](Transport::lane) (by address, as the slot map
+//! last said): the watchdog renews each master's locks on their own, all
+//! masters at once (one script per slot and chunk, pipelined on the
+//! master), and applies each call's results as soon as it returns. A
+//! master that is dead or slow, its calls waiting out the command timeout,
+//! delays no renewal of a lock on another master: its locks are reported
+//! lost when their lease runs out (unless a replica takes over in time),
+//! and the others are kept. While one master's renewal is still waiting,
+//! it is not sent again; its later windows are not sent once one reached
+//! nothing.
 //!
 //! We do not use `redis`'s own cluster client: we need per-call deadlines
 //! that cover redirects and failover waits, routing of script calls by all

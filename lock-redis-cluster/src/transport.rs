@@ -550,6 +550,24 @@ impl Transport for ClusterTransport {
         u32::from(key_slot(key))
     }
 
+    /// The master serving the slot, by address (not by its place in the
+    /// map, which a refresh may change: a lane must keep its id while the
+    /// same master serves it). Slots no master serves share one lane.
+    fn lane(&self, key_group: u32) -> u64 {
+        let map = self.inner.topology.map();
+        match u16::try_from(key_group)
+            .ok()
+            .and_then(|slot| map.master(slot))
+        {
+            Some(addr) => {
+                let mut hasher = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(addr, &mut hasher);
+                std::hash::Hasher::finish(&hasher)
+            }
+            None => u64::MAX,
+        }
+    }
+
     /// [`ClusterConfig::command_timeout`]: one call, its redirects and
     /// waits for a failover included, ends by then.
     fn command_timeout(&self) -> Option<Duration> {

@@ -17,6 +17,7 @@ mod acl;
 mod broken_connections;
 mod common;
 mod config_files;
+mod dead_master_renewals;
 mod failover;
 mod mixed_multi_lock;
 mod partial_outage;

@@ -100,6 +100,19 @@ pub trait Transport: Send + Sync + 'static {
         0
     }
 
+    /// Which *lane* serves the keys of `key_group` (see
+    /// [`Transport::key_group`]) now: calls in different lanes reach
+    /// different nodes, so one lane's slow or dead node need not delay
+    /// another lane's calls, and batches are split by lane to keep it so
+    /// ([`crate::ScriptEnv::renew_with`], the watchdog through
+    /// [`lock_core::ExclusiveKind::renew_lane`]). An opaque id, stable while
+    /// the same node serves the group. One node: always `0`. A cluster: the
+    /// master serving the slot.
+    fn lane(&self, key_group: u32) -> u64 {
+        let _ = key_group;
+        0
+    }
+
     /// The longest one call ([`Transport::eval`], [`Transport::eval_batch`])
     /// takes before it fails with a timeout, without the replica wait of
     /// [`Transport::eval_and_wait`]; `None` when unbounded or unknown.

@@ -112,6 +112,13 @@ pub trait Harness: Send + Sync {
     }
     /// A new client, on its own connection, to the shared store.
     async fn client(&self, config: ClientConfig) -> LockClient;
+    /// How many nodes hold data on their own (a cluster's masters): the
+    /// watchdog renews each node's locks in calls of its own (its lanes),
+    /// so a tick of locks spread over every node makes at least this many
+    /// calls.
+    fn nodes(&self) -> u64 {
+        1
+    }
     /// The key layout those clients use.
     fn layout(&self) -> KeyLayout;
     /// `SET key value`.
@@ -161,6 +168,9 @@ macro_rules! wrapping_harness {
         impl<H: Harness> Harness for $ty<H> {
             fn kind(&$s) -> Kind $kind
             async fn client(&$s2, $config: ClientConfig) -> LockClient $client
+            fn nodes(&self) -> u64 {
+                self.0.nodes()
+            }
             fn layout(&self) -> KeyLayout {
                 self.0.layout()
             }
@@ -223,6 +233,9 @@ impl Harness for std::sync::Arc<dyn Harness> {
     }
     async fn client(&self, config: ClientConfig) -> LockClient {
         (**self).client(config).await
+    }
+    fn nodes(&self) -> u64 {
+        (**self).nodes()
     }
     fn layout(&self) -> KeyLayout {
         (**self).layout()

@@ -377,6 +377,12 @@ impl PermitSemaphoreKind for PermitSemaphore {
             .await
     }
 
+    /// The lane of the node serving the semaphore
+    /// ([`ScriptEnv::renew_lane`]).
+    fn renew_lane(&self, target: &PermitTarget) -> u64 {
+        self.env.renew_lane(&target.name)
+    }
+
     /// `redisson_sc:{<name>}`, as the semaphore's.
     fn channel(&self, name: &LockName) -> Channel {
         Channel::new(self.env.layout().semaphore_channel(name))

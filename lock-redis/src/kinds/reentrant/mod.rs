@@ -138,6 +138,11 @@ impl ExclusiveKind for Reentrant {
         self.env.renew(targets, lease_ms).await
     }
 
+    /// The lane of the node serving the lock ([`ScriptEnv::renew_lane`]).
+    fn renew_lane(&self, target: &RenewTarget) -> u64 {
+        self.env.renew_lane(&target.name)
+    }
+
     /// Runs `force_unlock.lua`.
     ///
     /// # Errors

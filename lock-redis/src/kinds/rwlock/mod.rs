@@ -301,6 +301,11 @@ impl ExclusiveKind for Read {
             .await
     }
 
+    /// The lane of the node serving the lock ([`ScriptEnv::renew_lane`]).
+    fn renew_lane(&self, target: &RenewTarget) -> u64 {
+        self.env.renew_lane(&target.name)
+    }
+
     /// Deletes the lock if it is in read mode and publishes `0`
     /// (Redisson's `RedissonReadLock.forceUnlock`).
     ///
@@ -435,6 +440,11 @@ impl ExclusiveKind for Write {
                 )
             })
             .await
+    }
+
+    /// The lane of the node serving the lock ([`ScriptEnv::renew_lane`]).
+    fn renew_lane(&self, target: &RenewTarget) -> u64 {
+        self.env.renew_lane(&target.name)
     }
 
     /// Deletes the lock if it is in write mode and publishes `1`
