@@ -152,6 +152,11 @@ pub enum AcquireOutcome {
         /// The fencing token, when one was asked for.
         fencing_token: Option<u64>,
     },
+    /// A kind that hands over ([`ExclusiveKind::hands_over`]): the lock a
+    /// release granted to this wait's ticket, taken as it was granted. The
+    /// grant made the owner's hold; this adds none, so it stands for the
+    /// same hold as the grant's notice, whichever the wait took first.
+    Claimed,
     /// Someone else holds it.
     Held {
         /// The holder's remaining time to live; `None` when the key has no

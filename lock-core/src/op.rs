@@ -24,6 +24,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -141,6 +142,7 @@ pub(crate) async fn acquire(
                             req: Some(req),
                             sent,
                             error: e,
+                            wait_won: None,
                         }));
                     }
                     result => break result?,
@@ -157,6 +159,17 @@ pub(crate) async fn acquire(
                     in_flight,
                     fencing_token,
                     started: sent,
+                    grant: false,
+                }),
+                AcquireOutcome::Claimed => Attempt::Acquired(PendingHold {
+                    inner: task_inner,
+                    kind: backend,
+                    req,
+                    armed: true,
+                    in_flight,
+                    fencing_token: None,
+                    started: sent,
+                    grant: true,
                 }),
                 AcquireOutcome::Held { ttl } => Attempt::Held {
                     ttl,
@@ -172,6 +185,14 @@ pub(crate) async fn acquire(
     )
     .await
 }
+
+/// A wait that has not ended, or ended without the lock.
+pub(crate) const WAITING: u8 = 0;
+/// A wait that took the lock by a hold of its own attempt.
+pub(crate) const WON: u8 = 1;
+/// A wait that took the lock a release granted to its ticket (told by the
+/// grant's notice, or claimed by an attempt).
+pub(crate) const WON_BY_GRANT: u8 = 2;
 
 /// An acquisition whose outcome is unknown after its retries: it may have
 /// run, or may still run.
@@ -191,6 +212,9 @@ pub(crate) struct Unsettled {
     req: Option<AcquireRequest>,
     sent: Instant,
     error: LockError,
+    /// How its wait ended ([`WAITING`], [`WON`], [`WON_BY_GRANT`]), set by
+    /// the wait and read when this is dropped.
+    wait_won: Option<Arc<AtomicU8>>,
 }
 
 impl Unsettled {
@@ -198,16 +222,27 @@ impl Unsettled {
     pub(crate) fn error(&self) -> &LockError {
         &self.error
     }
+
+    /// Settles it knowing how its wait ended (`won`, read when this is
+    /// dropped; see [`reconcile`] for what each ending changes).
+    pub(crate) fn settle_after(&mut self, won: Arc<AtomicU8>) {
+        self.wait_won = Some(won);
+    }
 }
 
 impl Drop for Unsettled {
     fn drop(&mut self) {
         if let Some(req) = self.req.take() {
+            let ended = self
+                .wait_won
+                .as_ref()
+                .map_or(WAITING, |won| won.load(Ordering::Acquire));
             reconcile(
                 Arc::clone(&self.inner),
                 Arc::clone(&self.kind),
                 req,
                 self.sent,
+                ended,
             );
         }
     }
@@ -225,11 +260,23 @@ impl Drop for Unsettled {
 /// lock, and no copy of it can take it afterwards. So the answer comes
 /// however long the store was out of reach; the repeats stop only when the
 /// client is closed.
+/// How the wait ended (`wait`) decides what an answer means:
+/// - "acquired" is a hold of the request's own (the first, or one more on
+///   top of the wait's): released.
+/// - "claimed" (the lock granted to the wait's ticket) is the very hold the
+///   wait holds when it took the lock by that grant ([`WON_BY_GRANT`]):
+///   kept; otherwise (the wait gave up, or its own hold is one more on top
+///   of this one) released, which gives the grant back.
+/// - "held" leaves any queue place the request made: with the wait's
+///   ticket when the wait gave up, so a grant it never took goes to the
+///   next waiter; without it when the wait took the lock, which may be by a
+///   grant whose entry the store keeps until its holder releases.
 fn reconcile(
     inner: Arc<ClientInner>,
     backend: Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     started: Instant,
+    wait: u8,
 ) {
     let runtime = inner.runtime.clone();
     let in_flight = InFlight::start(&inner.stats);
@@ -244,7 +291,8 @@ fn reconcile(
                 return;
             }
             match backend.try_acquire(&req).await {
-                Ok(AcquireOutcome::Acquired { fencing_token }) => {
+                Ok(AcquireOutcome::Claimed) if wait == WON_BY_GRANT => return,
+                Ok(outcome @ (AcquireOutcome::Acquired { .. } | AcquireOutcome::Claimed)) => {
                     tracing::debug!(lock = %req.name, "a failed acquisition took the lock after all; releasing it");
                     drop(PendingHold {
                         in_flight: InFlight::start(&inner.stats),
@@ -252,14 +300,22 @@ fn reconcile(
                         kind: backend,
                         req,
                         armed: true,
-                        fencing_token,
+                        fencing_token: match outcome {
+                            AcquireOutcome::Acquired { fencing_token } => fencing_token,
+                            _ => None,
+                        },
                         started,
+                        grant: false,
                     });
                     return;
                 }
                 Ok(AcquireOutcome::Held { .. }) => {
                     if req.queue_ms.is_some() {
-                        drop(QueueTicket::new(inner, backend, &req));
+                        let mut place = QueueTicket::new(inner, backend, &req);
+                        if wait != WAITING {
+                            place.wait_ticket = None;
+                        }
+                        drop(place);
                     }
                     return;
                 }
@@ -414,6 +470,8 @@ pub(crate) struct PendingHold {
     fencing_token: Option<u64>,
     /// When the first attempt was sent: the lease runs from no earlier.
     started: Instant,
+    /// The lock a release granted to the wait's ticket.
+    grant: bool,
     #[allow(dead_code)] // held for its Drop: counts the hold as in flight
     in_flight: InFlight,
 }
@@ -437,7 +495,13 @@ impl PendingHold {
             armed: true,
             fencing_token: None,
             started,
+            grant: true,
         }
+    }
+
+    /// Whether it is the lock a release granted to the wait's ticket.
+    pub(crate) fn is_grant(&self) -> bool {
+        self.grant
     }
 
     /// Disarms the drop guard and returns what the guard needs.

@@ -7,6 +7,7 @@
 //! give up.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,11 +89,15 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
     // is over (dropping them does it; see `op::Unsettled`): until then what
     // they did belongs to the live wait. Each attempt is a new request.
     let mut unsettled: Vec<op::Unsettled> = Vec::new();
+    // Set when the wait takes the lock: its unknown attempts then keep any
+    // grant made to its ticket when they are settled (it is the wait's).
+    let won = Arc::new(AtomicU8::new(op::WAITING));
     let mut attempt = async || loop {
         let sent = Instant::now();
         let error = match op::acquire(inner, kind, request(), sent).await {
-            Ok(Attempt::Unknown(unknown)) => {
+            Ok(Attempt::Unknown(mut unknown)) => {
                 let error = unknown.error().clone();
+                unknown.settle_after(Arc::clone(&won));
                 unsettled.push(unknown);
                 error
             }
@@ -111,7 +116,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
     // was granted after that attempt ran, so its lease runs from no earlier.
     let mut last_sent = sent;
     let (first_ttl, mut queued) = match first {
-        Attempt::Acquired(hold) => return Ok(Some(guard(inner, hold, watchdog))),
+        Attempt::Acquired(hold) => return Ok(Some(guard(inner, hold, watchdog, &won))),
         Attempt::Held { ttl, queued } => (ttl, queued),
         // Never returned by `attempt`, which keeps unknown outcomes.
         Attempt::Unknown(unknown) => return Err(unknown.error().clone()),
@@ -185,7 +190,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     if let Some(ticket) = queued.take() {
                         ticket.disarm();
                     }
-                    return Ok(Some(guard(inner, hold, watchdog)));
+                    return Ok(Some(guard(inner, hold, watchdog, &won)));
                 }
                 Attempt::Held { ttl, queued: place } => {
                     disarm(&mut baton);
@@ -234,7 +239,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
                     }
                     inner.stats.grants.incr();
                     let hold = op::PendingHold::granted(inner, kind, request(), last_sent);
-                    return Ok(Some(guard(inner, hold, watchdog)));
+                    return Ok(Some(guard(inner, hold, watchdog, &won)));
                 }
             }
         }
@@ -265,7 +270,13 @@ fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<Owner> 
     }
 }
 
-fn guard(inner: &Arc<ClientInner>, hold: op::PendingHold, watchdog: bool) -> Guard {
+fn guard(inner: &Arc<ClientInner>, hold: op::PendingHold, watchdog: bool, won: &AtomicU8) -> Guard {
+    let ended = if hold.is_grant() {
+        op::WON_BY_GRANT
+    } else {
+        op::WON
+    };
+    won.store(ended, Ordering::Release);
     let kind = Arc::clone(hold.kind());
     let (req, fencing_token, started) = hold.accept();
     Guard::new(

@@ -25,7 +25,8 @@ fn ttl(pttl: i64) -> Option<Duration> {
     u64::try_from(pttl).ok().map(Duration::from_millis)
 }
 
-/// `{1, token}` → acquired (token 0: none asked for); `{0, pttl}` → held.
+/// `{1, token}` → acquired (token 0: none asked for); `{2, 0}` → claimed
+/// (a lock granted to the wait's ticket); `{0, pttl}` → held.
 pub fn acquire(reply: &Value) -> Result<AcquireOutcome> {
     let bad = || bad_reply("acquire", reply);
     let Value::Array(items) = reply else {
@@ -36,6 +37,7 @@ pub fn acquire(reply: &Value) -> Result<AcquireOutcome> {
             (Some(1), Some(token)) => Ok(AcquireOutcome::Acquired {
                 fencing_token: u64::try_from(token).ok().filter(|&t| t > 0),
             }),
+            (Some(2), Some(0)) => Ok(AcquireOutcome::Claimed),
             (Some(0), Some(pttl)) => Ok(AcquireOutcome::Held { ttl: ttl(pttl) }),
             _ => Err(bad()),
         },

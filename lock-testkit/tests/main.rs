@@ -13,6 +13,7 @@
 #[cfg(feature = "fixtures")]
 mod cluster_fixture;
 mod engine_faults;
+mod live_waits;
 #[cfg(feature = "fixtures")]
 mod lua_vs_redis;
 mod memory_conformance;

@@ -44,6 +44,10 @@
 -- Reply:
 --   {1, token}  acquired (first hold or one more hold); token is the new
 --               fencing token, or 0 when none was asked for.
+--   {2, 0}      claimed: the lock a release granted to this wait's ticket
+--               (ARGV[8]), taken as it was granted, with no hold added (the
+--               engine tells it from a hold of its own; see lock-core's
+--               AcquireOutcome::Claimed)
 --   {0, wait}   not taken. wait is the lock's PTTL when it is held (-1: no
 --               expiry); else (the lock is free but another waiter is
 --               first) RECHECK_MS, or the milliseconds until the queue
@@ -87,6 +91,9 @@ local first = recorded(KEYS[2], ARGV[4])
 if first == LATCH_HELD then
     return {0, wait_hint(server_now())}
 end
+if first == LATCH_CLAIMED then
+    return {2, 0}
+end
 if first then
     return {1, tonumber(first)}
 end
@@ -115,8 +122,8 @@ if entry and ticket ~= '0' and entry == 'g:' .. ticket then
     redis.call('hdel', KEYS[7], ARGV[2])
     if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
         extend(KEYS[1], ARGV[1], pttl)
-        record(KEYS[2], 0)
-        return {1, 0}
+        record(KEYS[2], LATCH_CLAIMED)
+        return {2, 0}
     end
     entry = nil
 end

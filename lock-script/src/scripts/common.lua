@@ -150,6 +150,7 @@ end
 
 local LATCH_HELD = 'held'
 local LATCH_NOT_HELD = 'not held'
+local LATCH_CLAIMED = 'claimed'
 
 -- Past its deadline a record lives this much longer: a margin for the
 -- store's clock read by TIME running ahead of the time Redis froze for key
