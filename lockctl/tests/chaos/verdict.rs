@@ -16,6 +16,11 @@
 //! 3. A SIGKILLed lockctl's command is gone within [`KILL_BOUND`].
 //! 4. Every run ends by itself within [`RUN_LIMIT`] (a generous bound on
 //!    waiting, working, the driver's pauses and lockctl's own timeouts).
+//! 5. A lockctl SIGSTOPped for longer than the watchdog timeout while its
+//!    command ran exits 76 once continued: nothing renewed its hold
+//!    meanwhile, so the hold lapsed, whether or not anyone else entered
+//!    (had the command ended while it was stopped, its release finds the
+//!    hold gone, which is a loss too).
 //!
 //! A section starts at its `enter` line and ends at its `exit` or `stop`
 //! line; a command killed before it wrote one ends when it was seen gone:
@@ -29,6 +34,7 @@ use std::time::Duration;
 use crate::driver::{Fault, Strike};
 use crate::log::{RunId, Section};
 use crate::worker::{Hold, Outcome, Run, RUN_LIMIT};
+use crate::WATCHDOG_TIMEOUT;
 
 /// How soon after its lockctl's SIGKILL a command must be gone. The
 /// supervisor gets the parent-death signal at once and kills the group, so
@@ -234,6 +240,27 @@ pub(crate) fn judge(
             ms(run.started_ns),
             run.stderr
         ));
+    }
+
+    // Rule 5.
+    let watchdog = u64::try_from(WATCHDOG_TIMEOUT.as_nanos()).expect("short");
+    for strike in strikes.iter().filter(|s| s.fault == Fault::Stop) {
+        let Some(continued) = strike.end_ns else {
+            continue;
+        };
+        let run = runs_by_id.get(&strike.run);
+        let outcome = run.map(|run| run.outcome);
+        if continued - strike.at_ns > watchdog && outcome != Some(Outcome::Code(76)) {
+            verdict.violations.push(format!(
+                "{} was SIGSTOPped from {:.1} to {:.1}, past the watchdog timeout, yet its \
+                 lockctl ended {} (not exit 76), stderr {:?}",
+                strike.run,
+                ms(strike.at_ns),
+                ms(continued),
+                outcome.map_or("unseen".to_owned(), |o| o.to_string()),
+                run.map_or("", |run| run.stderr.as_str())
+            ));
+        }
     }
 
     // Rule 3.
@@ -488,6 +515,32 @@ mod tests {
         let never = judge(&log, &runs, &[strike(None)], 0, Hold::Lock);
         // Gone never, so it also overlaps the next section.
         assert_eq!(never.violations.len(), 2, "{:?}", never.violations);
+    }
+
+    #[test]
+    fn a_lockctl_stopped_past_the_watchdog_must_say_it_lost() {
+        let stop = |continued: u64| Strike {
+            fault: Fault::Stop,
+            run: RunId { worker: 0, run: 1 },
+            at_ns: 15 * MS,
+            end_ns: Some(continued * MS),
+            note: String::new(),
+        };
+        let log = sections(vec![section(0, 1, 10, Some(3000))]);
+        let quiet = [run(0, Outcome::Code(0), 3010)];
+        let long = judge(&log, &quiet, &[stop(2515)], 0, Hold::Lock);
+        assert_eq!(long.violations.len(), 1, "{:?}", long.violations);
+        assert!(long.violations[0].contains("exit 0"));
+        let told = [run(0, Outcome::Code(76), 3010)];
+        let long_told = judge(&log, &told, &[stop(2515)], 0, Hold::Permits(2));
+        assert!(
+            long_told.violations.is_empty(),
+            "{:?}",
+            long_told.violations
+        );
+        // Within the watchdog timeout the hold may well survive.
+        let short = judge(&log, &quiet, &[stop(515)], 0, Hold::Lock);
+        assert!(short.violations.is_empty(), "{:?}", short.violations);
     }
 
     const TWO: Hold = Hold::Permits(2);
