@@ -2,16 +2,25 @@
 //! the counts to report, the overlaps that were allowed, and the
 //! violations.
 //!
-//! The rules:
+//! The rules, for a hold of capacity N (1 for the lock, N for `--permits
+//! N`):
 //! 1. Fencing tokens strictly increase: every section's token is larger
-//!    than that of every section that entered before it.
-//! 2. No two sections overlap, unless the earlier one's lockctl exited 76
-//!    (it told its caller the lock was lost; after a SIGSTOP that is the
+//!    than that of every section that entered before it (the lock only:
+//!    a semaphore has no tokens).
+//! 2. At no instant are more than N sections inside, unless the excess
+//!    are earlier sections whose hold was gone: their lockctl exited 76
+//!    (it told its caller the hold was lost; after a SIGSTOP that is the
 //!    only way out), or it was SIGKILLed and its command was gone within
-//!    [`KILL_BOUND`] of the kill.
+//!    [`KILL_BOUND`] of the kill. So whenever a section enters, the others
+//!    still inside that are not so explained must be fewer than N.
 //! 3. A SIGKILLed lockctl's command is gone within [`KILL_BOUND`].
 //! 4. Every run ends by itself within [`RUN_LIMIT`] (a generous bound on
 //!    waiting, working, the driver's pauses and lockctl's own timeouts).
+//! 5. A lockctl SIGSTOPped for longer than the watchdog timeout while its
+//!    command ran exits 76 once continued: nothing renewed its hold
+//!    meanwhile, so the hold lapsed, whether or not anyone else entered
+//!    (had the command ended while it was stopped, its release finds the
+//!    hold gone, which is a loss too).
 //!
 //! A section starts at its `enter` line and ends at its `exit` or `stop`
 //! line; a command killed before it wrote one ends when it was seen gone:
@@ -24,7 +33,8 @@ use std::time::Duration;
 
 use crate::driver::{Fault, Strike};
 use crate::log::{RunId, Section};
-use crate::worker::{Outcome, Run, RUN_LIMIT};
+use crate::worker::{Hold, Outcome, Run, RUN_LIMIT};
+use crate::WATCHDOG_TIMEOUT;
 
 /// How soon after its lockctl's SIGKILL a command must be gone. The
 /// supervisor gets the parent-death signal at once and kills the group, so
@@ -32,7 +42,8 @@ use crate::worker::{Outcome, Run, RUN_LIMIT};
 /// machine and for the driver's polling of /proc.
 pub(crate) const KILL_BOUND: Duration = Duration::from_millis(100);
 
-/// An overlap of two sections that the rules allow.
+/// An overlap that the rules allow: `later` entered while the hold had no
+/// room left but for `earlier`'s, which was gone.
 #[derive(Debug, Clone)]
 pub(crate) struct Overlap {
     pub(crate) earlier: RunId,
@@ -48,6 +59,8 @@ pub(crate) struct Overlap {
 pub(crate) struct Verdict {
     pub(crate) runs: usize,
     pub(crate) entered: usize,
+    /// The most sections inside at once, explained ones included.
+    pub(crate) most_inside: usize,
     /// How many runs ended each way.
     pub(crate) outcomes: BTreeMap<Outcome, usize>,
     pub(crate) strikes: BTreeMap<Fault, usize>,
@@ -73,12 +86,13 @@ impl Verdict {
         let struck = |fault| self.strikes.get(&fault).copied().unwrap_or(0);
         let after = |cause| self.allowed.iter().filter(|o| o.cause == cause).count();
         let mut report = format!(
-            "chaos: runs {}, entered {}, exit 0: {}, exit 75: {}, exit 76: {}, others: [{}]; \
-             kills {} (command gone within {:.1} ms at worst), stops {}, client kills {}, \
+            "runs {}, entered {} (at most {} at once), exit 0: {}, exit 75: {}, exit 76: {}, \
+             others: [{}]; kills {} (command gone within {:.1} ms at worst), stops {}, client kills {}, \
              partitions {}; overlaps allowed {} (after SIGSTOP {}, after partition {}, \
              after CLIENT KILL {}, after SIGKILL {}, after no fault {}), violations {}",
             self.runs,
             self.entered,
+            self.most_inside,
             count(0).unwrap_or(0),
             count(75).unwrap_or(0),
             count(76).unwrap_or(0),
@@ -110,12 +124,14 @@ impl Verdict {
     }
 }
 
-/// Judges a chaos run; times in messages are ms since `origin_ns`.
+/// Judges a chaos run of `hold`; times in messages are ms since
+/// `origin_ns`.
 pub(crate) fn judge(
     sections: &BTreeMap<RunId, Section>,
     runs: &[Run],
     strikes: &[Strike],
     origin_ns: u64,
+    hold: Hold,
 ) -> Verdict {
     let ms = |ns: u64| ns.saturating_sub(origin_ns) as f64 / 1e6;
     let runs_by_id: HashMap<RunId, &Run> = runs.iter().map(|run| (run.id, run)).collect();
@@ -226,6 +242,27 @@ pub(crate) fn judge(
         ));
     }
 
+    // Rule 5.
+    let watchdog = u64::try_from(WATCHDOG_TIMEOUT.as_nanos()).expect("short");
+    for strike in strikes.iter().filter(|s| s.fault == Fault::Stop) {
+        let Some(continued) = strike.end_ns else {
+            continue;
+        };
+        let run = runs_by_id.get(&strike.run);
+        let outcome = run.map(|run| run.outcome);
+        if continued - strike.at_ns > watchdog && outcome != Some(Outcome::Code(76)) {
+            verdict.violations.push(format!(
+                "{} was SIGSTOPped from {:.1} to {:.1}, past the watchdog timeout, yet its \
+                 lockctl ended {} (not exit 76), stderr {:?}",
+                strike.run,
+                ms(strike.at_ns),
+                ms(continued),
+                outcome.map_or("unseen".to_owned(), |o| o.to_string()),
+                run.map_or("", |run| run.stderr.as_str())
+            ));
+        }
+    }
+
     // Rule 3.
     for strike in strikes.iter().filter(|s| s.fault == Fault::Kill) {
         match strike.end_ns {
@@ -255,7 +292,7 @@ pub(crate) fn judge(
 
     // Rule 1.
     let mut highest: Option<&Section> = None;
-    for &section in &order {
+    for &section in order.iter().filter(|_| hold.fenced()) {
         let Some(token) = section.token else {
             verdict
                 .violations
@@ -274,39 +311,64 @@ pub(crate) fn judge(
         }
     }
 
-    // Rule 2.
-    for (i, &earlier) in order.iter().enumerate() {
-        let end = end_of(earlier);
-        for &later in order[i + 1..].iter().take_while(|s| s.enter_ns < end) {
-            let overlap_ms = (end.min(end_of(later)) - later.enter_ns) as f64 / 1e6;
-            let outcome = runs_by_id.get(&earlier.run).map(|run| run.outcome);
-            let why = if outcome == Some(Outcome::Code(76)) {
-                Some("its lockctl exited 76 (lock lost)".to_owned())
-            } else {
-                kill_of(earlier.run)
-                    .filter(|kill| end <= kill.at_ns.saturating_add(bound))
-                    .map(|_| {
-                        format!("its lockctl was SIGKILLed, command gone within {KILL_BOUND:?}")
-                    })
-            };
-            match why {
-                Some(why) => verdict.allowed.push(Overlap {
+    // Rule 2. The number inside rises only when a section enters, so
+    // looking at each entry finds every excess.
+    let capacity = hold.capacity();
+    let gone = |section: &Section| -> Option<String> {
+        let outcome = runs_by_id.get(&section.run).map(|run| run.outcome);
+        if outcome == Some(Outcome::Code(76)) {
+            return Some("its lockctl exited 76 (hold lost)".to_owned());
+        }
+        kill_of(section.run)
+            .filter(|kill| end_of(section) <= kill.at_ns.saturating_add(bound))
+            .map(|_| format!("its lockctl was SIGKILLed, command gone within {KILL_BOUND:?}"))
+    };
+    for (i, &later) in order.iter().enumerate() {
+        let inside: Vec<&Section> = order[..i]
+            .iter()
+            .copied()
+            .filter(|earlier| end_of(earlier) > later.enter_ns)
+            .collect();
+        verdict.most_inside = verdict.most_inside.max(inside.len() + 1);
+        if inside.len() < capacity {
+            continue;
+        }
+        let (explained, holding): (Vec<_>, Vec<_>) = inside
+            .into_iter()
+            .map(|earlier| (earlier, gone(earlier)))
+            .partition(|(_, why)| why.is_some());
+        if holding.len() < capacity {
+            for (earlier, why) in explained {
+                verdict.allowed.push(Overlap {
                     earlier: earlier.run,
                     later: later.run,
-                    ms: overlap_ms,
+                    ms: (end_of(earlier).min(end_of(later)) - later.enter_ns) as f64 / 1e6,
                     cause: strikes_on
                         .get(&earlier.run)
                         .and_then(|hits| hits.last())
                         .map(|s| s.fault),
-                    why,
-                }),
-                None => verdict.violations.push(format!(
-                    "overlap of {overlap_ms:.1} ms: {} entered while {} still ran",
-                    describe(later),
-                    describe(earlier)
-                )),
+                    why: why.expect("explained"),
+                });
             }
+            continue;
         }
+        // How long all of them were inside together.
+        let excess_end = holding
+            .iter()
+            .map(|(earlier, _)| end_of(earlier))
+            .fold(end_of(later), u64::min);
+        let others: Vec<String> = holding
+            .iter()
+            .map(|(earlier, _)| describe(earlier))
+            .collect();
+        verdict.violations.push(format!(
+            "overlap of {:.1} ms: {} entered while {} other(s) still ran ({capacity} allowed), \
+             none of them told it lost its hold: {}",
+            (excess_end - later.enter_ns) as f64 / 1e6,
+            describe(later),
+            holding.len(),
+            others.join("; ")
+        ));
     }
     verdict
 }
@@ -356,6 +418,7 @@ mod tests {
             &[run(0, Outcome::Code(0), 25), run(1, Outcome::Code(0), 35)],
             &[],
             0,
+            Hold::Lock,
         );
         assert!(verdict.violations.is_empty(), "{:?}", verdict.violations);
         assert!(verdict.allowed.is_empty());
@@ -372,6 +435,7 @@ mod tests {
             &[run(0, Outcome::Code(0), 35), run(1, Outcome::Code(0), 45)],
             &[],
             0,
+            Hold::Lock,
         );
         assert_eq!(quiet.violations.len(), 1, "{:?}", quiet.violations);
         assert!(quiet.violations[0].contains("overlap of 10.0 ms"));
@@ -380,6 +444,7 @@ mod tests {
             &[run(0, Outcome::Code(76), 35), run(1, Outcome::Code(0), 45)],
             &[],
             0,
+            Hold::Lock,
         );
         assert!(told.violations.is_empty(), "{:?}", told.violations);
         assert_eq!(told.allowed.len(), 1);
@@ -393,13 +458,20 @@ mod tests {
             &[run(0, Outcome::Code(0), 50), run(1, Outcome::Code(0), 65)],
             &[],
             0,
+            Hold::Lock,
         );
         assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
     }
 
     #[test]
     fn a_hung_run_is_a_violation() {
-        let verdict = judge(&sections(vec![]), &[run(0, Outcome::Hung, 20_000)], &[], 0);
+        let verdict = judge(
+            &sections(vec![]),
+            &[run(0, Outcome::Hung, 20_000)],
+            &[],
+            0,
+            Hold::Lock,
+        );
         assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
     }
 
@@ -413,6 +485,7 @@ mod tests {
             &[run(0, Outcome::Code(0), 25), run(1, Outcome::Code(0), 45)],
             &[],
             0,
+            Hold::Lock,
         );
         assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
         assert!(verdict.violations[0].contains("token 4"));
@@ -435,12 +508,132 @@ mod tests {
             run(0, Outcome::Signal(9), 16),
             run(1, Outcome::Code(0), 1020),
         ];
-        let prompt = judge(&log, &runs, &[strike(Some(20))], 0);
+        let prompt = judge(&log, &runs, &[strike(Some(20))], 0, Hold::Lock);
         assert!(prompt.violations.is_empty(), "{:?}", prompt.violations);
-        let slow = judge(&log, &runs, &[strike(Some(500))], 0);
+        let slow = judge(&log, &runs, &[strike(Some(500))], 0, Hold::Lock);
         assert_eq!(slow.violations.len(), 1, "{:?}", slow.violations);
-        let never = judge(&log, &runs, &[strike(None)], 0);
+        let never = judge(&log, &runs, &[strike(None)], 0, Hold::Lock);
         // Gone never, so it also overlaps the next section.
         assert_eq!(never.violations.len(), 2, "{:?}", never.violations);
+    }
+
+    #[test]
+    fn a_lockctl_stopped_past_the_watchdog_must_say_it_lost() {
+        let stop = |continued: u64| Strike {
+            fault: Fault::Stop,
+            run: RunId { worker: 0, run: 1 },
+            at_ns: 15 * MS,
+            end_ns: Some(continued * MS),
+            note: String::new(),
+        };
+        let log = sections(vec![section(0, 1, 10, Some(3000))]);
+        let quiet = [run(0, Outcome::Code(0), 3010)];
+        let long = judge(&log, &quiet, &[stop(2515)], 0, Hold::Lock);
+        assert_eq!(long.violations.len(), 1, "{:?}", long.violations);
+        assert!(long.violations[0].contains("exit 0"));
+        let told = [run(0, Outcome::Code(76), 3010)];
+        let long_told = judge(&log, &told, &[stop(2515)], 0, Hold::Permits(2));
+        assert!(
+            long_told.violations.is_empty(),
+            "{:?}",
+            long_told.violations
+        );
+        // Within the watchdog timeout the hold may well survive.
+        let short = judge(&log, &quiet, &[stop(515)], 0, Hold::Lock);
+        assert!(short.violations.is_empty(), "{:?}", short.violations);
+    }
+
+    const TWO: Hold = Hold::Permits(2);
+
+    #[test]
+    fn two_permits_let_two_in_but_not_three() {
+        let two = sections(vec![
+            section(0, 0, 10, Some(50)),
+            section(1, 0, 20, Some(60)),
+        ]);
+        let runs = [
+            run(0, Outcome::Code(0), 55),
+            run(1, Outcome::Code(0), 65),
+            run(2, Outcome::Code(0), 45),
+        ];
+        let fine = judge(&two, &runs, &[], 0, TWO);
+        assert!(fine.violations.is_empty(), "{:?}", fine.violations);
+        assert_eq!((fine.most_inside, fine.allowed.len()), (2, 0));
+        let mut three = two.clone();
+        let third = section(2, 0, 30, Some(40));
+        three.insert(third.run, third);
+        let verdict = judge(&three, &runs, &[], 0, TWO);
+        // One: the equal tokens are no violation, rising tokens being the
+        // lock's rule.
+        assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
+        assert!(
+            verdict.violations[0].contains("overlap of 10.0 ms"),
+            "{:?}",
+            verdict.violations
+        );
+        assert_eq!(verdict.most_inside, 3);
+    }
+
+    #[test]
+    fn a_third_may_enter_beside_two_only_when_an_earlier_one_was_told() {
+        let log = sections(vec![
+            section(0, 0, 10, Some(50)),
+            section(1, 0, 20, Some(60)),
+            section(2, 0, 30, Some(40)),
+        ]);
+        let told = judge(
+            &log,
+            &[
+                run(0, Outcome::Code(76), 55),
+                run(1, Outcome::Code(0), 65),
+                run(2, Outcome::Code(0), 45),
+            ],
+            &[],
+            0,
+            TWO,
+        );
+        assert!(told.violations.is_empty(), "{:?}", told.violations);
+        assert_eq!(told.allowed.len(), 1);
+        assert_eq!(told.allowed[0].earlier, RunId { worker: 0, run: 1 });
+        assert_eq!(told.allowed[0].later, RunId { worker: 2, run: 1 });
+        // Telling the newcomer it lost does not excuse its entering.
+        let late = judge(
+            &log,
+            &[
+                run(0, Outcome::Code(0), 55),
+                run(1, Outcome::Code(0), 65),
+                run(2, Outcome::Code(76), 45),
+            ],
+            &[],
+            0,
+            TWO,
+        );
+        assert_eq!(late.violations.len(), 1, "{:?}", late.violations);
+    }
+
+    #[test]
+    fn one_lost_permit_makes_room_for_one_more_only() {
+        let log = sections(vec![
+            section(0, 0, 10, Some(100)),
+            section(1, 0, 20, Some(100)),
+            section(2, 0, 30, Some(100)),
+            section(3, 0, 40, Some(50)),
+        ]);
+        let verdict = judge(
+            &log,
+            &[
+                run(0, Outcome::Code(76), 105),
+                run(1, Outcome::Code(0), 105),
+                run(2, Outcome::Code(0), 105),
+                run(3, Outcome::Code(0), 55),
+            ],
+            &[],
+            0,
+            TWO,
+        );
+        // Worker 2 entered beside the lost permit of 0; 3 beside 1 and 2.
+        assert_eq!(verdict.allowed.len(), 1, "{:?}", verdict.allowed);
+        assert_eq!(verdict.violations.len(), 1, "{:?}", verdict.violations);
+        assert!(verdict.violations[0].contains("worker 3 run 1 (token"));
     }
 }

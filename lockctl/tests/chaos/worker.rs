@@ -1,5 +1,6 @@
-//! A worker: `lockctl run --fenced` of the chaos command, again and again,
-//! through the worker's own proxy, recording how each run ended.
+//! A worker: `lockctl run --fenced` (or `run --permits N`) of the chaos
+//! command, again and again, through the worker's own proxy, recording how
+//! each run ended.
 
 use std::fmt;
 use std::fs::{self, File};
@@ -15,7 +16,58 @@ use nix::unistd::Pid;
 
 use crate::common::lockctl;
 use crate::log::{self, now_ns, RunId};
-use crate::{LOCK, WAIT, WATCHDOG_TIMEOUT};
+use crate::{WAIT, WATCHDOG_TIMEOUT};
+
+/// What every run of a chaos test takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hold {
+    /// The lock `chaos`, fenced (`run --fenced`): one holder at a time,
+    /// each with a fencing token above the last.
+    Lock,
+    /// One permit of the expirable-permit semaphore `chaos-permits`, made
+    /// with this many (`run --permits N`): up to N holders at a time, and
+    /// no tokens, as a semaphore has none.
+    Permits(u32),
+}
+
+impl Hold {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Lock => "chaos",
+            Self::Permits(_) => "chaos-permits",
+        }
+    }
+
+    /// How many sections may be inside at once.
+    pub(crate) fn capacity(self) -> usize {
+        match self {
+            Self::Lock => 1,
+            Self::Permits(n) => usize::try_from(n).expect("a small count"),
+        }
+    }
+
+    /// Whether sections get fencing tokens.
+    pub(crate) fn fenced(self) -> bool {
+        self == Self::Lock
+    }
+
+    /// `lockctl run`'s options that take it.
+    fn run_args(self) -> Vec<String> {
+        match self {
+            Self::Lock => vec!["--fenced".to_owned()],
+            Self::Permits(n) => vec!["--permits".to_owned(), n.to_string()],
+        }
+    }
+}
+
+impl fmt::Display for Hold {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Lock => write!(f, "fenced lock {:?}", self.name()),
+            Self::Permits(n) => write!(f, "{n} permits of {:?}", self.name()),
+        }
+    }
+}
 
 /// How long an ordinary command works, in ms.
 const SHORT_WORK_MS: RangeInclusive<u64> = 50..=400;
@@ -39,6 +91,7 @@ const POLL: Duration = Duration::from_millis(10);
 pub(crate) struct Worker {
     pub(crate) index: usize,
     url: String,
+    hold: Hold,
     running: Mutex<Option<Current>>,
 }
 
@@ -101,10 +154,11 @@ pub(crate) struct Run {
 }
 
 impl Worker {
-    pub(crate) fn new(index: usize, url: String) -> Self {
+    pub(crate) fn new(index: usize, url: String, hold: Hold) -> Self {
         Self {
             index,
             url,
+            hold,
             running: Mutex::new(None),
         }
     }
@@ -143,8 +197,17 @@ impl Worker {
         let watchdog = format!("{}ms", WATCHDOG_TIMEOUT.as_millis());
         let wait = format!("{}ms", WAIT.as_millis());
         let mut cmd = lockctl(&self.url);
-        cmd.args(["--watchdog-timeout", &watchdog, "run", "--fenced"])
-            .args(["--wait", &wait, LOCK, "--", "sh", "-c", log::COMMAND])
+        cmd.args(["--watchdog-timeout", &watchdog, "run"])
+            .args(self.hold.run_args())
+            .args([
+                "--wait",
+                &wait,
+                self.hold.name(),
+                "--",
+                "sh",
+                "-c",
+                log::COMMAND,
+            ])
             .env("CHAOS_RUN", id.env())
             .env("CHAOS_LOG", log)
             .env("CHAOS_WORK_MS", work_ms.to_string())
