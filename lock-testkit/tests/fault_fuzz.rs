@@ -24,10 +24,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lock_core::{Guard, Lock, LockClient, RedGuard, RedLock, Result};
+use lock_core::{
+    ExpirablePermit, Guard, Lock, LockClient, PermitExpirableSemaphore, PermitGuard, RedGuard,
+    RedLock, Result, Semaphore,
+};
 use lock_testkit::conformance::config;
 use lock_testkit::InMemoryServer;
-use tokio::time::{sleep, timeout};
+use tokio::time::{sleep, timeout, Instant};
 
 /// The seeds every kind runs with.
 const SEEDS: &[u64] = &[1, 2, 3, 4, 5, 6];
@@ -56,6 +59,31 @@ struct Tally {
     errors: AtomicU64,
     lost_guards: AtomicU64,
     overlaps_allowed: AtomicU64,
+    /// What happened in the current seed's run, by paused time: printed
+    /// with a violation, to tell what the engine did.
+    events: Mutex<(Option<Instant>, Vec<String>)>,
+}
+
+impl Tally {
+    /// Starts a new seed's record of events.
+    fn start(&self) {
+        *self.events.lock().unwrap_or_else(PoisonError::into_inner) =
+            (Some(Instant::now()), Vec::new());
+    }
+
+    fn event(&self, what: impl fmt::Display) {
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        let since = events.0.map(|t| t.elapsed()).unwrap_or_default();
+        events
+            .1
+            .push(format!("{:>9.3}s {what}", since.as_secs_f64()));
+    }
+
+    /// Every event of the current seed's run, one a line.
+    fn events(&self) -> String {
+        let events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        events.1.join("\n")
+    }
 }
 
 fn bump(counter: &AtomicU64) {
@@ -172,14 +200,19 @@ async fn inject(stores: Vec<InMemoryServer>, seed: u64, stop: Arc<AtomicBool>, t
     let mut rng = fastrand::Rng::with_seed(seed ^ 0xfa17);
     while !stop.load(Ordering::Relaxed) {
         sleep(Duration::from_millis(rng.u64(50..600))).await;
-        let store = &stores[rng.usize(..stores.len())];
+        let at = rng.usize(..stores.len());
+        let store = &stores[at];
         match rng.u8(..5) {
             0 => {
-                store.fail_next(rng.u32(1..4));
+                let n = rng.u32(1..4);
+                store.fail_next(n);
+                tally.event(format_args!("fault: store {at} fails the next {n} calls"));
                 bump(&tally.failed);
             }
             1 => {
-                store.lose_next_replies(rng.u32(1..4));
+                let n = rng.u32(1..4);
+                store.lose_next_replies(n);
+                tally.event(format_args!("fault: store {at} loses the next {n} replies"));
                 bump(&tally.lost_replies);
             }
             2 => {
@@ -190,19 +223,27 @@ async fn inject(stores: Vec<InMemoryServer>, seed: u64, stop: Arc<AtomicBool>, t
                 } else {
                     Duration::from_millis(rng.u64(20..3000))
                 };
-                store.delay_next(rng.u32(1..3), delay);
+                let n = rng.u32(1..3);
+                store.delay_next(n, delay);
+                tally.event(format_args!(
+                    "fault: store {at} delays the next {n} calls by {delay:?}"
+                ));
                 bump(&tally.delayed);
             }
             3 => {
                 store.set_down(true);
+                tally.event(format_args!("fault: store {at} down"));
                 sleep(Duration::from_millis(rng.u64(50..1500))).await;
                 store.set_down(false);
+                tally.event(format_args!("fault: store {at} up"));
                 bump(&tally.outages);
             }
             _ => {
                 store.set_drop_notices(true);
+                tally.event(format_args!("fault: store {at} drops notices"));
                 sleep(Duration::from_millis(rng.u64(50..3000))).await;
                 store.set_drop_notices(false);
+                tally.event(format_args!("fault: store {at} delivers notices"));
                 bump(&tally.dropped_notices);
             }
         }
@@ -229,6 +270,7 @@ async fn contend<F>(
 ) where
     F: Future<Output = ()> + Send + 'static,
 {
+    tally.start();
     let stop = Arc::new(AtomicBool::new(false));
     let faults = tokio::spawn(inject(
         stores.to_vec(),
@@ -269,24 +311,64 @@ fn clients(store: &InMemoryServer, seed: u64, n: usize) -> Vec<LockClient> {
         .collect()
 }
 
-/// An exclusive handle: one lock of a kind, or a RedLock.
+/// A handle one task acquires through: one lock of a kind, a RedLock, or
+/// a semaphore of either kind.
 #[derive(Clone)]
-enum Exclusive {
+enum Handle {
     One(Lock),
     Red(RedLock),
+    Sem(Semaphore),
+    Exp(PermitExpirableSemaphore),
 }
 
-/// A hold of an [`Exclusive`].
+/// What a [`Handle`] gave.
 enum Held {
     One(Guard),
     Red(RedGuard),
+    Sem(PermitGuard),
+    Exp(ExpirablePermit),
 }
 
 impl Held {
+    /// Whether the holder was told its hold may be gone (a semaphore's
+    /// plain permits have no lease: never).
     fn is_lost(&self) -> bool {
         match self {
             Held::One(g) => g.is_lost(),
             Held::Red(g) => g.is_lost(),
+            Held::Sem(_) => false,
+            Held::Exp(p) => p.is_lost(),
+        }
+    }
+
+    /// What the holder knows of its hold, for the record of events.
+    fn describe(&self) -> String {
+        let left = |deadline: Instant| deadline.saturating_duration_since(Instant::now());
+        match self {
+            Held::One(g) => format!(
+                "owner {}, lease ends in {:?}",
+                g.owner().owner_id(),
+                left(g.lease_deadline())
+            ),
+            Held::Red(g) => format!(
+                "{} of its stores, lease ends in {:?}",
+                g.held(),
+                left(g.lease_deadline())
+            ),
+            Held::Sem(p) => format!("{} permits", p.permits()),
+            Held::Exp(p) => format!(
+                "permit {:?}, lease ends in {:?}",
+                p.id(),
+                left(p.lease_deadline())
+            ),
+        }
+    }
+
+    /// How many permits (or holds) this is.
+    fn weight(&self) -> u64 {
+        match self {
+            Held::Sem(p) => p.permits(),
+            _ => 1,
         }
     }
 
@@ -294,40 +376,71 @@ impl Held {
         match self {
             Held::One(g) => g.unlock().await,
             Held::Red(g) => g.unlock().await,
+            Held::Sem(p) => p.release().await,
+            Held::Exp(p) => p.release().await,
         }
     }
 }
 
-impl Exclusive {
+impl Handle {
     /// One acquisition picked by `rng`: waiting (and maybe given up on
     /// mid-way), trying once, trying for a while, or with a fixed lease.
     /// `None`: not acquired (busy, given up, or an error).
-    async fn acquire(&self, rng: &mut fastrand::Rng, tally: &Tally) -> Option<Held> {
+    async fn acquire(&self, rng: &mut fastrand::Rng, tally: &Tally, who: &str) -> Option<Held> {
         let wait = Duration::from_millis(rng.u64(100..4000));
         let lease = Duration::from_millis(rng.u64(500..3000));
+        let n = rng.u64(1..3);
+        let permit_lease = rng.bool().then_some(lease);
         let one = |g: Guard| Some(Held::One(g));
         let red = |g: RedGuard| Some(Held::Red(g));
-        let outcome = match (rng.u8(..4), self) {
-            (0, Exclusive::One(l)) => timeout(wait, l.lock()).await.map(|r| r.map(one)),
-            (0, Exclusive::Red(l)) => timeout(wait, l.lock()).await.map(|r| r.map(red)),
-            (1, Exclusive::One(l)) => Ok(l.try_lock().await.map(|g| g.and_then(one))),
-            (1, Exclusive::Red(l)) => Ok(l.try_lock().await.map(|g| g.and_then(red))),
-            (2, Exclusive::One(l)) => Ok(l.try_lock_for(wait).await.map(|g| g.and_then(one))),
-            (2, Exclusive::Red(l)) => Ok(l.try_lock_for(wait).await.map(|g| g.and_then(red))),
-            (_, Exclusive::One(l)) => timeout(wait, l.lock_with_lease(lease))
+        let sem = |p: PermitGuard| Some(Held::Sem(p));
+        let exp = |p: ExpirablePermit| Some(Held::Exp(p));
+        let pick = rng.u8(..4);
+        let op = match pick {
+            0 => format!("waits (given up after {wait:?})"),
+            1 => "tries once".to_owned(),
+            2 => format!("tries for {wait:?}"),
+            _ => format!("waits with lease {lease:?} (given up after {wait:?})"),
+        };
+        tally.event(format_args!("{who}: {op}"));
+        let outcome = match (pick, self) {
+            (0, Handle::One(l)) => timeout(wait, l.lock()).await.map(|r| r.map(one)),
+            (0, Handle::Red(l)) => timeout(wait, l.lock()).await.map(|r| r.map(red)),
+            (1, Handle::One(l)) => Ok(l.try_lock().await.map(|g| g.and_then(one))),
+            (1, Handle::Red(l)) => Ok(l.try_lock().await.map(|g| g.and_then(red))),
+            (2, Handle::One(l)) => Ok(l.try_lock_for(wait).await.map(|g| g.and_then(one))),
+            (2, Handle::Red(l)) => Ok(l.try_lock_for(wait).await.map(|g| g.and_then(red))),
+            (_, Handle::One(l)) => timeout(wait, l.lock_with_lease(lease))
                 .await
                 .map(|r| r.map(one)),
-            (_, Exclusive::Red(l)) => timeout(wait, l.lock_with_lease(lease))
+            (_, Handle::Red(l)) => timeout(wait, l.lock_with_lease(lease))
                 .await
                 .map(|r| r.map(red)),
+            (0 | 3, Handle::Sem(s)) => timeout(wait, s.acquire(n)).await.map(|r| r.map(sem)),
+            (1, Handle::Sem(s)) => Ok(s.try_acquire(n).await.map(|p| p.and_then(sem))),
+            (_, Handle::Sem(s)) => Ok(s.try_acquire_for(n, wait).await.map(|p| p.and_then(sem))),
+            (0 | 3, Handle::Exp(s)) => timeout(wait, s.acquire(permit_lease))
+                .await
+                .map(|r| r.map(exp)),
+            (1, Handle::Exp(s)) => Ok(s.try_acquire(permit_lease).await.map(|p| p.and_then(exp))),
+            (_, Handle::Exp(s)) => Ok(s
+                .try_acquire_for(wait, permit_lease)
+                .await
+                .map(|p| p.and_then(exp))),
         };
         match outcome {
             Err(_) => {
+                tally.event(format_args!("{who}: given up"));
                 bump(&tally.cancelled);
                 None
             }
-            Ok(Err(_)) => {
+            Ok(Err(e)) => {
+                tally.event(format_args!("{who}: error {e}"));
                 bump(&tally.errors);
+                None
+            }
+            Ok(Ok(None)) => {
+                tally.event(format_args!("{who}: busy"));
                 None
             }
             Ok(Ok(held)) => held,
@@ -345,46 +458,55 @@ async fn hold(
     exclusive: bool,
     held: Held,
 ) {
+    let weight = held.weight();
+    tally.event(format_args!("{who}: enters ({})", held.describe()));
     let held = Arc::new(held);
-    let ticket = occupancy.enter(tally, who, 1, exclusive, {
+    let ticket = occupancy.enter(tally, who.clone(), weight, exclusive, {
         let held = Arc::clone(&held);
         move || held.is_lost()
     });
     sleep(Duration::from_millis(rng.u64(0..3000))).await;
-    if held.is_lost() {
+    let lost = held.is_lost();
+    if lost {
         bump(&tally.lost_guards);
     }
     occupancy.leave(ticket);
     let held = Arc::into_inner(held).expect("the checker let go of the guard");
     if rng.bool() {
-        if held.unlock().await.is_err() {
+        tally.event(format_args!("{who}: leaves (lost: {lost}), releases"));
+        let released = held.unlock().await;
+        tally.event(format_args!("{who}: released: {released:?}"));
+        if released.is_err() {
             bump(&tally.errors);
         }
     } else {
+        tally.event(format_args!(
+            "{who}: leaves (lost: {lost}), drops its guard"
+        ));
         drop(held);
     }
 }
 
-/// Tasks that take `lock(task)` (exclusive when `exclusive(rng)`) for
-/// [`STEPS`] steps each.
-fn exclusive_tasks(
+/// [`TASKS`] tasks of [`STEPS`] steps each: a step acquires through
+/// `handle(task, rng)` (its holds exclusive when it says so), holds for a
+/// while, then releases or drops.
+fn tasks(
     seed: u64,
     occupancy: &Arc<Occupancy>,
     tally: &Arc<Tally>,
-    lock: impl Fn(u64, &mut fastrand::Rng) -> (Exclusive, bool),
+    handle: impl Fn(u64, &mut fastrand::Rng) -> (Handle, bool),
 ) -> Vec<impl Future<Output = ()> + Send + 'static> {
     (0..TASKS)
         .map(|task| {
             let mut rng = fastrand::Rng::with_seed(seed * 100 + task);
-            let handles: Vec<(Exclusive, bool)> =
-                (0..STEPS).map(|_| lock(task, &mut rng)).collect();
+            let handles: Vec<(Handle, bool)> = (0..STEPS).map(|_| handle(task, &mut rng)).collect();
             let (occupancy, tally) = (Arc::clone(occupancy), Arc::clone(tally));
             async move {
                 for (step, (handle, exclusive)) in handles.into_iter().enumerate() {
                     bump(&tally.steps);
                     sleep(Duration::from_millis(rng.u64(0..500))).await;
-                    if let Some(held) = handle.acquire(&mut rng, &tally).await {
-                        let who = format!("task {task} step {step}");
+                    let who = format!("task {task} step {step}");
+                    if let Some(held) = handle.acquire(&mut rng, &tally, &who).await {
                         hold(&occupancy, &tally, &mut rng, who, exclusive, held).await;
                     }
                 }
@@ -401,18 +523,24 @@ async fn fuzz_exclusive(kind: &str, make: fn(&LockClient) -> Lock) {
         let store = InMemoryServer::new();
         let clients = clients(&store, seed, 3);
         let occupancy = Occupancy::new(1);
-        let tasks = exclusive_tasks(seed, &occupancy, &tally, |task, _| {
+        let tasks = tasks(seed, &occupancy, &tally, |task, _| {
             let client = &clients[task as usize % clients.len()];
-            (Exclusive::One(make(client)), true)
+            (Handle::One(make(client)), true)
         });
         contend(kind, seed, &[store], &clients, &tally, tasks).await;
         let violations = occupancy.violations();
-        assert!(violations.is_empty(), "{kind} seed {seed}: {violations:#?}");
+        assert!(
+            violations.is_empty(),
+            "{kind} seed {seed}: {violations:#?}\n{}",
+            tally.events()
+        );
         bump(&tally.seeds);
     }
     finish(kind, &tally);
 }
 
+/// Reports a kind's counts: the run's output, read with `--nocapture`.
+#[allow(clippy::print_stdout)]
 fn finish(kind: &str, tally: &Tally) {
     println!("fault fuzz, {kind}: {tally}");
 }
@@ -444,16 +572,20 @@ async fn read_write_lock() {
         let store = InMemoryServer::new();
         let clients = clients(&store, seed, 3);
         let occupancy = Occupancy::new(u64::MAX);
-        let tasks = exclusive_tasks(seed, &occupancy, &tally, |task, rng| {
+        let tasks = tasks(seed, &occupancy, &tally, |task, rng| {
             let client = &clients[task as usize % clients.len()];
             let rw = client.read_write_lock("fuzz").unwrap();
             let write = rng.bool();
             let side = if write { rw.write() } else { rw.read() };
-            (Exclusive::One(side.clone()), write)
+            (Handle::One(side.clone()), write)
         });
         contend(kind, seed, &[store], &clients, &tally, tasks).await;
         let violations = occupancy.violations();
-        assert!(violations.is_empty(), "{kind} seed {seed}: {violations:#?}");
+        assert!(
+            violations.is_empty(),
+            "{kind} seed {seed}: {violations:#?}\n{}",
+            tally.events()
+        );
         bump(&tally.seeds);
     }
     finish(kind, &tally);
@@ -470,15 +602,79 @@ async fn red_lock() {
         let per_store: Vec<Vec<LockClient>> = stores.iter().map(|s| clients(s, seed, 3)).collect();
         let all: Vec<LockClient> = per_store.iter().flatten().cloned().collect();
         let occupancy = Occupancy::new(1);
-        let tasks = exclusive_tasks(seed, &occupancy, &tally, |task, _| {
+        let tasks = tasks(seed, &occupancy, &tally, |task, _| {
             let process = task as usize % 3;
             let locks = per_store.iter().map(|c| c[process].lock("fuzz").unwrap());
-            (Exclusive::Red(RedLock::new(locks).unwrap()), true)
+            (Handle::Red(RedLock::new(locks).unwrap()), true)
         });
         contend(kind, seed, &stores, &all, &tally, tasks).await;
         let violations = occupancy.violations();
-        assert!(violations.is_empty(), "{kind} seed {seed}: {violations:#?}");
+        assert!(
+            violations.is_empty(),
+            "{kind} seed {seed}: {violations:#?}\n{}",
+            tally.events()
+        );
         bump(&tally.seeds);
     }
     finish(kind, &tally);
+}
+
+/// The semaphores' permits.
+const PERMITS: u64 = 3;
+
+/// A semaphore of either kind (`make` gives a client's handle) over every
+/// seed: never more than [`PERMITS`] taken by guards not lost, and all of
+/// them free once everything is over.
+async fn fuzz_semaphore(kind: &str, make: fn(&LockClient) -> Handle) {
+    let tally = Arc::new(Tally::default());
+    for &seed in SEEDS {
+        let store = InMemoryServer::new();
+        let clients = clients(&store, seed, 3);
+        let available = match make(&clients[0]) {
+            Handle::Sem(s) => {
+                assert!(s.try_set_permits(PERMITS).await.unwrap());
+                Handle::Sem(s)
+            }
+            Handle::Exp(s) => {
+                assert!(s.try_set_permits(PERMITS).await.unwrap());
+                Handle::Exp(s)
+            }
+            _ => unreachable!("a semaphore"),
+        };
+        let occupancy = Occupancy::new(PERMITS);
+        let tasks = tasks(seed, &occupancy, &tally, |task, _| {
+            (make(&clients[task as usize % clients.len()]), false)
+        });
+        contend(kind, seed, &[store], &clients, &tally, tasks).await;
+        let violations = occupancy.violations();
+        assert!(
+            violations.is_empty(),
+            "{kind} seed {seed}: {violations:#?}\n{}",
+            tally.events()
+        );
+        let free = match available {
+            Handle::Sem(s) => s.available_permits().await.unwrap(),
+            Handle::Exp(s) => s.available_permits().await.unwrap(),
+            _ => unreachable!("a semaphore"),
+        };
+        assert_eq!(
+            free, PERMITS as i64,
+            "{kind} seed {seed}: permits at the end"
+        );
+        bump(&tally.seeds);
+    }
+    finish(kind, &tally);
+}
+
+#[tokio::test(start_paused = true)]
+async fn semaphore() {
+    fuzz_semaphore("semaphore", |c| Handle::Sem(c.semaphore("fuzz").unwrap())).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn permit_expirable_semaphore() {
+    fuzz_semaphore("expirable semaphore", |c| {
+        Handle::Exp(c.permit_expirable_semaphore("fuzz").unwrap())
+    })
+    .await;
 }
