@@ -678,3 +678,116 @@ async fn permit_expirable_semaphore() {
     })
     .await;
 }
+
+/// The count the latch starts at.
+const COUNT: u64 = 6;
+
+/// Count-down latch: waiters (some giving up mid-way) against tasks that
+/// count down, under faults. A count-down that failed may or may not have
+/// applied (or may still apply, late): the latch may open only once at
+/// least [`COUNT`] count-downs were sent; its count at the end lies
+/// between what the certain and the possible ones leave; once counted down
+/// without faults, it opens for every waiter.
+#[tokio::test(start_paused = true)]
+async fn count_down_latch() {
+    let kind = "latch";
+    let tally = Arc::new(Tally::default());
+    for &seed in SEEDS {
+        let store = InMemoryServer::new();
+        let clients = clients(&store, seed, 3);
+        let latch = clients[0].count_down_latch("fuzz").unwrap();
+        assert!(latch.try_set_count(COUNT).await.unwrap());
+        let sent = Arc::new(AtomicU64::new(0));
+        let applied = Arc::new(AtomicU64::new(0));
+        let failed = Arc::new(AtomicU64::new(0));
+        let early = Arc::new(Mutex::new(Vec::<String>::new()));
+        let mut tasks: Vec<std::pin::Pin<Box<dyn Future<Output = ()> + Send>>> = Vec::new();
+        for task in 0..TASKS {
+            let mut rng = fastrand::Rng::with_seed(seed * 100 + task);
+            let l = clients[task as usize % clients.len()]
+                .count_down_latch("fuzz")
+                .unwrap();
+            let (sent, early, tally) = (Arc::clone(&sent), Arc::clone(&early), Arc::clone(&tally));
+            // Waiters.
+            tasks.push(Box::pin(async move {
+                for step in 0..STEPS {
+                    bump(&tally.steps);
+                    let wait = Duration::from_millis(rng.u64(100..4000));
+                    let opened = if rng.bool() {
+                        timeout(wait, l.wait()).await.map(|r| r.map(|()| true))
+                    } else {
+                        Ok(l.wait_for(wait).await)
+                    };
+                    let at_least = sent.load(Ordering::SeqCst);
+                    match opened {
+                        Ok(Ok(true)) => {
+                            bump(&tally.acquisitions);
+                            if at_least < COUNT {
+                                early.lock().unwrap().push(format!(
+                                    "task {task} step {step}: opened after {at_least} count-downs sent"
+                                ));
+                            }
+                        }
+                        Ok(Ok(false)) => {}
+                        Ok(Err(_)) => bump(&tally.errors),
+                        Err(_) => bump(&tally.cancelled),
+                    }
+                }
+            }));
+        }
+        for task in 0..2 {
+            let mut rng = fastrand::Rng::with_seed(seed * 1000 + task);
+            let l = clients[task as usize].count_down_latch("fuzz").unwrap();
+            let (sent, applied, failed, tally) = (
+                Arc::clone(&sent),
+                Arc::clone(&applied),
+                Arc::clone(&failed),
+                Arc::clone(&tally),
+            );
+            // Counters: together they send more than the count, slowly.
+            tasks.push(Box::pin(async move {
+                for _ in 0..COUNT / 2 + 1 {
+                    sleep(Duration::from_millis(rng.u64(500..5000))).await;
+                    sent.fetch_add(1, Ordering::SeqCst);
+                    match l.count_down().await {
+                        Ok(_) => bump(&applied),
+                        Err(_) => {
+                            bump(&failed);
+                            bump(&tally.errors);
+                        }
+                    }
+                }
+            }));
+        }
+        contend(kind, seed, &[store], &clients, &tally, tasks).await;
+        let early = early.lock().unwrap().clone();
+        assert!(
+            early.is_empty(),
+            "{kind} seed {seed}: {early:#?}\n{}",
+            tally.events()
+        );
+        let (applied, failed) = (
+            applied.load(Ordering::SeqCst),
+            failed.load(Ordering::SeqCst),
+        );
+        let count = latch.count().await.unwrap();
+        let least = COUNT.saturating_sub(applied + failed);
+        let most = COUNT.saturating_sub(applied);
+        assert!(
+            (least..=most).contains(&count),
+            "{kind} seed {seed}: count {count}, {applied} count-downs applied, {failed} failed"
+        );
+        for _ in 0..count {
+            latch.count_down().await.unwrap();
+        }
+        for client in &clients {
+            let l = client.count_down_latch("fuzz").unwrap();
+            timeout(BOUND, l.wait())
+                .await
+                .unwrap_or_else(|_| panic!("{kind} seed {seed}: a waiter stuck at zero"))
+                .unwrap();
+        }
+        bump(&tally.seeds);
+    }
+    finish(kind, &tally);
+}
