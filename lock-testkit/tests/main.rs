@@ -13,6 +13,7 @@
 #[cfg(feature = "fixtures")]
 mod cluster_fixture;
 mod engine_faults;
+mod fault_fuzz;
 mod live_waits;
 #[cfg(feature = "fixtures")]
 mod lua_vs_redis;

@@ -132,3 +132,85 @@ async fn the_command_timeout_is_the_transports() {
     );
     server.client_with(ClientConfig::default()).unwrap();
 }
+
+/// The reentrant kind's acquire of lock `raw` by `field`, as a client sends it.
+fn raw_acquire(field: &str) -> ScriptCall<'static> {
+    ScriptCall::new(
+        &lock_redis::kinds::reentrant::ACQUIRE,
+        vec![
+            "raw".into(),
+            format!("redisson_lock_latch:{{raw}}:{field}"),
+            "redisson_lock_token:{raw}".into(),
+        ],
+        vec![
+            "30000".into(),
+            field.into(),
+            "1".into(),
+            lock_testkit::conformance::request_deadline().to_string(),
+        ],
+    )
+}
+
+/// A delayed call fails at once with a timeout (its caller cannot tell it
+/// from one lost on the way) and runs on the store only `delay` later;
+/// the calls after the `n` delayed ones run as usual.
+#[tokio::test(start_paused = true)]
+async fn a_delayed_call_fails_at_once_and_runs_late() {
+    let server = InMemoryServer::new();
+    let transport = server.transport();
+    server.delay_next(1, Duration::from_secs(2));
+    let started = Instant::now();
+    let err = transport.eval(raw_acquire("late:1")).await.unwrap_err();
+    assert!(err.is_timeout() && err.is_retryable(), "{err:?}");
+    assert_eq!(started.elapsed(), Duration::ZERO);
+    tokio::time::sleep(Duration::from_millis(1999)).await;
+    assert!(server.hash("raw").is_empty(), "not arrived yet");
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(server.hash("raw"), vec![("late:1".to_owned(), 1)]);
+    let again = transport.eval(raw_acquire("late:1")).await.unwrap();
+    assert_eq!(
+        again,
+        redis::Value::Array(vec![redis::Value::Int(1), redis::Value::Int(1)]),
+        "not delayed: the record answers the repeat"
+    );
+}
+
+/// With a command timeout set, the caller of a delayed call waits it out,
+/// as on a stuck connection; a delayed batch runs all its calls late.
+#[tokio::test(start_paused = true)]
+async fn a_delayed_call_times_out_after_the_command_timeout() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_millis(250)));
+    let transport = server.transport();
+    server.delay_next(1, Duration::from_secs(1));
+    let started = Instant::now();
+    let err = transport
+        .eval_batch(vec![raw_acquire("a:1")])
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout(), "{err:?}");
+    assert_eq!(started.elapsed(), Duration::from_millis(250));
+    assert!(server.hash("raw").is_empty());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(server.hash("raw"), vec![("a:1".to_owned(), 1)]);
+}
+
+/// A semaphore acquisition whose first attempt is held on the way is
+/// retried and takes its permit; the original, arriving late, finds the
+/// request's record and takes none.
+#[tokio::test(start_paused = true)]
+async fn a_late_original_of_a_retried_acquisition_counts_once() {
+    let server = InMemoryServer::new();
+    let c = server.client_with(config()).unwrap();
+    let s = c.semaphore("late").unwrap();
+    s.try_set_permits(3).await.unwrap();
+    server.delay_next(1, Duration::from_secs(1));
+    let permit = s.acquire(1).await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 2);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(s.available_permits().await.unwrap(), 2, "taken once");
+    permit.release().await.unwrap();
+    assert_eq!(s.available_permits().await.unwrap(), 3);
+}

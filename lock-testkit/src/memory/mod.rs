@@ -7,8 +7,9 @@
 //! on Redis (`lock_redis::kinds::client`) and the in-memory tests exercise
 //! the real scripts: a kind has no Rust twin. Many clients on one server
 //! contend exactly as clients of one Redis do. The server can inject faults
-//! (down, latency, command timeouts, failures, lost replies, lost notices,
-//! a flushed script cache) so error paths can be tested without one.
+//! (down, latency, command timeouts, failures, lost replies, requests that
+//! arrive late, lost notices, a flushed script cache) so error paths can be
+//! tested without one.
 //!
 //! Layers: `keyspace` holds what Redis holds (byte strings, hashes, lists,
 //! sorted sets, lazy expiry on `tokio::time`); `commands` are the Redis

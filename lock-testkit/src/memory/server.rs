@@ -22,6 +22,10 @@ pub(crate) struct Faults {
     pub(crate) fail_before: u32,
     /// The next N calls are applied, then fail: the reply is "lost".
     pub(crate) fail_after: u32,
+    /// The next N calls fail at once but run on the store `delay` later:
+    /// late originals.
+    pub(crate) delayed: u32,
+    pub(crate) delay: Duration,
     pub(crate) drop_notices: bool,
     /// Calls slower than this fail after it, without running.
     pub(crate) command_timeout: Option<Duration>,
@@ -522,6 +526,19 @@ impl InMemoryServer {
     /// whose script answered an error keeps its reply.)
     pub fn lose_next_replies(&self, n: u32) {
         self.state().faults.fail_after = n;
+    }
+
+    /// The next `n` transport calls are held on the way, as on a stuck
+    /// connection: the caller gets a timeout error (after the
+    /// [command timeout](InMemoryServer::set_command_timeout) when one is
+    /// set, else at once) while the call runs on the store `delay` later,
+    /// whatever the store's faults are then. Tests that a request arriving
+    /// after its caller gave up (and perhaps retried) never applies twice,
+    /// and that one arriving past its deadline is refused.
+    pub fn delay_next(&self, n: u32, delay: Duration) {
+        let mut state = self.state();
+        state.faults.delayed = n;
+        state.faults.delay = delay;
     }
 
     /// Bounds every transport call as a Redis transport's command timeout

@@ -33,8 +33,8 @@ use super::source::script_source;
 ///   after the store's lock is released.
 ///
 /// Every call first meets the server's injected faults: latency, the
-/// command timeout, down, failures before the call runs, and lost replies
-/// after it ran.
+/// command timeout, down, failures before the call runs, calls held to run
+/// late, and lost replies after it ran.
 pub struct MemoryTransport {
     server: InMemoryServer,
     connection: Arc<Connection>,
@@ -61,10 +61,13 @@ impl MemoryTransport {
     /// One round trip with the server's injected faults: `run` sees the
     /// store's state under its lock and returns its reply, what it
     /// published, and whether the reply is a success (only those can be
-    /// lost: an error reply comes back).
+    /// lost: an error reply comes back). A call held to run late
+    /// ([`InMemoryServer::delay_next`]) runs `late` instead, which owns
+    /// what it needs: it outlives the caller.
     async fn round_trip<T>(
         &self,
         run: impl FnOnce(&mut State) -> (T, Vec<Published>, bool),
+        late: impl FnOnce() -> Late,
     ) -> Result<T> {
         if self.closed.load(Ordering::Acquire) {
             return Err(LockError::Closed);
@@ -82,7 +85,7 @@ impl MemoryTransport {
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        let (reply, published, lost_reply) = {
+        let ran = {
             let mut state = self.server.state();
             if state.faults.down {
                 return Err(LockError::unavailable("in-memory server is down", None));
@@ -91,12 +94,29 @@ impl MemoryTransport {
                 state.faults.fail_before -= 1;
                 return Err(LockError::unavailable("injected failure", None));
             }
-            let (reply, published, success) = run(&mut state);
-            let lost_reply = success && state.faults.fail_after > 0;
-            if lost_reply {
-                state.faults.fail_after -= 1;
+            if state.faults.delayed > 0 {
+                state.faults.delayed -= 1;
+                Err(state.faults.delay)
+            } else {
+                let (reply, published, success) = run(&mut state);
+                let lost_reply = success && state.faults.fail_after > 0;
+                if lost_reply {
+                    state.faults.fail_after -= 1;
+                }
+                Ok((reply, published, lost_reply))
             }
-            (reply, published, lost_reply)
+        };
+        let (reply, published, lost_reply) = match ran {
+            Ok(ran) => ran,
+            Err(delay) => {
+                self.run_late(delay, late());
+                if let Some(limit) = timeout {
+                    tokio::time::sleep(limit).await;
+                }
+                return Err(LockError::timeout(
+                    "in-memory server: injected delayed request, no reply",
+                ));
+            }
         };
         self.server.deliver(published);
         if lost_reply {
@@ -104,6 +124,37 @@ impl MemoryTransport {
         }
         Ok(reply)
     }
+
+    /// Runs `late` on the store once `delay` has passed, as a request held
+    /// on a stuck connection arrives.
+    fn run_late(&self, delay: Duration, late: Late) {
+        let server = self.server.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let published = late(&mut server.state());
+            server.deliver(published);
+        });
+    }
+}
+
+/// A call held on the way: it runs on the store's state when it arrives,
+/// its reply going nowhere.
+type Late = Box<dyn FnOnce(&mut State) -> Vec<Published> + Send>;
+
+/// `calls`, owned, as one late arrival (a call's reply is dropped: its
+/// caller was told it failed).
+fn late(calls: &[ScriptCall<'_>]) -> Late {
+    let calls: Vec<(redis::Script, Vec<String>, Vec<String>)> = calls
+        .iter()
+        .map(|call| (call.script.clone(), call.keys.clone(), call.args.clone()))
+        .collect();
+    Box::new(move |state| {
+        let mut published = Vec::new();
+        for (script, keys, args) in calls {
+            published.extend(run_call(state, &ScriptCall::new(&script, keys, args)).1);
+        }
+        published
+    })
 }
 
 /// Runs `call` on `state` as `EVALSHA`; on `NOSCRIPT` loads the script
@@ -134,11 +185,14 @@ fn decode(reply: ScriptReply, first_key: &str) -> Result<Value> {
 impl Transport for MemoryTransport {
     async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
         let reply = self
-            .round_trip(|state| {
-                let (reply, published) = run_call(state, &call);
-                let success = !reply.is_error();
-                (reply, published, success)
-            })
+            .round_trip(
+                |state| {
+                    let (reply, published) = run_call(state, &call);
+                    let success = !reply.is_error();
+                    (reply, published, success)
+                },
+                || late(std::slice::from_ref(&call)),
+            )
             .await?;
         decode(reply, call.first_key())
     }
@@ -165,18 +219,21 @@ impl Transport for MemoryTransport {
             };
         }
         let replies = self
-            .round_trip(|state| {
-                let mut published = Vec::new();
-                let replies: Vec<ScriptReply> = calls
-                    .iter()
-                    .map(|call| {
-                        let (reply, sent) = run_call(state, call);
-                        published.extend(sent);
-                        reply
-                    })
-                    .collect();
-                (replies, published, true)
-            })
+            .round_trip(
+                |state| {
+                    let mut published = Vec::new();
+                    let replies: Vec<ScriptReply> = calls
+                        .iter()
+                        .map(|call| {
+                            let (reply, sent) = run_call(state, call);
+                            published.extend(sent);
+                            reply
+                        })
+                        .collect();
+                    (replies, published, true)
+                },
+                || late(&calls),
+            )
             .await?;
         Ok(replies
             .into_iter()
