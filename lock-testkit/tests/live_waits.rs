@@ -67,7 +67,10 @@ async fn an_unknown_first_attempt_keeps_the_waiters_place_in_the_queue() {
     let x_task = wait_on(fair(&x, name, false), "X", Arc::clone(&order));
     tokio::time::sleep(Duration::from_secs(1)).await;
     held.unlock().await.unwrap();
-    let first = w_task.await.unwrap();
+    let first = tokio::time::timeout(Duration::from_secs(60), w_task)
+        .await
+        .expect("W never got the lock: a later waiter took it first and keeps it")
+        .unwrap();
     first.unlock().await.unwrap();
     x_task.await.unwrap().unlock().await.unwrap();
     let order: Vec<_> = order.lock().unwrap().iter().map(|(who, _)| *who).collect();
@@ -108,7 +111,10 @@ async fn a_grant_to_a_live_wait_with_an_unknown_attempt_has_one_holder() {
         tokio::time::sleep(Duration::from_millis(100 + 50 * step)).await;
         held.unlock().await.unwrap();
 
-        let w_guard = w_task.await.unwrap();
+        let w_guard = tokio::time::timeout(Duration::from_secs(60), w_task)
+            .await
+            .unwrap_or_else(|_| panic!("step {step}: W never got the lock"))
+            .unwrap();
         // X must still be waiting while W holds: give it every chance.
         tokio::time::sleep(Duration::from_secs(2)).await;
         assert!(
