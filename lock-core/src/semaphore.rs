@@ -17,8 +17,28 @@
 //! permits that come back by themselves).
 //!
 //! Retried changes (after a lost reply) never count twice: each carries a
-//! request id whose outcome the store keeps for `latch_ttl`. A dropped
+//! request id and a deadline (`latch_ttl` after it was made); the store
+//! runs it only before its deadline and keeps its outcome until past then,
+//! so no copy of it applies twice however late it arrives. A dropped
 //! acquisition gives back whatever it took.
+//!
+//! # Permits are never lost to a transient fault
+//! An acquisition whose outcome stays unknown (a lost reply, a frozen
+//! server, an outage) is repeated in the background until the store
+//! answers, and what it took is given back. A release
+//! ([`PermitGuard::release`], a dropped guard, [`Semaphore::release`]) that
+//! fails after the retry policy goes on in the background until the store
+//! answers it (the same request while it may still run, a new one once the
+//! store refused it as stale), until the client is closed; the caller who
+//! sees the error must not give the permits back again.
+//!
+//! What cannot be promised: a store that loses data (a restart without
+//! persistence, a failover to a replica that had not received the last
+//! writes) loses the count and the requests' records with it, so a
+//! semaphore may come back with another count; `appendfsync always` on
+//! the server, or replica sync, narrow that. Permits given back by a
+//! client that is closed (or whose process dies) before the store answered
+//! stay taken.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -292,6 +312,10 @@ impl Semaphore {
     /// [`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
+    /// A retryable error means the release did not finish in time: it goes
+    /// on in the background until the store answers (see the module docs),
+    /// so do not release the permits again.
+    ///
     /// # Cancel safety
     /// The release runs to completion even when this future is dropped; a
     /// retry never gives back twice.
@@ -356,8 +380,9 @@ async fn release(
 ///
 /// # Dropping
 /// Dropping the guard gives the permits back from a background task on the
-/// client's runtime; errors there are logged (the permits then stay taken:
-/// they have no lease). Call [`PermitGuard::release`] to see errors.
+/// client's runtime, which keeps trying through transient faults until the
+/// store answers (see the module docs); errors are logged. Call
+/// [`PermitGuard::release`] to see them.
 #[must_use = "the permits are given back as soon as the guard is dropped"]
 pub struct PermitGuard {
     semaphore: Semaphore,
@@ -438,7 +463,7 @@ impl Drop for PermitGuard {
         inner.runtime.clone().spawn(async move {
             let _in_flight = in_flight;
             if let Err(e) = release(&inner, &kind, req).await {
-                tracing::warn!(%e, semaphore = %name, "giving back dropped permits failed; they stay taken");
+                tracing::warn!(%e, semaphore = %name, "giving back dropped permits failed");
             }
         });
     }
