@@ -46,39 +46,40 @@ fn wait_on(
     })
 }
 
+/// W's first attempt queues it and every reply of it is lost; X queues
+/// behind it at a moment swept over W's retries and what follows them.
 #[tokio::test(start_paused = true)]
 async fn an_unknown_first_attempt_keeps_the_waiters_place_in_the_queue() {
-    let server = InMemoryServer::new();
-    let (h, w, x) = (
-        server.client_with(config()).unwrap(),
-        server.client_with(config()).unwrap(),
-        server.client_with(config()).unwrap(),
-    );
-    let name = "fifo-unknown";
-    let held = fair(&h, name, false)
-        .lock_with_lease(Duration::from_secs(20))
-        .await
-        .unwrap();
-    let order = Arc::new(Mutex::new(Vec::new()));
-    // W's first attempt queues it, and every reply of it is lost.
-    server.lose_next_replies(ATTEMPTS);
-    let w_task = wait_on(fair(&w, name, false), "W", Arc::clone(&order));
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let x_task = wait_on(fair(&x, name, false), "X", Arc::clone(&order));
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    held.unlock().await.unwrap();
-    let first = tokio::time::timeout(Duration::from_secs(60), w_task)
-        .await
-        .expect("W never got the lock: a later waiter took it first and keeps it")
-        .unwrap();
-    first.unlock().await.unwrap();
-    x_task.await.unwrap().unlock().await.unwrap();
-    let order: Vec<_> = order.lock().unwrap().iter().map(|(who, _)| *who).collect();
-    assert_eq!(
-        order,
-        ["W", "X"],
-        "the waiter that queued first lost its place"
-    );
+    for step in 0..8u64 {
+        let server = InMemoryServer::new();
+        let (h, w, x) = (
+            server.client_with(config()).unwrap(),
+            server.client_with(config()).unwrap(),
+            server.client_with(config()).unwrap(),
+        );
+        let name = format!("fifo-unknown-{step}");
+        let held = fair(&h, &name, false)
+            .lock_with_lease(Duration::from_secs(20))
+            .await
+            .unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        server.lose_next_replies(ATTEMPTS);
+        let w_task = wait_on(fair(&w, &name, false), "W", Arc::clone(&order));
+        tokio::time::sleep(Duration::from_millis(50 + 100 * step)).await;
+        let x_task = wait_on(fair(&x, &name, false), "X", Arc::clone(&order));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        held.unlock().await.unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(60), w_task)
+            .await
+            .unwrap_or_else(|_| {
+                panic!("step {step}: W never got the lock: X took it first and keeps it")
+            })
+            .unwrap();
+        first.unlock().await.unwrap();
+        x_task.await.unwrap().unlock().await.unwrap();
+        let order: Vec<_> = order.lock().unwrap().iter().map(|(who, _)| *who).collect();
+        assert_eq!(order, ["W", "X"], "step {step}: W lost its place");
+    }
 }
 
 /// W is the queue head of a handoff lock and its refresh attempt's replies
