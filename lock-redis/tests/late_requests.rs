@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, RedisConfig, RetryPolicy};
-use lock_testkit::fixtures::{FaultProxy, RedisServer};
+use lock_testkit::fixtures::{redis, FaultProxy, RedisServer};
 
 /// The shortest request window accepted for 4 attempts of 200 ms each with
 /// the default backoff: a held request outlives it easily.
@@ -183,4 +183,78 @@ async fn a_release_during_a_restart_is_finished_in_the_background() {
         sem.available_permits().await
     );
     client.close().await;
+}
+
+/// A handoff lock's queue head whose refresh attempt has every reply lost,
+/// granted the lock by a release meanwhile: it holds the lock alone. Before,
+/// the engine repeated the attempt in the background while the wait went
+/// on; its "held" answer made it leave the queue with the wait's ticket,
+/// which gave the grant back: the next waiter got the lock while the first
+/// still took the grant's notice and held a guard too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_to_a_live_wait_whose_replies_were_lost_has_one_holder() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::in_front_of(&server);
+    let config = || ClientConfig::default().watchdog_timeout(Duration::from_secs(3));
+    let direct = || async {
+        lock_redis::connect(RedisConfig::new(server.url()), config())
+            .await
+            .unwrap()
+    };
+    let (h, x) = (direct().await, direct().await);
+    // Only W talks through the proxy, so only its attempts are faulted.
+    let w = through(&proxy, config()).await;
+    let name = "handoff-lost-refresh";
+    let queue = format!("redisson_lock_queue:{{{name}}}");
+    let queued = |n: i64| {
+        let (server, queue) = (&server, queue.clone());
+        async move {
+            eventually(Duration::from_secs(10), || async {
+                server.cmd(&["LLEN", &queue]) == redis::Value::Int(n)
+            })
+            .await
+        }
+    };
+    let held = h
+        .handoff_lock(name)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    let w_lock = w.handoff_lock(name).unwrap().as_lock().clone();
+    let w_task = tokio::spawn(async move { w_lock.lock().await });
+    assert!(queued(1).await, "W queued");
+    let x_lock = x.handoff_lock(name).unwrap().as_lock().clone();
+    let x_task = tokio::spawn(async move { x_lock.lock().await });
+    assert!(queued(2).await, "X queued behind W");
+
+    // W's next refresh, and each of its retries, runs with its reply lost.
+    let pattern = format!("redisson_lock_latch:{{{name}}}");
+    let swallowed: Vec<_> = (0..4).map(|_| proxy.swallow_reply_next(&pattern)).collect();
+    swallowed[0].wait_done().await;
+    held.unlock().await.unwrap();
+
+    let w_guard = tokio::time::timeout(Duration::from_secs(20), w_task)
+        .await
+        .expect("W gets the lock")
+        .unwrap()
+        .unwrap();
+    // Give X every chance to get in beside W.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !x_task.is_finished() || w_guard.is_lost(),
+        "X holds the lock while W's guard does"
+    );
+    assert!(!w_guard.is_lost(), "W's granted lock was taken from it");
+    let holders = match server.cmd(&["HKEYS", name]) {
+        redis::Value::Array(fields) => fields.len(),
+        other => panic!("HKEYS answered {other:?}"),
+    };
+    assert_eq!(holders, 1);
+    w_guard.unlock().await.unwrap();
+    let x_guard = x_task.await.unwrap().unwrap();
+    x_guard.unlock().await.unwrap();
+    for c in [h, w, x] {
+        c.close().await;
+    }
 }
