@@ -60,6 +60,11 @@ fn is_acquired(outcome: AcquireOutcome) {
     );
 }
 
+/// The lock granted to the attempt's ticket, taken as granted.
+fn is_claimed(outcome: AcquireOutcome) {
+    assert_eq!(outcome, AcquireOutcome::Claimed);
+}
+
 /// Releases `owner`'s last hold of `name` through `kind`; nothing of the
 /// lock is left but its latches and token counter.
 async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, owner: Owner) {
@@ -148,7 +153,7 @@ pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
         pttl > 0 && pttl <= LEASE_MS as i64,
         "the waiter's lease: {pttl}"
     );
-    is_acquired(
+    is_claimed(
         kind.try_acquire(&wait_attempt(&name, x, Some(77)))
             .await
             .unwrap(),
@@ -201,7 +206,7 @@ pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn Harness) {
         .unwrap();
     assert_eq!(holders(h, &name).await, vec![(y.field(), 1)], "handed on");
     assert!(h.list(&queue_key(h, &name)).await.is_empty());
-    is_acquired(
+    is_claimed(
         kind.try_acquire(&wait_attempt(&name, y, Some(88)))
             .await
             .unwrap(),
