@@ -149,11 +149,23 @@ impl Entry {
             pairs.sort_by(|a, b| a[0].cmp(&b[0]));
             value = pairs.into_iter().flatten().collect();
         }
+        // A request record lives until its request's deadline, which the
+        // model dates by the wall clock: in the paused world that clock
+        // stands still while the store's advances, so records' times to
+        // live differ between the worlds by the time the sequence let pass.
+        // Only whether a record has one is compared.
+        let record =
+            key.starts_with("redisson_lock_latch:") || key.starts_with("redisson_unlock_latch:");
+        let ttl = match *pttl {
+            -1 => None,
+            _ if record => Some(0),
+            pttl => Some(pttl),
+        };
         Self {
             key,
             kind,
             value,
-            ttl: (*pttl != -1).then_some(*pttl),
+            ttl,
         }
     }
 }

@@ -13,7 +13,7 @@ use lock_core::{
 };
 use proptest::prelude::*;
 
-use super::{name, owner, Ids, Kind, Model, CLIENTS, DURATIONS_MS};
+use super::{name, owner, request_deadline, Ids, Kind, Model, CLIENTS, DURATIONS_MS};
 
 /// One operation on a lock.
 #[derive(Debug, Clone)]
@@ -314,7 +314,7 @@ impl Model for Kind {
                     owner(client, id),
                     DURATIONS_MS[lease],
                     fenced,
-                    30_000,
+                    request_deadline(2),
                 )
                 .queue(queue.map(|q| DURATIONS_MS[q]));
                 ids.note(&req.request_id);
@@ -331,7 +331,7 @@ impl Model for Kind {
                     lock_name(lock),
                     owner(client, id),
                     DURATIONS_MS[2],
-                    30_000,
+                    request_deadline(2),
                 );
                 ids.note(&req.request_id);
                 let s = release_seen(backends[client], &req).await;

@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use super::locks::{
     acquire_seen, force_seen, release_seen, renew_seen, renew_targets, repeat_seen, Sent,
 };
-use super::{name, owner, Ids, Model, Seen, CLIENTS, DURATIONS_MS};
+use super::{name, owner, request_deadline, Ids, Model, Seen, CLIENTS, DURATIONS_MS};
 
 /// The read-write lock ([`LockClient::read_write_lock`]).
 #[derive(Debug, Clone, Copy)]
@@ -178,7 +178,12 @@ impl RwState {
     }
 
     async fn release(&mut self, side: Side, client: usize, id: u64, ids: &mut Ids) -> Seen {
-        let req = ReleaseRequest::new(lock_name(), owner(client, id), DURATIONS_MS[2], 30_000);
+        let req = ReleaseRequest::new(
+            lock_name(),
+            owner(client, id),
+            DURATIONS_MS[2],
+            request_deadline(2),
+        );
         ids.note(&req.request_id);
         let seen = release_seen(self.sides[side.index()][client].as_ref(), &req).await;
         self.last = Some(Sent::Release(side.index(), client, req));
@@ -192,7 +197,7 @@ fn acquire_request(client: usize, id: u64, lease: usize, ids: &mut Ids) -> Acqui
         owner(client, id),
         DURATIONS_MS[lease],
         false,
-        30_000,
+        request_deadline(2),
     );
     ids.note(&req.request_id);
     req
