@@ -210,7 +210,10 @@ mod tests {
         let r = acquire(&Value::Array(vec![Value::Int(0), Value::Int(-1)])).unwrap();
         assert_eq!(r, AcquireOutcome::Held { ttl: None });
         assert!(acquire(&Value::Nil).is_err());
-        assert!(acquire(&Value::Array(vec![Value::Int(2), Value::Int(0)])).is_err());
+        let r = acquire(&Value::Array(vec![Value::Int(2), Value::Int(0)])).unwrap();
+        assert_eq!(r, AcquireOutcome::Claimed);
+        assert!(acquire(&Value::Array(vec![Value::Int(2), Value::Int(5)])).is_err());
+        assert!(acquire(&Value::Array(vec![Value::Int(3), Value::Int(0)])).is_err());
     }
 
     #[test]
