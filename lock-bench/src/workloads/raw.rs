@@ -3,12 +3,14 @@
 //! the standalone server or to the cluster master owning the lock.
 
 use anyhow::{bail, Context, Result};
+use lock_redis::kind::deadline_in;
 use lock_redis::kinds::reentrant::{ACQUIRE, RELEASE};
 use lock_redis::lock_script::layout::UNLOCK_MESSAGE;
 use lock_redis::scripts;
 use lock_redis::ScriptCall;
 use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner, RequestId};
 use redis::aio::MultiplexedConnection;
+use std::time::Duration;
 
 use crate::cluster::Cluster;
 use crate::server::Server;
@@ -41,14 +43,17 @@ impl<'a> Site<'a> {
 
 /// One lock taken and given back with raw `EVALSHA`s, with exactly the
 /// KEYS and ARGV the library sends under its default configuration
-/// (30 s watchdog lease, 30 s request latches, no fencing token).
+/// (30 s watchdog lease, requests dated 30 s ahead, no fencing token).
 pub(crate) struct RawLock {
     conn: MultiplexedConnection,
     layout: KeyLayout,
     name: LockName,
     owner: String,
     lease_ms: String,
-    latch_ms: String,
+    /// How long a request may run: each is dated this far ahead, as the
+    /// library dates its own (one clock read and one number formatted per
+    /// request, as there).
+    window: Duration,
     publish: &'static str,
 }
 
@@ -69,7 +74,7 @@ impl RawLock {
             name: LockName::new(name)?,
             owner: Owner::new(uuid::Uuid::new_v4(), 1).field(),
             lease_ms: lease_millis(config.watchdog_timeout, "lease")?.to_string(),
-            latch_ms: lease_millis(config.latch_ttl, "latch")?.to_string(),
+            window: config.latch_ttl,
             publish: site.publish(),
         })
     }
@@ -115,7 +120,7 @@ impl RawLock {
                 self.lease_ms.clone(),
                 self.owner.clone(),
                 "0".to_owned(),
-                self.latch_ms.clone(),
+                deadline_in(self.window).to_string(),
             ],
         );
         let (took, _token): (i64, i64) = acquire
@@ -141,7 +146,7 @@ impl RawLock {
                 self.lease_ms.clone(),
                 self.owner.clone(),
                 self.publish.to_owned(),
-                self.latch_ms.clone(),
+                deadline_in(self.window).to_string(),
             ],
         );
         let released: Option<i64> = release
