@@ -169,6 +169,18 @@ impl ExpirablePermit {
         }
     }
 
+    /// Runs `work` while the permit is held, then gives it back; as
+    /// [`crate::Guard::run_locked`].
+    ///
+    /// # Errors
+    /// As [`crate::Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`crate::Guard::run_locked`].
+    pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
+        crate::held::run_locked(self, work).await
+    }
+
     /// Stops renewing the permit and hands back its id, leaving it taken:
     /// the Redisson style, where another process (or a later call) gives it
     /// back by id ([`PermitExpirableSemaphore::release`]). The permit
@@ -209,5 +221,19 @@ impl Drop for ExpirablePermit {
             return;
         }
         self.semaphore.release_in_background(self.id());
+    }
+}
+
+impl crate::held::Held for ExpirablePermit {
+    async fn lost(&self) {
+        ExpirablePermit::lost(self).await;
+    }
+
+    fn check(&self) -> Result<()> {
+        ExpirablePermit::check(self)
+    }
+
+    async fn release(self) -> Result<()> {
+        ExpirablePermit::release(self).await
     }
 }

@@ -70,6 +70,19 @@ impl FencedLock {
         self.acquire_or_fail(AcquireOptions::new()).await
     }
 
+    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
+    /// takes), runs `work` while it is held, then unlocks
+    /// ([`FencedGuard::run_locked`]): `work` is cancelled if the lock is lost.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&FencedGuard) -> T) -> Result<T> {
+        self.lock().await?.run_locked(work).await
+    }
+
     /// Takes the lock with a new token for `lease` at most, waiting as long
     /// as it takes (see [`Lock::lock_with_lease`]).
     ///
@@ -233,6 +246,18 @@ impl FencedGuard {
         self.guard.unlock().await
     }
 
+    /// Runs `work` while the lock is held, then unlocks; as
+    /// [`Guard::run_locked`].
+    ///
+    /// # Errors
+    /// As [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`Guard::run_locked`].
+    pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
+        crate::held::run_locked(self, work).await
+    }
+
     /// The plain guard (its [`Guard::fencing_token`] is `Some(token)`).
     pub fn into_guard(self) -> Guard {
         self.guard
@@ -244,5 +269,19 @@ impl std::ops::Deref for FencedGuard {
 
     fn deref(&self) -> &Guard {
         &self.guard
+    }
+}
+
+impl crate::held::Held for FencedGuard {
+    async fn lost(&self) {
+        self.guard.lost().await;
+    }
+
+    fn check(&self) -> Result<()> {
+        self.guard.check()
+    }
+
+    async fn release(self) -> Result<()> {
+        self.unlock().await
     }
 }

@@ -7,6 +7,7 @@ use tokio::time::Instant;
 
 use crate::client::ClientInner;
 use crate::error::{LockError, Result};
+use crate::held::{self, Held};
 use crate::holds::{Deadline, Hold};
 use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::name::LockName;
@@ -241,6 +242,47 @@ impl Guard {
         }
     }
 
+    /// Runs `work` while the lock is held, then unlocks: the `select!` on
+    /// [`Guard::lost`] every critical section needs, written once.
+    ///
+    /// `work` gets the guard, to read the fencing token or to
+    /// [`check`](Guard::check) before a step that must not run without the
+    /// lock. When the lock is lost first, `work` is dropped at its next
+    /// await point (cancelled, as in `select!`) and nothing is released:
+    /// the lock is no longer ours.
+    ///
+    /// ```
+    /// # async fn write_batch(_token: Option<u64>) {}
+    /// # async fn demo(lock: lock_core::Lock) -> lock_core::Result<()> {
+    /// let guard = lock.lock().await?;
+    /// let rows = guard
+    ///     .run_locked(async |guard| {
+    ///         write_batch(guard.fencing_token()).await;
+    ///         42
+    ///     })
+    ///     .await?;
+    /// assert_eq!(rows, 42);
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// - [`LockError::LockLost`] when the lock was lost before `work`
+    ///   finished (`work` was cancelled), or the unlock found it gone after
+    ///   `work` finished (`work` may have run partly without it; its output
+    ///   is dropped).
+    /// - The unlock's backend error when it outlived the retry policy
+    ///   (`work` ran under the lock, which expires with its lease).
+    ///
+    /// Either way, what `work` must not lose is to be committed inside it,
+    /// fenced by the token where the storage supports that.
+    ///
+    /// # Cancel safety
+    /// Dropping the future drops `work` and the guard: the lock is released
+    /// in the background, as when a guard is dropped.
+    pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
+        held::run_locked(self, work).await
+    }
+
     /// Releases this hold. With re-entrant holds of the same owner
     /// outstanding, the lock stays held by that owner.
     ///
@@ -287,6 +329,20 @@ impl Guard {
             req,
             Some(Arc::clone(&self.hold)),
         ))
+    }
+}
+
+impl Held for Guard {
+    async fn lost(&self) {
+        Guard::lost(self).await;
+    }
+
+    fn check(&self) -> Result<()> {
+        Guard::check(self)
+    }
+
+    async fn release(self) -> Result<()> {
+        self.unlock().await
     }
 }
 

@@ -60,6 +60,7 @@ mod expirable_permit;
 mod fair_lock;
 mod fenced_lock;
 mod guard;
+mod held;
 mod holds;
 pub mod kind;
 mod kinds;

@@ -82,6 +82,31 @@ impl Lock {
         self.acquire_or_fail(AcquireOptions::new()).await
     }
 
+    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
+    /// takes), runs `work` while it is held, then unlocks
+    /// ([`Guard::run_locked`]): `work` is cancelled if the lock is lost.
+    ///
+    /// ```
+    /// # async fn demo(lock: lock_core::Lock) -> lock_core::Result<()> {
+    /// let report = lock
+    ///     .run_locked(async |guard| {
+    ///         guard.check()?; // before a step that must not run unlocked
+    ///         Ok::<_, lock_core::LockError>("done")
+    ///     })
+    ///     .await??;
+    /// assert_eq!(report, "done");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&Guard) -> T) -> Result<T> {
+        self.lock().await?.run_locked(work).await
+    }
+
     /// Takes the lock for `lease` at most, waiting as long as it takes. No
     /// renewal: the lock expires after `lease` whatever happens (unless the
     /// same owner holds it longer through another guard). The guard reports

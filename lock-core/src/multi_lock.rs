@@ -119,6 +119,19 @@ impl MultiLock {
         self.acquire_or_fail(AcquireOptions::new()).await
     }
 
+    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
+    /// takes), runs `work` while it is held, then unlocks
+    /// ([`MultiGuard::run_locked`]): `work` is cancelled if the lock is lost.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&MultiGuard) -> T) -> Result<T> {
+        self.lock().await?.run_locked(work).await
+    }
+
     /// Takes every member for `lease` at most (no renewal), waiting as long
     /// as it takes. See the module docs for how the members' leases line
     /// up.
@@ -358,6 +371,18 @@ impl MultiGuard {
             .unwrap_or_else(Instant::now)
     }
 
+    /// Runs `work` while every member is held, then unlocks every member; as
+    /// [`Guard::run_locked`].
+    ///
+    /// # Errors
+    /// As [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`Guard::run_locked`].
+    pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
+        crate::held::run_locked(self, work).await
+    }
+
     /// Releases every member, concurrently.
     ///
     /// # Errors
@@ -378,4 +403,18 @@ impl MultiGuard {
 /// A deadline for waits too long to represent: effectively forever.
 fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+}
+
+impl crate::held::Held for MultiGuard {
+    async fn lost(&self) {
+        MultiGuard::lost(self).await;
+    }
+
+    fn check(&self) -> Result<()> {
+        MultiGuard::check(self)
+    }
+
+    async fn release(self) -> Result<()> {
+        self.unlock().await
+    }
 }

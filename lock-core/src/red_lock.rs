@@ -168,6 +168,19 @@ impl RedLock {
         }
     }
 
+    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
+    /// takes), runs `work` while it is held, then unlocks
+    /// ([`RedGuard::run_locked`]): `work` is cancelled if the lock is lost.
+    ///
+    /// # Errors
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
+    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&RedGuard) -> T) -> Result<T> {
+        self.lock().await?.run_locked(work).await
+    }
+
     /// Takes a quorum for `lease` at most (no renewal), waiting as long as
     /// it takes.
     ///
@@ -427,6 +440,18 @@ impl RedGuard {
             .unwrap_or_else(Instant::now)
     }
 
+    /// Runs `work` while a quorum of members is held, then unlocks every member; as
+    /// [`Guard::run_locked`].
+    ///
+    /// # Errors
+    /// As [`Guard::run_locked`].
+    ///
+    /// # Cancel safety
+    /// As [`Guard::run_locked`].
+    pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
+        crate::held::run_locked(self, work).await
+    }
+
     fn name(&self) -> String {
         self.members
             .first()
@@ -461,5 +486,19 @@ impl RedGuard {
             Some(e) if released < quorum => Err(e),
             _ => Ok(()),
         }
+    }
+}
+
+impl crate::held::Held for RedGuard {
+    async fn lost(&self) {
+        RedGuard::lost(self).await;
+    }
+
+    fn check(&self) -> Result<()> {
+        RedGuard::check(self)
+    }
+
+    async fn release(self) -> Result<()> {
+        self.unlock().await
     }
 }
