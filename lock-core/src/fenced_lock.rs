@@ -17,7 +17,6 @@
 //! applies (through `Deref`), and [`FencedLock::token`] reads the counter.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::client::LockClient;
 use crate::error::{LockError, Result};
@@ -55,47 +54,6 @@ impl FencedLock {
         }
     }
 
-    /// Takes the lock with a new token, waiting as long as it takes; the
-    /// watchdog keeps it while the guard lives.
-    ///
-    /// # Errors
-    /// As [`Lock::lock`]; [`LockError::WrongType`] naming the counter's key
-    /// when it does not hold an integer (nothing is written);
-    /// [`LockError::Protocol`] when the store handed out no token (a
-    /// counter below zero): the hold is released again in the background.
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn lock(&self) -> Result<FencedGuard> {
-        self.acquire_or_fail(AcquireOptions::new()).await
-    }
-
-    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
-    /// takes), runs `work` while it is held, then unlocks
-    /// ([`FencedGuard::run_locked`]): `work` is cancelled if the lock is lost.
-    ///
-    /// # Errors
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    ///
-    /// # Cancel safety
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&FencedGuard) -> T) -> Result<T> {
-        self.lock().await?.run_locked(work).await
-    }
-
-    /// Takes the lock with a new token for `lease` at most, waiting as long
-    /// as it takes (see [`Lock::lock_with_lease`]).
-    ///
-    /// # Errors
-    /// As [`Lock::lock_with_lease`] and [`FencedLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn lock_with_lease(&self, lease: Duration) -> Result<FencedGuard> {
-        self.acquire_or_fail(AcquireOptions::new().lease(lease))
-            .await
-    }
-
     /// Takes the lock as `owner` with a new token, re-entering if `owner`
     /// holds it already: the re-entry's token is larger than the first
     /// hold's.
@@ -107,46 +65,6 @@ impl FencedLock {
     /// As [`Lock::lock`].
     pub async fn lock_as(&self, owner: Owner) -> Result<FencedGuard> {
         self.acquire_or_fail(AcquireOptions::new().owner(owner))
-            .await
-    }
-
-    /// Tries once, without waiting. `Ok(None)` when someone else holds it
-    /// (no token is taken then).
-    ///
-    /// # Errors
-    /// As [`FencedLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn try_lock(&self) -> Result<Option<FencedGuard>> {
-        self.acquire(AcquireOptions::new().no_wait()).await
-    }
-
-    /// Waits up to `wait` for the lock (watchdog lease). `Ok(None)` when the
-    /// wait ran out.
-    ///
-    /// # Errors
-    /// As [`FencedLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<FencedGuard>> {
-        self.acquire(AcquireOptions::new().wait(wait)).await
-    }
-
-    /// Waits up to `wait` for the lock and holds it for `lease` at most.
-    ///
-    /// # Errors
-    /// As [`FencedLock::lock_with_lease`].
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn try_lock_for_with_lease(
-        &self,
-        wait: Duration,
-        lease: Duration,
-    ) -> Result<Option<FencedGuard>> {
-        self.acquire(AcquireOptions::new().wait(wait).lease(lease))
             .await
     }
 
@@ -164,10 +82,6 @@ impl FencedLock {
             .await?
             .map(FencedGuard::new)
             .transpose()
-    }
-
-    async fn acquire_or_fail(&self, opts: AcquireOptions) -> Result<FencedGuard> {
-        FencedGuard::new(self.lock.acquire_or_fail(opts.fenced()).await?)
     }
 
     /// The lock name's last fencing token, read without acquiring
@@ -285,3 +199,9 @@ impl crate::held::Held for FencedGuard {
         self.unlock().await
     }
 }
+
+crate::shorthands::acquire_shorthands!(
+    FencedLock,
+    FencedGuard,
+    "the lock with a new fencing token"
+);

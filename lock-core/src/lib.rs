@@ -79,6 +79,7 @@ mod red_lock;
 mod rw_lock;
 mod semaphore;
 pub mod semaphore_kind;
+mod shorthands;
 mod stats;
 mod store_clock;
 pub mod telemetry;

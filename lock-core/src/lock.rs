@@ -9,7 +9,7 @@ use crate::guard::Guard;
 use crate::kind::{ExclusiveKind, LockInfo, ReleaseOutcome, ReleaseRequest};
 use crate::name::LockName;
 use crate::op;
-use crate::options::{AcquireOptions, Wait};
+use crate::options::AcquireOptions;
 use crate::owner::Owner;
 use crate::wait;
 
@@ -57,74 +57,6 @@ impl Lock {
         &self.name
     }
 
-    /// Takes the lock, waiting as long as it takes; the watchdog keeps it
-    /// while the guard lives. Waits through store outages too: an attempt
-    /// that fails with a retryable error is tried again with capped backoff
-    /// until the store answers (logged once per outage at `warn`).
-    ///
-    /// # Errors
-    /// Backend errors that are not retryable ([`LockError::WrongType`],
-    /// …); [`LockError::Closed`].
-    ///
-    /// # Cancel safety
-    /// Cancel-safe: dropping the future leaves nothing held, queued or
-    /// subscribed on the caller's behalf (an acquisition already on the wire
-    /// is released again in the background).
-    ///
-    /// # Examples
-    /// ```
-    /// # async fn demo(lock: lock_core::Lock) -> lock_core::Result<()> {
-    /// let guard = lock.lock().await?;
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn lock(&self) -> Result<Guard> {
-        self.acquire_or_fail(AcquireOptions::new()).await
-    }
-
-    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
-    /// takes), runs `work` while it is held, then unlocks
-    /// ([`Guard::run_locked`]): `work` is cancelled if the lock is lost.
-    ///
-    /// ```
-    /// # async fn demo(lock: lock_core::Lock) -> lock_core::Result<()> {
-    /// let report = lock
-    ///     .run_locked(async |guard| {
-    ///         guard.check()?; // before a step that must not run unlocked
-    ///         Ok::<_, lock_core::LockError>("done")
-    ///     })
-    ///     .await??;
-    /// assert_eq!(report, "done");
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    ///
-    /// # Cancel safety
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&Guard) -> T) -> Result<T> {
-        self.lock().await?.run_locked(work).await
-    }
-
-    /// Takes the lock for `lease` at most, waiting as long as it takes. No
-    /// renewal: the lock expires after `lease` whatever happens (unless the
-    /// same owner holds it longer through another guard). The guard reports
-    /// the loss a safety margin before the lease ends
-    /// ([`crate::ClientConfig::safety_margin`]).
-    ///
-    /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
-    /// not longer than its safety margin, before any I/O; otherwise as
-    /// [`Lock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn lock_with_lease(&self, lease: Duration) -> Result<Guard> {
-        self.acquire_or_fail(AcquireOptions::new().lease(lease))
-            .await
-    }
-
     /// Takes the lock as `owner`, re-entering if `owner` holds it already
     /// (e.g. `lock.lock_as(guard.owner())`). Waits as long as it takes.
     ///
@@ -139,60 +71,6 @@ impl Lock {
             .await
     }
 
-    /// Tries once, without waiting. `Ok(None)` when someone else holds it.
-    ///
-    /// # Errors
-    /// As [`Lock::lock`], and retryable errors that outlived the retry
-    /// policy ([`crate::ClientConfig::retry`]): a try does not wait out an
-    /// outage.
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn try_lock(&self) -> Result<Option<Guard>> {
-        self.acquire(AcquireOptions::new().no_wait()).await
-    }
-
-    /// Waits up to `wait` for the lock (watchdog lease). `Ok(None)` when the
-    /// wait ran out while someone else held the lock. Store outages are
-    /// waited out until the deadline, as [`Lock::lock`] does.
-    ///
-    /// # Errors
-    /// As [`Lock::lock`], and the retryable error of the last attempt when
-    /// the store was still unavailable at the deadline.
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<Guard>> {
-        self.acquire(AcquireOptions::new().wait(wait)).await
-    }
-
-    /// Waits up to `wait` for the lock and holds it for `lease` at most.
-    ///
-    /// # Errors
-    /// As [`Lock::lock_with_lease`].
-    ///
-    /// # Cancel safety
-    /// As [`Lock::lock`].
-    pub async fn try_lock_for_with_lease(
-        &self,
-        wait: Duration,
-        lease: Duration,
-    ) -> Result<Option<Guard>> {
-        self.acquire(AcquireOptions::new().wait(wait).lease(lease))
-            .await
-    }
-
-    pub(crate) async fn acquire_or_fail(&self, opts: AcquireOptions) -> Result<Guard> {
-        debug_assert_eq!(opts.wait, Wait::Forever);
-        match self.acquire(opts).await? {
-            Some(guard) => Ok(guard),
-            // Waiting forever only ends by taking the lock or by an error.
-            None => Err(LockError::protocol(
-                "an unbounded wait ended without the lock",
-            )),
-        }
-    }
-
     /// The general acquisition: every other acquire method is a shorthand
     /// for this. `Ok(None)` when the wait ran out.
     ///
@@ -201,7 +79,7 @@ impl Lock {
     /// retry policy. An attempt that fails with a retryable error (the
     /// store is down, restarting or failing over) is tried again with
     /// capped backoff while the wait allows: forever for
-    /// [`Wait::Forever`], until the deadline otherwise, not at all for a
+    /// [`crate::Wait::Forever`], until the deadline otherwise, not at all for a
     /// call that does not wait.
     ///
     /// # Errors
@@ -341,3 +219,5 @@ impl Lock {
         Ok(self.info().await?.ttl)
     }
 }
+
+crate::shorthands::acquire_shorthands!(Lock, Guard, "the lock");

@@ -102,100 +102,6 @@ impl MultiLock {
         &self.members
     }
 
-    /// Takes every member, waiting as long as it takes; their watchdogs
-    /// keep them while the guard lives.
-    ///
-    /// # Errors
-    /// The first error of a member's acquisition (what was taken is
-    /// released); see [`Lock::lock`].
-    ///
-    /// # Cancel safety
-    /// Cancel-safe: dropping the future releases, in the background, every
-    /// member taken so far, and leaves nothing queued or subscribed.
-    ///
-    /// # Examples
-    /// See [`MultiLock`].
-    pub async fn lock(&self) -> Result<MultiGuard> {
-        self.acquire_or_fail(AcquireOptions::new()).await
-    }
-
-    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
-    /// takes), runs `work` while it is held, then unlocks
-    /// ([`MultiGuard::run_locked`]): `work` is cancelled if the lock is lost.
-    ///
-    /// # Errors
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    ///
-    /// # Cancel safety
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&MultiGuard) -> T) -> Result<T> {
-        self.lock().await?.run_locked(work).await
-    }
-
-    /// Takes every member for `lease` at most (no renewal), waiting as long
-    /// as it takes. See the module docs for how the members' leases line
-    /// up.
-    ///
-    /// # Errors
-    /// As [`Lock::lock_with_lease`].
-    ///
-    /// # Cancel safety
-    /// As [`MultiLock::lock`].
-    pub async fn lock_with_lease(&self, lease: Duration) -> Result<MultiGuard> {
-        self.acquire_or_fail(AcquireOptions::new().lease(lease))
-            .await
-    }
-
-    /// Tries each member once, without waiting. `Ok(None)` (holding
-    /// nothing) when any is held by someone else.
-    ///
-    /// # Errors
-    /// As [`MultiLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`MultiLock::lock`].
-    pub async fn try_lock(&self) -> Result<Option<MultiGuard>> {
-        self.acquire(AcquireOptions::new().no_wait()).await
-    }
-
-    /// Waits up to `wait`, in all, for every member. `Ok(None)` (holding
-    /// nothing) when the wait ran out.
-    ///
-    /// # Errors
-    /// As [`MultiLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`MultiLock::lock`].
-    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<MultiGuard>> {
-        self.acquire(AcquireOptions::new().wait(wait)).await
-    }
-
-    /// Waits up to `wait` for every member and holds them for `lease` at
-    /// most.
-    ///
-    /// # Errors
-    /// As [`MultiLock::lock_with_lease`].
-    ///
-    /// # Cancel safety
-    /// As [`MultiLock::lock`].
-    pub async fn try_lock_for_with_lease(
-        &self,
-        wait: Duration,
-        lease: Duration,
-    ) -> Result<Option<MultiGuard>> {
-        self.acquire(AcquireOptions::new().wait(wait).lease(lease))
-            .await
-    }
-
-    async fn acquire_or_fail(&self, opts: AcquireOptions) -> Result<MultiGuard> {
-        match self.acquire(opts).await? {
-            Some(guard) => Ok(guard),
-            None => Err(LockError::protocol(
-                "an unbounded wait ended without the multi-lock",
-            )),
-        }
-    }
-
     /// The general acquisition: `opts.wait` is the budget for all members
     /// together; `opts.lease` and `opts.fenced` apply to each member (each
     /// member's guard carries its own token, [`MultiGuard::guards`]).
@@ -418,3 +324,5 @@ impl crate::held::Held for MultiGuard {
         self.unlock().await
     }
 }
+
+crate::shorthands::acquire_shorthands!(MultiLock, MultiGuard, "every member");

@@ -145,100 +145,6 @@ impl RedLock {
         self.members.len() / 2 + 1
     }
 
-    /// Takes a quorum of the members, waiting as long as it takes; the
-    /// members' watchdogs keep them while the guard lives.
-    ///
-    /// # Errors
-    /// When members failing with errors (not held by others) alone leave
-    /// no quorum: the first of those errors (e.g. a retryable
-    /// [`LockError::Unavailable`] when most stores are down).
-    ///
-    /// # Cancel safety
-    /// Cancel-safe: dropping the future releases, in the background,
-    /// every member taken so far, and leaves nothing queued or subscribed.
-    ///
-    /// # Examples
-    /// See [`RedLock`].
-    pub async fn lock(&self) -> Result<RedGuard> {
-        match self.acquire(AcquireOptions::new()).await? {
-            Some(guard) => Ok(guard),
-            None => Err(LockError::protocol(
-                "an unbounded wait ended without the RedLock",
-            )),
-        }
-    }
-
-    /// Takes the lock as [`lock`](Self::lock) does (waiting as long as it
-    /// takes), runs `work` while it is held, then unlocks
-    /// ([`RedGuard::run_locked`]): `work` is cancelled if the lock is lost.
-    ///
-    /// # Errors
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    ///
-    /// # Cancel safety
-    /// As [`lock`](Self::lock), then as [`Guard::run_locked`].
-    pub async fn run_locked<T>(&self, work: impl AsyncFnOnce(&RedGuard) -> T) -> Result<T> {
-        self.lock().await?.run_locked(work).await
-    }
-
-    /// Takes a quorum for `lease` at most (no renewal), waiting as long as
-    /// it takes.
-    ///
-    /// # Errors
-    /// As [`RedLock::lock`]; [`LockError::InvalidArgument`] for a bad lease
-    /// before any I/O.
-    ///
-    /// # Cancel safety
-    /// As [`RedLock::lock`].
-    pub async fn lock_with_lease(&self, lease: Duration) -> Result<RedGuard> {
-        match self.acquire(AcquireOptions::new().lease(lease)).await? {
-            Some(guard) => Ok(guard),
-            None => Err(LockError::protocol(
-                "an unbounded wait ended without the RedLock",
-            )),
-        }
-    }
-
-    /// One round, each member tried once. `Ok(None)`, holding nothing,
-    /// when no quorum was free.
-    ///
-    /// # Errors
-    /// As [`RedLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`RedLock::lock`].
-    pub async fn try_lock(&self) -> Result<Option<RedGuard>> {
-        self.acquire(AcquireOptions::new().no_wait()).await
-    }
-
-    /// Waits up to `wait` for a quorum. `Ok(None)`, holding nothing, when
-    /// the wait ran out.
-    ///
-    /// # Errors
-    /// As [`RedLock::lock`].
-    ///
-    /// # Cancel safety
-    /// As [`RedLock::lock`].
-    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<RedGuard>> {
-        self.acquire(AcquireOptions::new().wait(wait)).await
-    }
-
-    /// Waits up to `wait` for a quorum and holds it for `lease` at most.
-    ///
-    /// # Errors
-    /// As [`RedLock::lock_with_lease`].
-    ///
-    /// # Cancel safety
-    /// As [`RedLock::lock`].
-    pub async fn try_lock_for_with_lease(
-        &self,
-        wait: Duration,
-        lease: Duration,
-    ) -> Result<Option<RedGuard>> {
-        self.acquire(AcquireOptions::new().wait(wait).lease(lease))
-            .await
-    }
-
     /// The general acquisition: `opts.wait` is the whole budget,
     /// `opts.lease` and `opts.fenced` apply to each member. `Ok(None)`,
     /// holding nothing, when the budget ran out.
@@ -502,3 +408,5 @@ impl crate::held::Held for RedGuard {
         self.unlock().await
     }
 }
+
+crate::shorthands::acquire_shorthands!(RedLock, RedGuard, "a quorum of the members");
