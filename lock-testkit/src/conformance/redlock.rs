@@ -130,11 +130,19 @@ pub async fn redlock_watchdog_renews_every_member(stores: &Stores) {
     assert!(!guard.is_lost());
     let owners: Vec<_> = guard.guards().iter().map(|member| member.owner()).collect();
     assert!(guard.guards().iter().all(|member| !member.is_lost()));
+    // A quorum is taken, not every member (on a loaded machine a member
+    // may answer after the attempt's share of the lease): every member
+    // taken is still ours.
+    let mut held = 0;
     for lock in red.locks() {
         let info = lock.info().await.unwrap();
         let ours = info.holders.iter().filter_map(|h| h.owner());
-        assert_eq!(ours.filter(|o| owners.contains(o)).count(), 1, "{info:?}");
+        let count = ours.filter(|o| owners.contains(o)).count();
+        assert!(count <= 1, "{info:?}");
+        held += count;
     }
+    assert_eq!(held, owners.len());
+    assert!(held >= red.quorum());
     guard.unlock().await.unwrap();
     for lock in red.locks() {
         assert!(!locked(lock).await);
