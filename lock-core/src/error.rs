@@ -17,18 +17,23 @@ pub enum LockError {
     /// The caller asked to release (or extend) a lock this owner does not
     /// hold: it was never taken, was already released, or its lease ran out.
     /// Java lock clients report this as `IllegalMonitorStateException`.
-    #[error("lock {name:?} is not held by this owner")]
+    #[error("{what} is not held by this owner")]
     NotHeld {
-        /// The lock name.
+        /// The name of the lock or semaphore.
         name: String,
+        /// What was not held, for the message: `lock "orders"`,
+        /// `permit 3f2a… of semaphore "pool"`.
+        what: String,
     },
 
     /// The lock was lost while a guard still existed: a renewal found it
     /// gone, or renewals failed until its lease ran out.
-    #[error("lock {name:?} was lost while held")]
+    #[error("{what} was lost while held")]
     LockLost {
-        /// The lock name.
+        /// The name of the lock or semaphore.
         name: String,
+        /// What was lost, for the message (as for [`LockError::NotHeld`]).
+        what: String,
     },
 
     /// An argument was rejected before any I/O happened.
@@ -38,10 +43,11 @@ pub enum LockError {
         message: String,
     },
 
-    /// A key of the lock holds a value of another type: the lock key holds
-    /// something that is not a lock, or the fencing-token counter does not
-    /// hold an integer. It is left untouched, and nothing else was written.
-    #[error("key {key:?} holds a value that is not a lock or its fencing-token counter (WRONGTYPE); it was left untouched")]
+    /// A key the operation uses holds a value of another type than the kind
+    /// keeps there: e.g. a lock key holding a string, a semaphore key
+    /// holding a hash, a fencing-token counter that is not an integer. It
+    /// is left untouched, and nothing else was written.
+    #[error("key {key:?} holds a value of another type than this lock, semaphore or latch keeps there (WRONGTYPE); it was left untouched")]
     WrongType {
         /// The offending key.
         key: String,
@@ -178,6 +184,44 @@ impl LockError {
         }
     }
 
+    /// [`LockError::NotHeld`] for the lock `name`.
+    pub fn lock_not_held(name: impl Into<String>) -> Self {
+        let name = name.into();
+        Self::NotHeld {
+            what: format!("lock {name:?}"),
+            name,
+        }
+    }
+
+    /// [`LockError::LockLost`] for the lock `name`.
+    pub fn lock_lost(name: impl Into<String>) -> Self {
+        let name = name.into();
+        Self::LockLost {
+            what: format!("lock {name:?}"),
+            name,
+        }
+    }
+
+    /// [`LockError::NotHeld`] for `permit` (its id, or a description such
+    /// as "one of 3 permits") of the semaphore `name`.
+    pub fn permit_not_held(name: impl Into<String>, permit: impl std::fmt::Display) -> Self {
+        let name = name.into();
+        Self::NotHeld {
+            what: format!("permit {permit} of semaphore {name:?}"),
+            name,
+        }
+    }
+
+    /// [`LockError::LockLost`] for the permit `permit` of the semaphore
+    /// `name`.
+    pub fn permit_lost(name: impl Into<String>, permit: impl std::fmt::Display) -> Self {
+        let name = name.into();
+        Self::LockLost {
+            what: format!("permit {permit} of semaphore {name:?}"),
+            name,
+        }
+    }
+
     /// Builds [`LockError::Protocol`].
     pub fn protocol(message: impl Into<String>) -> Self {
         Self::Protocol {
@@ -209,14 +253,39 @@ impl LockError {
         )
     }
 
-    /// Whether the lock was not held by the caller.
+    /// Whether the lock or permit was not held by the caller
+    /// ([`LockError::NotHeld`]).
     pub fn is_not_held(&self) -> bool {
         matches!(self, Self::NotHeld { .. })
     }
 
-    /// Whether the lock was lost while held.
-    pub fn is_lost(&self) -> bool {
+    /// Whether the lock or permit was lost while held
+    /// ([`LockError::LockLost`]).
+    pub fn is_lock_lost(&self) -> bool {
         matches!(self, Self::LockLost { .. })
+    }
+
+    /// Whether the backend could not be reached or did not answer in time
+    /// ([`LockError::Unavailable`]).
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Unavailable { .. })
+    }
+
+    /// Whether the backend answered something not understood
+    /// ([`LockError::Protocol`]).
+    pub fn is_protocol(&self) -> bool {
+        matches!(self, Self::Protocol { .. })
+    }
+
+    /// Whether too few replicas acknowledged the acquisition
+    /// ([`LockError::NotReplicated`]).
+    pub fn is_not_replicated(&self) -> bool {
+        matches!(self, Self::NotReplicated { .. })
+    }
+
+    /// Whether the client was closed ([`LockError::Closed`]).
+    pub fn is_closed(&self) -> bool {
+        matches!(self, Self::Closed)
     }
 
     /// Whether an argument was rejected.
@@ -231,13 +300,13 @@ impl LockError {
 
     /// Whether the backend refused the credentials or a permission
     /// ([`LockError::Unauthorized`]).
-    pub fn is_auth_error(&self) -> bool {
+    pub fn is_unauthorized(&self) -> bool {
         matches!(self, Self::Unauthorized { .. })
     }
 
     /// Whether a TLS handshake failed over a certificate
     /// ([`LockError::Tls`]).
-    pub fn is_tls_error(&self) -> bool {
+    pub fn is_tls(&self) -> bool {
         matches!(self, Self::Tls { .. })
     }
 
@@ -268,8 +337,18 @@ mod tests {
         assert!(!LockError::unavailable("u", None).is_timeout());
         assert!(!LockError::invalid("x").is_retryable());
         assert!(LockError::invalid("x").is_invalid_argument());
-        assert!(LockError::NotHeld { name: "a".into() }.is_not_held());
-        assert!(LockError::LockLost { name: "a".into() }.is_lost());
+        assert!(LockError::lock_not_held("a").is_not_held());
+        assert!(LockError::lock_lost("a").is_lock_lost());
+        assert!(LockError::permit_lost("a", "p1").is_lock_lost());
+        assert!(LockError::unavailable("u", None).is_unavailable());
+        assert!(LockError::protocol("p").is_protocol());
+        assert!(LockError::Closed.is_closed());
+        let lagging = LockError::NotReplicated {
+            name: "a".into(),
+            wanted: 1,
+            acked: 0,
+        };
+        assert!(lagging.is_not_replicated() && !lagging.is_retryable());
         assert!(LockError::WrongType { key: "a".into() }.is_wrong_type());
         assert!(!LockError::Closed.is_retryable());
         assert!(!LockError::protocol("p").is_retryable());
@@ -281,11 +360,11 @@ mod tests {
         let auth = LockError::Unauthorized {
             message: "WRONGPASS".into(),
         };
-        assert!(auth.is_auth_error() && !auth.is_retryable() && !auth.is_invalid_argument());
+        assert!(auth.is_unauthorized() && !auth.is_retryable() && !auth.is_invalid_argument());
         let tls = LockError::Tls {
             message: "invalid peer certificate".into(),
         };
-        assert!(tls.is_tls_error() && !tls.is_retryable() && !tls.is_auth_error());
+        assert!(tls.is_tls() && !tls.is_retryable() && !tls.is_unauthorized());
         let upgrade = LockError::UpgradeRefused { name: "a".into() };
         assert!(upgrade.is_upgrade_refused());
         assert!(!upgrade.is_retryable());
@@ -293,10 +372,20 @@ mod tests {
     }
 
     #[test]
-    fn messages_name_the_lock() {
-        let e = LockError::NotHeld {
-            name: "orders".into(),
-        };
-        assert!(e.to_string().contains("orders"));
+    fn messages_name_what_they_are_about() {
+        assert_eq!(
+            LockError::lock_not_held("orders").to_string(),
+            "lock \"orders\" is not held by this owner"
+        );
+        assert_eq!(
+            LockError::permit_not_held("pool", "p1").to_string(),
+            "permit p1 of semaphore \"pool\" is not held by this owner"
+        );
+        assert_eq!(
+            LockError::permit_lost("pool", "p1").to_string(),
+            "permit p1 of semaphore \"pool\" was lost while held"
+        );
+        let e = LockError::WrongType { key: "k".into() };
+        assert!(!e.to_string().contains("is not a lock"), "{e}");
     }
 }

@@ -134,9 +134,7 @@ impl ExpirablePermit {
     /// [`LockError::LockLost`].
     pub fn check(&self) -> Result<()> {
         if self.is_lost() {
-            Err(LockError::LockLost {
-                name: format!("{} (permit {})", self.name(), self.id()),
-            })
+            Err(LockError::permit_lost(self.name().as_str(), self.id()))
         } else {
             Ok(())
         }
@@ -155,9 +153,7 @@ impl ExpirablePermit {
     /// The release runs to completion even when this future is dropped.
     pub async fn release(mut self) -> Result<()> {
         self.done = true;
-        let not_held = || LockError::NotHeld {
-            name: format!("{} (permit {})", self.name(), self.id()),
-        };
+        let not_held = || LockError::permit_not_held(self.name().as_str(), self.id());
         if !self.semaphore.inner().permits.unregister(&self.lease) {
             return Err(not_held());
         }

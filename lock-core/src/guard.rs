@@ -234,9 +234,7 @@ impl Guard {
     /// [`LockError::LockLost`].
     pub fn check(&self) -> Result<()> {
         if self.is_lost() {
-            Err(LockError::LockLost {
-                name: self.name().to_string(),
-            })
+            Err(LockError::lock_lost(self.name().as_str()))
         } else {
             Ok(())
         }
@@ -302,9 +300,7 @@ impl Guard {
         };
         match outcome {
             ReleaseOutcome::Released | ReleaseOutcome::StillHeld => Ok(()),
-            ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
-                name: self.name().to_string(),
-            }),
+            ReleaseOutcome::NotHeld => Err(LockError::lock_not_held(self.name().as_str())),
         }
     }
 

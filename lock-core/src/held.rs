@@ -45,7 +45,7 @@ pub(crate) async fn run_locked<G: Held, T>(guard: G, work: impl AsyncFnOnce(&G) 
         None => Err(guard.check().err().unwrap_or_else(lost_without_name)),
         Some(value) => match guard.release().await {
             Ok(()) => Ok(value),
-            Err(LockError::NotHeld { name }) => Err(LockError::LockLost { name }),
+            Err(LockError::NotHeld { name, what }) => Err(LockError::LockLost { name, what }),
             Err(e) => Err(e),
         },
     }

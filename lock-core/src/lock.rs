@@ -137,9 +137,7 @@ impl Lock {
         match outcome {
             ReleaseOutcome::Released => Ok(true),
             ReleaseOutcome::StillHeld => Ok(false),
-            ReleaseOutcome::NotHeld => Err(LockError::NotHeld {
-                name: self.name.to_string(),
-            }),
+            ReleaseOutcome::NotHeld => Err(LockError::lock_not_held(self.name.as_str())),
         }
     }
 

@@ -297,9 +297,7 @@ impl PermitExpirableSemaphore {
         if self.try_release(id).await? {
             Ok(())
         } else {
-            Err(LockError::NotHeld {
-                name: format!("{} (permit {id})", self.name),
-            })
+            Err(LockError::permit_not_held(self.name.as_str(), id))
         }
     }
 

@@ -328,7 +328,7 @@ impl RedGuard {
     /// [`LockError::LockLost`].
     pub fn check(&self) -> Result<()> {
         if self.is_lost() {
-            Err(LockError::LockLost { name: self.name() })
+            Err(LockError::lock_lost(self.name()))
         } else {
             Ok(())
         }

@@ -275,7 +275,7 @@ impl Subscription {
     pub(crate) async fn confirmed_by(&self, deadline: Option<Instant>) -> Result<bool> {
         let confirmed = async {
             match self.confirmed().await {
-                Err(e) if e.is_auth_error() => Err(e),
+                Err(e) if e.is_unauthorized() => Err(e),
                 Err(e) => {
                     tracing::warn!(%e, channel = %self.channel, "subscription failed; waiting on timers");
                     Ok(true)

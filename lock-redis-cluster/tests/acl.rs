@@ -131,7 +131,7 @@ async fn a_lock_user_serves_every_master_and_bad_credentials_are_unauthorized() 
         .try_lock_for(Duration::from_secs(3))
         .await
         .unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",
@@ -143,7 +143,7 @@ async fn a_lock_user_serves_every_master_and_bad_credentials_are_unauthorized() 
     let err = connect(config(&cluster, "locker", "wrong"))
         .await
         .unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     assert!(!err.is_retryable());
     assert!(started.elapsed() < Duration::from_secs(3));
 }

@@ -99,7 +99,7 @@ async fn a_tls_cluster_refuses_foreign_certificates_clearly() {
     for (tls, says) in cases {
         let started = Instant::now();
         let err = connect(config(&cluster, tls)).await.unwrap_err();
-        assert!(err.is_tls_error(), "{err:?}");
+        assert!(err.is_tls(), "{err:?}");
         assert!(!err.is_retryable(), "{err:?}");
         assert!(err.to_string().contains(says), "{err}");
         assert!(started.elapsed() < Duration::from_secs(3));

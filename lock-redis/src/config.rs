@@ -303,13 +303,24 @@ impl RedisConfig {
     /// [`LockError::InvalidArgument`] for an unparsable URL (the password
     /// is redacted in the message).
     pub fn connection_info(&self) -> Result<redis::ConnectionInfo> {
-        self.url.as_str().into_connection_info().map_err(|e| {
-            LockError::invalid(format!(
-                "url {:?} is not a valid redis URL: {e}",
-                redact(&self.url)
-            ))
-        })
+        parse_url(&self.url, "url")
     }
+}
+
+/// Parses `url` (the option `what`), with a hint for the usual mistake: a
+/// `host:port` without a scheme.
+pub(crate) fn parse_url(url: &str, what: &str) -> Result<redis::ConnectionInfo> {
+    url.into_connection_info().map_err(|e| {
+        let hint = if url.contains("://") {
+            ""
+        } else {
+            " (a Redis URL starts with redis://, rediss:// for TLS, or unix://, e.g. redis://127.0.0.1:6379/)"
+        };
+        LockError::invalid(format!(
+            "{what} {:?} is not a valid Redis URL{hint}: {e}",
+            redact(url)
+        ))
+    })
 }
 
 fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
@@ -374,6 +385,25 @@ impl fmt::Debug for RedisConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_without_a_scheme_gets_a_hint() {
+        let err = RedisConfig::new("localhost:6379")
+            .connection_info()
+            .unwrap_err();
+        assert!(err.is_invalid_argument());
+        let message = err.to_string();
+        assert!(message.contains("\"localhost:6379\""), "{message}");
+        assert!(message.contains("starts with redis://"), "{message}");
+        let err = RedisConfig::new("redis://u:secret@[bad/")
+            .connection_info()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            !err.contains("secret") && !err.contains("starts with"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn defaults() {

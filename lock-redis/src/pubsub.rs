@@ -251,7 +251,7 @@ impl Worker {
             Ok(Ok(())) => Ok(Ok(())),
             Ok(Err(e)) => {
                 let error = from_redis(&e, "");
-                if error.is_auth_error() {
+                if error.is_unauthorized() {
                     Ok(Err(error))
                 } else {
                     Err(error)
@@ -397,7 +397,7 @@ impl Worker {
                         }
                         false
                     }
-                    Ok(Err(e)) if from_redis(&e, "").is_auth_error() => {
+                    Ok(Err(e)) if from_redis(&e, "").is_unauthorized() => {
                         // The ACL refuses these channels (NOPERM): an
                         // answer, not a broken connection. Retrying on a
                         // new connection would be refused again, so the

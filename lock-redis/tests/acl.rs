@@ -192,7 +192,7 @@ async fn wrong_credentials_are_unauthorized_and_a_bad_url_is_an_invalid_argument
     ] {
         let started = Instant::now();
         let err = connect(config).await.unwrap_err();
-        assert!(err.is_auth_error(), "{err:?}");
+        assert!(err.is_unauthorized(), "{err:?}");
         assert!(!err.is_retryable() && !err.is_invalid_argument(), "{err:?}");
         assert!(started.elapsed() < TIMEOUT, "{:?}", started.elapsed());
     }
@@ -200,7 +200,7 @@ async fn wrong_credentials_are_unauthorized_and_a_bad_url_is_an_invalid_argument
     let anonymous = RedisConfig::new(format!("redis://127.0.0.1:{}/", protected.port()))
         .command_timeout(TIMEOUT);
     let err = connect(anonymous).await.unwrap_err();
-    assert!(err.is_auth_error(), "NOAUTH: {err:?}");
+    assert!(err.is_unauthorized(), "NOAUTH: {err:?}");
     let err = connect(RedisConfig::new("redis://127.0.0.1:notaport/"))
         .await
         .unwrap_err();
@@ -221,14 +221,14 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
     set_user(&server, "noeval", "pw", &without("+evalsha"));
     let client = connect(user_config(&server, "noeval", "pw")).await.unwrap();
     let err = client.lock("job").unwrap().try_lock().await.unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     assert!(err.to_string().contains("evalsha"), "{err}");
 
     // A key outside the allowed patterns: refused inside the script.
     set_user(&server, "narrow", "pw", &without("~locks:*"));
     let client = connect(user_config(&server, "narrow", "pw")).await.unwrap();
     let err = client.lock("job").unwrap().try_lock().await.unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     assert!(!err.is_retryable());
 
     // No permission to publish on the unlock channel: taking the lock
@@ -242,7 +242,7 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
     let client = connect(user_config(&server, "mute", "pw")).await.unwrap();
     let guard = client.lock("job").unwrap().lock().await.unwrap();
     let err = guard.unlock().await.unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     assert!(err.to_string().contains("channel"), "{err}");
 
     // Nor to subscribe to it: a waiter is told at once, rather than
@@ -259,7 +259,7 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
         .try_lock_for(Duration::from_secs(3))
         .await
         .unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",
@@ -275,7 +275,7 @@ async fn a_permission_the_user_lacks_is_unauthorized_not_a_generic_error() {
         .try_lock_for(Duration::from_secs(3))
         .await
         .unwrap_err();
-    assert!(err.is_auth_error(), "{err:?}");
+    assert!(err.is_unauthorized(), "{err:?}");
     let queue = format!("redisson_lock_queue:{{{PREFIX}fair}}");
     let deadline = Instant::now() + Duration::from_secs(2);
     while server.cmd(&["LLEN", &queue]) != lock_redis::redis::Value::Int(0) {

@@ -182,7 +182,7 @@ async fn wrong_password_is_not_retryable() {
         .await
         .unwrap_err();
     // Its own error, not a bad URL's (InvalidArgument).
-    assert!(err.is_auth_error() && !err.is_retryable(), "{err:?}");
+    assert!(err.is_unauthorized() && !err.is_retryable(), "{err:?}");
     assert!(!err.to_string().contains("wrong@"), "{err}");
 
     // The right one works, with a user name too.

@@ -61,7 +61,7 @@ async fn three_dead_masters_lose_the_lock_and_say_so() {
     tokio::time::timeout(WATCHDOG * 2, guard.lost())
         .await
         .expect("the loss is reported within a lease");
-    assert!(guard.check().unwrap_err().is_lost());
+    assert!(guard.check().unwrap_err().is_lock_lost());
     assert!(guard.unlock().await.is_err());
     // Nor can anyone take it now: no majority is reachable.
     let again = reds[0].try_lock_for(Duration::from_millis(300)).await;

@@ -332,7 +332,7 @@ async fn the_master_password_is_used_and_a_wrong_one_is_not_retried() {
         let err = lock_redis::connect(config, ClientConfig::default())
             .await
             .unwrap_err();
-        assert!(err.is_auth_error(), "{err:?}");
+        assert!(err.is_unauthorized(), "{err:?}");
         assert!(!err.is_retryable(), "{err:?}");
         assert!(!err.to_string().contains("master-secret"), "{err}");
     }

@@ -80,7 +80,7 @@ mod with_tls {
     }
 
     fn assert_refused_quickly(err: &LockError, started: Instant, says: &str) {
-        assert!(err.is_tls_error(), "{err:?}");
+        assert!(err.is_tls(), "{err:?}");
         assert!(!err.is_retryable(), "{err:?}");
         assert!(err.to_string().contains(says), "{err}");
         assert!(started.elapsed() < TIMEOUT, "{:?}", started.elapsed());

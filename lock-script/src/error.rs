@@ -97,7 +97,7 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
 
 fn unauthorized(err: &RedisError) -> LockError {
     LockError::Unauthorized {
-        message: format!("redis rejected the credentials or permissions: {err}"),
+        message: err.to_string(),
     }
 }
 
@@ -336,11 +336,11 @@ mod tests {
     fn credentials_and_permissions_are_auth_errors() {
         for code in ["WRONGPASS", "NOAUTH", "NOPERM"] {
             let e = from_redis(&server_err(code), "k");
-            assert!(e.is_auth_error(), "{code}: {e:?}");
+            assert!(e.is_unauthorized(), "{code}: {e:?}");
             assert!(!e.is_retryable() && !e.is_invalid_argument(), "{code}");
         }
         let auth = RedisError::from((ErrorKind::AuthenticationFailed, "bad password"));
-        assert!(from_redis(&auth, "k").is_auth_error());
+        assert!(from_redis(&auth, "k").is_unauthorized());
         // A script's redis.call refused by the ACL: reported as the
         // script's ERR, in each server's words (exact texts, taken from
         // Redis 7.0.15 and Valkey 9.1.2; Redis 7.2 words it as Valkey).
@@ -357,10 +357,10 @@ mod tests {
         ] {
             let in_script = redis::make_extension_error("ERR".to_owned(), Some(text.to_owned()));
             let e = from_redis(&in_script, "k");
-            assert!(e.is_auth_error() && !e.is_retryable(), "{text}: {e:?}");
+            assert!(e.is_unauthorized() && !e.is_retryable(), "{text}: {e:?}");
         }
         let other = redis::make_extension_error("ERR".to_owned(), Some("boom".to_owned()));
-        assert!(!from_redis(&other, "k").is_auth_error());
+        assert!(!from_redis(&other, "k").is_unauthorized());
     }
 
     #[test]
@@ -378,13 +378,13 @@ mod tests {
             rustls::CertificateError::UnknownIssuer,
         ));
         let e = from_redis(&untrusted, "k");
-        assert!(e.is_tls_error() && !e.is_retryable(), "{e:?}");
+        assert!(e.is_tls() && !e.is_retryable(), "{e:?}");
         assert!(e.to_string().contains("not trusted"), "{e}");
         let refused = wrap(rustls::Error::AlertReceived(
             rustls::AlertDescription::CertificateRequired,
         ));
         let e = from_redis(&refused, "k");
-        assert!(e.is_tls_error(), "{e:?}");
+        assert!(e.is_tls(), "{e:?}");
         assert!(
             e.to_string().contains("refused the TLS client certificate"),
             "{e}"

@@ -214,7 +214,7 @@ async fn renewals_failing_past_the_lease_fire_the_lost_signal() {
         after >= lost_at - Duration::from_millis(1),
         "lost reported early: {after:?}"
     );
-    assert!(g.check().unwrap_err().is_lost());
+    assert!(g.check().unwrap_err().is_lock_lost());
     assert_eq!(c.stats().watched, 0);
     server.set_down(false);
 }
@@ -465,7 +465,7 @@ async fn loss_during_a_hanging_renewal_is_reported_on_time() {
         .await
         .expect("lost() resolves by the lease deadline");
     assert!(g.is_lost());
-    assert!(g.check().unwrap_err().is_lost());
+    assert!(g.check().unwrap_err().is_lock_lost());
     assert_eq!(c.stats().watched, 0, "the watchdog dropped it on time");
 }
 

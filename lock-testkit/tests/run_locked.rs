@@ -69,7 +69,7 @@ async fn a_lost_lock_cancels_the_work_and_releases_nothing() {
     let taken = other.lock().await.unwrap();
     let err = run.await.unwrap().unwrap_err();
     assert!(
-        matches!(err, LockError::LockLost { ref name } if name == "run-lost"),
+        matches!(err, LockError::LockLost { ref name, .. } if name == "run-lost"),
         "{err}"
     );
     // Cancelled at the first renewal that found the lock gone, not after

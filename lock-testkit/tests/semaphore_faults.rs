@@ -175,7 +175,7 @@ async fn permit_renewals_failing_past_the_lease_fire_the_lost_signal() {
         after >= lost_at - Duration::from_millis(1),
         "early: {after:?}"
     );
-    assert!(permit.check().unwrap_err().is_lost());
+    assert!(permit.check().unwrap_err().is_lock_lost());
     assert_eq!(c.stats().watched, 0);
     server.set_down(false);
 }

@@ -175,7 +175,12 @@ impl PermitExpirableSemaphore {
             Ok(())
         } else {
             Err(LockError::NotHeld {
-                name: format!("{} (one of {} permits)", self.name, ids.len()),
+                name: self.name.to_string(),
+                what: format!(
+                    "one of {} permits of semaphore {:?}",
+                    ids.len(),
+                    self.name.as_str()
+                ),
             })
         }
     }

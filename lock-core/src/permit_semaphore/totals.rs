@@ -111,9 +111,7 @@ impl PermitExpirableSemaphore {
         match lease {
             PermitLease::Ends(left) => Ok(Some(left)),
             PermitLease::Unlimited => Ok(None),
-            PermitLease::NotTaken => Err(LockError::NotHeld {
-                name: format!("{} (permit {id})", self.name),
-            }),
+            PermitLease::NotTaken => Err(LockError::permit_not_held(self.name.as_str(), id)),
         }
     }
 }

@@ -37,7 +37,7 @@ pub(crate) use master::Master;
 
 use lock_core::{LockError, Result};
 use redis::sentinel::SentinelNodeConnectionInfo;
-use redis::{IntoConnectionInfo, RedisConnectionInfo};
+use redis::RedisConnectionInfo;
 
 /// A Sentinel group to find the master of (see
 /// [`RedisConfig::sentinel`](crate::RedisConfig::sentinel)).
@@ -89,12 +89,7 @@ impl SentinelConfig {
             ));
         }
         for url in &self.sentinels {
-            url.as_str().into_connection_info().map_err(|e| {
-                LockError::invalid(format!(
-                    "sentinel url {:?} is not a valid redis URL: {e}",
-                    crate::config::redact(url)
-                ))
-            })?;
+            crate::config::parse_url(url, "sentinel url")?;
         }
         if self.master_name.trim().is_empty() {
             return Err(LockError::invalid("sentinel master name must not be empty"));

@@ -31,7 +31,7 @@ pub async fn loss_is_told_to_every_guard_of_the_owner(h: &dyn Harness) {
         leased.is_lost(),
         "the fixed-lease guard of the same hold was not told"
     );
-    assert!(leased.check().unwrap_err().is_lost());
+    assert!(leased.check().unwrap_err().is_lock_lost());
     assert!(leased.unlock().await.unwrap_err().is_not_held());
 }
 

@@ -226,7 +226,7 @@ pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
         .unwrap();
     a.close().await;
     assert!(g.is_lost(), "a closed client's watchdog guard is not told");
-    assert!(g.check().unwrap_err().is_lost());
+    assert!(g.check().unwrap_err().is_lock_lost());
     assert!(leased.is_lost());
     tokio::time::timeout(Duration::from_millis(10), g.lost())
         .await

@@ -287,7 +287,7 @@ pub async fn multi_guard_is_lost_when_any_member_is_lost(stores: &Stores) {
         .await
         .expect("the loss of one member is reported");
     assert!(guard.is_lost());
-    assert!(guard.check().unwrap_err().is_lost());
+    assert!(guard.check().unwrap_err().is_lock_lost());
     assert!(guard.unlock().await.unwrap_err().is_not_held());
     for i in [0, 2] {
         assert!(!locked(&others[i].lock(&names[i]).unwrap()).await);

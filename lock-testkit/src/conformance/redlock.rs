@@ -116,7 +116,7 @@ pub async fn redguard_is_lost_only_without_a_majority(stores: &Stores) {
     tokio::time::timeout(WATCHDOG * 2, guard.lost())
         .await
         .expect("the loss of the majority is reported");
-    assert!(guard.check().unwrap_err().is_lost());
+    assert!(guard.check().unwrap_err().is_lock_lost());
     assert!(guard.unlock().await.is_err());
 }
 
