@@ -205,6 +205,39 @@ impl LockClient {
         ))
     }
 
+    /// A handle on the non-reentrant lock called `name` (Redisson's
+    /// `getNonReentrantLock`): a reentrant lock's layout, shared with Java's
+    /// locks of the same name, but an owner that asks again for a lock it
+    /// holds is refused with [`LockError::ReentryRefused`] instead of
+    /// holding it twice. Makes no I/O.
+    ///
+    /// ```
+    /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+    /// let lock = client.non_reentrant_lock("nightly-report")?;
+    /// let owner = client.new_owner();
+    /// let guard = lock.lock_as(owner).await?;
+    /// let again = lock.lock_as(owner).await.unwrap_err();
+    /// assert!(again.is_reentry_refused());
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no non-reentrant kind.
+    pub fn non_reentrant_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
+        let kind = self
+            .inner
+            .kinds
+            .exclusive_kind("non_reentrant")
+            .ok_or_else(|| LockError::invalid("this client has no non-reentrant lock kind"))?;
+        Ok(Lock::new(
+            self.clone(),
+            LockName::new(name)?,
+            Arc::clone(kind),
+        ))
+    }
+
     /// A handle on the fair lock called `name`: handed out in arrival order.
     /// Makes no I/O.
     ///

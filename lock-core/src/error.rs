@@ -118,6 +118,16 @@ pub enum LockError {
         /// The lock name.
         name: String,
     },
+    /// The owner asked again for a non-reentrant lock it holds
+    /// ([`crate::LockClient::non_reentrant_lock`]): it would wait for itself.
+    /// Nothing was taken; the first hold is untouched. Java's
+    /// `RedissonNonReentrantLock` throws `IllegalMonitorStateException`.
+    #[error("lock {name:?} is not reentrant and this owner holds it already (it would wait for itself); release it first")]
+    ReentryRefused {
+        /// The lock name.
+        name: String,
+    },
+
     /// The client was closed; no further operation is possible.
     #[error("lock client is closed")]
     Closed,
@@ -283,6 +293,12 @@ impl LockError {
         matches!(self, Self::NotReplicated { .. })
     }
 
+    /// Whether an owner asked again for a non-reentrant lock it holds
+    /// ([`LockError::ReentryRefused`]).
+    pub fn is_reentry_refused(&self) -> bool {
+        matches!(self, Self::ReentryRefused { .. })
+    }
+
     /// Whether the client was closed ([`LockError::Closed`]).
     pub fn is_closed(&self) -> bool {
         matches!(self, Self::Closed)
@@ -343,6 +359,8 @@ mod tests {
         assert!(LockError::unavailable("u", None).is_unavailable());
         assert!(LockError::protocol("p").is_protocol());
         assert!(LockError::Closed.is_closed());
+        let again = LockError::ReentryRefused { name: "a".into() };
+        assert!(again.is_reentry_refused() && !again.is_retryable());
         let lagging = LockError::NotReplicated {
             name: "a".into(),
             wanted: 1,

@@ -33,6 +33,9 @@ pub struct Kinds {
     semaphore: Option<Arc<dyn SemaphoreKind>>,
     permit_semaphore: Option<Arc<dyn PermitSemaphoreKind>>,
     read_write: Option<ReadWriteKinds>,
+    /// Further exclusive kinds, by name: kinds whose handle is a plain
+    /// [`crate::Lock`] need no field of their own.
+    exclusive: Vec<(&'static str, Arc<dyn ExclusiveKind>)>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -46,6 +49,14 @@ impl std::fmt::Debug for Kinds {
             .field("semaphore", &self.semaphore.is_some())
             .field("permit_semaphore", &self.permit_semaphore.is_some())
             .field("read_write", &self.read_write.is_some())
+            .field(
+                "exclusive",
+                &self
+                    .exclusive
+                    .iter()
+                    .map(|(name, _)| name)
+                    .collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -61,6 +72,25 @@ impl Kinds {
     pub fn reentrant(mut self, kind: Arc<dyn ExclusiveKind>) -> Self {
         self.reentrant = Some(kind);
         self
+    }
+
+    /// Registers an exclusive kind under `name`, replacing one of that
+    /// name: its locks are plain [`crate::Lock`]s
+    /// ([`crate::LockClient::non_reentrant_lock`] is the kind
+    /// `"non_reentrant"`).
+    #[must_use]
+    pub fn exclusive(mut self, name: &'static str, kind: Arc<dyn ExclusiveKind>) -> Self {
+        self.exclusive.retain(|(n, _)| *n != name);
+        self.exclusive.push((name, kind));
+        self
+    }
+
+    /// The exclusive kind registered under `name`, if any.
+    pub fn exclusive_kind(&self, name: &str) -> Option<&Arc<dyn ExclusiveKind>> {
+        self.exclusive
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, kind)| kind)
     }
 
     /// Registers the kind of [`crate::LockClient::fair_lock`].

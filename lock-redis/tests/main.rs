@@ -32,6 +32,7 @@ mod partition;
 mod pubsub;
 mod redisson_latch;
 mod redisson_layout;
+mod redisson_non_reentrant;
 mod redisson_rwlock;
 mod redisson_semaphore;
 mod redlock_faults;

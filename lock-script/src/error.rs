@@ -10,6 +10,7 @@
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
 //! | `STALEREQUEST <ms>` (a request that reached a script after its deadline; nothing written, and it never runs) | [`LockError::StaleRequest`] with the store's time | yes, as a new request |
 //! | `UPGRADE` (a read-write lock's write acquisition by an owner holding its read side; nothing written) | [`LockError::UpgradeRefused`] with the lock key (the kind puts the lock's name in) | no |
+//! | `NON_REENTRANT_REACQUIRE` (a non-reentrant lock asked for by its holder; nothing written) | [`LockError::ReentryRefused`] with the lock key (the kind puts the lock's name in) | no |
 //! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script, in Redis's and Valkey's words) | [`LockError::Unauthorized`] | no |
 //! | a TLS handshake failing over a certificate (server's not trusted, ours refused or missing; feature `tls`) | [`LockError::Tls`] | no |
@@ -53,6 +54,11 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
             if let Some(store_time_ms) = stale_request_time(err) {
                 return LockError::StaleRequest { store_time_ms };
             }
+        }
+        Some("NON_REENTRANT_REACQUIRE") => {
+            return LockError::ReentryRefused {
+                name: first_key.to_owned(),
+            };
         }
         Some("UPGRADE") => {
             return LockError::UpgradeRefused {

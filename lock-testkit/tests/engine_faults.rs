@@ -35,6 +35,22 @@ async fn acquire_retried_after_lost_reply_counts_once() {
     assert!(!lock.is_locked().await.unwrap());
 }
 
+/// The repeat of a non-reentrant acquisition whose reply was lost finds
+/// the lock held by its own owner: its record answers "acquired", where
+/// the check alone would refuse it as a re-acquisition.
+#[tokio::test(start_paused = true)]
+async fn non_reentrant_acquire_retried_after_lost_reply_is_not_refused() {
+    let (server, c) = setup();
+    let lock = c.non_reentrant_lock("lost-reply-once").unwrap();
+    server.lose_next_replies(1);
+    let g = lock.lock().await.unwrap();
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    let again = lock.lock_as(g.owner()).await.unwrap_err();
+    assert!(again.is_reentry_refused(), "{again}");
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
 #[tokio::test(start_paused = true)]
 async fn fenced_acquire_retried_keeps_its_token() {
     let (server, c) = setup();

@@ -13,6 +13,7 @@ use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 
 pub mod latch;
+pub mod non_reentrant;
 pub mod permit_semaphore;
 pub mod reentrant;
 pub mod rwlock;
@@ -37,6 +38,10 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
     let connection = Arc::new(ScriptConnection::new(env.clone()));
     let kinds = Kinds::new()
         .reentrant(Arc::new(Reentrant::new(env.clone())))
+        .exclusive(
+            non_reentrant::NAME,
+            Arc::new(non_reentrant::kind(env.clone())),
+        )
         .fair(Arc::new(Fair::new(env.clone())))
         .handoff(Arc::new(Fair::with_handoff(env.clone())))
         .read_write(rwlock::kinds(env.clone()))
@@ -52,6 +57,7 @@ pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
     let others = Fair::scripts()
         .into_iter()
+        .chain(non_reentrant::scripts())
         .chain(rwlock::scripts())
         .chain(Latch::scripts())
         .chain(Semaphore::scripts())

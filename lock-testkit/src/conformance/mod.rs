@@ -49,6 +49,7 @@ pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod multi;
+pub mod non_reentrant;
 pub mod permit_many;
 pub mod permit_semaphore;
 pub mod polling;
@@ -621,6 +622,9 @@ macro_rules! __reentrant_checks {
             fenced::token_reads_the_counter_which_is_never_reset,
             fenced::fenced_and_plain_locks_of_a_name_exclude_each_other,
             fenced::wrong_type_at_the_token_key_is_reported_and_left_untouched,
+            non_reentrant::the_holder_is_refused_and_keeps_its_one_hold,
+            non_reentrant::other_owners_wait_for_the_unlock,
+            non_reentrant::reentrant_and_non_reentrant_locks_of_a_name_are_one_lock,
         }
     };
 }

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, LockInfo, LockName, Owner,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, LockError, LockInfo, LockName, Owner,
     ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
 };
 use lock_script::layout::UNLOCK_MESSAGE;
@@ -36,12 +36,29 @@ pub static TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("
 #[derive(Debug, Clone)]
 pub struct Reentrant {
     env: ScriptEnv,
+    /// `acquire.lua`, or another kind's script over the same layout.
+    acquire: &'static Script,
+    kind_name: &'static str,
 }
 
 impl Reentrant {
     /// The reentrant kind over `env`.
     pub fn new(env: ScriptEnv) -> Self {
-        Self { env }
+        Self::with_acquire(env, &ACQUIRE, "reentrant")
+    }
+
+    /// A kind of the same layout whose acquisitions run `acquire` (same
+    /// KEYS, ARGV and replies as `acquire.lua`): the non-reentrant lock.
+    pub(crate) fn with_acquire(
+        env: ScriptEnv,
+        acquire: &'static Script,
+        kind_name: &'static str,
+    ) -> Self {
+        Self {
+            env,
+            acquire,
+            kind_name,
+        }
     }
 
     /// Every script of the kind, for preloading.
@@ -76,7 +93,7 @@ impl ExclusiveKind for Reentrant {
         let layout = self.env.layout();
         let id = req.request_id.to_string();
         let call = ScriptCall::new(
-            &ACQUIRE,
+            self.acquire,
             vec![
                 layout.lock_key(&req.name),
                 layout.acquire_latch(&req.name, &id),
@@ -90,7 +107,16 @@ impl ExclusiveKind for Reentrant {
             ],
         )
         .idempotent(true);
-        self.env.acquire(self, call, req).await
+        self.env
+            .acquire(self, call, req)
+            .await
+            .map_err(|e| match e {
+                // The transport names the key, which carries the prefix.
+                LockError::ReentryRefused { .. } => LockError::ReentryRefused {
+                    name: req.name.to_string(),
+                },
+                other => other,
+            })
     }
 
     /// Runs `release.lua`; publishes `0` on the lock's channel when the
@@ -192,7 +218,7 @@ impl ExclusiveKind for Reentrant {
     }
 
     fn kind_name(&self) -> &'static str {
-        "reentrant"
+        self.kind_name
     }
 
     /// The lock's channel, `redisson_lock__channel:{<name>}`, shared by
