@@ -1,4 +1,4 @@
-//! The README's ACL rule for a lock user, with the cluster's additions
+//! docs/acl.md's ACL rule for a lock user, with the cluster's additions
 //! (`CLUSTER SLOTS`, `INFO`, `ASKING`, sharded pub/sub), serves locks and
 //! wakes waiters on every master; wrong credentials, and unlock channels
 //! the user may not subscribe to, are `LockError::Unauthorized`.
@@ -10,7 +10,7 @@ use lock_testkit::fixtures::RedisCluster;
 
 const PREFIX: &str = "locks:";
 
-/// The single-node rule of the README plus the cluster's commands.
+/// The single-node rule of docs/acl.md plus the cluster's commands.
 const CLUSTER_LOCK_USER_RULE: &[&str] = &[
     "resetkeys",
     "resetchannels",

@@ -1,5 +1,5 @@
-//! A Redis ACL user restricted to the lock keys and channels (the rule the
-//! README documents) can use every lock feature, and what the ACL refuses
+//! A Redis ACL user restricted to the lock keys and channels (the rule
+//! docs/acl.md documents) can use every lock feature, and what the ACL refuses
 //! surfaces as `LockError::Unauthorized`, apart from a bad URL
 //! (`LockError::InvalidArgument`).
 
@@ -14,7 +14,7 @@ const TIMEOUT: Duration = Duration::from_secs(2);
 /// The key prefix the lock user is confined to.
 const PREFIX: &str = "locks:";
 
-/// The README's minimal ACL rule for a lock user of prefix `locks:` (single
+/// docs/acl.md's minimal ACL rule for a lock user of prefix `locks:` (single
 /// node), after `ACL SETUSER locker on >secret`.
 const LOCK_USER_RULE: &[&str] = &[
     "resetkeys",
@@ -61,7 +61,7 @@ const LOCK_USER_RULE: &[&str] = &[
     "&redisson_lock__channel:{locks:*",
 ];
 
-/// What the other kinds add to [`LOCK_USER_RULE`] (the README's list):
+/// What the other kinds add to [`LOCK_USER_RULE`] (docs/acl.md's list):
 /// the commands their scripts call, the per-hold and lease keys under
 /// `{<name>}`, and their channels.
 const OTHER_KINDS_RULE: &[&str] = &[
@@ -305,7 +305,7 @@ macro_rules! released_to_waiter {
     }};
 }
 
-/// The README's rule for the other kinds is enough: a user with it takes
+/// docs/acl.md's rule for the other kinds is enough: a user with it takes
 /// and hands over read-write locks, semaphore permits,
 /// expirable permits and latches, waiters woken by their notices.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
