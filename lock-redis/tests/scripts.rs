@@ -123,7 +123,7 @@ async fn repeated_requests_return_the_first_outcome() {
     // The record outlives the request's deadline by a second's grace.
     let latch_ttl = int(env.server.cmd(&["PTTL", &latch]));
     assert!(
-        latch_ttl > 0 && latch_ttl <= LATCH_MS as i64 + 1_000,
+        latch_ttl > 0 && latch_ttl <= RECORD_MS as i64 + 1_000,
         "{latch_ttl}"
     );
 
