@@ -69,7 +69,7 @@ impl ExclusiveKind for Reentrant {
     ///
     /// # Cancel safety
     /// Dropping the future after the script was sent may leave the lock
-    /// taken. Repeat the request (same request id, within its latch ttl) to
+    /// taken. Repeat the request (same request id, within its record ttl) to
     /// learn the outcome without taking a second hold.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
         check_lease(req.lease_ms)?;
@@ -79,7 +79,7 @@ impl ExclusiveKind for Reentrant {
             &ACQUIRE,
             vec![
                 layout.lock_key(&req.name),
-                layout.acquire_latch(&req.name, &id),
+                layout.acquire_record(&req.name, &id),
                 layout.token_key(&req.name),
             ],
             vec![
@@ -111,7 +111,7 @@ impl ExclusiveKind for Reentrant {
             vec![
                 layout.lock_key(&req.name),
                 layout.channel(&req.name),
-                layout.unlock_latch(&req.name, &id),
+                layout.unlock_record(&req.name, &id),
             ],
             vec![
                 UNLOCK_MESSAGE.to_owned(),
