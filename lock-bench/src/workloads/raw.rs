@@ -74,7 +74,7 @@ impl RawLock {
             name: LockName::new(name)?,
             owner: Owner::new(uuid::Uuid::new_v4(), 1).field(),
             lease_ms: lease_millis(config.watchdog_timeout, "lease")?.to_string(),
-            window: config.latch_ttl,
+            window: config.record_ttl,
             publish: site.publish(),
         })
     }
