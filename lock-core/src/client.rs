@@ -90,9 +90,9 @@ impl ClientInner {
     }
 
     /// The deadline of a request made now: it may run for
-    /// [`ClientConfig::latch_ttl`].
+    /// [`ClientConfig::record_ttl`].
     pub(crate) fn request_deadline(&self) -> u64 {
-        self.clock.deadline_in(self.config.latch_ttl)
+        self.clock.deadline_in(self.config.record_ttl)
     }
 
     /// Learns from `error` the store's clock, when it refused a request as

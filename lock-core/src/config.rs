@@ -144,13 +144,17 @@ pub struct ClientConfig {
     pub retry: RetryPolicy,
     /// How long a request (an acquire, a release, a count change) may run
     /// after it was made: its deadline on the store's clock. The store
-    /// refuses it after that, and keeps its outcome for retries until past
-    /// then, so a copy that arrives late never applies twice. Must cover the
-    /// whole retry window ([`ClientConfig::retry_window`]): a client whose
-    /// backend reports its command timeout refuses a shorter one. Default
-    /// 30 s.
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
-    pub latch_ttl: Duration,
+    /// refuses it after that, and keeps its outcome in the request's record
+    /// for retries until past then, so a copy that arrives late never
+    /// applies twice. Must cover the whole retry window
+    /// ([`ClientConfig::retry_window`]): a client whose backend reports its
+    /// command timeout refuses a shorter one. Default 30 s. Configuration
+    /// files may still name it by its old key, `latch_ttl`.
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "humantime_serde", alias = "latch_ttl")
+    )]
+    pub record_ttl: Duration,
     /// How long a waiter waits for a notice when the holder's key has no
     /// time to live (written by something other than a lock client). Bounds
     /// the cost of a lost notice in that case.
@@ -178,7 +182,7 @@ impl Default for ClientConfig {
         Self {
             watchdog_timeout: Duration::from_secs(30),
             retry: RetryPolicy::default(),
-            latch_ttl: Duration::from_secs(30),
+            record_ttl: Duration::from_secs(30),
             no_ttl_recheck: Duration::from_secs(5),
             waiter_timeout: Duration::from_secs(5),
             loss_margin: Duration::ZERO,
@@ -200,9 +204,9 @@ impl ClientConfig {
         self
     }
 
-    /// Sets [`ClientConfig::latch_ttl`].
-    pub fn latch_ttl(mut self, ttl: Duration) -> Self {
-        self.latch_ttl = ttl;
+    /// Sets [`ClientConfig::record_ttl`].
+    pub fn record_ttl(mut self, ttl: Duration) -> Self {
+        self.record_ttl = ttl;
         self
     }
 
@@ -269,7 +273,7 @@ impl ClientConfig {
             .saturating_add(self.retry.max_total_backoff())
     }
 
-    /// [`ClientConfig::validate`], and that [`ClientConfig::latch_ttl`]
+    /// [`ClientConfig::validate`], and that [`ClientConfig::record_ttl`]
     /// (every request's window) covers the
     /// [retry window](ClientConfig::retry_window) of a backend whose calls
     /// take at most `command_timeout` (`None`: unknown, only the backoff
@@ -283,24 +287,24 @@ impl ClientConfig {
     /// # use std::time::Duration;
     /// let config = ClientConfig::default();
     /// assert!(config.validate_for(Some(Duration::from_secs(3))).is_ok());
-    /// // 4 × 10 s + 350 ms does not fit the default 30 s latch.
+    /// // 4 × 10 s + 350 ms does not fit the default 30 s record ttl.
     /// assert!(config.validate_for(Some(Duration::from_secs(10))).is_err());
     /// ```
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] naming the first bad field, or saying
-    /// how long `latch_ttl` must be.
+    /// how long `record_ttl` must be.
     pub fn validate_for(&self, command_timeout: Option<Duration>) -> Result<()> {
         self.validate()?;
         let command_timeout = command_timeout.unwrap_or(Duration::ZERO);
         let window = self.retry_window(command_timeout);
-        if self.latch_ttl < window {
+        if self.record_ttl < window {
             return Err(LockError::invalid(format!(
-                "latch_ttl of {:?} does not cover the retry window of {window:?} \
+                "record_ttl of {:?} does not cover the retry window of {window:?} \
                  ({} attempts × a command timeout of {command_timeout:?} + up to {:?} of backoff), \
-                 so the last retries of a request would be refused as stale: set latch_ttl to at least {window:?}, \
+                 so the last retries of a request would be refused as stale: set record_ttl to at least {window:?}, \
                  or lower retry.attempts or the backend's command timeout",
-                self.latch_ttl,
+                self.record_ttl,
                 self.retry.attempts,
                 self.retry.max_total_backoff(),
             )));
@@ -332,7 +336,7 @@ impl ClientConfig {
         if self.retry.attempts == 0 {
             return Err(LockError::invalid("retry.attempts must be at least 1"));
         }
-        lease_millis(self.latch_ttl, "latch_ttl")?;
+        lease_millis(self.record_ttl, "record_ttl")?;
         lease_millis(self.no_ttl_recheck, "no_ttl_recheck")?;
         if lease_millis(self.waiter_timeout, "waiter_timeout")? < 3 {
             return Err(LockError::invalid(
@@ -376,7 +380,7 @@ mod tests {
         c.retry.attempts = 0;
         assert!(c.validate().is_err());
         assert!(ClientConfig::default()
-            .latch_ttl(Duration::ZERO)
+            .record_ttl(Duration::ZERO)
             .validate()
             .is_err());
     }

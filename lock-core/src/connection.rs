@@ -108,8 +108,9 @@ pub trait Connection: Send + Sync + 'static {
     /// fails with a timeout (getting a connection, following redirects,
     /// reloading a script and waiting for replicas included), or `None`
     /// when its calls are not bounded or the bound is not known. A client
-    /// checks when it is made that its latch outlives every attempt of a
-    /// retried request ([`crate::ClientConfig::validate_for`]).
+    /// checks when it is made that its request records outlive every
+    /// attempt of a retried request
+    /// ([`crate::ClientConfig::validate_for`]).
     fn command_timeout(&self) -> Option<Duration> {
         None
     }

@@ -3,14 +3,14 @@
 //!
 //! # Store calls
 //! Every call runs in a task of its own ([`call`]), retried with backoff
-//! on transient failures and reusing its request, so the kind's request-id
-//! latch answers a repeat with the first outcome instead of applying it
+//! on transient failures and reusing its request, so the kind's request
+//! record answers a repeat with the first outcome instead of applying it
 //! twice. A caller that goes away does not stop the call: its outcome is
 //! dropped in the task, and an acquisition's outcome undoes itself when
 //! dropped (the pending permits of each handle), so a cancelled
 //! acquisition leaves no permit taken. An acquisition whose outcome stays
 //! unknown after the last retry is repeated in the background until the
-//! latch answers ([`Reconcile`]), and undone if it took permits.
+//! record answers ([`Reconcile`]), and undone if it took permits.
 //!
 //! # Waiting
 //! [`wait_for`] is the shared wait loop of `wait.rs` for kinds that hold
@@ -80,7 +80,7 @@ where
 /// One acquisition attempt (with retries) through `op`, which is the same
 /// request every time it is called (same request id). When its outcome
 /// stays unknown after the last retry, the request is repeated in the
-/// background within the latch's life, and any permits it took are given
+/// background within the record's life, and any permits it took are given
 /// back by dropping them.
 pub(crate) async fn acquire<P, F>(
     inner: &Arc<ClientInner>,

@@ -180,7 +180,7 @@ impl CountDownLatch {
         .await
     }
 
-    /// A write with a fresh request id, kept for the client's latch ttl.
+    /// A write with a fresh request id, recorded for the client's record ttl.
     fn request(&self) -> LatchRequest {
         LatchRequest::new(self.name.clone(), self.client.inner.request_deadline())
     }

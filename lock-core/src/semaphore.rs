@@ -17,7 +17,7 @@
 //! permits that come back by themselves).
 //!
 //! Retried changes (after a lost reply) never count twice: each carries a
-//! request id and a deadline (`latch_ttl` after it was made); the store
+//! request id and a deadline (`record_ttl` after it was made); the store
 //! runs it only before its deadline and keeps its outcome until past then,
 //! so no copy of it applies twice however late it arrives. A dropped
 //! acquisition gives back whatever it took.

@@ -114,7 +114,7 @@ impl PermitRequest {
 pub trait SemaphoreKind: Send + Sync + 'static {
     /// Sets the count to `req.permits` when the semaphore does not exist
     /// yet, with a time to live when `ttl_ms` is given; `false` when it
-    /// existed (left as it was). Latched by `req.request_id`: a repeat
+    /// existed (left as it was). Recorded by `req.request_id`: a repeat
     /// answers the first reply (`true` when the first run created it).
     ///
     /// # Errors
@@ -441,7 +441,7 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
     /// Sets the total number of permits (free and taken) to `req.permits`:
     /// the free count moves by the difference (and may go negative while
     /// permits are taken); creates the count when missing. Announced unless
-    /// the total was already that. Latched by `req.request_id`.
+    /// the total was already that. Recorded by `req.request_id`.
     ///
     /// # Errors
     /// As [`SemaphoreKind::add_permits`].
@@ -468,7 +468,7 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
     async fn try_acquire_many(&self, req: &LeasesRequest) -> Result<LeaseOutcome>;
 
     /// Gives back every permit of `req.ids`, all or none: the number given
-    /// back, 0 when one of them is not taken. Latched by `req.request_id`.
+    /// back, 0 when one of them is not taken. Recorded by `req.request_id`.
     ///
     /// # Errors
     /// As [`SemaphoreKind::try_set_permits`].

@@ -14,7 +14,7 @@ fn toml_example_sets_every_field_in_human_durations() {
     let config: ClientConfig = toml::from_str(
         r#"
         watchdog_timeout = "10s"
-        latch_ttl = "45s"
+        record_ttl = "45s"
         no_ttl_recheck = "2s 500ms"
         waiter_timeout = "5s"
         loss_margin = "250ms"
@@ -29,7 +29,7 @@ fn toml_example_sets_every_field_in_human_durations() {
     retry.max_backoff = ms(500);
     let expected = ClientConfig::default()
         .watchdog_timeout(Duration::from_secs(10))
-        .latch_ttl(Duration::from_secs(45))
+        .record_ttl(Duration::from_secs(45))
         .no_ttl_recheck(ms(2500))
         .waiter_timeout(Duration::from_secs(5))
         .loss_margin(ms(250))
@@ -56,9 +56,21 @@ fn missing_fields_keep_their_defaults() {
     assert_eq!(some.watchdog_timeout, Duration::from_secs(60));
     assert_eq!(some.retry, RetryPolicy::none());
     assert_eq!(some.wait_strategy, WaitStrategy::poll());
-    assert_eq!(some.latch_ttl, ClientConfig::default().latch_ttl);
+    assert_eq!(some.record_ttl, ClientConfig::default().record_ttl);
     let subscribe: ClientConfig = toml::from_str(r#"wait_strategy = "subscribe""#).unwrap();
     assert_eq!(subscribe.wait_strategy, WaitStrategy::Subscribe);
+}
+
+#[test]
+fn the_old_key_latch_ttl_still_sets_record_ttl() {
+    let toml_config: ClientConfig = toml::from_str(r#"latch_ttl = "45s""#).unwrap();
+    assert_eq!(toml_config.record_ttl, Duration::from_secs(45));
+    let json_config: ClientConfig = serde_json::from_str(r#"{ "latch_ttl": "45s" }"#).unwrap();
+    assert_eq!(json_config, toml_config);
+    // Written back, it goes by its new name.
+    let written = toml::to_string(&toml_config).unwrap();
+    assert!(written.contains("record_ttl"), "{written}");
+    assert!(!written.contains("latch_ttl"), "{written}");
 }
 
 #[test]

@@ -87,7 +87,7 @@ impl ExclusiveKind for Fair {
     /// # Cancel safety
     /// Dropping the future after the script was sent may leave the lock
     /// taken or the waiter queued. Repeat the request (same request id,
-    /// within its latch ttl) to learn the outcome without taking a second
+    /// within its record ttl) to learn the outcome without taking a second
     /// hold; leave the queue with [`ExclusiveKind::leave_queue`].
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
         check_lease(req.lease_ms)?;
@@ -97,7 +97,7 @@ impl ExclusiveKind for Fair {
             &scripts::ACQUIRE,
             vec![
                 layout.lock_key(&req.name),
-                layout.acquire_latch(&req.name, &id),
+                layout.acquire_record(&req.name, &id),
                 layout.token_key(&req.name),
                 layout.queue_key(&req.name),
                 layout.timeout_key(&req.name),
@@ -137,7 +137,7 @@ impl ExclusiveKind for Fair {
             vec![
                 layout.lock_key(&req.name),
                 layout.channel(&req.name),
-                layout.unlock_latch(&req.name, &id),
+                layout.unlock_record(&req.name, &id),
                 layout.queue_key(&req.name),
                 layout.timeout_key(&req.name),
                 layout.handoff_key(&req.name),

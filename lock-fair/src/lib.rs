@@ -25,7 +25,7 @@
 //! | queue | list `redisson_lock_queue:{<prefix><name>}`: waiting owner fields, head first |
 //! | deadlines | zset `redisson_lock_timeout:{<prefix><name>}`: owner field → eviction deadline, epoch ms by the server's clock |
 //! | a waiter's channel | `redisson_lock__channel:{<prefix><name>}:<client-uuid>:<owner-id>`, message `0` |
-//! | latches, fencing counter | as the reentrant lock (`lock-redis`) |
+//! | request records, fencing counter | as the reentrant lock (`lock-redis`) |
 //! | handoff entries (ours) | hash `redisson_lock_handoff:{<prefix><name>}`: owner field → `w:<lease ms>:<ticket>` (a queued wait that accepts a handoff) or `g:<ticket>` (the lock was granted to that wait); a grant is told with `g<ticket>` on the waiter's channel |
 //!
 //! (See [`lock_script::KeyLayout`] for names that contain `{`.)
@@ -163,9 +163,9 @@
 //! - **Force unlock** tells the queue head even when no lock existed (after
 //!   evicting stale heads), so a waiter that missed a notice is not left
 //!   waiting for its recheck.
-//! - **Retries.** Acquire and release keep every outcome in a latch key for
-//!   the retry window, like our reentrant lock (Redisson latches unlocks
-//!   only). A queued ("held") outcome is latched too: a repeat writes
+//! - **Retries.** Acquire and release keep every outcome in a request
+//!   record for the retry window, like our reentrant lock (Redisson records
+//!   unlocks only). A queued ("held") outcome is recorded too: a repeat writes
 //!   nothing — it neither takes the lock nor queues or refreshes the waiter —
 //!   so a late duplicate cannot queue a waiter that already left.
 //!

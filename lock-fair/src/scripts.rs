@@ -6,7 +6,7 @@
 //! the eviction of stale queue heads), joined in at compile time, so the
 //! eviction is written once; acquire and release also start with the
 //! helpers every kind shares ([`lock_script::scripts::COMMON_LUA`]:
-//! fencing tokens, leases, latches), so all kinds follow the same rules.
+//! fencing tokens, leases, request records), so all kinds follow the same rules.
 //! Renewal is the shared script ([`lock_script::scripts::RENEW`]): the lock
 //! hash is the reentrant lock's.
 //!

@@ -376,16 +376,16 @@ async fn a_wrong_type_is_reported_and_left_untouched() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_requests_return_the_first_outcome() {
     let env = env().await;
-    let n = name("latched");
+    let n = name("recorded");
     let (a, b) = (owner(), owner());
 
     let mut first = wait_req(&n, a, LEASE);
     first.fenced = true;
     let token = must_acquire(&env.backend, &first).await.unwrap();
     assert_eq!(must_acquire(&env.backend, &first).await, Some(token));
-    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &a.field()]), bulk("1"));
 
-    // A queued outcome is latched too: repeating it keeps one place and
+    // A queued outcome is recorded too: repeating it keeps one place and
     // writes nothing (the deadline is not refreshed).
     let queued = wait_req(&n, b, LEASE);
     must_wait(&env.backend, &queued).await;
@@ -393,8 +393,8 @@ async fn repeated_requests_return_the_first_outcome() {
     must_wait(&env.backend, &queued).await;
     assert_eq!(queue(&env.server, &n), vec![b.field()]);
     assert_eq!(deadlines(&env.server, &n), deadline);
-    let latch = layout().acquire_latch(&n, &queued.request_id.to_string());
-    assert_eq!(env.server.cmd(&["GET", &latch]), bulk("held"));
+    let record = layout().acquire_record(&n, &queued.request_id.to_string());
+    assert_eq!(env.server.cmd(&["GET", &record]), bulk("held"));
 
     // A second, distinct acquisition counts; a repeated release does not
     // count twice.
@@ -408,7 +408,7 @@ async fn repeated_requests_return_the_first_outcome() {
         must_release(&env.backend, &rel).await,
         ReleaseOutcome::StillHeld
     );
-    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &a.field()]), bulk("1"));
     let last = release(&n, a, LEASE);
     assert_eq!(
         must_release(&env.backend, &last).await,
@@ -420,7 +420,7 @@ async fn repeated_requests_return_the_first_outcome() {
         must_release(&env.backend, &last).await,
         ReleaseOutcome::Released
     );
-    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &b.field()]), bulk("1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -57,7 +57,7 @@
 //! | `-TRYAGAIN` (a lock's keys split by a migration in progress) | sent again after a short backoff |
 //! | `-CLUSTERDOWN`, `-MASTERDOWN`, `-LOADING`, `-READONLY` | the topology is read again, then the call is sent again after a backoff |
 //! | master unreachable (connection refused) | topology re-read and the call retried with backoff until a replica is promoted |
-//! | connection broken after sending | an [idempotent](lock_script::ScriptCall::idempotent) call (a latched acquire or release, a renewal, a read) is sent once more on a new connection (its request-id latch makes a repeat return the first outcome), then a retryable error; any other call (a release with retries off, so without a latch; a force unlock) gets the retryable error at once, as a repeat could count twice |
+//! | connection broken after sending | an [idempotent](lock_script::ScriptCall::idempotent) call (a recorded acquire or release, a renewal, a read) is sent once more on a new connection (its request record makes a repeat return the first outcome), then a retryable error; any other call (a release with retries off, so without a record; a force unlock) gets the retryable error at once, as a repeat could count twice |
 //! | no reply in time | a retryable error (the outcome is unknown; the engine retries with the same request id, so nothing is counted twice) |
 //!
 //! At most [`ClusterConfig::max_redirects`] redirects are followed per call,

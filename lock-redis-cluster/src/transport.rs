@@ -312,7 +312,7 @@ impl Inner {
                     // master that just died fails this way, and the next
                     // attempt (a new connection) finds out whether it is
                     // down and waits for the failover. Only an idempotent
-                    // call is sent again (its latch answers a repeated
+                    // call is sent again (its record answers a repeated
                     // acquire or release with the first outcome); any other
                     // may have run, and a second run would count twice.
                     if op.call().idempotent && std::mem::take(&mut resend_broken) {

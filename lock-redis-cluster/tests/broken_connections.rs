@@ -1,5 +1,5 @@
 //! A connection that breaks after a script was sent: the transport sends it
-//! once more only when running it twice is harmless (a latched acquire or
+//! once more only when running it twice is harmless (a recorded acquire or
 //! release, a renewal, a read). Scripted fake nodes stand in for the
 //! cluster, so the send can be observed.
 
@@ -54,7 +54,7 @@ async fn a_recorded_release_is_sent_again() {
     assert_eq!(node.count("EVALSHA"), 2);
 }
 
-/// A force unlock has no latch: never sent twice (a second one could
+/// A force unlock has no request record: never sent twice (a second one could
 /// delete the next holder's lock).
 #[tokio::test]
 async fn a_force_unlock_is_sent_once() {

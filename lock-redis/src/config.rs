@@ -62,8 +62,8 @@ pub struct RedisConfig {
     /// socket). Credentials in the URL are used for `AUTH`.
     pub url: String,
     /// Put before every lock name to make its key (see
-    /// [`KeyLayout::with_prefix`]); empty by default. Channels, latches and
-    /// token counters derive from the prefixed name.
+    /// [`KeyLayout::with_prefix`]); empty by default. Channels, request
+    /// records and token counters derive from the prefixed name.
     #[cfg_attr(feature = "serde", serde(default))]
     pub key_prefix: String,
     /// The longest one call may take, from getting a connection (connecting

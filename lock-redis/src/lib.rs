@@ -89,7 +89,7 @@
 //! | --- | --- |
 //! | lock | hash `<prefix><name>`: field `<client-uuid>:<owner-id>` → hold count; PTTL only ever extended (to the longest lease of the owner's holds); fields that are not counts (a Redisson read-write lock's `mode`) are skipped by inspection |
 //! | unlock channel | `redisson_lock__channel:{<prefix><name>}`, message `0` (wake one) / `1` (wake all) |
-//! | unlock / acquire latches | `redisson_unlock_latch:{…}:<request-id>` → `1` / `0` / `not held`; `redisson_lock_latch:{…}:<request-id>` → token / `held`: every outcome of a request |
+//! | unlock / acquire request records (`_latch` is Redisson's name for them) | `redisson_unlock_latch:{…}:<request-id>` → `1` / `0` / `not held`; `redisson_lock_latch:{…}:<request-id>` → token / `held`: every outcome of a request |
 //! | fencing counter | `redisson_lock_token:{<prefix><name>}` (never expires) |
 //!
 //! (See [`KeyLayout`] for names that contain `{`; the fair lock's queue keys
@@ -113,10 +113,10 @@
 //! | after [`LockClient::close`] | [`LockError::Closed`] | no |
 //!
 //! The transport itself never retries: the engine retries retryable errors
-//! with the same request id, and the latches make a repeated acquire or
-//! release return the first outcome instead of counting twice. (The one
-//! exception is `NOSCRIPT`, answered by loading the script and running it
-//! once more; a cluster transport also sends an
+//! with the same request id, and the request records make a repeated
+//! acquire or release return the first outcome instead of counting twice.
+//! (The one exception is `NOSCRIPT`, answered by loading the script and
+//! running it once more; a cluster transport also sends an
 //! [idempotent](ScriptCall::idempotent) call once more after its
 //! connection broke.) Unlocking a lock the owner does not hold through
 //! [`Lock::unlock_as`] is [`LockError::NotHeld`].

@@ -53,7 +53,7 @@ const LOCK_USER_RULE: &[&str] = &[
     "+zadd",
     "+zrem",
     "+zscore",
-    // The lock keys, and the latches, fencing counters and fair queues
+    // The lock keys, and the request records, fencing counters and fair queues
     // that carry the lock name (prefix included) in a hash tag.
     "~locks:*",
     "~redisson_*:{locks:*",

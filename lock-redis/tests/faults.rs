@@ -152,24 +152,24 @@ async fn bad_config_is_rejected_before_io() {
     server.resume();
 }
 
-/// A latch shorter than the retry window (4 attempts × 10 s + backoff > the
+/// A record ttl shorter than the retry window (4 attempts × 10 s + backoff > the
 /// default 30 s) is refused before any I/O; the backend reports its command
 /// timeout so a client made on it directly checks the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn latch_shorter_than_the_retry_window_is_rejected_before_io() {
+async fn record_ttl_shorter_than_the_retry_window_is_rejected_before_io() {
     let server = RedisServer::start();
     let slow = config(&server).command_timeout(Duration::from_secs(10));
     let backend = RedisBackend::connect(slow.clone()).await.unwrap();
     assert_eq!(backend.command_timeout(), Some(Duration::from_secs(10)));
     let err = lock_redis::kinds::client(backend.env().clone(), Default::default()).unwrap_err();
-    assert!(err.to_string().contains("latch_ttl"), "{err}");
+    assert!(err.to_string().contains("record_ttl"), "{err}");
     server.pause();
     let started = Instant::now();
     let err = lock_redis::connect(slow, Default::default())
         .await
         .unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");
-    assert!(err.to_string().contains("latch_ttl"), "{err}");
+    assert!(err.to_string().contains("record_ttl"), "{err}");
     assert!(started.elapsed() < Duration::from_millis(100));
     server.resume();
 }

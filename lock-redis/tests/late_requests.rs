@@ -33,7 +33,7 @@ async fn through(proxy: &FaultProxy, config: ClientConfig) -> lock_redis::LockCl
 fn short_window() -> ClientConfig {
     ClientConfig::default()
         .watchdog_timeout(Duration::from_secs(3))
-        .latch_ttl(WINDOW)
+        .record_ttl(WINDOW)
 }
 
 /// Polls `check` until it holds or `within` passes (behaviour that settles

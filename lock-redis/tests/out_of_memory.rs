@@ -49,8 +49,8 @@ async fn last_unlock_succeeds_and_other_writes_fail_typed_with_nothing_written()
     let partial = release(&twice, a, 10_000);
     is_oom(env.backend.release(&partial).await);
     assert_eq!(env.server.cmd(&["HGET", "twice", &a.field()]), bulk("2"));
-    let latch = layout.unlock_latch(&twice, &partial.request_id.to_string());
-    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(0));
+    let record = layout.unlock_record(&twice, &partial.request_id.to_string());
+    assert_eq!(env.server.cmd(&["EXISTS", &record]), Value::Int(0));
 
     // Acquisitions need HINCRBY (and INCR when fenced): refused likewise.
     is_oom(env.backend.try_acquire(&acquire(&fresh, a, 10_000)).await);

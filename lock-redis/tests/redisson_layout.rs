@@ -134,8 +134,8 @@ async fn key_prefix_applies_to_every_name() {
         env.server.cmd(&["GET", "redisson_lock_token:{app:job}"]),
         bulk("1")
     );
-    let latch = format!("redisson_lock_latch:{{app:job}}:{}", req.request_id);
-    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(1));
+    let record = format!("redisson_lock_latch:{{app:job}}:{}", req.request_id);
+    assert_eq!(env.server.cmd(&["EXISTS", &record]), Value::Int(1));
     env.server
         .cmd(&["PUBLISH", "redisson_lock__channel:{app:job}", "0"]);
     env.notices

@@ -1,4 +1,4 @@
-//! Every script against a real server: outcomes, counts, latches, fencing,
+//! Every script against a real server: outcomes, counts, request records, fencing,
 //! batched renewals, wrong types, inspection, and script-cache loss.
 
 use crate::common;
@@ -99,16 +99,16 @@ async fn release_by_non_owner_is_not_held_and_changes_nothing() {
         ReleaseOutcome::NotHeld
     );
     assert_eq!(env.server.cmd(&["HGET", "other", &a.field()]), bulk("1"));
-    // Nothing written but the request's latch, which answers a repeat.
-    let latch = KeyLayout::default().unlock_latch(&n, &req.request_id.to_string());
-    assert_eq!(env.server.cmd(&["GET", &latch]), bulk("not held"));
+    // Nothing written but the request's record, which answers a repeat.
+    let record = KeyLayout::default().unlock_record(&n, &req.request_id.to_string());
+    assert_eq!(env.server.cmd(&["GET", &record]), bulk("not held"));
     assert_eq!(env.server.cmd(&["HLEN", "other"]), Value::Int(1));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repeated_requests_return_the_first_outcome() {
     let env = env().await;
-    let n = name("latched");
+    let n = name("recorded");
     let (a, b) = (owner(), owner());
     let layout = KeyLayout::default();
 
@@ -118,18 +118,18 @@ async fn repeated_requests_return_the_first_outcome() {
     // The same request again (a retry after an unknown outcome): same token,
     // no second hold.
     assert_eq!(must_acquire(&env.backend, &first).await, Some(token));
-    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
-    let latch = layout.acquire_latch(&n, &first.request_id.to_string());
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &a.field()]), bulk("1"));
+    let record = layout.acquire_record(&n, &first.request_id.to_string());
     // The record outlives the request's deadline by a second's grace.
-    let latch_ttl = int(env.server.cmd(&["PTTL", &latch]));
+    let record_ttl = int(env.server.cmd(&["PTTL", &record]));
     assert!(
-        latch_ttl > 0 && latch_ttl <= LATCH_MS as i64 + 1_000,
-        "{latch_ttl}"
+        record_ttl > 0 && record_ttl <= RECORD_MS as i64 + 1_000,
+        "{record_ttl}"
     );
 
     // A second, distinct acquisition does count.
     must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
-    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("2"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &a.field()]), bulk("2"));
 
     let rel1 = release(&n, a, 10_000);
     assert_eq!(
@@ -140,7 +140,7 @@ async fn repeated_requests_return_the_first_outcome() {
         must_release(&env.backend, &rel1).await,
         ReleaseOutcome::StillHeld
     );
-    assert_eq!(env.server.cmd(&["HGET", "latched", &a.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &a.field()]), bulk("1"));
 
     let rel2 = release(&n, a, 10_000);
     assert_eq!(
@@ -154,7 +154,7 @@ async fn repeated_requests_return_the_first_outcome() {
         must_release(&env.backend, &rel2).await,
         ReleaseOutcome::Released
     );
-    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &b.field()]), bulk("1"));
 
     // A request past its deadline is refused as stale: nothing written, no
     // record, and the store's time in the error.
@@ -165,15 +165,15 @@ async fn repeated_requests_return_the_first_outcome() {
         matches!(err, lock_core::LockError::StaleRequest { store_time_ms } if store_time_ms > 1),
         "{err:?}"
     );
-    let key = layout.acquire_latch(&n, &stale.request_id.to_string());
+    let key = layout.acquire_record(&n, &stale.request_id.to_string());
     assert_eq!(env.server.cmd(&["EXISTS", &key]), Value::Int(0));
-    assert_eq!(env.server.cmd(&["HGET", "latched", &b.field()]), bulk("1"));
+    assert_eq!(env.server.cmd(&["HGET", "recorded", &b.field()]), bulk("1"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn held_outcomes_are_latched() {
+async fn held_outcomes_are_recorded() {
     let env = env().await;
-    let n = name("held-latch");
+    let n = name("held-recorded");
     let (a, b) = (owner(), owner());
     must_acquire(&env.backend, &acquire(&n, a, 10_000)).await;
     let attempt = acquire(&n, b, 10_000);
@@ -181,8 +181,8 @@ async fn held_outcomes_are_latched() {
         env.backend.try_acquire(&attempt).await.unwrap(),
         AcquireOutcome::Held { .. }
     ));
-    let latch = KeyLayout::default().acquire_latch(&n, &attempt.request_id.to_string());
-    assert_eq!(env.server.cmd(&["GET", &latch]), bulk("held"));
+    let record = KeyLayout::default().acquire_record(&n, &attempt.request_id.to_string());
+    assert_eq!(env.server.cmd(&["GET", &record]), bulk("held"));
     must_release(&env.backend, &release(&n, a, 10_000)).await;
     // The same request id again (a late duplicate) takes nothing: the lock
     // is gone, so it is told to look again at once.
@@ -192,9 +192,9 @@ async fn held_outcomes_are_latched() {
             ttl: Some(Duration::ZERO)
         }
     );
-    assert_eq!(env.server.cmd(&["EXISTS", "held-latch"]), Value::Int(0));
+    assert_eq!(env.server.cmd(&["EXISTS", "held-recorded"]), Value::Int(0));
     // A lock without expiry is reported as such.
-    env.server.cmd(&["HSET", "held-latch", "someone:1", "1"]);
+    env.server.cmd(&["HSET", "held-recorded", "someone:1", "1"]);
     assert_eq!(
         env.backend.try_acquire(&attempt).await.unwrap(),
         AcquireOutcome::Held { ttl: None }
@@ -304,14 +304,14 @@ async fn wrong_type_is_reported_and_left_untouched() {
     is_wrong_type(env.backend.inspect(&n).await.map(drop));
     assert_eq!(env.server.cmd(&["GET", "a-string"]), bulk("precious"));
     assert_eq!(env.server.cmd(&["PTTL", "a-string"]), Value::Int(-1));
-    // Nothing else was written either: no token, no latch.
+    // Nothing else was written either: no token, no record.
     let layout = KeyLayout::default();
     assert_eq!(
         env.server.cmd(&["EXISTS", &layout.token_key(&n)]),
         Value::Int(0)
     );
-    let latch = layout.acquire_latch(&n, &fenced.request_id.to_string());
-    assert_eq!(env.server.cmd(&["EXISTS", &latch]), Value::Int(0));
+    let record = layout.acquire_record(&n, &fenced.request_id.to_string());
+    assert_eq!(env.server.cmd(&["EXISTS", &record]), Value::Int(0));
     assert_eq!(env.server.cmd(&["DBSIZE"]), Value::Int(1));
 }
 
@@ -505,9 +505,9 @@ fn calls(env: &Env, command: &str) -> u64 {
 /// The commands one uncontended acquire + release of a free lock costs
 /// the server (issue 15): each `redis.call` is a command of its own, so a
 /// command added to the hot scripts shows here. The acquire reads its
-/// latch, finds the lock free by its PTTL (-2: no EXISTS), writes the hold,
-/// its expiry and the latch; the release reads its latch and the hold,
-/// deletes, publishes and latches.
+/// record, finds the lock free by its PTTL (-2: no EXISTS), writes the hold,
+/// its expiry and the record; the release reads its record and the hold,
+/// deletes, publishes and records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_uncontended_pair_runs_ten_commands() {
     let env = env().await;

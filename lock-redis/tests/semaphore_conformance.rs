@@ -1,6 +1,6 @@
 //! The semaphore kinds' conformance suite against a real redis-server (one
-//! per test), without and with a key prefix: every key, channel and latch
-//! must follow it.
+//! per test), without and with a key prefix: every key, channel and request
+//! record must follow it.
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! item 2), end to end through the fault-injecting proxy: the original
 //! acquisition is held back past the command timeout, its retry (same
 //! request id) finds the lock held, the owner then takes the lock with a new
-//! request, and only then does the stuck original reach Redis. Its latched
+//! request, and only then does the stuck original reach Redis. Its recorded
 //! "held" outcome makes it a no-op; before, it added a second hold under one
 //! guard and the lock stayed held by nobody after the guard's unlock.
 
@@ -33,7 +33,8 @@ async fn a_late_duplicate_of_a_held_attempt_takes_no_second_hold() {
     let name = "stuck-acquire";
     let held = holder.lock(name).unwrap().lock().await.unwrap();
 
-    // Only the acquire script names the acquire latch.
+    // Only the acquire script names the acquire record (Redisson-style
+    // `redisson_lock_latch`).
     let stuck = proxy.hold_next(
         format!("redisson_lock_latch:{{{name}}}"),
         Duration::from_millis(1500),

@@ -16,9 +16,9 @@ pub struct ScriptCall<'a> {
     pub args: Vec<String>,
     /// Whether running the call twice has the effect of running it once
     /// and answers alike: a read, a renewal, or an acquire or release whose
-    /// request-id latch answers a repeat. Only such a call may be sent again
+    /// request record answers a repeat. Only such a call may be sent again
     /// by a transport after its connection broke with the outcome unknown;
-    /// any other call (a release without a latch, a force unlock) could
+    /// any other call (a release without a record, a force unlock) could
     /// count twice. `false` unless set with [`ScriptCall::idempotent`].
     pub idempotent: bool,
 }

@@ -7,8 +7,8 @@
 //! | --- | --- |
 //! | lock hash | `<prefix><name>` |
 //! | unlock channel | `redisson_lock__channel:{<prefix><name>}` |
-//! | unlock latch | `redisson_unlock_latch:{<prefix><name>}:<request-id>` |
-//! | acquire latch (ours) | `redisson_lock_latch:{<prefix><name>}:<request-id>` |
+//! | unlock request record | `redisson_unlock_latch:{<prefix><name>}:<request-id>` |
+//! | acquire request record (ours) | `redisson_lock_latch:{<prefix><name>}:<request-id>` |
 //! | fencing counter | `redisson_lock_token:{<prefix><name>}` |
 //!
 //! The key prefix (empty by default) is applied to the name first; every
@@ -19,6 +19,12 @@
 //!
 //! Every kind's script set and the in-memory backend use these names, so
 //! tests that inspect keys read the same names on every deployment.
+//!
+//! A request record keeps the first outcome of one request (by its request
+//! id) so that the request sent again gets the same answer. Its key names end
+//! in `_latch` because that is what Redisson 4.x calls its request records
+//! (`redisson_unlock_latch`); the acquire record, which Redisson does not
+//! keep, is named in the same style. Those names are on the wire and stay.
 
 use lock_core::{LockName, Owner};
 
@@ -110,17 +116,18 @@ impl KeyLayout {
         format!("{}:{owner}", self.channel(name))
     }
 
-    /// The key that keeps one unlock's outcome for its retry window.
-    pub fn unlock_latch(&self, name: &LockName, request_id: &str) -> String {
+    /// The request record of one unlock: the key that keeps its outcome
+    /// for its retry window (Redisson's `redisson_unlock_latch`).
+    pub fn unlock_record(&self, name: &LockName, request_id: &str) -> String {
         format!(
             "{}:{request_id}",
             self.helper("redisson_unlock_latch", name)
         )
     }
 
-    /// The key that keeps one acquisition's outcome for its retry window, so
-    /// a retried acquire never counts a hold twice.
-    pub fn acquire_latch(&self, name: &LockName, request_id: &str) -> String {
+    /// The request record of one acquisition: the key that keeps its outcome
+    /// for its retry window, so a retried acquire never counts a hold twice.
+    pub fn acquire_record(&self, name: &LockName, request_id: &str) -> String {
         format!("{}:{request_id}", self.helper("redisson_lock_latch", name))
     }
 
@@ -189,7 +196,7 @@ mod tests {
     fn helper_names_wrap_the_name_in_braces() {
         let l = KeyLayout::default();
         assert_eq!(
-            l.unlock_latch(&n("a"), "r1"),
+            l.unlock_record(&n("a"), "r1"),
             "redisson_unlock_latch:{a}:r1"
         );
         assert_eq!(l.token_key(&n("a")), "redisson_lock_token:{a}");

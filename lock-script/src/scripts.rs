@@ -1,7 +1,7 @@
 //! The Lua that every kind's scripts share.
 //!
 //! `common.lua` holds the rules of a hold in a lock hash (fencing tokens,
-//! leases that only grow, request-id latches); a kind puts it in front of
+//! leases that only grow, request records); a kind puts it in front of
 //! each script that writes holds ([`with_common`]), so each rule is written
 //! once. `renew.lua` extends the leases of many lock hashes at once: every
 //! exclusive kind keeps its holds in the same hash, so the watchdog's batch

@@ -431,22 +431,23 @@ async fn closed_client_stops_renewing_and_guards_expire() {
     assert_eq!(server.pttl("closing"), -2, "expired once renewals stopped");
 }
 
-/// A latch must outlive every attempt of a retried request, or a late retry
-/// runs it twice: 4 attempts of up to 10 s each (plus backoff) do not fit a
-/// 30 s latch, so such a client is refused, saying what to set.
+/// A request record must outlive every attempt of a retried request, or a
+/// late retry runs it twice: 4 attempts of up to 10 s each (plus backoff) do
+/// not fit a 30 s record ttl, so such a client is refused, saying what to
+/// set.
 #[tokio::test(start_paused = true)]
-async fn latch_shorter_than_the_retry_window_is_rejected() {
+async fn record_ttl_shorter_than_the_retry_window_is_rejected() {
     let server = InMemoryServer::new();
     server.set_command_timeout(Some(Duration::from_secs(10)));
     let err = server.client_with(config()).unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");
     let message = err.to_string();
-    assert!(message.contains("latch_ttl"), "{message}");
+    assert!(message.contains("record_ttl"), "{message}");
     assert!(message.contains("40.35s"), "names the window: {message}");
-    // A latch as long as the window, fewer attempts, or no retries at all
-    // (no latch is written) are all fine.
+    // A record ttl as long as the window, fewer attempts, or no retries at
+    // all (no record is written) are all fine.
     let window = Duration::from_millis(40_350);
-    server.client_with(config().latch_ttl(window)).unwrap();
+    server.client_with(config().record_ttl(window)).unwrap();
     let mut two = RetryPolicy::default();
     two.attempts = 2;
     server.client_with(config().retry(two)).unwrap();
@@ -457,12 +458,12 @@ async fn latch_shorter_than_the_retry_window_is_rejected() {
 
 /// Without a known command timeout only the backoff can be checked.
 #[tokio::test(start_paused = true)]
-async fn latch_shorter_than_the_backoff_is_rejected() {
+async fn record_ttl_shorter_than_the_backoff_is_rejected() {
     let server = InMemoryServer::new();
     let err = server
-        .client_with(config().latch_ttl(Duration::from_millis(100)))
+        .client_with(config().record_ttl(Duration::from_millis(100)))
         .unwrap_err();
-    assert!(err.to_string().contains("latch_ttl"), "{err}");
+    assert!(err.to_string().contains("record_ttl"), "{err}");
 }
 
 /// A partition: every call hangs until the 3 s command timeout. The lease

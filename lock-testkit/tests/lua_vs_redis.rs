@@ -197,17 +197,17 @@ fn same(a: &ScriptReply, b: &ScriptReply) -> bool {
 
 struct Reentrant<'a> {
     lock: &'a str,
-    latch: &'a str,
+    acquire_record: &'a str,
     token: &'a str,
-    unlatch: &'a str,
+    unlock_record: &'a str,
     channel: &'a str,
 }
 
 const R: Reentrant<'static> = Reentrant {
     lock: "job",
-    latch: "redisson_lock_latch:{job}:r",
+    acquire_record: "redisson_lock_latch:{job}:r",
     token: "redisson_lock_token:{job}",
-    unlatch: "redisson_unlock_latch:{job}:r",
+    unlock_record: "redisson_unlock_latch:{job}:r",
     channel: "redisson_lock__channel:{job}",
 };
 
@@ -238,19 +238,19 @@ fn fresh_id() -> String {
 }
 
 fn acquire(p: &mut Pair, owner: &str, fenced: &str, request: &str) -> ScriptReply {
-    let latch = format!("{}{request}", R.latch);
+    let record = format!("{}{request}", R.acquire_record);
     p.eval(
         ACQUIRE,
-        &[R.lock, &latch, R.token],
+        &[R.lock, &record, R.token],
         &["30000", owner, fenced, &deadline()],
     )
 }
 
 fn release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
-    let unlatch = format!("{}{request}", R.unlatch);
+    let record = format!("{}{request}", R.unlock_record);
     p.eval(
         RELEASE,
-        &[R.lock, R.channel, &unlatch],
+        &[R.lock, R.channel, &record],
         &["0", "30000", owner, "PUBLISH", &deadline()],
     )
 }
@@ -424,40 +424,46 @@ fn rw_hold_prefix(owner: &str) -> String {
 }
 
 fn rw_read(p: &mut Pair, owner: &str, lease: &str, request: &str) -> ScriptReply {
-    let (latch, prefix) = (format!("{}{request}", R.latch), rw_hold_prefix(owner));
+    let (record, prefix) = (
+        format!("{}{request}", R.acquire_record),
+        rw_hold_prefix(owner),
+    );
     let writer = format!("{owner}:write");
     p.eval(
         RW_READ_ACQUIRE,
-        &[RW_LOCK, &prefix, &latch, RW_WRITERS],
+        &[RW_LOCK, &prefix, &record, RW_WRITERS],
         &[lease, owner, &writer, &deadline()],
     )
 }
 
 fn rw_read_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
-    let (latch, prefix) = (format!("{}{request}", R.unlatch), rw_hold_prefix(owner));
+    let (record, prefix) = (
+        format!("{}{request}", R.unlock_record),
+        rw_hold_prefix(owner),
+    );
     p.eval(
         RW_READ_RELEASE,
-        &[RW_LOCK, RW_CHANNEL, &prefix, "{cfg}", &latch],
+        &[RW_LOCK, RW_CHANNEL, &prefix, "{cfg}", &record],
         &["0", owner, "PUBLISH", &deadline()],
     )
 }
 
 fn rw_write(p: &mut Pair, owner: &str, queue_ms: &str, request: &str) -> ScriptReply {
-    let latch = format!("{}{request}", R.latch);
+    let record = format!("{}{request}", R.acquire_record);
     let writer = format!("{owner}:write");
     p.eval(
         RW_WRITE_ACQUIRE,
-        &[RW_LOCK, &latch, RW_WRITERS],
+        &[RW_LOCK, &record, RW_WRITERS],
         &["30000", &writer, owner, &deadline(), queue_ms],
     )
 }
 
 fn rw_write_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
-    let latch = format!("{}{request}", R.unlatch);
+    let record = format!("{}{request}", R.unlock_record);
     let writer = format!("{owner}:write");
     p.eval(
         RW_WRITE_RELEASE,
-        &[RW_LOCK, RW_CHANNEL, &latch],
+        &[RW_LOCK, RW_CHANNEL, &record],
         &["1", "30000", &writer, "PUBLISH", &deadline()],
     )
 }
@@ -571,7 +577,7 @@ fn fair_attempt(
         FAIR_ACQUIRE,
         &[
             R.lock,
-            &format!("{}{}", R.latch, fresh_id()),
+            &format!("{}{}", R.acquire_record, fresh_id()),
             R.token,
             F.queue,
             F.timeouts,
@@ -597,7 +603,7 @@ fn fair_release(p: &mut Pair, owner: &str) -> ScriptReply {
         &[
             R.lock,
             R.channel,
-            &format!("{}{}", R.unlatch, fresh_id()),
+            &format!("{}{}", R.unlock_record, fresh_id()),
             F.queue,
             F.timeouts,
             F.handoff,

@@ -138,9 +138,9 @@ async fn a_wait_dropped_during_an_outage_leaves_nothing() {
     waiting.abort();
     assert!(waiting.await.unwrap_err().is_cancelled());
     server.set_down(false);
-    // Background reconciling of failed attempts finishes within the latch
+    // Background reconciling of failed attempts finishes within the record
     // time to live; then nothing is held, queued or subscribed.
-    tokio::time::sleep(config().latch_ttl + Duration::from_secs(1)).await;
+    tokio::time::sleep(config().record_ttl + Duration::from_secs(1)).await;
     assert!(!waiter.lock("dropped").unwrap().is_locked().await.unwrap());
     let stats = waiter.stats();
     assert_eq!(stats.in_flight, 0, "{stats:?}");

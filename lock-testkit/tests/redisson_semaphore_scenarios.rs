@@ -113,7 +113,7 @@ async fn test_try_set_permits() {
     assert_eq!(s.available_permits().await.unwrap(), 1);
     sleep(MS(1000)).await;
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    // Only request latches (ours, expiring) remain.
+    // Only request records (ours, expiring) remain.
     assert!(server.keys().iter().all(|k| k.starts_with("redisson_")));
 }
 

@@ -50,7 +50,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<(Baseline, Report)> {
     let (baseline, mut r, _) =
         measure(bench, site, "baseline", bench.name("baseline"), None).await?;
     r.note(format!(
-        "{} samples each; the pair uses the library's own KEYS/ARGV (30 s lease, 30 s latches)",
+        "{} samples each; the pair uses the library's own KEYS/ARGV (30 s lease, 30 s request records)",
         bench.pick(5_000, 1_000)
     ));
     Ok((baseline, r))

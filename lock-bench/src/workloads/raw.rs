@@ -74,7 +74,7 @@ impl RawLock {
             name: LockName::new(name)?,
             owner: Owner::new(uuid::Uuid::new_v4(), 1).field(),
             lease_ms: lease_millis(config.watchdog_timeout, "lease")?.to_string(),
-            window: config.latch_ttl,
+            window: config.record_ttl,
             publish: site.publish(),
         })
     }
@@ -113,7 +113,7 @@ impl RawLock {
             vec![
                 self.layout.lock_key(&self.name),
                 self.layout
-                    .acquire_latch(&self.name, &RequestId::new().to_string()),
+                    .acquire_record(&self.name, &RequestId::new().to_string()),
                 self.layout.token_key(&self.name),
             ],
             vec![
@@ -139,7 +139,7 @@ impl RawLock {
                 self.layout.lock_key(&self.name),
                 self.layout.channel(&self.name),
                 self.layout
-                    .unlock_latch(&self.name, &RequestId::new().to_string()),
+                    .unlock_record(&self.name, &RequestId::new().to_string()),
             ],
             vec![
                 UNLOCK_MESSAGE.to_owned(),

@@ -88,10 +88,10 @@ local function wait_hint(now)
 end
 
 local first = recorded(KEYS[2], ARGV[4])
-if first == LATCH_HELD then
+if first == RECORD_HELD then
     return {0, wait_hint(server_now())}
 end
-if first == LATCH_CLAIMED then
+if first == RECORD_CLAIMED then
     return {2, 0}
 end
 if first then
@@ -122,7 +122,7 @@ if entry and ticket ~= '0' and entry == 'g:' .. ticket then
     redis.call('hdel', KEYS[7], ARGV[2])
     if pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
         extend(KEYS[1], ARGV[1], pttl)
-        record(KEYS[2], LATCH_CLAIMED)
+        record(KEYS[2], RECORD_CLAIMED)
         return {2, 0}
     end
     entry = nil
@@ -210,5 +210,5 @@ if queue_ms > 0 then
         redis.call('hdel', KEYS[7], ARGV[2])
     end
 end
-record(KEYS[2], LATCH_HELD)
+record(KEYS[2], RECORD_HELD)
 return {0, wait_hint(now)}

@@ -81,13 +81,13 @@ use tokio::sync::mpsc;
 
 /// Command and connect timeout of test backends.
 pub const TIMEOUT: Duration = Duration::from_millis(500);
-/// Latch ttl used by the request helpers.
-pub const LATCH_MS: u64 = 30_000;
+/// Record ttl (how long a request may run) used by the request helpers.
+pub const RECORD_MS: u64 = 30_000;
 
 /// The deadline of a request made now (by the wall clock) that may run for
-/// `LATCH_MS`.
+/// `RECORD_MS`.
 pub fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 /// Waiter timeout used by the request helpers.
 pub const QUEUE_MS: u64 = 10_000;

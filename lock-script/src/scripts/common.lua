@@ -31,8 +31,8 @@
 --     keeps `value`, the outcome of the request recorded() let run, under
 --     its record `key` until RECORD_GRACE_MS past the request's deadline,
 --     so that the request sent again gets the same answer and writes
---     nothing. Every outcome is recorded: LATCH_HELD for an acquisition
---     that found the lock held, LATCH_NOT_HELD for a release by an owner
+--     nothing. Every outcome is recorded: RECORD_HELD for an acquisition
+--     that found the lock held, RECORD_NOT_HELD for a release by an owner
 --     that did not hold it, the token or 0/1 otherwise. Written with
 --     redis.pcall: a server out of memory refuses SET, and an outcome that
 --     needed no other refused write (a release of the last hold, "held",
@@ -49,7 +49,7 @@
 --     owner's holds with different leases (a short re-entry, a watchdog
 --     renewal, the release of either) never shorten the time another guard
 --     of that owner was promised. (Redisson sets the newest lease.)
--- latched_release(record_key, deadline)
+-- recorded_release(record_key, deadline)
 --     the first reply of a release request sent again: 'none' when it has
 --     not run (run it; see recorded()), false for "not held" (reply nil),
 --     else 0 or 1.
@@ -58,7 +58,7 @@
 --     it has none, one hold fewer (lease extended, recorded; returns 0) when
 --     it has more, and 'last' when this is its last hold, which the caller
 --     then deletes and announces (DEL and PUBLISH are never refused for
---     memory) before latching 1.
+--     memory) before recording 1.
 -- refuse_if_out_of_memory(zset)
 --     fails the script with Redis's OOM error when the server was out of
 --     memory as the script started, writing nothing: a ZADD XX of the
@@ -148,9 +148,9 @@ local function next_token(counter, fenced)
     return token
 end
 
-local LATCH_HELD = 'held'
-local LATCH_NOT_HELD = 'not held'
-local LATCH_CLAIMED = 'claimed'
+local RECORD_HELD = 'held'
+local RECORD_NOT_HELD = 'not held'
+local RECORD_CLAIMED = 'claimed'
 
 -- Past its deadline a record lives this much longer: a margin for the
 -- store's clock read by TIME running ahead of the time Redis froze for key
@@ -193,9 +193,9 @@ local function extend(lock, lease, pttl)
     end
 end
 
-local function latched_release(key, deadline)
+local function recorded_release(key, deadline)
     local first = recorded(key, deadline)
-    if first == LATCH_NOT_HELD then
+    if first == RECORD_NOT_HELD then
         return false
     end
     if first then
@@ -207,7 +207,7 @@ end
 local function give_back(lock, owner, lease, key)
     local held = redis.call('hget', lock, owner)
     if not held then
-        record(key, LATCH_NOT_HELD)
+        record(key, RECORD_NOT_HELD)
         return nil
     end
     if tonumber(held) > 1 then

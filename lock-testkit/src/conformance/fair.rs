@@ -272,7 +272,7 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
 }
 
 /// A waiting attempt that queued, sent again (a late duplicate) after its
-/// waiter gave up and left the queue, does not queue it again: the latch
+/// waiter gave up and left the queue, does not queue it again: the record
 /// answers "held" and nothing is written (issue 10, item 2).
 pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "late-queue").await;

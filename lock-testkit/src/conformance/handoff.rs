@@ -21,12 +21,12 @@ use super::{
 const LEASE_MS: u64 = 10_000;
 /// How long the requests made here may run: past any paused-time advance
 /// of a check.
-const LATCH_MS: u64 = 3_600_000;
+const RECORD_MS: u64 = 3_600_000;
 
 /// The deadline of a request made now (by the wall clock) that may run for
-/// `LATCH_MS`.
+/// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 
 fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {
@@ -66,7 +66,7 @@ fn is_claimed(outcome: AcquireOutcome) {
 }
 
 /// Releases `owner`'s last hold of `name` through `kind`; nothing of the
-/// lock is left but its latches and token counter.
+/// lock is left but its request records and token counter.
 async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, owner: Owner) {
     let release = ReleaseRequest::new(LockName::new(name).unwrap(), owner, LEASE_MS, deadline());
     assert_eq!(
@@ -320,7 +320,7 @@ pub async fn a_plain_fair_release_grants_too(h: &dyn Harness) {
 }
 
 /// Grants leave nothing behind: after a run of handoffs every key of the
-/// lock but its latches and token counter is gone.
+/// lock but its request records and token counter is gone.
 pub async fn a_handoff_cycle_leaves_no_keys(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "handoff-keys").await;
     let c = client(h).await;

@@ -284,7 +284,7 @@ pub async fn new_count_message_makes_waiters_look_again(h: &dyn Harness) {
 
 /// On the store it is Redisson's layout: the count as a plain integer
 /// string at the name, without expiry, gone at zero; writes leave only
-/// their request latches.
+/// their request records.
 pub async fn layout_is_redissons(h: &dyn Harness) {
     let c = client(h).await;
     let name = unique("latch-layout");

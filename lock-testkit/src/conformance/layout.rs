@@ -83,8 +83,9 @@ pub async fn redisson_style_unlock_notice_wakes_us(h: &dyn Harness) {
     g.unlock().await.unwrap();
 }
 
-/// The fencing counter and the unlock latch live under Redisson's helper
-/// names.
+/// The fencing counter and the unlock request record live under
+/// Redisson's helper names (`redisson_unlock_latch` is Redisson's name for
+/// a request record).
 pub async fn helper_keys_follow_the_layout(h: &dyn Harness) {
     let a = client(h).await;
     let name = unique("helpers");
@@ -105,10 +106,10 @@ pub async fn helper_keys_follow_the_layout(h: &dyn Harness) {
         g.fencing_token().map(|t| t.to_string())
     );
     g.unlock().await.unwrap();
-    let latch_prefix = format!("redisson_unlock_latch:{{{}}}:", key(h, &name));
+    let record_prefix = format!("redisson_unlock_latch:{{{}}}:", key(h, &name));
     let keys = h.keys().await;
     assert!(
-        keys.iter().any(|k| k.starts_with(&latch_prefix)),
-        "no unlock latch among {keys:?}"
+        keys.iter().any(|k| k.starts_with(&record_prefix)),
+        "no unlock request record among {keys:?}"
     );
 }

@@ -45,7 +45,6 @@ pub mod fenced;
 pub mod handoff;
 pub mod holds;
 pub mod latch;
-pub mod latches;
 pub mod layout;
 pub mod leases;
 pub mod multi;
@@ -53,6 +52,7 @@ pub mod non_reentrant;
 pub mod permit_many;
 pub mod permit_semaphore;
 pub mod polling;
+pub mod records;
 pub mod redlock;
 pub mod rwlock;
 pub mod semaphore;
@@ -348,8 +348,8 @@ where
     }
 }
 
-/// Keys this check's lock left behind, other than latches (which expire on
-/// their own) and the fencing counter (which must never expire).
+/// Keys this check's lock left behind, other than request records (which
+/// expire on their own) and the fencing counter (which must never expire).
 pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
     h.keys()
         .await
@@ -706,9 +706,9 @@ macro_rules! __with_shared_checks {
             errors::foreign_owner_is_rejected,
             errors::wrong_type_is_reported_and_left_untouched,
             errors::bad_token_counter_fails_before_any_write,
-            latches::a_repeated_held_attempt_takes_nothing,
-            latches::a_repeated_not_held_release_frees_nothing,
-            latches::repeated_requests_return_their_first_outcome,
+            records::a_repeated_held_attempt_takes_nothing,
+            records::a_repeated_not_held_release_frees_nothing,
+            records::repeated_requests_return_their_first_outcome,
             errors::closed_client_rejects_operations,
             cancellation::dropped_waiter_leaves_nothing_behind,
             cancellation::dropped_acquire_leaves_no_lock,

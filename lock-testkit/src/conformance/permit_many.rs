@@ -157,7 +157,7 @@ pub async fn lease_time_tells_what_is_left(h: &dyn Harness) {
 pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
     let a = client(h).await;
     let kind = a.kinds().permit_semaphore_kind().unwrap().clone();
-    let name = unique("psem-many-latch");
+    let name = unique("psem-many-record");
     let s = sem(&a, &name);
     let n = LockName::new(&name).unwrap();
     let ttl = super::request_deadline();

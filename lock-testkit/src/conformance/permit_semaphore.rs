@@ -206,7 +206,7 @@ pub async fn add_permits_wakes_waiters(h: &dyn Harness) {
 pub async fn repeated_requests_count_once(h: &dyn Harness) {
     let a = client(h).await;
     let kind = a.kinds().permit_semaphore_kind().unwrap().clone();
-    let name = unique("psem-latch");
+    let name = unique("psem-record");
     let s = sem(&a, &name);
     s.try_set_permits(2).await.unwrap();
     let n = LockName::new(&name).unwrap();

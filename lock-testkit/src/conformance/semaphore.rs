@@ -251,7 +251,7 @@ pub async fn ttl_is_kept_by_acquire_and_release_dropped_by_add(h: &dyn Harness) 
 pub async fn repeated_changes_count_once(h: &dyn Harness) {
     let a = client(h).await;
     let kind = a.kinds().semaphore_kind().unwrap().clone();
-    let name = unique("sem-latch");
+    let name = unique("sem-record");
     let s = sem(&a, &name);
     s.try_set_permits(1).await.unwrap();
     let n = lock_core::LockName::new(&name).unwrap();
@@ -461,7 +461,7 @@ pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn 
 pub async fn repeated_try_set_answers_its_first_reply(h: &dyn Harness) {
     let a = client(h).await;
     let kind = a.kinds().semaphore_kind().unwrap().clone();
-    let name = unique("sem-set-latch");
+    let name = unique("sem-set-record");
     let n = lock_core::LockName::new(&name).unwrap();
     let ttl = super::request_deadline();
     let create = PermitRequest::new(n.clone(), 2, ttl);

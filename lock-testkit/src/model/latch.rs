@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use lock_core::{LatchKind, LatchRequest, LockClient, LockName, MAX_COUNT};
 use proptest::prelude::*;
 
-use super::{answer, name, request_deadline, Answer, Ids, Model, CLIENTS, LATCH_TTLS_MS};
+use super::{answer, name, request_deadline, Answer, Ids, Model, CLIENTS, RECORD_TTLS_MS};
 
 /// The count-down latch ([`LockClient::count_down_latch`]).
 #[derive(Debug, Clone, Copy)]
@@ -27,7 +27,7 @@ pub enum LatchOp {
         latch: usize,
         /// The count (≥ 1).
         count: u64,
-        /// Index of the request latch's time to live.
+        /// Index of the request record's time to live.
         keep: usize,
     },
     /// `count_down`.
@@ -36,7 +36,7 @@ pub enum LatchOp {
         client: usize,
         /// Which latch.
         latch: usize,
-        /// Index of the request latch's time to live.
+        /// Index of the request record's time to live.
         keep: usize,
     },
     /// `count`.
@@ -52,7 +52,7 @@ pub enum LatchOp {
         client: usize,
         /// Which latch.
         latch: usize,
-        /// Index of the request latch's time to live.
+        /// Index of the request record's time to live.
         keep: usize,
     },
     /// The last set, count-down or delete sent again with the same request
@@ -62,7 +62,7 @@ pub enum LatchOp {
 
 fn op() -> impl Strategy<Value = LatchOp> {
     let who = (0..CLIENTS, 0..2usize);
-    let keep = 0..LATCH_TTLS_MS.len();
+    let keep = 0..RECORD_TTLS_MS.len();
     // Past 2^53 a Lua number no longer holds every integer.
     let count = prop_oneof![8 => 1..4u64, 1 => Just((1 << 53) + 1), 1 => Just(MAX_COUNT)];
     prop_oneof![

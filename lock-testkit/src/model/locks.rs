@@ -77,7 +77,7 @@ pub enum Op {
         lock: usize,
     },
     /// The last acquire or release sent again with the same request id (a
-    /// retry, or a late duplicate): its latch must answer alike in both
+    /// retry, or a late duplicate): its request record must answer alike in both
     /// worlds, whatever happened in between.
     Repeat,
 }
@@ -252,7 +252,7 @@ pub(crate) async fn force_seen(kind: &dyn ExclusiveKind, name: &LockName) -> See
     }
 }
 
-/// Sends `last` again: the same request id, so the same latch.
+/// Sends `last` again: the same request id, so the same request record.
 pub(crate) async fn repeat_seen(kinds: &[Vec<&dyn ExclusiveKind>], last: Option<&Sent>) -> Seen {
     match last {
         Some(Sent::Acquire(kind, client, req)) => acquire_seen(kinds[*kind][*client], req).await,

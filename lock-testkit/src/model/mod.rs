@@ -30,8 +30,8 @@
 //! their order of creation in the snapshots ([`Ids`]).
 //!
 //! Time: the model runs under paused tokio time, the real store in real
-//! time, each sleeping for the time steps. Leases, waiter timeouts, latch
-//! times to live and time steps sit on a 100 ms grid offset by 50 ms
+//! time, each sleeping for the time steps. Leases, waiter timeouts, request
+//! records' times to live and time steps sit on a 100 ms grid offset by 50 ms
 //! (150/350/950 ms; steps of 0–300 ms in 100 ms units), so no operation
 //! lands within 50 ms of an expiry in either world and both agree on what
 //! has expired. Times that tie in the model (a fair waiter queued behind
@@ -97,8 +97,8 @@ pub const GRID_MARGIN_MS: i64 = 50;
 
 /// How many clients (connections) a sequence uses.
 pub const CLIENTS: usize = 2;
-/// Leases, waiter timeouts and latch times to live, on the grid (see the
-/// module docs).
+/// Leases, waiter timeouts and request records' times to live, on the grid
+/// (see the module docs).
 pub(crate) const DURATIONS_MS: [u64; 3] = [150, 350, 950];
 /// How long a request may run (its deadline from when it is made): its
 /// outcome is kept for a repeat until past then. Dated by the wall clock,
@@ -106,11 +106,11 @@ pub(crate) const DURATIONS_MS: [u64; 3] = [150, 350, 950];
 /// store's clock advances with the sequence's time steps; so every window
 /// outlasts any sequence, and deadlines themselves are checked elsewhere
 /// (the late-request tests on redis-server, the fault fuzz).
-pub(crate) const LATCH_TTLS_MS: [u64; 3] = [600_000, 1_800_000, 3_600_000];
+pub(crate) const RECORD_TTLS_MS: [u64; 3] = [600_000, 1_800_000, 3_600_000];
 
-/// The deadline of a request made now with window `LATCH_TTLS_MS[i]`.
+/// The deadline of a request made now with window `RECORD_TTLS_MS[i]`.
 pub(crate) fn request_deadline(i: usize) -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_TTLS_MS[i]))
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_TTLS_MS[i]))
 }
 /// The seed of [`config`] when `PROPTEST_RNG_SEED` does not give one.
 pub const SEED: u64 = 0x6d6f_6465_6c5f_3132;

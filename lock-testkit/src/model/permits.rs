@@ -17,7 +17,7 @@ use lock_core::{
 use proptest::prelude::*;
 
 use super::{
-    answer, name, request_deadline, Answer, Ids, Model, CLIENTS, DURATIONS_MS, LATCH_TTLS_MS,
+    answer, name, request_deadline, Answer, Ids, Model, CLIENTS, DURATIONS_MS, RECORD_TTLS_MS,
 };
 
 /// The expirable-permit semaphore
@@ -41,8 +41,8 @@ pub enum PermitOp {
         client: usize,
         /// The change.
         delta: i64,
-        /// Index of the request latch's time to live.
-        latch: usize,
+        /// Index of the request record's time to live.
+        record: usize,
     },
     /// `try_acquire` under a fresh permit id.
     Acquire {
@@ -59,8 +59,8 @@ pub enum PermitOp {
         /// Picks the id among those taken so far (the last pick: one
         /// never taken).
         which: usize,
-        /// Index of the request latch's time to live.
-        latch: usize,
+        /// Index of the request record's time to live.
+        record: usize,
     },
     /// `update_lease_time` of a permit id, picked as for a release.
     UpdateLease {
@@ -83,17 +83,17 @@ pub enum PermitOp {
 
 fn op() -> impl Strategy<Value = PermitOp> {
     let client = 0..CLIENTS;
-    let latch = 0..LATCH_TTLS_MS.len();
+    let record = 0..RECORD_TTLS_MS.len();
     let lease = || proptest::option::weighted(0.8, 0..DURATIONS_MS.len());
     prop_oneof![
         2 => (client.clone(), 0..4u64)
             .prop_map(|(client, permits)| PermitOp::TrySet { client, permits }),
-        2 => (client.clone(), -1..4i64, latch.clone())
-            .prop_map(|(client, delta, latch)| PermitOp::Add { client, delta, latch }),
+        2 => (client.clone(), -1..4i64, record.clone())
+            .prop_map(|(client, delta, record)| PermitOp::Add { client, delta, record }),
         4 => (client.clone(), lease())
             .prop_map(|(client, lease)| PermitOp::Acquire { client, lease }),
-        3 => (client.clone(), 0..PICKS, latch)
-            .prop_map(|(client, which, latch)| PermitOp::Release { client, which, latch }),
+        3 => (client.clone(), 0..PICKS, record)
+            .prop_map(|(client, which, record)| PermitOp::Release { client, which, record }),
         2 => (client.clone(), 0..PICKS, lease())
             .prop_map(|(client, which, lease)| PermitOp::UpdateLease { client, which, lease }),
         2 => client.prop_map(|client| PermitOp::Available { client }),
@@ -189,7 +189,7 @@ impl Model for PermitSemaphore {
     async fn apply(self, state: &mut PermitState, op: &PermitOp, ids: &mut Ids) -> Option<Answer> {
         let sent = match *op {
             PermitOp::TrySet { client, permits } => {
-                // Latched like every change since try_set_permits answers
+                // Recorded like every change since try_set_permits answers
                 // its first outcome to a retry.
                 let req = PermitRequest::new(sem_name(), permits as i64, request_deadline(2));
                 ids.note(&req.request_id);
@@ -219,9 +219,9 @@ impl Model for PermitSemaphore {
             PermitOp::Add {
                 client,
                 delta,
-                latch,
+                record,
             } => {
-                let req = PermitRequest::new(sem_name(), delta, request_deadline(latch));
+                let req = PermitRequest::new(sem_name(), delta, request_deadline(record));
                 ids.note(&req.request_id);
                 Sent::Add(client, req)
             }
@@ -233,10 +233,10 @@ impl Model for PermitSemaphore {
             PermitOp::Release {
                 client,
                 which,
-                latch,
+                record,
             } => {
                 let id = state.pick(which, ids);
-                let req = LeaseRelease::new(sem_name(), id, request_deadline(latch));
+                let req = LeaseRelease::new(sem_name(), id, request_deadline(record));
                 ids.note(&req.request_id);
                 Sent::Release(client, req)
             }

@@ -11,7 +11,7 @@ use lock_core::{LockClient, LockName, PermitRequest, SemaphoreKind, MAX_PERMITS}
 use proptest::prelude::*;
 
 use super::{
-    answer, name, request_deadline, Answer, Ids, Model, CLIENTS, DURATIONS_MS, LATCH_TTLS_MS,
+    answer, name, request_deadline, Answer, Ids, Model, CLIENTS, DURATIONS_MS, RECORD_TTLS_MS,
 };
 
 /// The semaphore ([`LockClient::semaphore`]).
@@ -36,8 +36,8 @@ pub enum SemOp {
         client: usize,
         /// The change.
         delta: i64,
-        /// Index of the request latch's time to live.
-        latch: usize,
+        /// Index of the request record's time to live.
+        record: usize,
     },
     /// `try_acquire(n)`.
     Acquire {
@@ -45,8 +45,8 @@ pub enum SemOp {
         client: usize,
         /// How many.
         permits: i64,
-        /// Index of the request latch's time to live.
-        latch: usize,
+        /// Index of the request record's time to live.
+        record: usize,
     },
     /// `release(n)`.
     Release {
@@ -54,15 +54,15 @@ pub enum SemOp {
         client: usize,
         /// How many.
         permits: i64,
-        /// Index of the request latch's time to live.
-        latch: usize,
+        /// Index of the request record's time to live.
+        record: usize,
     },
     /// `drain_permits`.
     Drain {
         /// Which client sends it.
         client: usize,
-        /// Index of the request latch's time to live.
-        latch: usize,
+        /// Index of the request record's time to live.
+        record: usize,
     },
     /// `available_permits`.
     Available {
@@ -82,19 +82,19 @@ fn delta() -> impl Strategy<Value = i64> {
 
 fn op() -> impl Strategy<Value = SemOp> {
     let client = 0..CLIENTS;
-    let latch = 0..LATCH_TTLS_MS.len();
+    let record = 0..RECORD_TTLS_MS.len();
     let max = i64::try_from(MAX_PERMITS).expect("i32::MAX fits");
     let permits = prop_oneof![9 => 1..4i64, 1 => Just(max)];
     prop_oneof![
         2 => (client.clone(), 0..4u64, proptest::option::of(0..3usize))
             .prop_map(|(client, permits, ttl)| SemOp::TrySet { client, permits, ttl }),
-        2 => (client.clone(), delta(), latch.clone())
-            .prop_map(|(client, delta, latch)| SemOp::Add { client, delta, latch }),
-        4 => (client.clone(), permits.clone(), latch.clone())
-            .prop_map(|(client, permits, latch)| SemOp::Acquire { client, permits, latch }),
-        3 => (client.clone(), permits, latch.clone())
-            .prop_map(|(client, permits, latch)| SemOp::Release { client, permits, latch }),
-        1 => (client.clone(), latch).prop_map(|(client, latch)| SemOp::Drain { client, latch }),
+        2 => (client.clone(), delta(), record.clone())
+            .prop_map(|(client, delta, record)| SemOp::Add { client, delta, record }),
+        4 => (client.clone(), permits.clone(), record.clone())
+            .prop_map(|(client, permits, record)| SemOp::Acquire { client, permits, record }),
+        3 => (client.clone(), permits, record.clone())
+            .prop_map(|(client, permits, record)| SemOp::Release { client, permits, record }),
+        1 => (client.clone(), record).prop_map(|(client, record)| SemOp::Drain { client, record }),
         2 => client.prop_map(|client| SemOp::Available { client }),
         1 => Just(SemOp::Repeat),
     ]
@@ -154,14 +154,14 @@ impl Model for Semaphore {
 
     /// `None` for a repeat with nothing sent before it.
     async fn apply(self, state: &mut SemState, op: &SemOp, ids: &mut Ids) -> Option<Answer> {
-        let (what, client, permits, latch) = match *op {
+        let (what, client, permits, record) = match *op {
             SemOp::TrySet {
                 client,
                 permits,
                 ttl,
             } => {
                 let ttl = ttl.map(|t| DURATIONS_MS[t]);
-                // Latched like every change since try_set_permits answers
+                // Recorded like every change since try_set_permits answers
                 // its first outcome to a retry.
                 let req = PermitRequest::new(sem_name(), permits as i64, request_deadline(2));
                 ids.note(&req.request_id);
@@ -179,21 +179,21 @@ impl Model for Semaphore {
             SemOp::Add {
                 client,
                 delta,
-                latch,
-            } => (Change::Add, client, delta, latch),
+                record,
+            } => (Change::Add, client, delta, record),
             SemOp::Acquire {
                 client,
                 permits,
-                latch,
-            } => (Change::Acquire, client, permits, latch),
+                record,
+            } => (Change::Acquire, client, permits, record),
             SemOp::Release {
                 client,
                 permits,
-                latch,
-            } => (Change::Release, client, permits, latch),
-            SemOp::Drain { client, latch } => (Change::Drain, client, 0, latch),
+                record,
+            } => (Change::Release, client, permits, record),
+            SemOp::Drain { client, record } => (Change::Drain, client, 0, record),
         };
-        let req = PermitRequest::new(sem_name(), permits, request_deadline(latch));
+        let req = PermitRequest::new(sem_name(), permits, request_deadline(record));
         ids.note(&req.request_id);
         let seen = change(state.kinds[client].as_ref(), what, &req).await;
         state.last = Some((what, client, req));

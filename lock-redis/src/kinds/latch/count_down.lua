@@ -16,7 +16,7 @@
 -- Reply: the count left, never below 0, as a decimal string: a Lua number
 -- is a double, which past 2^53 is not the count (i64::MAX - 1 would come
 -- back as 2^63, which Redis turns into i64::MIN), so the count left is
--- read back as Redis stores it. Latched: a repeat writes nothing and
+-- read back as Redis stores it. Recorded: a repeat writes nothing and
 -- replies the first outcome, kept as that same string.
 --   error "WRONGTYPE ..." when KEYS[1] holds something other than an
 --        integer (left untouched, nothing recorded)

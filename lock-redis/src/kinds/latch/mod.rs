@@ -6,7 +6,7 @@
 //! | count | string `<prefix><name>` = the count, no expiry; deleted when it reaches ≤ 0 |
 //! | channel | `redisson_countdownlatch__channel__{<prefix><name>}`: braces always, even around a name with its own |
 //! | messages | `0`: the count reached zero (waiters return); `1`: a count was set or the latch deleted (waiters read the count again) |
-//! | request latch (ours) | `redisson_unlock_latch:{<prefix><name>}:<request-id>` → the first reply of a set, count-down or delete, so a retried one writes once |
+//! | request record (ours; Redisson's name for request records) | `redisson_unlock_latch:{<prefix><name>}:<request-id>` → the first reply of a set, count-down or delete, so a retried one writes once |
 //!
 //! One Lua script per operation in this folder (each file's header gives
 //! its KEYS, ARGV and replies), each after `counter.lua`, which refuses a
@@ -99,20 +99,20 @@ impl Latch {
         channel(self.env.layout(), name)
     }
 
-    /// KEYS of every write: the key, the channel, the request latch.
+    /// KEYS of every write: the key, the channel, the request record.
     fn write_keys(&self, req: &LatchRequest) -> Vec<String> {
         let id = req.request_id.to_string();
         vec![
             self.key(&req.name),
             self.channel(&req.name),
-            self.env.layout().unlock_latch(&req.name, &id),
+            self.env.layout().unlock_record(&req.name, &id),
         ]
     }
 }
 
 #[async_trait]
 impl LatchKind for Latch {
-    /// Refuses a name whose key, channel and request latch would not share
+    /// Refuses a name whose key, channel and request record would not share
     /// one [`key_group`](lock_script::Transport::key_group) (one hash slot
     /// on a cluster): a name with its own hash tag, or with a `}` that
     /// Redisson's brace-wrapped channel turns into one. Any name works on
@@ -122,8 +122,8 @@ impl LatchKind for Latch {
         let key = self.key(name);
         let group = transport.key_group(&key);
         let channel = self.channel(name);
-        let request_latch = self.env.layout().unlock_latch(name, "0");
-        if transport.key_group(&channel) == group && transport.key_group(&request_latch) == group {
+        let request_record = self.env.layout().unlock_record(name, "0");
+        if transport.key_group(&channel) == group && transport.key_group(&request_record) == group {
             return Ok(());
         }
         Err(LockError::invalid(format!(
@@ -174,7 +174,7 @@ impl LatchKind for Latch {
     ///
     /// # Cancel safety
     /// Dropping the future may leave the count-down done or not; repeat
-    /// the request (same id, within its latch ttl) to learn its outcome
+    /// the request (same id, within its record ttl) to learn its outcome
     /// without counting twice.
     async fn count_down(&self, req: &LatchRequest) -> Result<u64> {
         let call = ScriptCall::new(

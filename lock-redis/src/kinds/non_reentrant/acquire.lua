@@ -27,7 +27,7 @@ local function refuse_reentry()
         ' already and it is not reentrant')
 end
 local first = recorded(KEYS[2], ARGV[4])
-if first == LATCH_HELD then
+if first == RECORD_HELD then
     local pttl = redis.call('pttl', KEYS[1])
     if pttl == -2 then
         pttl = 0
@@ -52,5 +52,5 @@ if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     record(KEYS[2], REENTRY)
     return refuse_reentry()
 end
-record(KEYS[2], LATCH_HELD)
+record(KEYS[2], RECORD_HELD)
 return {0, pttl}

@@ -15,8 +15,8 @@
 --               new count published when the delta is positive (Redisson
 --               publishes nothing for a removal)
 --   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing written
--- Latched: a retry never adds twice.
-local first = latched_count(KEYS[4], ARGV[3])
+-- Recorded: a retry never adds twice.
+local first = recorded_count(KEYS[4], ARGV[3])
 if first ~= nil then
     return {1, first}
 end

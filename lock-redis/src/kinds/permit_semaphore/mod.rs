@@ -6,7 +6,7 @@
 //! | free permits | string `<name>` (as the semaphore's) |
 //! | leases | sorted set `{<name>}:timeout`: member = the permit id as 16 raw bytes, score = lease end in epoch ms (`922337203685477`: no lease) |
 //! | channel | `redisson_sc:{<name>}` (shared with the semaphore), payload = the new count |
-//! | release / add / set / try_set latch | `redisson_unlock_latch:{<name>}:<request-id>` |
+//! | release / add / set / try_set request record | `redisson_unlock_latch:{<name>}:<request-id>` |
 //!
 //! Every script but `set.lua` reclaims expired permits first (`leases.lua`;
 //! setting the total needs no reclaim: it leaves the total as it is). Permit ids
@@ -108,7 +108,7 @@ impl PermitSemaphore {
         ];
         args.extend(ids.iter().map(PermitId::to_string));
         let call =
-            ScriptCall::new(&RELEASE, self.latched_keys(name, request_id), args).idempotent(true);
+            ScriptCall::new(&RELEASE, self.recorded_keys(name, request_id), args).idempotent(true);
         let n = int_reply("release", &self.env.eval(call).await?)?;
         u64::try_from(n).map_err(|_| bad_reply("release", &Value::Int(n)))
     }
@@ -136,19 +136,19 @@ impl PermitSemaphore {
         }
     }
 
-    /// The kind's keys, then the request's unlock latch.
-    fn latched_keys(&self, name: &LockName, request_id: &str) -> Vec<String> {
+    /// The kind's keys, then the request's unlock record.
+    fn recorded_keys(&self, name: &LockName, request_id: &str) -> Vec<String> {
         let mut keys = self.keys(name);
-        keys.push(self.env.layout().unlock_latch(name, request_id));
+        keys.push(self.env.layout().unlock_record(name, request_id));
         keys
     }
 
     /// A change of the count that tells waiters (`add.lua`, `set.lua`
-    /// take the same keys and arguments), latched by the request's id.
+    /// take the same keys and arguments), recorded by the request's id.
     fn announced_change(&self, script: &'static Script, req: &PermitRequest) -> ScriptCall<'_> {
         ScriptCall::new(
             script,
-            self.latched_keys(&req.name, &req.request_id.to_string()),
+            self.recorded_keys(&req.name, &req.request_id.to_string()),
             vec![
                 req.permits.to_string(),
                 self.env.publish_command(),

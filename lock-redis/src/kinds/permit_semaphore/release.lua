@@ -20,12 +20,12 @@
 --          published
 --   0      one of them is not taken (never, released, or expired): none
 --          given back, nothing else written
--- Latched: sent again, it answers its first reply and gives back nothing
+-- Recorded: sent again, it answers its first reply and gives back nothing
 -- twice.
 -- Out of memory (see common.lua): the reclaim writes first and cannot be
 -- refused, and frees lease members; what follows grows memory only by
 -- creating a missing count, so then it is refused first.
-local first = latched_count(KEYS[4], ARGV[2])
+local first = recorded_count(KEYS[4], ARGV[2])
 if first ~= nil then
     return first
 end

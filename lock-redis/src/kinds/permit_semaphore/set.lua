@@ -24,11 +24,11 @@
 --               published. count is the free count after.
 --   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing
 --               written
--- Latched: sent again, it answers {1, count as it was then} and moves
+-- Recorded: sent again, it answers {1, count as it was then} and moves
 -- nothing twice.
 -- Out of memory: SET or INCRBY is the first write, refused before anything
 -- else.
-local first = latched_count(KEYS[4], ARGV[3])
+local first = recorded_count(KEYS[4], ARGV[3])
 if first ~= nil then
     return {1, first}
 end

@@ -23,7 +23,7 @@
 -- BADTOKEN (see common.lua): either way the script aborts before writing
 -- anything.
 local first = recorded(KEYS[2], ARGV[4])
-if first == LATCH_HELD then
+if first == RECORD_HELD then
     local pttl = redis.call('pttl', KEYS[1])
     if pttl == -2 then
         pttl = 0
@@ -41,5 +41,5 @@ if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     record(KEYS[2], token)
     return {1, token}
 end
-record(KEYS[2], LATCH_HELD)
+record(KEYS[2], RECORD_HELD)
 return {0, pttl}

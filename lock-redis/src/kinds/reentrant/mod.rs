@@ -86,7 +86,7 @@ impl ExclusiveKind for Reentrant {
     ///
     /// # Cancel safety
     /// Dropping the future after the script was sent may leave the lock
-    /// taken. Repeat the request (same request id, within its latch ttl) to
+    /// taken. Repeat the request (same request id, within its record ttl) to
     /// learn the outcome without taking a second hold.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
         check_lease(req.lease_ms)?;
@@ -96,7 +96,7 @@ impl ExclusiveKind for Reentrant {
             self.acquire,
             vec![
                 layout.lock_key(&req.name),
-                layout.acquire_latch(&req.name, &id),
+                layout.acquire_record(&req.name, &id),
                 layout.token_key(&req.name),
             ],
             vec![
@@ -137,7 +137,7 @@ impl ExclusiveKind for Reentrant {
             vec![
                 layout.lock_key(&req.name),
                 layout.channel(&req.name),
-                layout.unlock_latch(&req.name, &id),
+                layout.unlock_record(&req.name, &id),
             ],
             vec![
                 UNLOCK_MESSAGE.to_owned(),

@@ -24,7 +24,7 @@
 -- nothing written.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE: the script
 -- aborts before writing anything.
-local first = latched_release(KEYS[3], ARGV[5])
+local first = recorded_release(KEYS[3], ARGV[5])
 if first ~= 'none' then
     return first or nil
 end

@@ -232,7 +232,7 @@ impl ExclusiveKind for Read {
             vec![
                 layout.lock_key(&req.name),
                 hold_key_prefix(&self.env, &req.name, &req.owner),
-                layout.acquire_latch(&req.name, &id),
+                layout.acquire_record(&req.name, &id),
                 writers_key(&self.env, &req.name),
             ],
             vec![
@@ -266,7 +266,7 @@ impl ExclusiveKind for Read {
                 channel_name(&self.env, &req.name),
                 hold_key_prefix(&self.env, &req.name, &req.owner),
                 braced(&key),
-                layout.unlock_latch(&req.name, &id),
+                layout.unlock_record(&req.name, &id),
             ],
             vec![
                 UNLOCK_MESSAGE.to_owned(),
@@ -376,7 +376,7 @@ impl ExclusiveKind for Write {
             &WRITE_ACQUIRE,
             vec![
                 self.env.layout().lock_key(&req.name),
-                self.env.layout().acquire_latch(&req.name, &id),
+                self.env.layout().acquire_record(&req.name, &id),
                 writers_key(&self.env, &req.name),
             ],
             vec![
@@ -410,7 +410,7 @@ impl ExclusiveKind for Write {
             vec![
                 self.env.layout().lock_key(&req.name),
                 channel_name(&self.env, &req.name),
-                self.env.layout().unlock_latch(&req.name, &id),
+                self.env.layout().unlock_record(&req.name, &id),
             ],
             vec![
                 READ_UNLOCK_MESSAGE.to_owned(),

@@ -39,7 +39,7 @@
 -- should the hash's write after it be refused, the key is deleted again
 -- and the script fails with the OOM error, so nothing stays written.
 local first = recorded(KEYS[3], ARGV[4])
-if first == LATCH_HELD then
+if first == RECORD_HELD then
     local pttl = redis.call('pttl', KEYS[1])
     if pttl == -2 then
         pttl = 0
@@ -69,7 +69,7 @@ local own_writer = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) =
 if (free or mode == 'read') and mine == 0 and not own_writer then
     local wait = writer_waits()
     if wait then
-        record(KEYS[3], LATCH_HELD)
+        record(KEYS[3], RECORD_HELD)
         if free then
             return {0, wait}
         end
@@ -95,5 +95,5 @@ if free or mode == 'read' or own_writer then
     record(KEYS[3], 0)
     return {1, 0}
 end
-record(KEYS[3], LATCH_HELD)
+record(KEYS[3], RECORD_HELD)
 return {0, redis.call('pttl', KEYS[1])}

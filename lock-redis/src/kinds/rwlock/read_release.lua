@@ -37,7 +37,7 @@
 -- fails at its HINCRBY with nothing written.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
 -- write.
-local first = latched_release(KEYS[5], ARGV[4])
+local first = recorded_release(KEYS[5], ARGV[4])
 if first ~= 'none' then
     return first or nil
 end
@@ -46,12 +46,12 @@ if mode == false then
     if redis.call('exists', KEYS[1]) == 0 then
         redis.call(ARGV[3], KEYS[2], ARGV[1])
     end
-    record(KEYS[5], LATCH_NOT_HELD)
+    record(KEYS[5], RECORD_NOT_HELD)
     return nil
 end
 local count = tonumber(redis.call('hget', KEYS[1], ARGV[2]))
 if count == nil then
-    record(KEYS[5], LATCH_NOT_HELD)
+    record(KEYS[5], RECORD_NOT_HELD)
     return nil
 end
 if count > 1 then

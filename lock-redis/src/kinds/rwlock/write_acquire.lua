@@ -32,7 +32,7 @@
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
 -- write; out of memory, the first write (HSET or HINCRBY) is refused with
 -- nothing written.
-local LATCH_UPGRADE = 'upgrade'
+local RECORD_UPGRADE = 'upgrade'
 local function refuse_upgrade()
     return redis.error_reply('UPGRADE this owner holds the read lock of ' .. KEYS[1] ..
         ' and cannot take its write lock')
@@ -42,14 +42,14 @@ local function now_ms()
     return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local first = recorded(KEYS[2], ARGV[4])
-if first == LATCH_HELD then
+if first == RECORD_HELD then
     local pttl = redis.call('pttl', KEYS[1])
     if pttl == -2 then
         pttl = 0
     end
     return {0, pttl}
 end
-if first == LATCH_UPGRADE then
+if first == RECORD_UPGRADE then
     return refuse_upgrade()
 end
 if first then
@@ -73,7 +73,7 @@ if mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
     return {1, 0}
 end
 if mode == 'read' and redis.call('hexists', KEYS[1], ARGV[3]) == 1 then
-    record(KEYS[2], LATCH_UPGRADE)
+    record(KEYS[2], RECORD_UPGRADE)
     return refuse_upgrade()
 end
 local queue_ms = tonumber(ARGV[5])
@@ -89,5 +89,5 @@ if queue_ms > 0 then
         redis.call('pexpire', KEYS[3], queue_ms)
     end
 end
-record(KEYS[2], LATCH_HELD)
+record(KEYS[2], RECORD_HELD)
 return {0, redis.call('pttl', KEYS[1])}

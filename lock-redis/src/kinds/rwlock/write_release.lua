@@ -27,7 +27,7 @@
 -- else holds only deletes, and succeeds.
 -- A non-hash value at KEYS[1] makes HGET fail with WRONGTYPE before any
 -- write.
-local first = latched_release(KEYS[3], ARGV[5])
+local first = recorded_release(KEYS[3], ARGV[5])
 if first ~= 'none' then
     return first or nil
 end
@@ -36,7 +36,7 @@ if mode == false and redis.call('exists', KEYS[1]) == 0 then
     redis.call(ARGV[4], KEYS[2], ARGV[1])
 end
 if mode ~= 'write' then
-    record(KEYS[3], LATCH_NOT_HELD)
+    record(KEYS[3], RECORD_NOT_HELD)
     return nil
 end
 local given = give_back(KEYS[1], ARGV[3], ARGV[2], KEYS[3])

@@ -16,8 +16,8 @@
 -- ever give back; and a late duplicate of an attempt that found none free
 -- would take permits after its caller gave up.
 -- Out of memory: DECRBY is refused before anything is written.
-local first = latched_count(KEYS[2], ARGV[2])
-if first == LATCH_HELD then
+local first = recorded_count(KEYS[2], ARGV[2])
+if first == RECORD_HELD then
     return 0
 end
 if first ~= nil then
@@ -30,5 +30,5 @@ if value ~= nil and value >= n then
     record(KEYS[2], 1)
     return 1
 end
-record(KEYS[2], LATCH_HELD)
+record(KEYS[2], RECORD_HELD)
 return 0

@@ -13,8 +13,8 @@
 --               to live dropped, as Redisson's SET does), published as is
 --               (a payload <= 0 wakes no Java waiter)
 --   {0, count}  refused: the count would leave +-MAX_PERMITS; nothing written
--- Latched like release.lua: a retry never adds twice.
-local first = latched_count(KEYS[3], ARGV[3])
+-- Recorded like release.lua: a retry never adds twice.
+local first = recorded_count(KEYS[3], ARGV[3])
 if first ~= nil then
     return {1, first}
 end

@@ -12,9 +12,9 @@
 --     string that is not an integer with "WRONGTYPE <key> does not hold a
 --     permit count". Either way before anything is written, and the value
 --     is left as it is.
--- latched_count(key, deadline)
+-- recorded_count(key, deadline)
 --     the first outcome (a number) of a request sent again, or nil when the
---     request has not run (run it; see recorded() in common.lua). 'held' (LATCH_HELD, see common.lua)
+--     request has not run (run it; see recorded() in common.lua). 'held' (RECORD_HELD, see common.lua)
 --     comes back as it is.
 local MAX_PERMITS = 2147483647
 
@@ -30,9 +30,9 @@ local function read_count(key)
     return n
 end
 
-local function latched_count(key, deadline)
+local function recorded_count(key, deadline)
     local first = recorded(key, deadline)
-    if first == LATCH_HELD then
+    if first == RECORD_HELD then
         return first
     end
     if first then

@@ -8,9 +8,9 @@
 -- Reply: the count before (0 when missing, nothing written then). As
 -- Redisson does, the count is SET to 0 (dropping its time to live) even
 -- when it was negative, and that negative count is the reply.
--- Latched: sent again, it answers its first reply and drains nothing more.
-local first = latched_count(KEYS[2], ARGV[1])
-if first ~= nil and first ~= LATCH_HELD then
+-- Recorded: sent again, it answers its first reply and drains nothing more.
+local first = recorded_count(KEYS[2], ARGV[1])
+if first ~= nil and first ~= RECORD_HELD then
     return first
 end
 local value = read_count(KEYS[1])

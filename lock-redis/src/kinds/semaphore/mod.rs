@@ -4,12 +4,12 @@
 //! | --- | --- |
 //! | free permits | string `<name>` (decimal; negative after permits were removed while taken) |
 //! | channel | `redisson_sc:{<name>}`, payload = the new count after every increase |
-//! | acquire / drain latch (ours) | `redisson_lock_latch:{<name>}:<request-id>` |
-//! | release / add / try_set latch | `redisson_unlock_latch:{<name>}:<request-id>` |
+//! | acquire / drain request record (ours) | `redisson_lock_latch:{<name>}:<request-id>` |
+//! | release / add / try_set request record | `redisson_unlock_latch:{<name>}:<request-id>` |
 //!
 //! One Lua script per operation in this folder (each file's header gives
 //! its KEYS, ARGV and replies), each after the shared `common.lua` (the
-//! latch) and `count.lua` (reading a count, the bound [`MAX_PERMITS`]).
+//! request record) and `count.lua` (reading a count, the bound [`MAX_PERMITS`]).
 //! The expirable-permit semaphore (`../permit_semaphore`) shares
 //! `count.lua`, `try_set.lua` and the channel.
 
@@ -66,7 +66,7 @@ impl Semaphore {
     }
 
     /// A change of the count that tells waiters (`add.lua` and
-    /// `release.lua` take the same keys and first arguments): latched by
+    /// `release.lua` take the same keys and first arguments): recorded by
     /// the request's id, so a retry learns the first outcome.
     fn announced_change(&self, script: &'static Script, req: &PermitRequest) -> ScriptCall<'_> {
         let layout = self.env.layout();
@@ -75,7 +75,7 @@ impl Semaphore {
             vec![
                 layout.lock_key(&req.name),
                 layout.semaphore_channel(&req.name),
-                layout.unlock_latch(&req.name, &req.request_id.to_string()),
+                layout.unlock_record(&req.name, &req.request_id.to_string()),
             ],
             vec![
                 req.permits.to_string(),
@@ -88,7 +88,7 @@ impl Semaphore {
 }
 
 /// Runs `try_set.lua` (both semaphore kinds): creates the count unless it
-/// exists, latched by the request id so that a retry answers the first
+/// exists, recorded by the request id so that a retry answers the first
 /// reply.
 pub(crate) async fn try_set(
     env: &ScriptEnv,
@@ -101,7 +101,7 @@ pub(crate) async fn try_set(
         vec![
             layout.lock_key(&req.name),
             layout.semaphore_channel(&req.name),
-            layout.unlock_latch(&req.name, &req.request_id.to_string()),
+            layout.unlock_record(&req.name, &req.request_id.to_string()),
         ],
         vec![
             req.permits.to_string(),
@@ -208,7 +208,7 @@ impl SemaphoreKind for Semaphore {
             &ACQUIRE,
             vec![
                 layout.lock_key(&req.name),
-                layout.acquire_latch(&req.name, &req.request_id.to_string()),
+                layout.acquire_record(&req.name, &req.request_id.to_string()),
             ],
             vec![req.permits.to_string(), req.deadline_ms.to_string()],
         )
@@ -267,7 +267,7 @@ impl SemaphoreKind for Semaphore {
             &DRAIN,
             vec![
                 layout.lock_key(&req.name),
-                layout.acquire_latch(&req.name, &req.request_id.to_string()),
+                layout.acquire_record(&req.name, &req.request_id.to_string()),
             ],
             vec![req.deadline_ms.to_string()],
         )

@@ -18,11 +18,11 @@
 --   {2, 0}      (ARGV[4] = "1") no semaphore: nothing written but the
 --               record, nothing published (Redisson replies false)
 --   {0, count}  refused: the count would pass MAX_PERMITS; nothing written
--- Latched: sent again, it answers its first reply ({1, count as it was
+-- Recorded: sent again, it answers its first reply ({1, count as it was
 -- then}, or {2, 0}) and gives nothing back twice, nor creates the count.
 -- Out of memory: INCRBY is the first write, refused before anything else.
 local first = recorded(KEYS[3], ARGV[3])
-if first == LATCH_NOT_HELD then
+if first == RECORD_NOT_HELD then
     return {2, 0}
 end
 if first then
@@ -30,7 +30,7 @@ if first then
 end
 local value = read_count(KEYS[1])
 if value == nil and ARGV[4] == '1' then
-    record(KEYS[3], LATCH_NOT_HELD)
+    record(KEYS[3], RECORD_NOT_HELD)
     return {2, 0}
 end
 value = value or 0

@@ -13,10 +13,10 @@
 -- Reply:
 --   1  created with ARGV[1] permits, announced (payload ARGV[1])
 --   0  it exists; nothing written but the record
--- Latched: sent again (a retry after a lost reply), it answers its first
+-- Recorded: sent again (a retry after a lost reply), it answers its first
 -- reply, so a retry of the call that created the semaphore says 1, not 0.
 -- Out of memory: SET is the first write, refused before anything else.
-local first = latched_count(KEYS[3], ARGV[4])
+local first = recorded_count(KEYS[3], ARGV[4])
 if first ~= nil then
     return first
 end

@@ -1,4 +1,4 @@
-//! Request-id latches, at the backend level: a request sent again (a retry
+//! Request records, at the backend level: a request sent again (a retry
 //! after an unknown outcome, or a late duplicate of one stuck on the wire)
 //! returns its first outcome and writes nothing, whatever that outcome was
 //! and whatever happened in between (issue 10, item 2).
@@ -14,15 +14,15 @@ use lock_core::{
 
 use super::{client, unique, Harness, Kind};
 
-/// The latch ttl of these requests: far longer than any check.
+/// The record ttl of these requests: far longer than any check.
 /// How long the requests made here may run: past any paused-time advance
 /// of a check.
-const LATCH_MS: u64 = 3_600_000;
+const RECORD_MS: u64 = 3_600_000;
 
 /// The deadline of a request made now (by the wall clock) that may run for
-/// `LATCH_MS`.
+/// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(LATCH_MS))
+    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 const LEASE_MS: u64 = 20_000;
 /// Fair locks queue with this waiter timeout; other kinds ignore it.
@@ -78,7 +78,7 @@ pub async fn a_repeated_held_attempt_takes_nothing(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let (ka, kb) = (kind_of(h, &a), kind_of(h, &b));
     let (ba, bb) = (ka.as_ref(), kb.as_ref());
-    let name = unique("latched-held");
+    let name = unique("recorded-held");
     let (holder, waiter) = (a.new_owner(), b.new_owner());
     must_acquire(ba, &acquire(&name, holder)).await;
     let stuck = acquire(&name, waiter);
@@ -113,7 +113,7 @@ pub async fn a_repeated_not_held_release_frees_nothing(h: &dyn Harness) {
     let a = client(h).await;
     let kind = kind_of(h, &a);
     let backend = kind.as_ref();
-    let name = unique("latched-not-held");
+    let name = unique("recorded-not-held");
     let owner = a.new_owner();
     let stuck = release(&name, owner);
     assert_eq!(
@@ -129,14 +129,14 @@ pub async fn a_repeated_not_held_release_frees_nothing(h: &dyn Harness) {
     assert_eq!(info.hold_count(&owner), 1, "the newer hold was released");
 }
 
-/// Every outcome of acquire and release is latched: a repeat returns it
+/// Every outcome of acquire and release is recorded: a repeat returns it
 /// unchanged (the same token for an acquisition) with other requests in
 /// between, and counts nothing twice.
 pub async fn repeated_requests_return_their_first_outcome(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let (ka, kb) = (kind_of(h, &a), kind_of(h, &b));
     let (ba, bb) = (ka.as_ref(), kb.as_ref());
-    let name = unique("latched");
+    let name = unique("recorded");
     let (first, other) = (a.new_owner(), b.new_owner());
 
     let take = acquire(&name, first);
