@@ -35,7 +35,8 @@ use crate::watchdog::Watchdog;
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use lock_core::{ClientConfig, Connection, Kinds, LockClient};
+/// # use lock_core::{ClientConfig, LockClient};
+/// # use lock_core::backend::{Connection, Kinds};
 /// # async fn demo(connection: Arc<dyn Connection>, kinds: Kinds) -> lock_core::Result<()> {
 /// let client = LockClient::new(connection, kinds, ClientConfig::default())?;
 /// let guard = client.lock("orders:42")?.lock().await?;

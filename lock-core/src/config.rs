@@ -280,7 +280,7 @@ impl ClientConfig {
     /// is counted). A shorter window would have the last retries of a
     /// request refused as stale.
     /// [`crate::LockClient::new`] calls this with its backend's
-    /// [`crate::Connection::command_timeout`].
+    /// [`crate::backend::Connection::command_timeout`].
     ///
     /// ```
     /// # use lock_core::ClientConfig;

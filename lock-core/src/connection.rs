@@ -4,8 +4,8 @@
 //! A connection delivers notices (messages on subscribed channels, and
 //! resets) to the engine through a [`NoticeSink`], subscribes and
 //! unsubscribes channels, and is closed with the client. Channels are opaque
-//! here: each kind names its own ([`crate::ExclusiveKind::channel`]) and
-//! reads its own payloads ([`crate::ExclusiveKind::wake`]).
+//! here: each kind names its own ([`crate::backend::ExclusiveKind::channel`]) and
+//! reads its own payloads ([`crate::backend::ExclusiveKind::wake`]).
 //!
 //! # Contract
 //! - Subscriptions are ordered by call: [`Connection::subscribe`] registers
@@ -62,7 +62,7 @@ pub enum Wake {
     /// free permits); `Up(0)` wakes none.
     Up(u64),
     /// The lock was handed over, in the store, to the waiter of this
-    /// client whose wait carries this ticket ([`crate::AcquireRequest::wait_ticket`]):
+    /// client whose wait carries this ticket ([`crate::backend::AcquireRequest::wait_ticket`]):
     /// that waiter holds it without asking again; others here are not woken.
     Granted(u64),
 }

@@ -2,12 +2,12 @@
 //! [`ExclusiveKind`].
 //!
 //! A kind is one protocol of exclusive locks on a store (the reentrant
-//! lock, the fair lock, …), bound to one client's [`crate::Connection`]. It
+//! lock, the fair lock, …), bound to one client's [`crate::backend::Connection`]. It
 //! runs the primitive operations atomically and names the channel a waiter
 //! listens on; everything else — waiting, wake-ups, the watchdog, retries,
 //! cancellation safety, guards — is the engine's, written once for every
 //! kind. Names of keys, channels and messages are the kind's business: the
-//! engine treats channels as opaque ([`crate::Channel`]).
+//! engine treats channels as opaque ([`crate::backend::Channel`]).
 //!
 //! # Contract
 //! - Each operation is atomic on the store (a Lua script on Redis).

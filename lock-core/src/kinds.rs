@@ -16,7 +16,7 @@ use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use lock_core::{ExclusiveKind, FairKind, Kinds};
+/// # use lock_core::backend::{ExclusiveKind, FairKind, Kinds};
 /// # fn demo(reentrant: Arc<dyn ExclusiveKind>, fair: Arc<dyn FairKind>) {
 /// let kinds = Kinds::new().reentrant(reentrant).fair(fair);
 /// assert!(kinds.fair_kind().is_some());
@@ -124,7 +124,7 @@ impl Kinds {
 
     /// Registers the kind of [`crate::LockClient::handoff_lock`]: a fair
     /// kind whose release hands the lock to the queue head
-    /// ([`crate::ExclusiveKind::hands_over`]).
+    /// ([`crate::backend::ExclusiveKind::hands_over`]).
     #[must_use]
     pub fn handoff(mut self, kind: Arc<dyn FairKind>) -> Self {
         self.handoff = Some(kind);

@@ -1,9 +1,9 @@
 //! # lock-core: the distributed lock engine
 //!
 //! Store-agnostic: it knows nothing of Redis — no key, channel or message
-//! name. A store is reached through one [`Connection`] per client (notices,
-//! subscriptions, closing) and the lock kinds bound to it ([`Kinds`]): each
-//! kind ([`ExclusiveKind`], [`FairKind`]) runs the atomic primitives of its
+//! name. A store is reached through one [`Connection`](backend::Connection) per client (notices,
+//! subscriptions, closing) and the lock kinds bound to it ([`Kinds`](backend::Kinds)): each
+//! kind ([`ExclusiveKind`](backend::ExclusiveKind), [`FairKind`](backend::FairKind)) runs the atomic primitives of its
 //! protocol and names its channels. This crate turns them into locks:
 //!
 //! - [`LockClient`]: one per process; owns the client id, the waiter
@@ -19,7 +19,7 @@
 //!   majority (Redlock). Both compose [`Lock`] handles.
 //! - [`Semaphore`] ([`PermitGuard`]) and [`PermitExpirableSemaphore`]:
 //!   counting semaphores on the same wait loop (the `counting` module),
-//!   through the seams [`SemaphoreKind`] and [`PermitSemaphoreKind`].
+//!   through the seams [`SemaphoreKind`](backend::SemaphoreKind) and [`PermitSemaphoreKind`](backend::PermitSemaphoreKind).
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -36,7 +36,8 @@
 //! `lock-testkit` checks them on every deployment.
 //!
 //! ```
-//! # use lock_core::{ClientConfig, Connection, Kinds, LockClient};
+//! # use lock_core::{ClientConfig, LockClient};
+//! # use lock_core::backend::{Connection, Kinds};
 //! # use std::{sync::Arc, time::Duration};
 //! # async fn demo(connection: Arc<dyn Connection>, kinds: Kinds) -> lock_core::Result<()> {
 //! let client = LockClient::new(connection, kinds, ClientConfig::default())?;
@@ -52,7 +53,7 @@
 mod client;
 mod condition;
 pub mod config;
-pub mod connection;
+mod connection;
 mod counting;
 mod describe;
 pub mod error;
@@ -62,7 +63,7 @@ mod fenced_lock;
 mod guard;
 mod held;
 mod holds;
-pub mod kind;
+mod kind;
 mod kinds;
 mod latch;
 mod latch_kind;
@@ -78,7 +79,7 @@ mod permit_semaphore;
 mod red_lock;
 mod rw_lock;
 mod semaphore;
-pub mod semaphore_kind;
+mod semaphore_kind;
 mod shorthands;
 mod stats;
 mod store_clock;
@@ -90,23 +91,16 @@ mod watchdog;
 
 pub use client::LockClient;
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE};
-pub use connection::{Channel, Connection, Notice, NoticeSink, Wake};
 pub use describe::{
-    CounterInfo, Describe, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo,
-    ReadWriteMode,
+    CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo, ReadWriteMode,
 };
 pub use error::{LockError, Result};
 pub use expirable_permit::ExpirablePermit;
-pub use fair_lock::{FairKind, FairLock, FairLockInfo, QueuedWaiter};
+pub use fair_lock::{FairLock, FairLockInfo, QueuedWaiter};
 pub use fenced_lock::{FencedGuard, FencedLock};
 pub use guard::Guard;
-pub use kind::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, Holder, LockInfo, ReleaseOutcome,
-    ReleaseRequest, RenewTarget, RequestId,
-};
-pub use kinds::Kinds;
+pub use kind::{Holder, LockInfo};
 pub use latch::{CountDownLatch, MAX_COUNT};
-pub use latch_kind::{LatchKind, LatchRequest};
 pub use lock::Lock;
 pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
@@ -114,11 +108,36 @@ pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
 pub use permit_semaphore::PermitExpirableSemaphore;
 pub use red_lock::{RedGuard, RedLock};
-pub use rw_lock::{ReadWriteKinds, ReadWriteLock};
+pub use rw_lock::ReadWriteLock;
 pub use semaphore::{PermitGuard, Semaphore};
-pub use semaphore_kind::{
-    LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts, PermitId,
-    PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, SemaphoreKind, MAX_PERMITS,
-};
+pub use semaphore_kind::{PermitId, MAX_PERMITS};
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};
+
+/// What a backend or a lock kind implements, and the requests and replies
+/// the engine hands it. A service using the library needs none of it.
+///
+/// A deployment implements [`Connection`](backend::Connection) (what a
+/// client's kinds share: notices, closing) and registers its kinds'
+/// store operations in [`Kinds`](backend::Kinds): [`ExclusiveKind`](backend::ExclusiveKind)
+/// for every lock whose handle is a [`Lock`], and one trait per handle of
+/// its own ([`FairKind`](backend::FairKind), [`LatchKind`](backend::LatchKind),
+/// [`SemaphoreKind`](backend::SemaphoreKind),
+/// [`PermitSemaphoreKind`](backend::PermitSemaphoreKind),
+/// [`Describe`](backend::Describe)).
+pub mod backend {
+    pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
+    pub use crate::describe::Describe;
+    pub use crate::fair_lock::FairKind;
+    pub use crate::kind::{
+        deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
+        RenewTarget, RequestId,
+    };
+    pub use crate::kinds::Kinds;
+    pub use crate::latch_kind::{LatchKind, LatchRequest};
+    pub use crate::rw_lock::ReadWriteKinds;
+    pub use crate::semaphore_kind::{
+        check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest,
+        PermitCounts, PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, SemaphoreKind,
+    };
+}

@@ -478,7 +478,7 @@ pub(crate) struct PendingHold {
 
 impl PendingHold {
     /// The hold a release handed to the wait of `req`
-    /// ([`crate::Wake::Granted`]): no call was made for it, and its lease
+    /// ([`crate::backend::Wake::Granted`]): no call was made for it, and its lease
     /// runs from no earlier than `started`, when the attempt that last
     /// queued the wait was sent (the grant came after that attempt ran).
     pub(crate) fn granted(

@@ -38,7 +38,7 @@ use crate::lock::Lock;
 use crate::name::LockName;
 
 /// The two sides of a read-write lock kind, as one client registers them
-/// ([`crate::Kinds::read_write`]): each an [`ExclusiveKind`] over the same
+/// ([`crate::backend::Kinds::read_write`]): each an [`ExclusiveKind`] over the same
 /// store value, naming different [`ExclusiveKind::hold_side`]s.
 #[derive(Clone)]
 pub struct ReadWriteKinds {

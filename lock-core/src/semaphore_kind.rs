@@ -523,14 +523,14 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
     async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>>;
 
     /// Which lane renews `target` now, as
-    /// [`crate::ExclusiveKind::renew_lane`] for locks.
+    /// [`crate::backend::ExclusiveKind::renew_lane`] for locks.
     fn renew_lane(&self, target: &PermitTarget) -> u64 {
         let _ = target;
         0
     }
 
     /// A short name of the kind, the `kind` of its metric labels (as
-    /// [`crate::ExclusiveKind::kind_name`]).
+    /// [`crate::backend::ExclusiveKind::kind_name`]).
     fn kind_name(&self) -> &'static str {
         "permit_semaphore"
     }

@@ -3,10 +3,10 @@
 //! # Algorithm
 //! A waiter first tries to take the lock. When that fails it joins the
 //! [`Subscription`] of the channel its kind names for it
-//! ([`crate::ExclusiveKind::channel`]): one per channel per client,
+//! ([`crate::backend::ExclusiveKind::channel`]): one per channel per client,
 //! reference-counted, so ten thousand waiters on one lock cost one
 //! `SUBSCRIBE`. A message on the channel is read by that kind
-//! ([`crate::ExclusiveKind::wake`]). Then it loops:
+//! ([`crate::backend::ExclusiveKind::wake`]). Then it loops:
 //!
 //! 1. register for a wake-up (before trying, so a notice that arrives while
 //!    the attempt is in flight is not lost);
@@ -28,7 +28,7 @@
 //! - An exclusive unlock notice wakes **one** waiter of this client (the one
 //!   that has waited longest); a read unlock or a reconnect wakes all; a
 //!   semaphore's notice of `n` free permits wakes up to `n`
-//!   ([`Wake::Up`](crate::Wake::Up)).
+//!   ([`Wake::Up`](crate::backend::Wake::Up)).
 //! - A woken waiter that goes away before it has used its wake-up — its
 //!   future dropped, or its attempt failed with an error — passes the
 //!   wake-up on to the next waiter ([`WakeBaton`]), so a wake-up is never

@@ -5,7 +5,7 @@
 //! Every `watchdog_timeout / 3` it renews **every** lock the client holds
 //! under the watchdog, all kinds at once, each kind's holds lane by lane
 //! (below); a lane's holds are handed to its kind's
-//! [`ExclusiveKind::renew`](crate::ExclusiveKind::renew) in slices of
+//! [`ExclusiveKind::renew`](crate::backend::ExclusiveKind::renew) in slices of
 //! [`RENEW_SLICE`] (one script call, one round trip, for the Redis kinds),
 //! one call in flight per 25 000 locks of the lane, so 100 000 held locks
 //! cost 400 round trips per tick and a tick's transient memory is one
@@ -15,13 +15,13 @@
 //! that took it. Leased permits without a fixed lease
 //! ([`crate::ExpirablePermit`], the `permit_leases` table) are renewed in the
 //! same tick and the same way, through their kind's
-//! [`PermitSemaphoreKind::renew`](crate::PermitSemaphoreKind::renew), and
+//! [`PermitSemaphoreKind::renew`](crate::backend::PermitSemaphoreKind::renew), and
 //! lost the same ways: one generic renewal (`by_lane`, `in_slices`,
 //! `settle`) serves both.
 //!
 //! # Lanes: one slow store delays no other's renewals
 //! A kind says which *lane* renews each hold
-//! ([`ExclusiveKind::renew_lane`](crate::ExclusiveKind::renew_lane)): holds
+//! ([`ExclusiveKind::renew_lane`](crate::backend::ExclusiveKind::renew_lane)): holds
 //! its store serves together share one (for a sharded store, one per
 //! node; for one node, one in all). The promise: **renewals of different
 //! lanes are independent; a lane whose store is slow or dead delays no

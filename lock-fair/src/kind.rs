@@ -1,10 +1,11 @@
 //! [`Fair`]: the fair lock's script set over any [`Transport`].
 
 use async_trait::async_trait;
-use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, FairKind, FairLockInfo, LockInfo,
-    LockName, Owner, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, FairKind, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, Wake,
 };
+use lock_core::{FairLockInfo, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
 use lock_script::{check_lease, replies as shared, KeyLayout, ScriptCall, ScriptEnv};
 

@@ -184,4 +184,6 @@ pub mod scripts;
 pub use kind::Fair;
 
 #[cfg(doc)]
-use lock_core::{ClientConfig, ExclusiveKind, FairKind, LockClient, LockError};
+use lock_core::backend::{ExclusiveKind, FairKind};
+#[cfg(doc)]
+use lock_core::{ClientConfig, LockClient, LockError};

@@ -8,7 +8,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_core::{ExclusiveKind, LockError, ReleaseOutcome};
+use lock_core::backend::{ExclusiveKind, ReleaseOutcome};
+use lock_core::LockError;
 use lock_testkit::fixtures::redis::Value;
 
 fn is_oom(result: Result<impl std::fmt::Debug, LockError>) {

@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_core::{AcquireRequest, ExclusiveKind, ReleaseOutcome};
+use lock_core::backend::{AcquireRequest, ExclusiveKind, ReleaseOutcome};
 use lock_testkit::fixtures::redis::Value;
 
 const LEASE: u64 = 10_000;

@@ -6,9 +6,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_core::{
-    AcquireOutcome, ExclusiveKind, Holder, LockError, QueuedWaiter, ReleaseOutcome, RenewTarget,
-};
+use lock_core::backend::{AcquireOutcome, ExclusiveKind, ReleaseOutcome, RenewTarget};
+use lock_core::{Holder, LockError, QueuedWaiter};
 use lock_testkit::fixtures::redis::Value;
 
 const LEASE: u64 = 10_000;
@@ -221,7 +220,7 @@ async fn release_tells_only_the_head() {
     let mut head = RawSub::new(&env.server, &[l.waiter_channel(&n, &b)]).await;
     let mut others = RawSub::new(&env.server, &[l.waiter_channel(&n, &c), l.channel(&n)]).await;
     // The backend's own subscription delivers a waiter notice.
-    let topic = lock_core::Channel::new(l.waiter_channel(&n, &b));
+    let topic = lock_core::backend::Channel::new(l.waiter_channel(&n, &b));
     env.backend.subscribe(&topic).await.unwrap();
 
     // One hold fewer: nobody is told.

@@ -99,7 +99,7 @@
 //! or [`PubSubMode::Classic`], use `PUBLISH`/`SUBSCRIBE`. Subscriptions
 //! follow their slots when they move (a migration, a failover), and after
 //! any loss of a subscription the engine is told to look at its waiters
-//! again ([`lock_core::Notice::Reset`]); waits are bounded by the holder's
+//! again ([`lock_core::backend::Notice::Reset`]); waits are bounded by the holder's
 //! TTL in any case.
 //!
 //! ## Replica sync

@@ -10,10 +10,8 @@ use std::time::Duration;
 
 use common::fake_node::{FakeNode, HANG_UP};
 use lock_redis::kinds::Reentrant;
-use lock_redis_cluster::{
-    ClusterConfig, ClusterTransport, ExclusiveKind, KeyLayout, LockName, Owner, PubSubMode,
-    ReleaseOutcome, ReleaseRequest,
-};
+use lock_redis_cluster::backend::{ExclusiveKind, ReleaseOutcome, ReleaseRequest};
+use lock_redis_cluster::{ClusterConfig, ClusterTransport, KeyLayout, LockName, Owner, PubSubMode};
 use lock_script::ScriptEnv;
 
 /// A reentrant backend on a one-node fake cluster whose first `EVALSHA`
@@ -48,7 +46,7 @@ fn release(deadline_ms: u64) -> ReleaseRequest {
 #[tokio::test]
 async fn a_recorded_release_is_sent_again() {
     let (node, backend) = backend().await;
-    let deadline = lock_redis::lock_core::kind::deadline_in(Duration::from_secs(30));
+    let deadline = lock_redis::lock_core::backend::deadline_in(Duration::from_secs(30));
     let outcome = backend.release(&release(deadline)).await.unwrap();
     assert_eq!(outcome, ReleaseOutcome::StillHeld);
     assert_eq!(node.count("EVALSHA"), 2);

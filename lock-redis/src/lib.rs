@@ -137,7 +137,7 @@
 //! within connect timeout + command timeout (the subscription stays
 //! registered and is made on the next reconnect). When the connection
 //! drops, the task reconnects with jittered backoff, re-subscribes every
-//! channel and then delivers [`Notice::Reset`].
+//! channel and then delivers [`Notice::Reset`](lock_core::backend::Notice::Reset).
 //!
 //! ## Architecture
 //!

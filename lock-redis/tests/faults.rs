@@ -6,7 +6,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lock_redis::{ExclusiveKind, LockError, RedisConfig, RenewTarget};
+use lock_redis::backend::{ExclusiveKind, RenewTarget};
+use lock_redis::{LockError, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
 
 /// Generous bound for "returned within about the timeout".

@@ -8,7 +8,8 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::{ClientConfig, ExclusiveKind, KeyLayout, LockError, ReleaseOutcome, RenewTarget};
+use lock_redis::backend::{ExclusiveKind, ReleaseOutcome, RenewTarget};
+use lock_redis::{ClientConfig, KeyLayout, LockError};
 use lock_testkit::fixtures::redis::Value;
 
 fn is_oom(result: Result<impl std::fmt::Debug, LockError>) {

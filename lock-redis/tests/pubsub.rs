@@ -6,7 +6,8 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lock_redis::{Channel, ExclusiveKind, LockError, Notice};
+use lock_redis::backend::{Channel, ExclusiveKind, Notice};
+use lock_redis::LockError;
 use lock_testkit::fixtures::redis::Value;
 
 fn unlocked(topic: &Channel) -> Notice {

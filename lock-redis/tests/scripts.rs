@@ -6,10 +6,10 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, Holder, KeyLayout, LockError, LockInfo,
-    ReleaseOutcome, RenewTarget,
+use lock_redis::backend::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, RenewTarget,
 };
+use lock_redis::{Holder, KeyLayout, LockError, LockInfo};
 use lock_testkit::fixtures::redis::{self, Value};
 
 fn ttl_near(ttl: Option<Duration>, lease_ms: u64) -> bool {

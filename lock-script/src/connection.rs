@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use lock_core::{Channel, Connection, Notice, NoticeSink, Result};
+use lock_core::backend::{Channel, Connection, Notice, NoticeSink};
+use lock_core::Result;
 
 use crate::env::ScriptEnv;
 use crate::transport::{PubSubEvent, PubSubHandler};

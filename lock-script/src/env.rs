@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, LockError, LockName, ReleaseRequest,
-    RenewTarget, Result,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseRequest, RenewTarget,
 };
+use lock_core::{LockError, LockName, Result};
 use redis::Value;
 
 use crate::call::ScriptCall;

@@ -36,10 +36,10 @@ pub const READ_UNLOCK_MESSAGE: &str = "1";
 
 /// What an unlock message asks of the waiters on its channel: `0` wakes one
 /// waiter per client, `1` every waiter; anything else is ignored.
-pub fn wake(payload: &[u8]) -> Option<lock_core::Wake> {
+pub fn wake(payload: &[u8]) -> Option<lock_core::backend::Wake> {
     match payload {
-        b"0" => Some(lock_core::Wake::One),
-        b"1" => Some(lock_core::Wake::All),
+        b"0" => Some(lock_core::backend::Wake::One),
+        b"1" => Some(lock_core::backend::Wake::All),
         _ => None,
     }
 }

@@ -20,7 +20,7 @@
 //!   every transport;
 //! - [`ScriptEnv`]: the transport, layout and [`ReplicaSync`] one client's
 //!   kinds run with, and [`ScriptConnection`]: the transport's pub/sub as the
-//!   engine's [`lock_core::Connection`].
+//!   engine's [`lock_core::backend::Connection`].
 //!
 //! ## Why a crate of its own
 //! One client hands out every kind, on every deployment, so the one place

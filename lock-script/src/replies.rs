@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOutcome, Holder, LockInfo, ReleaseOutcome, Result};
+use lock_core::backend::{AcquireOutcome, ReleaseOutcome};
+use lock_core::{Holder, LockInfo, Result};
 use redis::Value;
 
 use crate::error::bad_reply;

@@ -105,7 +105,7 @@ pub trait Transport: Send + Sync + 'static {
     /// different nodes, so one lane's slow or dead node need not delay
     /// another lane's calls, and batches are split by lane to keep it so
     /// ([`crate::ScriptEnv::renew_with`], the watchdog through
-    /// [`lock_core::ExclusiveKind::renew_lane`]). An opaque id, stable while
+    /// [`lock_core::backend::ExclusiveKind::renew_lane`]). An opaque id, stable while
     /// the same node serves the group. One node: always `0`. A cluster: the
     /// master serving the slot.
     fn lane(&self, key_group: u32) -> u64 {

@@ -3,12 +3,13 @@
 //! the standalone server or to the cluster master owning the lock.
 
 use anyhow::{bail, Context, Result};
-use lock_redis::kind::deadline_in;
+use lock_redis::backend::deadline_in;
+use lock_redis::backend::RequestId;
 use lock_redis::kinds::reentrant::{ACQUIRE, RELEASE};
 use lock_redis::lock_script::layout::UNLOCK_MESSAGE;
 use lock_redis::scripts;
 use lock_redis::ScriptCall;
-use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner, RequestId};
+use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner};
 use redis::aio::MultiplexedConnection;
 use std::time::Duration;
 

@@ -8,10 +8,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use std::sync::Arc;
 
-use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, FairKind, FairLockInfo,
-    LockName, NoticeSink, Owner, ReleaseOutcome, ReleaseRequest, Result,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, FairKind, NoticeSink,
+    ReleaseOutcome, ReleaseRequest,
 };
+use lock_core::{FairLockInfo, LockName, Owner, Result};
 use lock_fair::Fair;
 use lock_redis::{KeyLayout, RedisConfig, ScriptConnection, ScriptEnv};
 
@@ -69,8 +70,8 @@ impl std::ops::Deref for FairRedisBackend {
 }
 
 /// What an unlock notice on `channel` looks like (message `0`).
-pub fn unlocked(channel: &Channel) -> lock_core::Notice {
-    lock_core::Notice::Message {
+pub fn unlocked(channel: &Channel) -> lock_core::backend::Notice {
+    lock_core::backend::Notice::Message {
         channel: channel.clone(),
         payload: b"0".to_vec(),
     }
@@ -87,7 +88,7 @@ pub const RECORD_MS: u64 = 30_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 pub fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 /// Waiter timeout used by the request helpers.
 pub const QUEUE_MS: u64 = 10_000;

@@ -18,9 +18,10 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use lock_core::backend::Describe;
 use lock_core::{
-    CounterInfo, Describe, Description, ExpirableSemaphoreInfo, Holder, LeasedPermit, LockInfo,
-    LockName, ReadWriteInfo, ReadWriteMode, Result,
+    CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LeasedPermit, LockInfo, LockName,
+    ReadWriteInfo, ReadWriteMode, Result,
 };
 use lock_script::error::bad_reply;
 use lock_script::{ScriptCall, ScriptEnv};

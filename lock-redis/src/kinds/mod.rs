@@ -8,7 +8,8 @@
 
 use std::sync::Arc;
 
-use lock_core::{ClientConfig, Kinds, LockClient, Result};
+use lock_core::backend::Kinds;
+use lock_core::{ClientConfig, LockClient, Result};
 use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 

@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use lock_redis::kinds::Reentrant;
-use lock_redis::{
-    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, LockName, NoticeSink,
-    Owner, RedisConfig, ReleaseOutcome, ReleaseRequest, Result, ScriptConnection, ScriptEnv,
+use lock_redis::backend::{
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, NoticeSink, ReleaseOutcome,
+    ReleaseRequest,
 };
+use lock_redis::kinds::Reentrant;
+use lock_redis::{LockName, Owner, RedisConfig, Result, ScriptConnection, ScriptEnv};
 
 /// The reentrant kind and the connection it is bound to, as a client has
 /// them: the raw store operations (through `Deref`) plus subscriptions.
@@ -74,13 +75,13 @@ impl std::ops::Deref for RedisBackend {
 }
 
 /// What an unlock notice on `channel` looks like (message `0`).
-pub fn unlocked(channel: &Channel) -> lock_redis::Notice {
+pub fn unlocked(channel: &Channel) -> lock_redis::backend::Notice {
     message(channel, "0")
 }
 
 /// A notice of `payload` on `channel`.
-pub fn message(channel: &Channel, payload: &str) -> lock_redis::Notice {
-    lock_redis::Notice::Message {
+pub fn message(channel: &Channel, payload: &str) -> lock_redis::backend::Notice {
+    lock_redis::backend::Notice::Message {
         channel: channel.clone(),
         payload: payload.as_bytes().to_vec(),
     }
@@ -96,7 +97,7 @@ pub const RECORD_MS: u64 = 30_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 pub fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 
 /// A server, a backend connected to it, and the notices the backend sent.

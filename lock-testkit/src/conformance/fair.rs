@@ -5,7 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{AcquireOutcome, AcquireRequest, LockName, Owner};
+use lock_core::backend::{AcquireOutcome, AcquireRequest};
+use lock_core::{LockName, Owner};
 use tokio::time::Instant;
 
 use super::{client, contended, eventually, subscribes, unique, Contended, Harness};
@@ -279,7 +280,7 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
     let backend = b.kinds().fair_kind().expect("a fair kind").as_ref();
     let waiter = b.new_owner();
     let lock_name = LockName::new(&name).unwrap();
-    let attempt = lock_core::AcquireRequest::new(
+    let attempt = lock_core::backend::AcquireRequest::new(
         lock_name.clone(),
         waiter,
         10_000,
@@ -287,7 +288,12 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
         super::request_deadline(),
     )
     .queue(Some(10_000));
-    let is_held = |o| assert!(matches!(o, lock_core::AcquireOutcome::Held { .. }), "{o:?}");
+    let is_held = |o| {
+        assert!(
+            matches!(o, lock_core::backend::AcquireOutcome::Held { .. }),
+            "{o:?}"
+        )
+    };
     is_held(backend.try_acquire(&attempt).await.unwrap());
     assert_eq!(h.list(&queue_key(h, &name)).await, vec![waiter.field()]);
     backend
@@ -417,8 +423,12 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
             .await
             .unwrap();
     }
-    let release =
-        lock_core::ReleaseRequest::new(name.clone(), holder, 10_000, super::request_deadline());
+    let release = lock_core::backend::ReleaseRequest::new(
+        name.clone(),
+        holder,
+        10_000,
+        super::request_deadline(),
+    );
     backend.release(&release).await.unwrap();
     let told = backend
         .try_acquire(&attempt(next).queue(Some(10_000)))

@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use lock_core::{
-    AcquireOptions, AcquireOutcome, AcquireRequest, ExclusiveKind, LockClient, LockName, Owner,
-    ReleaseOutcome, ReleaseRequest,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 };
+use lock_core::{AcquireOptions, LockClient, LockName, Owner};
 
 use super::fair::{queue_and_hand_on, queue_key, queued, timeout_key};
 use super::{
@@ -26,7 +26,7 @@ const RECORD_MS: u64 = 3_600_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 
 fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {

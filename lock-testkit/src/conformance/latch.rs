@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{CountDownLatch, LatchRequest, LockClient, LockName};
+use lock_core::backend::LatchRequest;
+use lock_core::{CountDownLatch, LockClient, LockName};
 use tokio::time::Instant;
 
 use super::{client, config, eventually, key, unique, Harness};

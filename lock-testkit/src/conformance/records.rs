@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use lock_core::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, LockClient, LockName, Owner, ReleaseOutcome,
-    ReleaseRequest,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 };
+use lock_core::{LockClient, LockName, Owner};
 
 use super::{client, unique, Harness, Kind};
 
@@ -22,7 +22,7 @@ const RECORD_MS: u64 = 3_600_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_core::kind::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 const LEASE_MS: u64 = 20_000;
 /// Fair locks queue with this waiter timeout; other kinds ignore it.

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{LockClient, LockError, PermitRequest, Semaphore, MAX_PERMITS};
+use lock_core::backend::PermitRequest;
+use lock_core::{LockClient, LockError, Semaphore, MAX_PERMITS};
 use tokio::time::Instant;
 
 use super::{client, eventually, key, unique, waiting, Harness};

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::{LatchKind, LatchRequest, LockClient, LockName, MAX_COUNT};
+use lock_core::backend::{LatchKind, LatchRequest};
+use lock_core::{LockClient, LockName, MAX_COUNT};
 use proptest::prelude::*;
 
 use super::{answer, name, request_deadline, Answer, Ids, Model, CLIENTS, RECORD_TTLS_MS};

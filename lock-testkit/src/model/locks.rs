@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, FairKind, LockClient, LockName, ReleaseOutcome,
-    ReleaseRequest, RenewTarget,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, FairKind, ReleaseOutcome, ReleaseRequest,
+    RenewTarget,
 };
+use lock_core::{LockClient, LockName};
 use proptest::prelude::*;
 
 use super::{name, owner, request_deadline, Ids, Kind, Model, CLIENTS, DURATIONS_MS};

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::{
-    LeaseOutcome, LeaseRelease, LeaseRequest, LockClient, LockName, PermitId, PermitRequest,
-    PermitSemaphoreKind,
+use lock_core::backend::{
+    LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest, PermitSemaphoreKind,
 };
+use lock_core::{LockClient, LockName, PermitId};
 use proptest::prelude::*;
 
 use super::{

@@ -30,7 +30,7 @@ pub trait Store {
     async fn client(&self) -> LockClient;
     /// Every live key, sorted.
     async fn keys(&self) -> Vec<String>;
-    /// Runs a script (the keyspace snapshot, [`DUMP`]; a clobber) as
+    /// Runs a script (the keyspace snapshot, [`DUMP`](super::DUMP); a clobber) as
     /// another client would.
     async fn eval(&self, script: &str, keys: &[&str], args: &[&str]) -> ScriptReply;
 }

@@ -3,12 +3,13 @@
 //! unlocks of either side, downgrades, waiting writers giving up, renewals
 //! of either side, force unlocks and inspections of either side, and
 //! repeated requests, by several clients and owners on one lock, on the
-//! two sides' raw store operations ([`lock_core::ReadWriteKinds`]).
+//! two sides' raw store operations ([`lock_core::backend::ReadWriteKinds`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::{AcquireRequest, ExclusiveKind, LockClient, LockName, ReleaseRequest};
+use lock_core::backend::{AcquireRequest, ExclusiveKind, ReleaseRequest};
+use lock_core::{LockClient, LockName};
 use proptest::prelude::*;
 
 use super::locks::{
@@ -218,7 +219,7 @@ impl Model for ReadWrite {
     }
 
     fn start(self, clients: &[LockClient]) -> RwState {
-        let of = |pick: fn(&lock_core::ReadWriteKinds) -> &Arc<dyn ExclusiveKind>| {
+        let of = |pick: fn(&lock_core::backend::ReadWriteKinds) -> &Arc<dyn ExclusiveKind>| {
             clients
                 .iter()
                 .map(|c| {
@@ -230,8 +231,8 @@ impl Model for ReadWrite {
         };
         RwState {
             sides: [
-                of(lock_core::ReadWriteKinds::read),
-                of(lock_core::ReadWriteKinds::write),
+                of(lock_core::backend::ReadWriteKinds::read),
+                of(lock_core::backend::ReadWriteKinds::write),
             ],
             last: None,
         }

@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::{LockClient, LockName, PermitRequest, SemaphoreKind, MAX_PERMITS};
+use lock_core::backend::{PermitRequest, SemaphoreKind};
+use lock_core::{LockClient, LockName, MAX_PERMITS};
 use proptest::prelude::*;
 
 use super::{

@@ -23,7 +23,8 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use lock_core::{Channel, LatchKind, LatchRequest, LockError, LockName, Result, Wake};
+use lock_core::backend::{Channel, LatchKind, LatchRequest, Wake};
+use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};

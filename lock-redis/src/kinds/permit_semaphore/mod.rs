@@ -20,11 +20,11 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::{
-    Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, LockName,
-    PermitCounts, PermitId, PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, Result,
-    Wake,
+use lock_core::backend::{
+    Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts,
+    PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, Wake,
 };
+use lock_core::{LockName, PermitId, Result};
 use lock_script::error::bad_reply;
 use lock_script::scripts::COMMON_LUA;
 use lock_script::{ScriptCall, ScriptEnv};

@@ -9,10 +9,11 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, LockError, LockInfo, LockName, Owner,
-    ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
+    RenewTarget, Wake,
 };
+use lock_core::{LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
 use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
 use redis::Script;

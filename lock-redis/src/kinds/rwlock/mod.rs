@@ -43,10 +43,11 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use lock_core::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, Holder, LockError, LockInfo, LockName,
-    Owner, ReadWriteKinds, ReleaseOutcome, ReleaseRequest, RenewTarget, Result, Wake,
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReadWriteKinds, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, Wake,
 };
+use lock_core::{Holder, LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
 use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
 use redis::Script;
@@ -75,7 +76,7 @@ pub static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
 
 /// Both sides of the read-write lock over `env`, for
-/// [`lock_core::Kinds::read_write`].
+/// [`lock_core::backend::Kinds::read_write`].
 pub fn kinds(env: ScriptEnv) -> ReadWriteKinds {
     ReadWriteKinds::new(Arc::new(Read { env: env.clone() }), Arc::new(Write { env }))
 }

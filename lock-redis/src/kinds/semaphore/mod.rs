@@ -16,8 +16,9 @@
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
-use lock_core::semaphore_kind::MAX_PERMITS;
-use lock_core::{Channel, LockError, LockName, PermitRequest, Result, SemaphoreKind, Wake};
+use lock_core::backend::{Channel, PermitRequest, SemaphoreKind, Wake};
+use lock_core::MAX_PERMITS;
+use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::scripts::COMMON_LUA;
 use lock_script::{ScriptCall, ScriptEnv};
