@@ -92,14 +92,26 @@ fn losing_the_majority_stops_the_command_and_exits_76() {
     .current_dir(dir.path());
     let proc = Proc::spawn(cmd);
     let command = read_pid(&dir.path().join("pid"));
-    wait_until("the lock on every server", PATIENCE, || {
-        held_on(&servers, "job") == 3
+    // A RedLock takes a quorum: on a loaded machine the third member may
+    // answer after its share of the attempt and is given back.
+    wait_until("the lock on a majority", PATIENCE, || {
+        held_on(&servers, "job") >= 2
     });
-    // One server gone: a majority still holds it.
-    servers[0].kill();
+    let holders: Vec<usize> = (0..servers.len())
+        .filter(|&i| int(&servers[i], &["EXISTS", "job"]) == 1)
+        .collect();
+    // One server gone, a holder if all three hold it, else the one that
+    // does not: two holders remain, a majority.
+    let first = if holders.len() == 3 {
+        holders[0]
+    } else {
+        (0..servers.len()).find(|i| !holders.contains(i)).unwrap()
+    };
+    servers[first].kill();
     std::thread::sleep(Duration::from_secs(2));
     assert!(process_exists(command), "still held by two of three");
-    servers[1].kill();
+    let second = *holders.iter().find(|&&i| i != first).unwrap();
+    servers[second].kill();
     let killed = Instant::now();
     let (status, stderr) = proc.wait(PATIENCE);
     assert_eq!(code(status), 76, "{stderr}");
