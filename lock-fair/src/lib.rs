@@ -179,6 +179,8 @@
 
 mod kind;
 mod replies;
+// The scripts, for the test suites and lock-bench; not an API.
+#[doc(hidden)]
 pub mod scripts;
 
 pub use kind::Fair;

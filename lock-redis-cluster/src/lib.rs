@@ -137,7 +137,9 @@ use std::sync::Arc;
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
 pub use lock_core::*;
 pub use lock_redis::TlsOptions;
-pub use lock_script::{KeyLayout, Transport};
+pub use lock_script::KeyLayout;
+#[doc(hidden)]
+pub use lock_script::Transport;
 pub use topology::SlotMap;
 pub use transport::ClusterTransport;
 

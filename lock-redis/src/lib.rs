@@ -142,18 +142,27 @@
 //! ## Architecture
 //!
 //! handle ([`Lock`], [`FairLock`]) → engine ([`lock_core`]) → kind's script
-//! set ([`kinds`]) → [`Transport`] ([`SingleNode`] here; the cluster
-//! transport in `lock-redis-cluster`) → Redis.
+//! set (`lock_redis::kinds`, one folder per kind) → transport
+//! ([`SingleNode`] here; the cluster transport in `lock-redis-cluster`) →
+//! Redis.
 #![deny(missing_docs)]
 
 pub mod config;
+// The modules below are shared with the other deployments (the cluster
+// transport, the in-memory store), the test suites and lock-bench: not a
+// service's API, so they stay out of the docs and may change.
+#[doc(hidden)]
 pub mod connections;
+#[doc(hidden)]
 pub mod describe;
+#[doc(hidden)]
 pub mod kinds;
 mod pubsub;
+#[doc(hidden)]
 pub mod scripts;
 pub mod sentinel;
 mod single;
+#[doc(hidden)]
 pub mod subscriptions;
 pub mod tls;
 
@@ -167,9 +176,10 @@ pub use tls::TlsOptions;
 pub use lock_core;
 pub use lock_core::*;
 pub use lock_script;
+pub use lock_script::{KeyLayout, ReplicaSync};
+#[doc(hidden)]
 pub use lock_script::{
-    KeyLayout, PubSubEvent, PubSubHandler, ReplicaSync, ScriptCall, ScriptConnection, ScriptEnv,
-    Transport,
+    PubSubEvent, PubSubHandler, ScriptCall, ScriptConnection, ScriptEnv, Transport,
 };
 pub use redis;
 
@@ -220,6 +230,7 @@ pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockCli
 ///
 /// # Cancel safety
 /// As [`connect`].
+#[doc(hidden)]
 pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
     redis.validate()?;
     let transport = Arc::new(SingleNode::new(redis)?);
