@@ -572,3 +572,29 @@ async fn a_shorter_lease_keeps_the_expiry_without_a_pexpire() {
     assert_eq!(calls(&env, "pexpire"), 1);
     assert!(int(env.server.cmd(&["PTTL", "keep-expiry"])) > 85_000);
 }
+
+/// Every script reads the store's clock once at most (`store_now()` in
+/// common.lua): the request record's deadline check and the kind's own
+/// times share one `TIME`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scripts_read_the_clock_once() {
+    let env = env().await;
+    let client = lock_redis::connect(config(&env.server), lock_redis::ClientConfig::default())
+        .await
+        .unwrap();
+    let fair = client.fair_lock("clock-fair").unwrap();
+    let rw = client.read_write_lock("clock-rw").unwrap();
+    let sem = client.permit_expirable_semaphore("clock-sem").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    env.server.cmd(&["CONFIG", "RESETSTAT"]);
+    let scripts_before = calls(&env, "evalsha");
+    fair.lock().await.unwrap().unlock().await.unwrap();
+    rw.write().lock().await.unwrap().unlock().await.unwrap();
+    rw.read().lock().await.unwrap().unlock().await.unwrap();
+    sem.acquire(None).await.unwrap().release().await.unwrap();
+    sem.add_permits(1).await.unwrap();
+    let scripts = calls(&env, "evalsha") - scripts_before;
+    let times = calls(&env, "time");
+    assert!(scripts >= 9, "{scripts} scripts ran");
+    assert!(times <= scripts, "{times} TIME calls in {scripts} scripts");
+}

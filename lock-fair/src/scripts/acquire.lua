@@ -89,7 +89,7 @@ end
 
 local first = recorded(KEYS[2], ARGV[4])
 if first == RECORD_HELD then
-    return {0, wait_hint(server_now())}
+    return {0, wait_hint(store_now())}
 end
 if first == RECORD_CLAIMED then
     return {2, 0}
@@ -97,7 +97,7 @@ end
 if first then
     return {1, tonumber(first)}
 end
-local now = server_now()
+local now = store_now()
 -- Out of memory (see common.lua): the eviction below is a write Redis does
 -- not refuse, and it turns the server's memory check off for the rest of
 -- the script, so a hold or a queue entry written after it would grow

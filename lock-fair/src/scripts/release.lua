@@ -37,7 +37,7 @@ local first = recorded_release(KEYS[3], ARGV[5])
 if first ~= 'none' then
     return first or nil
 end
-evict(KEYS[4], KEYS[5], KEYS[6], server_now())
+evict(KEYS[4], KEYS[5], KEYS[6], store_now())
 local given = give_back(KEYS[1], ARGV[3], ARGV[2], KEYS[3])
 if given ~= 'last' then
     return given

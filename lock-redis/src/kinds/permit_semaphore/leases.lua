@@ -6,9 +6,9 @@
 --     nonExpirableTimeout), as a string: Lua 5.1 prints numbers with 14
 --     significant digits, and this one has 15.
 -- server_now()
---     the server's clock in epoch milliseconds (TIME). Lease ends are
---     scored by it, so a client's clock never matters to ours; Redisson
---     scores with its caller's clock.
+--     the server's clock in epoch milliseconds (store_now() of common.lua:
+--     one TIME per script). Lease ends are scored by it, so a client's
+--     clock never matters to ours; Redisson scores with its caller's clock.
 -- expiry(now, lease)
 --     the score of a permit leased for `lease` ms from `now` ("0": none),
 --     as an integer string.
@@ -23,8 +23,7 @@
 local NO_LEASE = '922337203685477'
 
 local function server_now()
-    local t = redis.call('time')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    return store_now()
 end
 
 local function expiry(now, lease)

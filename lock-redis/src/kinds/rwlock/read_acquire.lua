@@ -54,8 +54,7 @@ end
 -- reads: Redis refuses a script's writes for memory only up to its first
 -- write command, so nothing may write before the hold key's SET.
 local function writer_waits()
-    local t = redis.call('time')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local now = store_now()
     local first = redis.call('zrangebyscore', KEYS[4], '(' .. now, '+inf', 'withscores', 'limit', 0, 1)
     if first[2] then
         return math.max(tonumber(first[2]) - now, 1)

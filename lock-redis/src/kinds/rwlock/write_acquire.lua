@@ -37,10 +37,6 @@ local function refuse_upgrade()
     return redis.error_reply('UPGRADE this owner holds the read lock of ' .. KEYS[1] ..
         ' and cannot take its write lock')
 end
-local function now_ms()
-    local t = redis.call('time')
-    return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 local first = recorded(KEYS[2], ARGV[4])
 if first == RECORD_HELD then
     local pttl = redis.call('pttl', KEYS[1])
@@ -80,7 +76,7 @@ local queue_ms = tonumber(ARGV[5])
 if queue_ms > 0 then
     -- Out of memory ZADD is refused: the writer then waits without holding
     -- readers off, as Redisson's writers do.
-    local now = now_ms()
+    local now = store_now()
     redis.pcall('zadd', KEYS[3], now + queue_ms, ARGV[2])
     -- Writers whose deadline passed (their process died) leave the set.
     redis.call('zremrangebyscore', KEYS[3], '-inf', now)
