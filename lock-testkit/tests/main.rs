@@ -35,6 +35,7 @@ mod proxy_fixture;
 #[cfg(feature = "fixtures")]
 mod redis_fixture;
 mod redisson_semaphore_scenarios;
+mod redlock_contention;
 mod run_locked;
 mod semaphore_faults;
 #[cfg(feature = "fixtures")]
