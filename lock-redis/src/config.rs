@@ -114,6 +114,10 @@ pub struct RedisConfig {
     /// [`RedisConfig::slot_checking_proxy`]); off by default.
     #[cfg_attr(feature = "serde", serde(default))]
     pub slot_checking_proxy: bool,
+    /// Return from [`crate::connect`] without waiting for the server (see
+    /// [`RedisConfig::lazy_connect`]); off by default.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub lazy_connect: bool,
 }
 
 #[cfg(feature = "serde")]
@@ -144,6 +148,7 @@ impl RedisConfig {
             tls: None,
             sentinel: None,
             slot_checking_proxy: false,
+            lazy_connect: false,
         }
     }
 
@@ -208,6 +213,36 @@ impl RedisConfig {
     /// and every lock would be lost at the end of its lease.
     pub fn slot_checking_proxy(mut self, on: bool) -> Self {
         self.slot_checking_proxy = on;
+        self
+    }
+
+    /// Sets [`RedisConfig::lazy_connect`]: [`crate::connect`] then returns
+    /// a client at once, whether the server answers or not, instead of
+    /// failing on a server it cannot reach. Connections are made on first
+    /// use and the scripts loaded then (one `NOSCRIPT` round trip each);
+    /// calls fail with retryable errors while the server is down, and a
+    /// waiting acquisition waits it out. What fails at connect without it
+    /// (wrong credentials, a server that refuses a command) fails at the
+    /// first call instead.
+    ///
+    /// For a service that must start during an outage, and for the
+    /// members of a [`crate::RedLock`], which must all be built though a
+    /// minority of the masters is down:
+    ///
+    /// ```no_run
+    /// # use lock_redis::{ClientConfig, RedLock, RedisConfig};
+    /// # async fn demo(urls: Vec<String>) -> lock_redis::Result<()> {
+    /// let mut locks = Vec::new();
+    /// for url in urls {
+    ///     let redis = RedisConfig::new(url).lazy_connect(true);
+    ///     let client = lock_redis::connect(redis, ClientConfig::default()).await?;
+    ///     locks.push(client.lock("reports")?);
+    /// }
+    /// let guard = RedLock::new(locks)?.lock().await?; // a majority suffices
+    /// # drop(guard); Ok(()) }
+    /// ```
+    pub fn lazy_connect(mut self, lazy: bool) -> Self {
+        self.lazy_connect = lazy;
         self
     }
 
@@ -378,6 +413,7 @@ impl fmt::Debug for RedisConfig {
             .field("tls", &self.tls)
             .field("sentinel", &self.sentinel)
             .field("slot_checking_proxy", &self.slot_checking_proxy)
+            .field("lazy_connect", &self.lazy_connect)
             .finish()
     }
 }

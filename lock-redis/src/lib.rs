@@ -207,7 +207,7 @@ use std::time::Duration;
 /// # Errors
 /// [`LockError::InvalidArgument`] for a bad configuration (before any I/O);
 /// a retryable error when the server cannot be reached within the connect
-/// timeout.
+/// timeout (unless [`RedisConfig::lazy_connect`]).
 ///
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
@@ -234,6 +234,8 @@ pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockCli
 pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
     redis.validate()?;
     let transport = Arc::new(SingleNode::new(redis)?);
-    transport.check(&kinds::scripts()).await?;
+    if !redis.lazy_connect {
+        transport.check(&kinds::scripts()).await?;
+    }
     Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.replica_sync))
 }

@@ -35,6 +35,7 @@ fn toml_example_sets_every_field() {
         connect_timeout = "250ms"
         pool_size = 8
         replica_sync = {{ replicas = 1, timeout = "200ms" }}
+        lazy_connect = true
         "#
     );
     let config: RedisConfig = toml::from_str(&file).unwrap();
@@ -43,7 +44,8 @@ fn toml_example_sets_every_field() {
         .command_timeout(Duration::from_secs(1))
         .connect_timeout(Duration::from_millis(250))
         .pool_size(8)
-        .replica_sync(1, Duration::from_millis(200));
+        .replica_sync(1, Duration::from_millis(200))
+        .lazy_connect(true);
     assert_eq!(config, expected);
     assert_eq!(
         config.replica_sync,

@@ -25,6 +25,7 @@ mod engine_faults;
 mod faults;
 mod latch_conformance;
 mod late_requests;
+mod lazy_connect;
 mod multi_conformance;
 mod out_of_memory;
 mod outage;

@@ -1,0 +1,63 @@
+//! `RedisConfig::lazy_connect`: a client made while its server is down,
+//! and a RedLock built while a minority of its masters is down.
+
+use std::time::Duration;
+
+use lock_redis::{ClientConfig, LockClient, RedLock, RedisConfig};
+use lock_testkit::fixtures::RedisServer;
+
+const TIMEOUT: Duration = Duration::from_millis(300);
+
+async fn connect(server: &RedisServer, lazy: bool) -> lock_redis::Result<LockClient> {
+    let redis = RedisConfig::new(server.url())
+        .command_timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT)
+        .lazy_connect(lazy);
+    lock_redis::connect(redis, ClientConfig::default()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazy_client_starts_while_its_server_is_down_and_locks_once_it_is_up() {
+    let mut server = RedisServer::start();
+    server.kill();
+    let eager = connect(&server, false).await.unwrap_err();
+    assert!(eager.is_retryable(), "{eager}");
+    let client = connect(&server, true).await.unwrap();
+    let lock = client.lock("lazy").unwrap();
+    let down = lock.try_lock().await.unwrap_err();
+    assert!(down.is_retryable(), "{down}");
+    // A wait waits the outage out; the scripts load on first use.
+    let waiter = tokio::spawn(async move { lock.lock().await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.restart();
+    let guard = tokio::time::timeout(Duration::from_secs(10), waiter)
+        .await
+        .expect("the wait ends once the server answers")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        server.cmd(&["EXISTS", "lazy"]),
+        lock_testkit::fixtures::redis::Value::Int(1)
+    );
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redlock_is_built_and_taken_with_a_minority_of_masters_down() {
+    let mut servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    servers[2].kill();
+    let mut locks = Vec::new();
+    for server in &servers {
+        locks.push(
+            connect(server, true)
+                .await
+                .unwrap()
+                .lock("red-lazy")
+                .unwrap(),
+        );
+    }
+    let red = RedLock::new(locks).unwrap();
+    let guard = red.lock().await.unwrap();
+    assert_eq!(guard.held(), 2);
+    guard.unlock().await.unwrap();
+}
