@@ -115,7 +115,11 @@ pub struct RedisConfig {
     #[cfg_attr(feature = "serde", serde(default))]
     pub slot_checking_proxy: bool,
     /// Return from [`crate::connect`] without waiting for the server (see
-    /// [`RedisConfig::lazy_connect`]); off by default.
+    /// [`RedisConfig::lazy_connect`]). Off by default, unlike rslock and
+    /// redis-rs's `ConnectionManager`: a mistyped URL, a wrong password or
+    /// a missing ACL permission then fails the service at start, where it
+    /// is seen, rather than at its first lock; services that must start
+    /// during an outage, and RedLock members, turn it on.
     #[cfg_attr(feature = "serde", serde(default))]
     pub lazy_connect: bool,
 }
