@@ -14,6 +14,7 @@
 //! the `[[test]]` targets at the end of Cargo.toml.
 
 mod auth;
+mod cli;
 mod cluster;
 mod common;
 mod errors;
