@@ -43,7 +43,9 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Options every command takes: where the locks are.
+/// Options every command takes: where the locks are. Global: they go
+/// before or after the subcommand (`lockctl --url U run …` or `lockctl run
+/// … --url U`), though never after `--`, which starts the command.
 #[derive(Debug, Args)]
 pub(crate) struct Global {
     /// The Redis server, e.g. redis://user@host:6379/0 (user, port and
@@ -52,6 +54,7 @@ pub(crate) struct Global {
     /// show in `ps`.
     #[arg(
         long,
+        global = true,
         env = "REDIS_URL",
         // The URL may hold a password: never echo it in --help.
         hide_env_values = true,
@@ -62,21 +65,21 @@ pub(crate) struct Global {
     /// A Redis Cluster instead of one server: one or more of its nodes,
     /// comma-separated (redis://host:7000,redis://host:7001). Overrides
     /// --url.
-    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+    #[arg(long, global = true, value_name = "URL[,URL…]", value_delimiter = ',')]
     pub(crate) cluster: Vec<String>,
 
     /// TLS (rediss:// URLs): trust the CA certificates in this PEM file
     /// instead of the system's roots.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     pub(crate) tls_ca: Option<PathBuf>,
 
     /// TLS: present this client certificate (PEM; with --tls-key), for
     /// servers that require one (mutual TLS).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_key")]
     pub(crate) tls_cert: Option<PathBuf>,
 
     /// TLS: the private key of --tls-cert (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
 
     /// Redis Sentinel instead of one server: one or more sentinels,
@@ -85,6 +88,7 @@ pub(crate) struct Global {
     /// failovers. Overrides --url.
     #[arg(
         long,
+        global = true,
         value_name = "URL[,URL…]",
         value_delimiter = ',',
         requires = "master",
@@ -93,13 +97,13 @@ pub(crate) struct Global {
     pub(crate) sentinel: Vec<String>,
 
     /// The name the sentinels monitor the master under (with --sentinel).
-    #[arg(long, value_name = "NAME", requires = "sentinel")]
+    #[arg(long, global = true, value_name = "NAME", requires = "sentinel")]
     pub(crate) master: Option<String>,
 
     /// The server at --url is a proxy in front of a Redis Cluster that
     /// refuses commands whose keys span hash slots (CROSSSLOT): calls that
     /// touch many locks are split by slot.
-    #[arg(long, conflicts_with_all = ["cluster", "sentinel"])]
+    #[arg(long, global = true, conflicts_with_all = ["cluster", "sentinel"])]
     pub(crate) slot_checking_proxy: bool,
 
     /// Wait until N replicas have each lock lockctl takes (Redis WAIT, for
@@ -107,12 +111,13 @@ pub(crate) struct Global {
     /// its master's failover to one of them. An acquisition too few
     /// replicas confirmed is given back and counts as not taken (exit 75).
     /// With --url, --sentinel, --cluster and --redlock.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) replica_sync: Option<u32>,
 
     /// How long --replica-sync waits for the replicas of one acquisition.
     #[arg(
         long,
+        global = true,
         value_name = "DUR",
         default_value = "1s",
         value_parser = duration::parse,
@@ -122,13 +127,13 @@ pub(crate) struct Global {
 
     /// Prefix put before every lock name to make its key (as the library's
     /// `RedisConfig::key_prefix`).
-    #[arg(long, value_name = "P", default_value = "")]
+    #[arg(long, global = true, value_name = "P", default_value = "")]
     pub(crate) prefix: String,
 
     /// The lease of a lock taken without --lease; the watchdog renews it
     /// every third of this while the command runs, so a lockctl that dies
     /// frees its lock within this long.
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
+    #[arg(long, global = true, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
     pub(crate) watchdog_timeout: Duration,
 }
 
@@ -406,6 +411,56 @@ mod tests {
         assert_eq!(run.wait, Some(Duration::from_millis(250)));
         assert_eq!(run.lease, Some(Duration::from_secs(300)));
         assert_eq!(run.cmd, ["sh", "-c", "echo --wait"]);
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_subcommand() {
+        let before = parse_from(&[
+            "--url",
+            "redis://a:1",
+            "--prefix",
+            "p:",
+            "--watchdog-timeout",
+            "2s",
+            "run",
+            "job",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        let after = parse_from(&[
+            "run",
+            "job",
+            "--url",
+            "redis://a:1",
+            "--prefix",
+            "p:",
+            "--watchdog-timeout",
+            "2s",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        for cli in [&before, &after] {
+            assert_eq!(cli.global.url, "redis://a:1");
+            assert_eq!(cli.global.prefix, "p:");
+            assert_eq!(cli.global.watchdog_timeout, Duration::from_secs(2));
+        }
+        // Split both ways: a default on one side does not undo the other.
+        let split =
+            parse_from(&["--url", "redis://a:1", "status", "job", "--prefix", "p:"]).unwrap();
+        assert_eq!(split.global.url, "redis://a:1");
+        assert_eq!(split.global.prefix, "p:");
+        // After `--` it is the command's.
+        let cli = parse_from(&["run", "job", "--", "echo", "--url", "x"]).unwrap();
+        assert_ne!(cli.global.url, "x");
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.cmd, ["echo", "--url", "x"]);
+        // Relations between global options hold on either side.
+        let err = parse_from(&["run", "job", "--tls-cert", "c.pem", "--", "true"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     }
 
     #[test]
