@@ -142,6 +142,7 @@ pub(crate) struct Global {
 pub(crate) enum Command {
     /// Take the lock, run CMD while holding it, release it when CMD exits
     ///
+    /// CMD is `-- CMD [ARG…]`, or `-c STRING` for /bin/sh -c STRING.
     /// CMD runs with LOCK_NAME set to the lock's name (and LOCK_TOKEN to the
     /// fencing token with --fenced). Without --lease the watchdog keeps the
     /// lock while CMD runs; with --lease the lock is held for at most that
@@ -274,9 +275,33 @@ pub(crate) struct RunArgs {
           value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
     pub(crate) permits: Option<u64>,
 
-    /// The command to run and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
+    /// Run this shell command line instead of `-- CMD`: /bin/sh -c STRING
+    /// (flock's -c). It sees LOCK_NAME and LOCK_TOKEN like CMD does.
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "STRING",
+        conflicts_with = "cmd"
+    )]
+    pub(crate) shell: Option<OsString>,
+
+    /// The command to run and its arguments, after `--` (or -c STRING).
+    #[arg(last = true, required_unless_present = "shell", value_name = "CMD")]
     pub(crate) cmd: Vec<OsString>,
+}
+
+/// The shell `run -c STRING` runs STRING with: POSIX's, at the path every
+/// Unix has it.
+pub(crate) const SHELL: &str = "/bin/sh";
+
+impl RunArgs {
+    /// The program and arguments to run: `CMD…`, or `/bin/sh -c STRING`.
+    pub(crate) fn argv(&self) -> Vec<OsString> {
+        match &self.shell {
+            Some(line) => vec![SHELL.into(), "-c".into(), line.clone()],
+            None => self.cmd.clone(),
+        }
+    }
 }
 
 /// `lockctl __supervise`, as `run` starts it.
@@ -460,6 +485,35 @@ mod tests {
         assert_eq!(run.cmd, ["echo", "--url", "x"]);
         // Relations between global options hold on either side.
         let err = parse_from(&["run", "job", "--tls-cert", "c.pem", "--", "true"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn run_takes_a_shell_string_or_a_command_but_not_both() {
+        let Command::Run(run) = parse_from(&["run", "job", "-c", "echo a; echo b"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(run.argv(), [SHELL, "-c", "echo a; echo b"]);
+        let Command::Run(run) = parse_from(&["run", "job", "--command=true"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(run.argv(), [SHELL, "-c", "true"]);
+        let Command::Run(run) = parse_from(&["run", "job", "--", "ls", "-c"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(run.argv(), ["ls", "-c"]);
+        let err = parse_from(&["run", "job", "-c", "true", "--", "true"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        let err = parse_from(&["run", "job"]).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     }
 

@@ -189,7 +189,7 @@ async fn hold_and_run(
     // From here on Ctrl-Z must stop the command too (see signals.rs).
     let spawned = signals
         .catch_stop()
-        .and_then(|()| child::spawn(&args.cmd, name.as_str(), guard.fencing_token()));
+        .and_then(|()| child::spawn(&args.argv(), name.as_str(), guard.fencing_token()));
     let mut command = match spawned {
         Ok(command) => command,
         Err(failure) => {

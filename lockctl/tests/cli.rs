@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use std::fs;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -71,4 +72,62 @@ fn global_options_go_before_or_after_the_subcommand() {
     let output = run(&url, &["run", "job", "--", "echo", "--url", "nowhere"]);
     assert_eq!(code(output.status), 0, "{output:?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "--url nowhere\n");
+}
+
+/// `run NAME -c STRING` is `run NAME -- /bin/sh -c STRING`: the shell runs
+/// STRING under the lock, with LOCK_NAME, and its status is lockctl's.
+#[test]
+fn run_c_runs_a_shell_string_under_the_lock() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let output = run(
+        &url,
+        &[
+            "run",
+            "job",
+            "-c",
+            "echo \"$LOCK_NAME\" | tr a-z A-Z; exit 4",
+        ],
+    );
+    assert_eq!(code(output.status), 4, "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "JOB\n");
+
+    // Held while the string runs, released after.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = lockctl(&url);
+    cmd.args(["run", "job", "--command"])
+        .arg(": > ready; while [ -e ready ] && [ ! -e release ]; do sleep 0.02; done")
+        .current_dir(dir.path());
+    let proc = Proc::spawn(cmd);
+    let ready = dir.path().join("ready");
+    wait_until("the shell string to start", PATIENCE, || ready.exists());
+    assert_eq!(int(&server, &["EXISTS", "job"]), 1, "held while it runs");
+    let output = run(&url, &["run", "job", "--wait", "0", "-c", "exit 9"]);
+    assert_eq!(code(output.status), 75, "{output:?}");
+    fs::write(dir.path().join("release"), "").unwrap();
+    let (status, stderr) = proc.wait(PATIENCE);
+    assert_eq!(code(status), 0, "{stderr}");
+    assert_eq!(int(&server, &["EXISTS", "job"]), 0, "released");
+}
+
+/// `-c` and `-- CMD` exclude each other, and one of them is needed: usage
+/// errors (64), before any I/O.
+#[test]
+fn run_needs_exactly_one_of_c_and_a_command() {
+    for (args, says) in [
+        (
+            &["run", "job", "-c", "true", "--", "true"][..],
+            "cannot be used with",
+        ),
+        (&["run", "job"], "<CMD>"),
+        (
+            &["run", "job", "-c"],
+            "a value is required for '--command <STRING>'",
+        ),
+    ] {
+        let output = run("redis://127.0.0.1:1", args);
+        assert_eq!(code(output.status), 64, "{args:?}: {output:?}");
+        let line = one_error_line(&output);
+        assert!(line.contains(says), "{args:?}: {line}");
+    }
 }
