@@ -26,7 +26,7 @@ Exit codes:
   77      Redis refused the credentials (user, password) or a permission
           (ACL), or a TLS certificate was refused (server's or ours)
   70      internal error
-  75      run: lock not acquired within --wait
+  75      run: lock not acquired within --wait (or N with -E N)
   76      run: lock lost while the command ran (the command was stopped)
   126/127 run: command not executable / not found
   128+N   run: the command died by signal N";
@@ -275,6 +275,20 @@ pub(crate) struct RunArgs {
           value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
     pub(crate) permits: Option<u64>,
 
+    /// Exit with N instead of 75 when the lock is not acquired (within
+    /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to
+    /// 125 and none of lockctl's other codes (64, 65, 69, 70, 76, 77), so
+    /// that it still says "not acquired"; CMD's own exit code, passed
+    /// through, may of course be anything.
+    #[arg(
+        short = 'E',
+        long,
+        value_name = "N",
+        default_value_t = exit::NOT_ACQUIRED,
+        value_parser = conflict_exit_code
+    )]
+    pub(crate) conflict_exit_code: u8,
+
     /// Run this shell command line instead of `-- CMD`: /bin/sh -c STRING
     /// (flock's -c). It sees LOCK_NAME and LOCK_TOKEN like CMD does.
     #[arg(
@@ -288,6 +302,22 @@ pub(crate) struct RunArgs {
     /// The command to run and its arguments, after `--` (or -c STRING).
     #[arg(last = true, required_unless_present = "shell", value_name = "CMD")]
     pub(crate) cmd: Vec<OsString>,
+}
+
+/// Parses `-E N`: a code that means nothing else (see
+/// [`exit::is_free_for_conflicts`]).
+fn conflict_exit_code(text: &str) -> Result<u8, String> {
+    let code: u8 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not an exit code (1 to 125)"))?;
+    if exit::is_free_for_conflicts(code) {
+        Ok(code)
+    } else {
+        Err(format!(
+            "{code} is taken: use 1 to 125, other than {}",
+            exit::OTHER_MEANINGS.map(|c| c.to_string()).join(", ")
+        ))
+    }
 }
 
 /// The shell `run -c STRING` runs STRING with: POSIX's, at the path every

@@ -173,7 +173,9 @@ async fn hold_and_run(
         // Dropping the acquisition is cancel-safe; closing the client then
         // waits for whatever it left in flight.
         signal = signals.recv() => return Ok(exit::of_signal(signal as i32)),
-        acquired = acquire(clients, name, args, wait) => acquired?,
+        acquired = acquire(clients, name, args, wait) => {
+            acquired.map_err(|failure| not_acquired_as(failure, args.conflict_exit_code))?
+        }
     };
     let Some(guard) = guard else {
         let waited = duration::display(args.wait.unwrap_or_default());
@@ -182,7 +184,7 @@ async fn hold_and_run(
         } else {
             format!("lock {name:?} not acquired within {waited}: it is held by someone else")
         };
-        return Err(Failure::new(exit::NOT_ACQUIRED, why));
+        return Err(Failure::new(args.conflict_exit_code, why));
     };
     let subject = subject(args.permits.is_some(), name);
 
@@ -227,6 +229,16 @@ async fn hold_and_run(
                 format!("{subject} was lost while the command ran ({how}); {stopped}"),
             ))
         }
+    }
+}
+
+/// A failure to acquire that means "not acquired" (a hold given back for
+/// want of replicas) exits `code` (`-E`), as a wait that ran out does.
+fn not_acquired_as(failure: Failure, code: u8) -> Failure {
+    if failure.code == exit::NOT_ACQUIRED {
+        Failure { code, ..failure }
+    } else {
+        failure
     }
 }
 

@@ -131,3 +131,75 @@ fn run_needs_exactly_one_of_c_and_a_command() {
         assert!(line.contains(says), "{args:?}: {line}");
     }
 }
+
+/// `-E N` (flock's spelling) replaces 75, "not acquired", for the lock and
+/// for `--permits`; an acquired run still exits with its command's code.
+#[test]
+fn conflict_exit_code_replaces_75() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let _holder = Holder::start(&url, &[], &["job"]);
+    let _permit = Holder::start(&url, &[], &["slots", "--permits", "1"]);
+    for args in [
+        &["run", "job", "--wait", "0", "-E", "3", "--", "true"][..],
+        &[
+            "run",
+            "job",
+            "--wait",
+            "100ms",
+            "--conflict-exit-code",
+            "3",
+            "-c",
+            "true",
+        ],
+        &[
+            "run",
+            "slots",
+            "--permits",
+            "1",
+            "--wait",
+            "0",
+            "-E",
+            "3",
+            "--",
+            "true",
+        ],
+    ] {
+        let output = run(&url, args);
+        assert_eq!(code(output.status), 3, "{args:?}: {output:?}");
+        let line = one_error_line(&output);
+        assert!(
+            line.contains("not acquired") || line.contains("no permit"),
+            "{line}"
+        );
+    }
+    let output = run(
+        &url,
+        &["run", "free", "-E", "3", "--", "sh", "-c", "exit 0"],
+    );
+    assert_eq!(code(output.status), 0, "{output:?}");
+}
+
+/// N must not be 0 (success), nor a code lockctl gives another meaning
+/// (64, 65, 69, 70, 76, 77), nor 126 and up (the shell's): usage errors.
+#[test]
+fn conflict_exit_codes_that_mean_something_else_are_refused() {
+    for n in [
+        "0", "64", "65", "69", "70", "76", "77", "126", "127", "143", "256", "-1", "x",
+    ] {
+        let output = run(
+            "redis://127.0.0.1:1",
+            &[
+                "run",
+                "job",
+                &format!("--conflict-exit-code={n}"),
+                "--",
+                "true",
+            ],
+        );
+        assert_eq!(code(output.status), 64, "{n}: {output:?}");
+        let line = one_error_line(&output);
+        assert!(line.contains("--conflict-exit-code <N>"), "{n}: {line}");
+        assert!(line.contains("1 to 125"), "{n}: {line}");
+    }
+}
