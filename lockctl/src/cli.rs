@@ -21,7 +21,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
   64      usage: bad flag, duration, URL or lock name
-  65      the key holds something that is not a lock
+  65      the key holds something that is not a lock, or a semaphore
+          of another size than run --permits N
   69      Redis unreachable, not answering, or out of memory
   77      Redis refused the credentials (user, password) or a permission
           (ACL), or a TLS certificate was refused (server's or ours)
@@ -268,7 +269,9 @@ pub(crate) struct RunArgs {
 
     /// Allow up to N concurrent runs instead of one: take a permit of the
     /// expirable-permit semaphore NAME, created with N permits if absent
-    /// (like `consul lock -n N`; an existing semaphore keeps its count).
+    /// (like `consul lock -n N`). An existing semaphore must have N
+    /// permits, free and taken, else exit 65 (as consul refuses a
+    /// conflicting -n).
     /// The permit is leased and renewed like the lock, so a lockctl that
     /// dies gives it back within --watchdog-timeout.
     #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],

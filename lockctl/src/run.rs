@@ -41,7 +41,9 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, ClientConfig, LockClient, LockName, RedLock};
+use lock_core::{
+    AcquireOptions, ClientConfig, LockClient, LockName, PermitExpirableSemaphore, RedLock,
+};
 use nix::sys::signal::Signal;
 
 use crate::child::{self, Group};
@@ -115,7 +117,9 @@ async fn acquire(
 ) -> Result<Option<Held>, Failure> {
     if let Some(permits) = args.permits {
         let sem = clients[0].permit_expirable_semaphore(name)?;
-        sem.try_set_permits(permits).await?;
+        if !sem.try_set_permits(permits).await? {
+            check_permits(&sem, permits).await?;
+        }
         // No --lease: the watchdog renews the permit while it is held.
         let permit = match wait {
             Some(wait) => sem.try_acquire_for(wait, args.lease).await?,
@@ -153,6 +157,29 @@ async fn acquire(
         client.lock(name)?
     };
     Ok(lock.acquire(opts).await?.map(Held::One))
+}
+
+/// An existing semaphore must have the `--permits` asked for (as `consul
+/// lock -n` refuses a conflicting limit), or runs that disagree would each
+/// believe their own limit. Its size is its free permits plus those taken
+/// (leased and not expired: the count reclaims expired ones first), the
+/// total Redisson's `getPermits` reports, so taken permits never look like
+/// a smaller semaphore.
+async fn check_permits(sem: &PermitExpirableSemaphore, permits: u64) -> Result<(), Failure> {
+    let total = sem.permits().await?;
+    if i64::try_from(permits) == Ok(total) {
+        return Ok(());
+    }
+    let name = sem.name();
+    Err(Failure::new(
+        exit::DATA,
+        format!(
+            "semaphore {name:?} has {total} {} (free and taken), not the {permits} of \
+             --permits; run with --permits {total}, or change its count first \
+             (set_permits in the library)",
+            if total == 1 { "permit" } else { "permits" }
+        ),
+    ))
 }
 
 async fn hold_and_run(
