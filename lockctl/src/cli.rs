@@ -360,16 +360,16 @@ pub(crate) struct StatusArgs {
     #[arg(long)]
     pub(crate) fair: bool,
 
-    /// Print one JSON object. A lock (kind "lock", or "none" when nothing
-    /// is stored): {"name", "kind", "locked", "holders": [{"field",
-    /// "count"}], "ttl_ms" (null when free), "queue": [{"field",
-    /// "deadline_ms"}]}; deadlines are Unix epoch milliseconds by the Redis
-    /// server's clock. Other kinds: {"name", "kind": "read_write_lock",
-    /// "locked", "mode", "writer", "readers", "ttl_ms"}, {"name", "kind":
-    /// "semaphore_or_latch", "value", "ttl_ms"}, {"name", "kind":
-    /// "permit_expirable_semaphore", "available_permits", "permits":
-    /// [{"id", "expires_at_ms"}]}, or {"name", "kind": "unknown",
-    /// "store_type"}.
+    /// Print one JSON object, with the same keys every time for one
+    /// "kind" (see the README for their meaning). A lock ("lock"), or
+    /// nothing stored ("none"): {"name", "kind", "locked", "holders":
+    /// [{"field", "count"}], "ttl_ms", "queue"}, where "queue" is
+    /// [{"field", "deadline_ms"}] with --fair and null without (not read).
+    /// "read_write_lock": {"name", "kind", "locked", "mode", "writer",
+    /// "readers", "ttl_ms"}. One integer, a semaphore (with leased permits
+    /// or not) or a count-down latch, "semaphore_or_latch": {"name",
+    /// "kind", "value", "ttl_ms", "permits": [{"id", "expires_at_ms"}]}.
+    /// "unknown": {"name", "kind", "store_type"}.
     #[arg(long)]
     pub(crate) json: bool,
 }
