@@ -17,6 +17,7 @@ pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 /// command (see `supervise.rs`).
 pub(crate) const SUPERVISE: &str = "__supervise";
 
+/// In numeric order (a test checks).
 const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
@@ -24,11 +25,11 @@ Exit codes:
   65      the key holds something that is not a lock, or a semaphore
           of another size than run --permits N
   69      Redis unreachable, not answering, or out of memory
-  77      Redis refused the credentials (user, password) or a permission
-          (ACL), or a TLS certificate was refused (server's or ours)
   70      internal error
   75      run: lock not acquired within --wait (or N with -E N)
   76      run: lock lost while the command ran (the command was stopped)
+  77      Redis refused the credentials (user, password) or a permission
+          (ACL), or a TLS certificate was refused (server's or ours)
   126/127 run: command not executable / not found
   128+N   run: the command died by signal N";
 

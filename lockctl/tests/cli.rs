@@ -203,3 +203,40 @@ fn conflict_exit_codes_that_mean_something_else_are_refused() {
         assert!(line.contains("1 to 125"), "{n}: {line}");
     }
 }
+
+/// The exit codes at the end of every `--help`, in numeric order: the
+/// first number of each entry (`126/127` counts as 126, `128+N` as 128).
+#[test]
+fn help_lists_exit_codes_in_numeric_order() {
+    for args in [
+        &["--help"][..],
+        &["run", "--help"],
+        &["status", "--help"],
+        &["force-unlock", "--help"],
+    ] {
+        let output = run_bare(args);
+        assert_eq!(code(output.status), 0, "{args:?}: {output:?}");
+        let help = String::from_utf8(output.stdout).unwrap();
+        let (_, table) = help
+            .split_once("Exit codes:\n")
+            .unwrap_or_else(|| panic!("{args:?}: no exit codes in {help}"));
+        let codes: Vec<u32> = table
+            .lines()
+            .filter_map(|line| {
+                let digits: String = line
+                    .trim_start()
+                    .chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect();
+                digits.parse().ok()
+            })
+            .collect();
+        assert!(
+            codes.windows(2).all(|pair| pair[0] < pair[1]),
+            "{args:?}: {codes:?} in {table}"
+        );
+        for code in [0, 64, 65, 69, 70, 75, 76, 77, 126, 128] {
+            assert!(codes.contains(&code), "{args:?}: {code} missing in {table}");
+        }
+    }
+}
