@@ -212,6 +212,13 @@ pub(crate) enum Command {
     #[command(name = "force-unlock", after_help = EXIT_CODES)]
     ForceUnlock(ForceUnlockArgs),
 
+    /// Print a shell completion script for lockctl.
+    ///
+    /// E.g. `lockctl completions bash > /etc/bash_completion.d/lockctl`,
+    /// `lockctl completions zsh > "${fpath[1]}/_lockctl"`, or
+    /// `lockctl completions fish > ~/.config/fish/completions/lockctl.fish`.
+    Completions(CompletionsArgs),
+
     /// Internal to `run`: starts and guards its command.
     #[command(name = SUPERVISE, hide = true)]
     Supervise(SuperviseArgs),
@@ -373,6 +380,43 @@ pub(crate) struct StatusArgs {
     /// "unknown": {"name", "kind", "store_type"}.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `lockctl completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete lockctl's flags and commands in.
+    #[arg(value_name = "SHELL")]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// The completion script for `shell`, as text.
+pub(crate) fn completions(shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut completed(), "lockctl", &mut script);
+    String::from_utf8_lossy(&script).into_owned()
+}
+
+/// lockctl's interface without its hidden subcommand (`__supervise`),
+/// which the generators would offer: they show hidden flags' absence but
+/// not hidden subcommands'. A copy, as clap cannot remove a subcommand.
+fn completed() -> clap::Command {
+    use clap::CommandFactory as _;
+
+    let full = Cli::command();
+    let mut shown = clap::Command::new("lockctl")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true);
+    if let Some(about) = full.get_about() {
+        shown = shown.about(about.clone());
+    }
+    for arg in full.get_arguments() {
+        shown = shown.arg(arg.clone());
+    }
+    for sub in full.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+        shown = shown.subcommand(sub.clone());
+    }
+    shown
 }
 
 /// `lockctl force-unlock`.
@@ -615,6 +659,31 @@ mod tests {
             "unrecognized subcommand 'stat'; tip: a similar subcommand exists: 'status' \
              (see lockctl --help)"
         );
+    }
+
+    #[test]
+    fn completions_offer_every_subcommand_but_the_hidden_one() {
+        let shown = completed();
+        let names: Vec<&str> = shown
+            .get_subcommands()
+            .map(clap::Command::get_name)
+            .collect();
+        assert_eq!(names, ["run", "status", "force-unlock", "completions"]);
+        assert_eq!(
+            shown.get_arguments().count(),
+            Cli::command().get_arguments().count()
+        );
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+        ] {
+            let script = completions(shell);
+            assert!(script.contains("force-unlock"), "{shell}");
+            assert!(script.contains("--watchdog-timeout"), "{shell}");
+            assert!(script.contains("conflict-exit-code"), "{shell}");
+            assert!(!script.contains(SUPERVISE), "{shell}");
+        }
     }
 
     #[test]

@@ -38,6 +38,11 @@ fn main() -> ExitCode {
         // Synchronous and single-threaded: it blocks every signal, which
         // covers the whole process only if it has one thread.
         Command::Supervise(args) => return ExitCode::from(supervise::run(&args)),
+        // Needs no Redis and no runtime.
+        Command::Completions(args) => {
+            output::stdout(&cli::completions(args.shell));
+            return ExitCode::SUCCESS;
+        }
         command => command,
     };
     // One thread: a handful of requests and one child at a time. It must
@@ -79,7 +84,11 @@ async fn dispatch(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Run(args) => run::run(global, args).await,
         Command::Status(args) => status::run(global, args).await,
         Command::ForceUnlock(args) => force_unlock::run(global, args).await,
-        // Started before the runtime (see main); it would work here too.
+        // Started before the runtime (see main); they would work here too.
         Command::Supervise(args) => Ok(supervise::run(&args)),
+        Command::Completions(args) => {
+            output::stdout(&cli::completions(args.shell));
+            Ok(0)
+        }
     }
 }

@@ -240,3 +240,47 @@ fn help_lists_exit_codes_in_numeric_order() {
         }
     }
 }
+
+/// `lockctl completions SHELL` prints a completion script naming lockctl
+/// and its commands, without Redis; bash's registers itself when sourced.
+#[test]
+fn completions_print_a_script_for_each_shell() {
+    for shell in ["bash", "zsh", "fish"] {
+        let output = run("redis://127.0.0.1:1", &["completions", shell]);
+        assert_eq!(code(output.status), 0, "{shell}: {output:?}");
+        assert!(output.stderr.is_empty(), "{shell}: {output:?}");
+        let script = String::from_utf8(output.stdout).unwrap();
+        assert!(!script.trim().is_empty(), "{shell}: empty");
+        assert!(script.contains("lockctl"), "{shell}: {script}");
+        for word in [
+            "run",
+            "force-unlock",
+            "watchdog-timeout",
+            "conflict-exit-code",
+        ] {
+            assert!(script.contains(word), "{shell}: no {word}");
+        }
+        assert!(
+            !script.contains("__supervise"),
+            "{shell}: the hidden command"
+        );
+    }
+    let script = run_bare(&["completions", "bash"]).stdout;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lockctl.bash");
+    fs::write(&file, script).unwrap();
+    let sourced = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("source {} && complete -p lockctl", file.display()))
+        .output()
+        .expect("bash runs");
+    assert!(sourced.status.success(), "{sourced:?}");
+    assert!(
+        String::from_utf8_lossy(&sourced.stdout).contains("lockctl"),
+        "{sourced:?}"
+    );
+
+    let output = run_bare(&["completions", "tcsh"]);
+    assert_eq!(code(output.status), 64, "{output:?}");
+    assert!(one_error_line(&output).contains("possible values"));
+}
