@@ -26,8 +26,9 @@ Exit codes:
           of another size than run --permits N
   69      Redis unreachable, not answering, or out of memory
   70      internal error
-  75      run: lock not acquired within --wait (or N with -E N)
-  76      run: lock lost while the command ran (the command was stopped)
+  75      run, hold: lock not acquired within --wait (or N with -E N)
+  76      run: lock lost while the command ran (the command was stopped);
+          hold: lock lost while held
   77      Redis refused the credentials (user, password) or a permission
           (ACL), or a TLS certificate was refused (server's or ours)
   126/127 run: command not executable / not found
@@ -188,6 +189,25 @@ pub(crate) enum Command {
     #[command(after_help = EXIT_CODES, verbatim_doc_comment)]
     Run(RunArgs),
 
+    /// Take the lock and keep it until told to let go
+    ///
+    /// For shell scripts that hold a lock around several steps (a coproc),
+    /// or for a person at a terminal. Once the lock is held, prints one
+    /// line on stdout, `held NAME`, or with --fenced `held NAME TOKEN`, and
+    /// keeps the lock (the watchdog renews it) until stdin reaches its end
+    /// (closed, or Ctrl-D) or lockctl gets SIGINT, SIGTERM or SIGHUP; then
+    /// releases it and exits 0. What comes on stdin is read and ignored.
+    ///
+    /// Mind stdin: from /dev/null (as for `lockctl hold NAME &` in a
+    /// script) the lock is let go at once. Keep a pipe open instead, e.g.
+    /// `coproc lockctl hold NAME`, and close it (or kill lockctl) to let go.
+    ///
+    /// Lost while held (deleted, force-unlocked, expired, --lease over):
+    /// says so on stderr and exits 76 at once. Not acquired within --wait:
+    /// exit 75 (or -E N), with no line on stdout.
+    #[command(after_help = EXIT_CODES)]
+    Hold(HoldArgs),
+
     /// Show whether the lock is held, by whom, for how long.
     ///
     /// Shows each holder's hash field with its hold count, the remaining
@@ -227,78 +247,8 @@ pub(crate) enum Command {
 /// `lockctl run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
-    /// The lock's name.
-    pub(crate) name: String,
-
-    /// Use the fair (first come, first served) lock.
-    #[arg(long, conflicts_with_all = ["read", "write"])]
-    pub(crate) fair: bool,
-
-    /// Run under the read side of the read-write lock NAME (Redisson's
-    /// RReadWriteLock): shared with other --read runs, excluded by a
-    /// --write run.
-    #[arg(long, conflicts_with_all = ["write", "fenced", "redlock", "permits"])]
-    pub(crate) read: bool,
-
-    /// Run under the write side of the read-write lock NAME: excludes
-    /// every --read and --write run of NAME.
-    #[arg(long, conflicts_with_all = ["fenced", "redlock", "permits"])]
-    pub(crate) write: bool,
-
-    /// Give up after waiting this long (exit 75); 0s tries once. Default:
-    /// wait as long as it takes. The wait covers connecting too: a Redis
-    /// that is restarting or failing over is waited for until it runs out
-    /// (exit 69 if it never answers); without --wait an unreachable Redis
-    /// fails at once.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
-    pub(crate) wait: Option<Duration>,
-
-    /// Hold the lock for at most this long, without renewal; CMD is stopped
-    /// (exit 76) if it still runs when the lease ends.
-    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
-    pub(crate) lease: Option<Duration>,
-
-    /// Get a fencing token (strictly larger than any before for this name)
-    /// and pass it to CMD as LOCK_TOKEN.
-    #[arg(long)]
-    pub(crate) fenced: bool,
-
-    /// Take a RedLock instead: the lock on each of these independent Redis
-    /// servers (comma-separated), held once a majority is; the command is
-    /// stopped (exit 76) when fewer than a majority hold it. Every server
-    /// must be reachable at the start. Overrides --url and --cluster.
-    #[arg(
-        long,
-        value_name = "URL,URL,…",
-        value_delimiter = ',',
-        conflicts_with_all = ["fair", "fenced"]
-    )]
-    pub(crate) redlock: Vec<String>,
-
-    /// Allow up to N concurrent runs instead of one: take a permit of the
-    /// expirable-permit semaphore NAME, created with N permits if absent
-    /// (like `consul lock -n N`). An existing semaphore must have N
-    /// permits, free and taken, else exit 65 (as consul refuses a
-    /// conflicting -n).
-    /// The permit is leased and renewed like the lock, so a lockctl that
-    /// dies gives it back within --watchdog-timeout.
-    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],
-          value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
-    pub(crate) permits: Option<u64>,
-
-    /// Exit with N instead of 75 when the lock is not acquired (within
-    /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to
-    /// 125 and none of lockctl's other codes (64, 65, 69, 70, 76, 77), so
-    /// that it still says "not acquired"; CMD's own exit code, passed
-    /// through, may of course be anything.
-    #[arg(
-        short = 'E',
-        long,
-        value_name = "N",
-        default_value_t = exit::NOT_ACQUIRED,
-        value_parser = conflict_exit_code
-    )]
-    pub(crate) conflict_exit_code: u8,
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
 
     /// Run this shell command line instead of `-- CMD`: /bin/sh -c STRING
     /// (flock's -c). It sees LOCK_NAME and LOCK_TOKEN like CMD does.
@@ -313,6 +263,91 @@ pub(crate) struct RunArgs {
     /// The command to run and its arguments, after `--` (or -c STRING).
     #[arg(last = true, required_unless_present = "shell", value_name = "CMD")]
     pub(crate) cmd: Vec<OsString>,
+}
+
+/// `lockctl hold`.
+#[derive(Debug, Args)]
+pub(crate) struct HoldArgs {
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+/// What `run` and `hold` take, and how: the lock (or permit), the wait,
+/// the lease, the token, and the code for "not acquired".
+#[derive(Debug, Args)]
+pub(crate) struct LockArgs {
+    /// The lock's name.
+    pub(crate) name: String,
+
+    /// Use the fair (first come, first served) lock.
+    #[arg(long, conflicts_with_all = ["read", "write"])]
+    pub(crate) fair: bool,
+
+    /// Take the read side of the read-write lock NAME (Redisson's
+    /// RReadWriteLock): shared with other --read holders, excluded by a
+    /// --write one.
+    #[arg(long, conflicts_with_all = ["write", "fenced", "redlock", "permits"])]
+    pub(crate) read: bool,
+
+    /// Take the write side of the read-write lock NAME: excludes every
+    /// --read and --write holder of NAME.
+    #[arg(long, conflicts_with_all = ["fenced", "redlock", "permits"])]
+    pub(crate) write: bool,
+
+    /// Give up after waiting this long (exit 75); 0s tries once. Default:
+    /// wait as long as it takes. The wait covers connecting too: a Redis
+    /// that is restarting or failing over is waited for until it runs out
+    /// (exit 69 if it never answers); without --wait an unreachable Redis
+    /// fails at once.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub(crate) wait: Option<Duration>,
+
+    /// Hold the lock for at most this long, without renewal; when the
+    /// lease ends it is lost (exit 76): run stops CMD if it still runs.
+    #[arg(long, value_name = "DUR", value_parser = duration::parse)]
+    pub(crate) lease: Option<Duration>,
+
+    /// Get a fencing token (strictly larger than any before for this name):
+    /// run passes it to CMD as LOCK_TOKEN, hold prints it.
+    #[arg(long)]
+    pub(crate) fenced: bool,
+
+    /// Take a RedLock instead: the lock on each of these independent Redis
+    /// servers (comma-separated), held once a majority is, lost (exit 76)
+    /// when fewer than a majority hold it. Every server
+    /// must be reachable at the start. Overrides --url and --cluster.
+    #[arg(
+        long,
+        value_name = "URL,URL,…",
+        value_delimiter = ',',
+        conflicts_with_all = ["fair", "fenced"]
+    )]
+    pub(crate) redlock: Vec<String>,
+
+    /// Allow up to N holders at once instead of one: take a permit of the
+    /// expirable-permit semaphore NAME, created with N permits if absent
+    /// (like `consul lock -n N`). An existing semaphore must have N
+    /// permits, free and taken, else exit 65 (as consul refuses a
+    /// conflicting -n).
+    /// The permit is leased and renewed like the lock, so a lockctl that
+    /// dies gives it back within --watchdog-timeout.
+    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],
+          value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
+    pub(crate) permits: Option<u64>,
+
+    /// Exit with N instead of 75 when the lock is not acquired (within
+    /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to
+    /// 125 and none of lockctl's other codes (64, 65, 69, 70, 76, 77), so
+    /// that it still says "not acquired"; run's CMD, whose exit code is
+    /// passed through, may of course exit with anything.
+    #[arg(
+        short = 'E',
+        long,
+        value_name = "N",
+        default_value_t = exit::NOT_ACQUIRED,
+        value_parser = conflict_exit_code
+    )]
+    pub(crate) conflict_exit_code: u8,
 }
 
 /// Parses `-E N`: a code that means nothing else (see
@@ -509,10 +544,10 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not run: {:?}", cli.command)
         };
-        assert_eq!(run.name, "job");
-        assert!(run.fair && run.fenced);
-        assert_eq!(run.wait, Some(Duration::from_millis(250)));
-        assert_eq!(run.lease, Some(Duration::from_secs(300)));
+        assert_eq!(run.lock.name, "job");
+        assert!(run.lock.fair && run.lock.fenced);
+        assert_eq!(run.lock.wait, Some(Duration::from_millis(250)));
+        assert_eq!(run.lock.lease, Some(Duration::from_secs(300)));
         assert_eq!(run.cmd, ["sh", "-c", "echo --wait"]);
     }
 
@@ -609,7 +644,7 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not run: {:?}", cli.command)
         };
-        assert_eq!(run.redlock, ["redis://a", "redis://b", "redis://c"]);
+        assert_eq!(run.lock.redlock, ["redis://a", "redis://b", "redis://c"]);
         for flag in ["--fair", "--fenced"] {
             let err = parse_from(&["run", "job", "--redlock", "redis://a", flag, "--", "true"])
                 .unwrap_err();
@@ -625,7 +660,7 @@ mod tests {
         else {
             panic!("not run")
         };
-        assert!(run.read && !run.write);
+        assert!(run.lock.read && !run.lock.write);
         for args in [
             &["run", "cfg", "--read", "--write", "--", "true"][..],
             &["run", "cfg", "--read", "--fair", "--", "true"],
@@ -668,7 +703,10 @@ mod tests {
             .get_subcommands()
             .map(clap::Command::get_name)
             .collect();
-        assert_eq!(names, ["run", "status", "force-unlock", "completions"]);
+        assert_eq!(
+            names,
+            ["run", "hold", "status", "force-unlock", "completions"]
+        );
         assert_eq!(
             shown.get_arguments().count(),
             Cli::command().get_arguments().count()

@@ -129,7 +129,7 @@ fn help_and_version_exit_0() {
     let help = run(UNREACHABLE, &["--help"]);
     let help = String::from_utf8(help.stdout).unwrap();
     assert!(
-        help.contains("75      run: lock not acquired within --wait"),
+        help.contains("75      run, hold: lock not acquired within --wait"),
         "{help}"
     );
 }

@@ -19,6 +19,7 @@ mod cluster;
 mod common;
 mod errors;
 mod group;
+mod hold;
 mod outage;
 mod permits;
 mod redlock;
