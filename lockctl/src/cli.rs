@@ -48,8 +48,11 @@ pub(crate) struct Cli {
 
 /// Options every command takes: where the locks are. Global: they go
 /// before or after the subcommand (`lockctl --url U run …` or `lockctl run
-/// … --url U`), though never after `--`, which starts the command.
+/// … --url U`), though never after `--`, which starts the command. Under a
+/// heading of their own, so a subcommand's help does not interleave them
+/// with its own options.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options (before or after the subcommand)")]
 pub(crate) struct Global {
     /// The Redis server, e.g. redis://user@host:6379/0 (user, port and
     /// database are optional), rediss://… for TLS. The password comes from
@@ -195,8 +198,9 @@ pub(crate) enum Command {
     /// or for a person at a terminal. Once the lock is held, prints one
     /// line on stdout, `held NAME`, or with --fenced `held NAME TOKEN`, and
     /// keeps the lock (the watchdog renews it) until stdin reaches its end
-    /// (closed, or Ctrl-D) or lockctl gets SIGINT, SIGTERM or SIGHUP; then
-    /// releases it and exits 0. What comes on stdin is read and ignored.
+    /// (its writer closed it) or lockctl gets SIGINT, SIGTERM or SIGHUP;
+    /// then releases it and exits 0. What comes on stdin is read and
+    /// ignored; a terminal is not read at all (Ctrl-C lets go there).
     ///
     /// Mind stdin: from /dev/null (as for `lockctl hold NAME &` in a
     /// script) the lock is let go at once. Keep a pipe open instead, e.g.
