@@ -17,17 +17,20 @@ pub(crate) const DEFAULT_URL: &str = "redis://127.0.0.1:6379";
 /// command (see `supervise.rs`).
 pub(crate) const SUPERVISE: &str = "__supervise";
 
+/// In numeric order (a test checks).
 const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
   64      usage: bad flag, duration, URL or lock name
-  65      the key holds something that is not a lock
+  65      the key holds something that is not a lock, or a semaphore
+          of another size than run --permits N
   69      Redis unreachable, not answering, or out of memory
+  70      internal error
+  75      run, hold: lock not acquired within --wait (or N with -E N)
+  76      run: lock lost while the command ran (the command was stopped);
+          hold: lock lost while held
   77      Redis refused the credentials (user, password) or a permission
           (ACL), or a TLS certificate was refused (server's or ours)
-  70      internal error
-  75      run: lock not acquired within --wait
-  76      run: lock lost while the command ran (the command was stopped)
   126/127 run: command not executable / not found
   128+N   run: the command died by signal N";
 
@@ -43,8 +46,13 @@ pub(crate) struct Cli {
     pub(crate) command: Command,
 }
 
-/// Options every command takes: where the locks are.
+/// Options every command takes: where the locks are. Global: they go
+/// before or after the subcommand (`lockctl --url U run …` or `lockctl run
+/// … --url U`), though never after `--`, which starts the command. Under a
+/// heading of their own, so a subcommand's help does not interleave them
+/// with its own options.
 #[derive(Debug, Args)]
+#[command(next_help_heading = "Global options (before or after the subcommand)")]
 pub(crate) struct Global {
     /// The Redis server, e.g. redis://user@host:6379/0 (user, port and
     /// database are optional), rediss://… for TLS. The password comes from
@@ -52,6 +60,7 @@ pub(crate) struct Global {
     /// show in `ps`.
     #[arg(
         long,
+        global = true,
         env = "REDIS_URL",
         // The URL may hold a password: never echo it in --help.
         hide_env_values = true,
@@ -62,21 +71,21 @@ pub(crate) struct Global {
     /// A Redis Cluster instead of one server: one or more of its nodes,
     /// comma-separated (redis://host:7000,redis://host:7001). Overrides
     /// --url.
-    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+    #[arg(long, global = true, value_name = "URL[,URL…]", value_delimiter = ',')]
     pub(crate) cluster: Vec<String>,
 
     /// TLS (rediss:// URLs): trust the CA certificates in this PEM file
     /// instead of the system's roots.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE")]
     pub(crate) tls_ca: Option<PathBuf>,
 
     /// TLS: present this client certificate (PEM; with --tls-key), for
     /// servers that require one (mutual TLS).
-    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_key")]
     pub(crate) tls_cert: Option<PathBuf>,
 
     /// TLS: the private key of --tls-cert (PEM).
-    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    #[arg(long, global = true, value_name = "FILE", requires = "tls_cert")]
     pub(crate) tls_key: Option<PathBuf>,
 
     /// Redis Sentinel instead of one server: one or more sentinels,
@@ -85,6 +94,7 @@ pub(crate) struct Global {
     /// failovers. Overrides --url.
     #[arg(
         long,
+        global = true,
         value_name = "URL[,URL…]",
         value_delimiter = ',',
         requires = "master",
@@ -93,13 +103,13 @@ pub(crate) struct Global {
     pub(crate) sentinel: Vec<String>,
 
     /// The name the sentinels monitor the master under (with --sentinel).
-    #[arg(long, value_name = "NAME", requires = "sentinel")]
+    #[arg(long, global = true, value_name = "NAME", requires = "sentinel")]
     pub(crate) master: Option<String>,
 
     /// The server at --url is a proxy in front of a Redis Cluster that
     /// refuses commands whose keys span hash slots (CROSSSLOT): calls that
     /// touch many locks are split by slot.
-    #[arg(long, conflicts_with_all = ["cluster", "sentinel"])]
+    #[arg(long, global = true, conflicts_with_all = ["cluster", "sentinel"])]
     pub(crate) slot_checking_proxy: bool,
 
     /// Wait until N replicas have each lock lockctl takes (Redis WAIT, for
@@ -107,12 +117,13 @@ pub(crate) struct Global {
     /// its master's failover to one of them. An acquisition too few
     /// replicas confirmed is given back and counts as not taken (exit 75).
     /// With --url, --sentinel, --cluster and --redlock.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) replica_sync: Option<u32>,
 
     /// How long --replica-sync waits for the replicas of one acquisition.
     #[arg(
         long,
+        global = true,
         value_name = "DUR",
         default_value = "1s",
         value_parser = duration::parse,
@@ -122,13 +133,13 @@ pub(crate) struct Global {
 
     /// Prefix put before every lock name to make its key (as the library's
     /// `RedisConfig::key_prefix`).
-    #[arg(long, value_name = "P", default_value = "")]
+    #[arg(long, global = true, value_name = "P", default_value = "")]
     pub(crate) prefix: String,
 
     /// The lease of a lock taken without --lease; the watchdog renews it
     /// every third of this while the command runs, so a lockctl that dies
     /// frees its lock within this long.
-    #[arg(long, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
+    #[arg(long, global = true, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
     pub(crate) watchdog_timeout: Duration,
 }
 
@@ -137,6 +148,7 @@ pub(crate) struct Global {
 pub(crate) enum Command {
     /// Take the lock, run CMD while holding it, release it when CMD exits
     ///
+    /// CMD is `-- CMD [ARG…]`, or `-c STRING` for /bin/sh -c STRING.
     /// CMD runs with LOCK_NAME set to the lock's name (and LOCK_TOKEN to the
     /// fencing token with --fenced). Without --lease the watchdog keeps the
     /// lock while CMD runs; with --lease the lock is held for at most that
@@ -180,6 +192,26 @@ pub(crate) enum Command {
     #[command(after_help = EXIT_CODES, verbatim_doc_comment)]
     Run(RunArgs),
 
+    /// Take the lock and keep it until told to let go
+    ///
+    /// For shell scripts that hold a lock around several steps (a coproc),
+    /// or for a person at a terminal. Once the lock is held, prints one
+    /// line on stdout, `held NAME`, or with --fenced `held NAME TOKEN`, and
+    /// keeps the lock (the watchdog renews it) until stdin reaches its end
+    /// (its writer closed it) or lockctl gets SIGINT, SIGTERM or SIGHUP;
+    /// then releases it and exits 0. What comes on stdin is read and
+    /// ignored; a terminal is not read at all (Ctrl-C lets go there).
+    ///
+    /// Mind stdin: from /dev/null (as for `lockctl hold NAME &` in a
+    /// script) the lock is let go at once. Keep a pipe open instead, e.g.
+    /// `coproc lockctl hold NAME`, and close it (or kill lockctl) to let go.
+    ///
+    /// Lost while held (deleted, force-unlocked, expired, --lease over):
+    /// says so on stderr and exits 76 at once. Not acquired within --wait:
+    /// exit 75 (or -E N), with no line on stdout.
+    #[command(after_help = EXIT_CODES)]
+    Hold(HoldArgs),
+
     /// Show whether the lock is held, by whom, for how long.
     ///
     /// Shows each holder's hash field with its hold count, the remaining
@@ -204,6 +236,13 @@ pub(crate) enum Command {
     #[command(name = "force-unlock", after_help = EXIT_CODES)]
     ForceUnlock(ForceUnlockArgs),
 
+    /// Print a shell completion script for lockctl.
+    ///
+    /// E.g. `lockctl completions bash > /etc/bash_completion.d/lockctl`,
+    /// `lockctl completions zsh > "${fpath[1]}/_lockctl"`, or
+    /// `lockctl completions fish > ~/.config/fish/completions/lockctl.fish`.
+    Completions(CompletionsArgs),
+
     /// Internal to `run`: starts and guards its command.
     #[command(name = SUPERVISE, hide = true)]
     Supervise(SuperviseArgs),
@@ -212,6 +251,35 @@ pub(crate) enum Command {
 /// `lockctl run`.
 #[derive(Debug, Args)]
 pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+
+    /// Run this shell command line instead of `-- CMD`: /bin/sh -c STRING
+    /// (flock's -c). It sees LOCK_NAME and LOCK_TOKEN like CMD does.
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "STRING",
+        conflicts_with = "cmd"
+    )]
+    pub(crate) shell: Option<OsString>,
+
+    /// The command to run and its arguments, after `--` (or -c STRING).
+    #[arg(last = true, required_unless_present = "shell", value_name = "CMD")]
+    pub(crate) cmd: Vec<OsString>,
+}
+
+/// `lockctl hold`.
+#[derive(Debug, Args)]
+pub(crate) struct HoldArgs {
+    #[command(flatten)]
+    pub(crate) lock: LockArgs,
+}
+
+/// What `run` and `hold` take, and how: the lock (or permit), the wait,
+/// the lease, the token, and the code for "not acquired".
+#[derive(Debug, Args)]
+pub(crate) struct LockArgs {
     /// The lock's name.
     pub(crate) name: String,
 
@@ -219,14 +287,14 @@ pub(crate) struct RunArgs {
     #[arg(long, conflicts_with_all = ["read", "write"])]
     pub(crate) fair: bool,
 
-    /// Run under the read side of the read-write lock NAME (Redisson's
-    /// RReadWriteLock): shared with other --read runs, excluded by a
-    /// --write run.
+    /// Take the read side of the read-write lock NAME (Redisson's
+    /// RReadWriteLock): shared with other --read holders, excluded by a
+    /// --write one.
     #[arg(long, conflicts_with_all = ["write", "fenced", "redlock", "permits"])]
     pub(crate) read: bool,
 
-    /// Run under the write side of the read-write lock NAME: excludes
-    /// every --read and --write run of NAME.
+    /// Take the write side of the read-write lock NAME: excludes every
+    /// --read and --write holder of NAME.
     #[arg(long, conflicts_with_all = ["fenced", "redlock", "permits"])]
     pub(crate) write: bool,
 
@@ -238,19 +306,19 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub(crate) wait: Option<Duration>,
 
-    /// Hold the lock for at most this long, without renewal; CMD is stopped
-    /// (exit 76) if it still runs when the lease ends.
+    /// Hold the lock for at most this long, without renewal; when the
+    /// lease ends it is lost (exit 76): run stops CMD if it still runs.
     #[arg(long, value_name = "DUR", value_parser = duration::parse)]
     pub(crate) lease: Option<Duration>,
 
-    /// Get a fencing token (strictly larger than any before for this name)
-    /// and pass it to CMD as LOCK_TOKEN.
+    /// Get a fencing token (strictly larger than any before for this name):
+    /// run passes it to CMD as LOCK_TOKEN, hold prints it.
     #[arg(long)]
     pub(crate) fenced: bool,
 
     /// Take a RedLock instead: the lock on each of these independent Redis
-    /// servers (comma-separated), held once a majority is; the command is
-    /// stopped (exit 76) when fewer than a majority hold it. Every server
+    /// servers (comma-separated), held once a majority is, lost (exit 76)
+    /// when fewer than a majority hold it. Every server
     /// must be reachable at the start. Overrides --url and --cluster.
     #[arg(
         long,
@@ -260,18 +328,60 @@ pub(crate) struct RunArgs {
     )]
     pub(crate) redlock: Vec<String>,
 
-    /// Allow up to N concurrent runs instead of one: take a permit of the
+    /// Allow up to N holders at once instead of one: take a permit of the
     /// expirable-permit semaphore NAME, created with N permits if absent
-    /// (like `consul lock -n N`; an existing semaphore keeps its count).
+    /// (like `consul lock -n N`). An existing semaphore must have N
+    /// permits, free and taken, else exit 65 (as consul refuses a
+    /// conflicting -n).
     /// The permit is leased and renewed like the lock, so a lockctl that
     /// dies gives it back within --watchdog-timeout.
     #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],
           value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
     pub(crate) permits: Option<u64>,
 
-    /// The command to run and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub(crate) cmd: Vec<OsString>,
+    /// Exit with N instead of 75 when the lock is not acquired (within
+    /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to
+    /// 125 and none of lockctl's other codes (64, 65, 69, 70, 76, 77), so
+    /// that it still says "not acquired"; run's CMD, whose exit code is
+    /// passed through, may of course exit with anything.
+    #[arg(
+        short = 'E',
+        long,
+        value_name = "N",
+        default_value_t = exit::NOT_ACQUIRED,
+        value_parser = conflict_exit_code
+    )]
+    pub(crate) conflict_exit_code: u8,
+}
+
+/// Parses `-E N`: a code that means nothing else (see
+/// [`exit::is_free_for_conflicts`]).
+fn conflict_exit_code(text: &str) -> Result<u8, String> {
+    let code: u8 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not an exit code (1 to 125)"))?;
+    if exit::is_free_for_conflicts(code) {
+        Ok(code)
+    } else {
+        Err(format!(
+            "{code} is taken: use 1 to 125, other than {}",
+            exit::OTHER_MEANINGS.map(|c| c.to_string()).join(", ")
+        ))
+    }
+}
+
+/// The shell `run -c STRING` runs STRING with: POSIX's, at the path every
+/// Unix has it.
+pub(crate) const SHELL: &str = "/bin/sh";
+
+impl RunArgs {
+    /// The program and arguments to run: `CMD…`, or `/bin/sh -c STRING`.
+    pub(crate) fn argv(&self) -> Vec<OsString> {
+        match &self.shell {
+            Some(line) => vec![SHELL.into(), "-c".into(), line.clone()],
+            None => self.cmd.clone(),
+        }
+    }
 }
 
 /// `lockctl __supervise`, as `run` starts it.
@@ -297,18 +407,55 @@ pub(crate) struct StatusArgs {
     #[arg(long)]
     pub(crate) fair: bool,
 
-    /// Print one JSON object. A lock (kind "lock", or "none" when nothing
-    /// is stored): {"name", "kind", "locked", "holders": [{"field",
-    /// "count"}], "ttl_ms" (null when free), "queue": [{"field",
-    /// "deadline_ms"}]}; deadlines are Unix epoch milliseconds by the Redis
-    /// server's clock. Other kinds: {"name", "kind": "read_write_lock",
-    /// "locked", "mode", "writer", "readers", "ttl_ms"}, {"name", "kind":
-    /// "semaphore_or_latch", "value", "ttl_ms"}, {"name", "kind":
-    /// "permit_expirable_semaphore", "available_permits", "permits":
-    /// [{"id", "expires_at_ms"}]}, or {"name", "kind": "unknown",
-    /// "store_type"}.
+    /// Print one JSON object, with the same keys every time for one
+    /// "kind" (see the README for their meaning). A lock ("lock"), or
+    /// nothing stored ("none"): {"name", "kind", "locked", "holders":
+    /// [{"field", "count"}], "ttl_ms", "queue"}, where "queue" is
+    /// [{"field", "deadline_ms"}] with --fair and null without (not read).
+    /// "read_write_lock": {"name", "kind", "locked", "mode", "writer",
+    /// "readers", "ttl_ms"}. One integer, a semaphore (with leased permits
+    /// or not) or a count-down latch, "semaphore_or_latch": {"name",
+    /// "kind", "value", "ttl_ms", "permits": [{"id", "expires_at_ms"}]}.
+    /// "unknown": {"name", "kind", "store_type"}.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `lockctl completions`.
+#[derive(Debug, Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell to complete lockctl's flags and commands in.
+    #[arg(value_name = "SHELL")]
+    pub(crate) shell: clap_complete::Shell,
+}
+
+/// The completion script for `shell`, as text.
+pub(crate) fn completions(shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut completed(), "lockctl", &mut script);
+    String::from_utf8_lossy(&script).into_owned()
+}
+
+/// lockctl's interface without its hidden subcommand (`__supervise`),
+/// which the generators would offer: they show hidden flags' absence but
+/// not hidden subcommands'. A copy, as clap cannot remove a subcommand.
+fn completed() -> clap::Command {
+    use clap::CommandFactory as _;
+
+    let full = Cli::command();
+    let mut shown = clap::Command::new("lockctl")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true);
+    if let Some(about) = full.get_about() {
+        shown = shown.about(about.clone());
+    }
+    for arg in full.get_arguments() {
+        shown = shown.arg(arg.clone());
+    }
+    for sub in full.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+        shown = shown.subcommand(sub.clone());
+    }
+    shown
 }
 
 /// `lockctl force-unlock`.
@@ -401,11 +548,90 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not run: {:?}", cli.command)
         };
-        assert_eq!(run.name, "job");
-        assert!(run.fair && run.fenced);
-        assert_eq!(run.wait, Some(Duration::from_millis(250)));
-        assert_eq!(run.lease, Some(Duration::from_secs(300)));
+        assert_eq!(run.lock.name, "job");
+        assert!(run.lock.fair && run.lock.fenced);
+        assert_eq!(run.lock.wait, Some(Duration::from_millis(250)));
+        assert_eq!(run.lock.lease, Some(Duration::from_secs(300)));
         assert_eq!(run.cmd, ["sh", "-c", "echo --wait"]);
+    }
+
+    #[test]
+    fn global_options_go_before_or_after_the_subcommand() {
+        let before = parse_from(&[
+            "--url",
+            "redis://a:1",
+            "--prefix",
+            "p:",
+            "--watchdog-timeout",
+            "2s",
+            "run",
+            "job",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        let after = parse_from(&[
+            "run",
+            "job",
+            "--url",
+            "redis://a:1",
+            "--prefix",
+            "p:",
+            "--watchdog-timeout",
+            "2s",
+            "--",
+            "true",
+        ])
+        .unwrap();
+        for cli in [&before, &after] {
+            assert_eq!(cli.global.url, "redis://a:1");
+            assert_eq!(cli.global.prefix, "p:");
+            assert_eq!(cli.global.watchdog_timeout, Duration::from_secs(2));
+        }
+        // Split both ways: a default on one side does not undo the other.
+        let split =
+            parse_from(&["--url", "redis://a:1", "status", "job", "--prefix", "p:"]).unwrap();
+        assert_eq!(split.global.url, "redis://a:1");
+        assert_eq!(split.global.prefix, "p:");
+        // After `--` it is the command's.
+        let cli = parse_from(&["run", "job", "--", "echo", "--url", "x"]).unwrap();
+        assert_ne!(cli.global.url, "x");
+        let Command::Run(run) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(run.cmd, ["echo", "--url", "x"]);
+        // Relations between global options hold on either side.
+        let err = parse_from(&["run", "job", "--tls-cert", "c.pem", "--", "true"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
+    }
+
+    #[test]
+    fn run_takes_a_shell_string_or_a_command_but_not_both() {
+        let Command::Run(run) = parse_from(&["run", "job", "-c", "echo a; echo b"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(run.argv(), [SHELL, "-c", "echo a; echo b"]);
+        let Command::Run(run) = parse_from(&["run", "job", "--command=true"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(run.argv(), [SHELL, "-c", "true"]);
+        let Command::Run(run) = parse_from(&["run", "job", "--", "ls", "-c"])
+            .unwrap()
+            .command
+        else {
+            panic!("not run")
+        };
+        assert_eq!(run.argv(), ["ls", "-c"]);
+        let err = parse_from(&["run", "job", "-c", "true", "--", "true"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::ArgumentConflict);
+        let err = parse_from(&["run", "job"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
     }
 
     #[test]
@@ -422,7 +648,7 @@ mod tests {
         let Command::Run(run) = cli.command else {
             panic!("not run: {:?}", cli.command)
         };
-        assert_eq!(run.redlock, ["redis://a", "redis://b", "redis://c"]);
+        assert_eq!(run.lock.redlock, ["redis://a", "redis://b", "redis://c"]);
         for flag in ["--fair", "--fenced"] {
             let err = parse_from(&["run", "job", "--redlock", "redis://a", flag, "--", "true"])
                 .unwrap_err();
@@ -438,7 +664,7 @@ mod tests {
         else {
             panic!("not run")
         };
-        assert!(run.read && !run.write);
+        assert!(run.lock.read && !run.lock.write);
         for args in [
             &["run", "cfg", "--read", "--write", "--", "true"][..],
             &["run", "cfg", "--read", "--fair", "--", "true"],
@@ -472,6 +698,34 @@ mod tests {
             "unrecognized subcommand 'stat'; tip: a similar subcommand exists: 'status' \
              (see lockctl --help)"
         );
+    }
+
+    #[test]
+    fn completions_offer_every_subcommand_but_the_hidden_one() {
+        let shown = completed();
+        let names: Vec<&str> = shown
+            .get_subcommands()
+            .map(clap::Command::get_name)
+            .collect();
+        assert_eq!(
+            names,
+            ["run", "hold", "status", "force-unlock", "completions"]
+        );
+        assert_eq!(
+            shown.get_arguments().count(),
+            Cli::command().get_arguments().count()
+        );
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+        ] {
+            let script = completions(shell);
+            assert!(script.contains("force-unlock"), "{shell}");
+            assert!(script.contains("--watchdog-timeout"), "{shell}");
+            assert!(script.contains("conflict-exit-code"), "{shell}");
+            assert!(!script.contains(SUPERVISE), "{shell}");
+        }
     }
 
     #[test]

@@ -37,6 +37,18 @@ pub(crate) const CANNOT_EXECUTE: u8 = 126;
 /// `run`: the command was not found (as a shell).
 pub(crate) const NOT_FOUND: u8 = 127;
 
+/// The codes lockctl gives a meaning other than "not acquired" below 126
+/// (from 126 on, every code is the shell's).
+pub(crate) const OTHER_MEANINGS: [u8; 6] =
+    [USAGE, DATA, UNAVAILABLE, SOFTWARE, LOST, NO_PERMISSION];
+
+/// Whether `code` may stand for "not acquired" (`run -E`): 1 to 125 and
+/// none of [`OTHER_MEANINGS`]. Not 0 (success), and not from 126 on: those
+/// say the command could not run or died by a signal.
+pub(crate) fn is_free_for_conflicts(code: u8) -> bool {
+    (1..CANNOT_EXECUTE).contains(&code) && !OTHER_MEANINGS.contains(&code)
+}
+
 /// The exit code that reports `status` as a shell would: the code, or
 /// 128 + the signal that killed the process.
 pub(crate) fn of_status(status: ExitStatus) -> u8 {
@@ -192,6 +204,17 @@ mod tests {
             Failure::from(err).message,
             "lock backend unavailable: dropped: reset by peer"
         );
+    }
+
+    #[test]
+    fn conflict_codes_mean_nothing_else() {
+        assert!(is_free_for_conflicts(NOT_ACQUIRED));
+        for free in [1, 2, 63, 66, 68, 71, 74, 78, 125] {
+            assert!(is_free_for_conflicts(free), "{free}");
+        }
+        for taken in [0, 64, 65, 69, 70, 76, 77, 126, 127, 128, 143, 255] {
+            assert!(!is_free_for_conflicts(taken), "{taken}");
+        }
     }
 
     #[test]

@@ -1,8 +1,10 @@
 #![doc = include_str!("../README.md")]
-// Module map: `cli` parses, `connect` makes the client, `run`, `status` and
-// `force_unlock` are the commands, `child`, `signals`, `held` and `supervise`
-// (the process between `run` and its command) serve `run`, and `exit` and
-// `output` turn every outcome into one stderr line and a code.
+// Module map: `cli` parses, `connect` makes the client, `run`, `hold`,
+// `status` and `force_unlock` are the commands, `take` (connecting,
+// acquiring, releasing) and `held` serve `run` and `hold`, `child`,
+// `signals` and `supervise` (the process between `run` and its command)
+// serve `run`, and `exit` and `output` turn every outcome into one stderr
+// line and a code.
 
 mod child;
 mod cli;
@@ -11,12 +13,14 @@ mod duration;
 mod exit;
 mod force_unlock;
 mod held;
+mod hold;
 mod output;
 mod run;
 mod signals;
 mod status;
 mod status_kinds;
 mod supervise;
+mod take;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;
@@ -38,6 +42,11 @@ fn main() -> ExitCode {
         // Synchronous and single-threaded: it blocks every signal, which
         // covers the whole process only if it has one thread.
         Command::Supervise(args) => return ExitCode::from(supervise::run(&args)),
+        // Needs no Redis and no runtime.
+        Command::Completions(args) => {
+            output::stdout(&cli::completions(args.shell));
+            return ExitCode::SUCCESS;
+        }
         command => command,
     };
     // One thread: a handful of requests and one child at a time. It must
@@ -77,9 +86,14 @@ fn main() -> ExitCode {
 async fn dispatch(global: &Global, command: Command) -> Result<u8, Failure> {
     match command {
         Command::Run(args) => run::run(global, args).await,
+        Command::Hold(args) => hold::run(global, args).await,
         Command::Status(args) => status::run(global, args).await,
         Command::ForceUnlock(args) => force_unlock::run(global, args).await,
-        // Started before the runtime (see main); it would work here too.
+        // Started before the runtime (see main); they would work here too.
         Command::Supervise(args) => Ok(supervise::run(&args)),
+        Command::Completions(args) => {
+            output::stdout(&cli::completions(args.shell));
+            Ok(0)
+        }
     }
 }

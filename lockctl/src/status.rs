@@ -26,8 +26,9 @@ struct Report<'a> {
     holders: Vec<HolderJson<'a>>,
     /// Remaining time to live; `null` when free or without expiry.
     ttl_ms: Option<u64>,
-    /// A fair lock's waiters, head first (always empty without `--fair`).
-    queue: Vec<WaiterJson<'a>>,
+    /// A fair lock's waiters, head first; `null` without `--fair`, which
+    /// reads the queue (an empty list: read, nobody waiting).
+    queue: Option<Vec<WaiterJson<'a>>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -91,7 +92,7 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
     client.close().await;
     let info = info?;
     let text = if args.json {
-        json(&name, kind, &info)?
+        json(&name, kind, &info, args.fair)?
     } else {
         human(&name, &info, args.fair, now_ms())
     };
@@ -99,7 +100,14 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
     Ok(0)
 }
 
-fn json(name: &LockName, kind: &str, info: &FairLockInfo) -> Result<String, Failure> {
+/// `queue_read`: whether the queue was read (`--fair`); when not, `queue`
+/// is `null`, not a list that would say nobody waits.
+fn json(
+    name: &LockName,
+    kind: &str,
+    info: &FairLockInfo,
+    queue_read: bool,
+) -> Result<String, Failure> {
     let (queue, info) = (&info.queue, &info.lock);
     let report = Report {
         name: name.as_str(),
@@ -114,13 +122,15 @@ fn json(name: &LockName, kind: &str, info: &FairLockInfo) -> Result<String, Fail
             })
             .collect(),
         ttl_ms: info.ttl.map(millis),
-        queue: queue
-            .iter()
-            .map(|w| WaiterJson {
-                field: &w.field,
-                deadline_ms: w.deadline_ms,
-            })
-            .collect(),
+        queue: queue_read.then(|| {
+            queue
+                .iter()
+                .map(|w| WaiterJson {
+                    field: &w.field,
+                    deadline_ms: w.deadline_ms,
+                })
+                .collect()
+        }),
     };
     status_kinds::to_json(&report)
 }
@@ -211,14 +221,19 @@ mod tests {
     fn json_has_every_key_in_order() {
         let name = LockName::new("job").unwrap();
         assert_eq!(
-            json(&name, "lock", &held()).unwrap(),
+            json(&name, "lock", &held(), true).unwrap(),
             r#"{"name":"job","kind":"lock","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","deadline_ms":10000},{"field":"c3:4","deadline_ms":4000}]}"#
                 .to_owned()
                 + "\n"
         );
         assert_eq!(
-            json(&name, "none", &FairLockInfo::default()).unwrap(),
+            json(&name, "none", &FairLockInfo::default(), true).unwrap(),
             "{\"name\":\"job\",\"kind\":\"none\",\"locked\":false,\"holders\":[],\"ttl_ms\":null,\"queue\":[]}\n"
+        );
+        // Not read (no --fair): null, not an empty queue.
+        assert_eq!(
+            json(&name, "none", &FairLockInfo::default(), false).unwrap(),
+            "{\"name\":\"job\",\"kind\":\"none\",\"locked\":false,\"holders\":[],\"ttl_ms\":null,\"queue\":null}\n"
         );
     }
 

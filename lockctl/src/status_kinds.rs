@@ -3,8 +3,15 @@
 //! layout), a permit-expirable semaphore, and a value no lock kind stores.
 //!
 //! JSON objects start with `name` and `kind` (`read_write_lock`,
-//! `semaphore_or_latch`, `permit_expirable_semaphore`, `unknown`), then the
-//! kind's own keys, in the order of the structs below.
+//! `semaphore_or_latch`, `unknown`), then the kind's own keys, in the order
+//! of the structs below: always the same keys for one kind, so a script
+//! reads each key of a kind without first checking it is there.
+//!
+//! A permit-expirable semaphore is a `semaphore_or_latch` too, with its
+//! leased `permits`: once no permit is leased, Redis drops the sorted set
+//! of leases and what is left is one integer, which nothing tells apart
+//! from a plain semaphore's or a latch's. Were it a kind of its own, its
+//! `kind` and keys would change whenever its last holder left.
 
 use lock_core::{
     CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LockName, ReadWriteInfo,
@@ -40,14 +47,12 @@ struct CounterJson<'a> {
     kind: &'static str,
     /// A semaphore's available permits, or a latch's count.
     value: i64,
+    /// The integer's time to live; `null` without expiry, and `null` while
+    /// permits are leased (the description of a semaphore with leases does
+    /// not carry it).
     ttl_ms: Option<u64>,
-}
-
-#[derive(Debug, Serialize)]
-struct ExpirableJson<'a> {
-    name: &'a str,
-    kind: &'static str,
-    available_permits: i64,
+    /// The leased permits of a permit-expirable semaphore (live ones only);
+    /// empty for anything else, and for one with no permit leased.
     permits: Vec<PermitJson<'a>>,
 }
 
@@ -64,6 +69,9 @@ struct UnknownJson<'a> {
     kind: &'static str,
     store_type: &'a str,
 }
+
+/// The `kind` of one integer under the name, with or without leases.
+const COUNTER: &str = "semaphore_or_latch";
 
 /// `value` as one line of JSON.
 pub(crate) fn to_json(value: &impl Serialize) -> Result<String, Failure> {
@@ -102,14 +110,16 @@ pub(crate) fn json(name: &LockName, d: &Description) -> Result<String, Failure> 
         }),
         Description::SemaphoreOrLatch(c) => to_json(&CounterJson {
             name,
-            kind: "semaphore_or_latch",
+            kind: COUNTER,
             value: c.value,
             ttl_ms: c.ttl.map(millis),
+            permits: Vec::new(),
         }),
-        Description::PermitExpirableSemaphore(s) => to_json(&ExpirableJson {
+        Description::PermitExpirableSemaphore(s) => to_json(&CounterJson {
             name,
-            kind: "permit_expirable_semaphore",
-            available_permits: s.available,
+            kind: COUNTER,
+            value: s.available,
+            ttl_ms: None,
             permits: s
                 .permits
                 .iter()
@@ -271,7 +281,7 @@ mod tests {
         let c = Description::SemaphoreOrLatch(CounterInfo::new(3, None));
         assert_eq!(
             json(&name(), &c).unwrap(),
-            "{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":3,\"ttl_ms\":null}\n"
+            "{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":3,\"ttl_ms\":null,\"permits\":[]}\n"
         );
         assert!(human(&name(), &c, 0).contains("latch:     count 3 (a latch lives at key \"job\""));
         let s = Description::PermitExpirableSemaphore(ExpirableSemaphoreInfo::new(
@@ -284,7 +294,7 @@ mod tests {
         let id = "ab".repeat(16);
         assert_eq!(
             json(&name(), &s).unwrap(),
-            format!("{{\"name\":\"job\",\"kind\":\"permit_expirable_semaphore\",\"available_permits\":1,\"permits\":[{{\"id\":\"{id}\",\"expires_at_ms\":4000}},{{\"id\":\"{}\",\"expires_at_ms\":null}}]}}\n", "cd".repeat(16))
+            format!("{{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":1,\"ttl_ms\":null,\"permits\":[{{\"id\":\"{id}\",\"expires_at_ms\":4000}},{{\"id\":\"{}\",\"expires_at_ms\":null}}]}}\n", "cd".repeat(16))
         );
         let text = human(&name(), &s, 1_000);
         assert!(

@@ -160,20 +160,16 @@ fn chaos(hold: Hold, chaos_for: Duration) -> (RedisServer, Verdict) {
 fn assert_every_permit_comes_back(server: &RedisServer, hold: Hold) {
     let name = hold.name();
     // The free permits and the live leases, as `lockctl status` sees
-    // them. With no lease at all (Redis drops an empty sorted set) the
-    // count alone looks like a plain semaphore's, and status says so.
+    // them (one shape with leases or without).
     let status = || {
         let output = common::run(&server.url(), &["status", "--json", name]);
         assert_eq!(common::code(output.status), 0, "{output:?}");
         let json: serde_json::Value = serde_json::from_slice(&output.stdout).expect("status JSON");
         let free = match json["kind"].as_str() {
-            Some("permit_expirable_semaphore") => json["available_permits"].as_i64(),
             Some("semaphore_or_latch") => json["value"].as_i64(),
             _ => None,
         };
-        let leased = json
-            .get("permits")
-            .map_or(Some(0), |p| p.as_array().map(Vec::len));
+        let leased = json["permits"].as_array().map(Vec::len);
         match (free, leased) {
             (Some(free), Some(leased)) => (free, leased),
             _ => panic!("not the semaphore: {json}"),

@@ -54,11 +54,21 @@ fn bad_arguments_exit_64_before_any_io() {
         (
             UNREACHABLE,
             &["run", "job", "--lease=-1s", "--", "true"],
-            "whole number",
+            "expected a number",
         ),
         (
             UNREACHABLE,
             &["run", "job", "--wait", "5", "--", "true"],
+            "no unit",
+        ),
+        (
+            UNREACHABLE,
+            &["run", "job", "--wait", "1.5", "--", "true"],
+            "no unit",
+        ),
+        (
+            UNREACHABLE,
+            &["run", "job", "--wait", "1m 30", "--", "true"],
             "no unit",
         ),
         (UNREACHABLE, &["run", "job"], "<CMD>"),
@@ -93,13 +103,18 @@ fn bad_arguments_exit_64_before_any_io() {
 fn a_key_that_is_not_a_lock_exits_65_and_is_left_alone() {
     let server = RedisServer::start();
     server.cmd(&["SET", "job", "not a lock"]);
-    for args in [
-        &["status", "job"][..],
-        &["run", "job", "--wait", "0s", "--", "true"],
+    // `status` says it in its words, `run` in the library's.
+    for (args, says) in [
+        (&["status", "job"][..], "not a lock"),
+        (
+            &["run", "job", "--wait", "0s", "--", "true"],
+            "another type than this lock",
+        ),
     ] {
         let output = run(&server.url(), args);
         assert_eq!(code(output.status), 65, "{args:?}: {output:?}");
-        assert!(one_error_line(&output).contains("not a lock"));
+        let line = one_error_line(&output);
+        assert!(line.contains(says), "{args:?}: {line}");
     }
     assert_eq!(text(&server.cmd(&["GET", "job"])), "not a lock");
 }
@@ -114,7 +129,7 @@ fn help_and_version_exit_0() {
     let help = run(UNREACHABLE, &["--help"]);
     let help = String::from_utf8(help.stdout).unwrap();
     assert!(
-        help.contains("75      run: lock not acquired within --wait"),
+        help.contains("75      run, hold: lock not acquired within --wait"),
         "{help}"
     );
 }

@@ -14,10 +14,12 @@
 //! the `[[test]]` targets at the end of Cargo.toml.
 
 mod auth;
+mod cli;
 mod cluster;
 mod common;
 mod errors;
 mod group;
+mod hold;
 mod outage;
 mod permits;
 mod redlock;

@@ -50,16 +50,28 @@ fn n_plus_one_runs_with_n_permits_run_n_at_a_time() {
     assert_eq!(int(&server, &["ZCARD", "{jobs}:timeout"]), 0);
 }
 
+/// One permit, taken (a live lease without expiry, as Redisson's
+/// `acquire()` leaves it): the semaphore has 1 permit, none free.
+fn one_permit_taken(server: &RedisServer) {
+    server.cmd(&["SET", "jobs", "0"]);
+    server.cmd(&[
+        "ZADD",
+        "{jobs}:timeout",
+        "922337203685477",
+        "0123456789abcdef",
+    ]);
+}
+
 #[test]
 fn no_free_permit_within_wait_exits_75() {
     let server = RedisServer::start();
-    server.cmd(&["SET", "jobs", "0"]);
+    one_permit_taken(&server);
     let output = run(
         &server.url(),
         &[
             "run",
             "--permits",
-            "2",
+            "1",
             "--wait",
             "200ms",
             "jobs",
@@ -75,6 +87,46 @@ fn no_free_permit_within_wait_exits_75() {
         Value::BulkString(b"0".to_vec()),
         "kept"
     );
+}
+
+/// `--permits N` on a semaphore of another size is refused (exit 65, as
+/// `consul lock` refuses a conflicting `-n`) rather than run under the
+/// stored count. The size is free plus taken permits, so permits held
+/// elsewhere do not make it look smaller; nothing is changed.
+#[test]
+fn permits_that_disagree_with_the_semaphore_exit_65() {
+    let server = RedisServer::start();
+    let url = server.url();
+    // Three permits, one of them held by a run: the size is still 3.
+    let holder = Holder::start(&url, &[], &["jobs", "--permits", "3"]);
+    assert_eq!(text(&server.cmd(&["GET", "jobs"])), "2");
+    for n in ["2", "5"] {
+        let output = run(&url, &["run", "--permits", n, "jobs", "--", "true"]);
+        assert_eq!(code(output.status), 65, "{n}: {output:?}");
+        let line = one_error_line(&output);
+        assert!(
+            line.contains(&format!(
+                "semaphore \"jobs\" has 3 permits (free and taken), not the {n} of --permits"
+            )),
+            "{line}"
+        );
+    }
+    let output = run(&url, &["run", "--permits", "3", "jobs", "--", "true"]);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    let (status, stderr) = holder.finish();
+    assert_eq!(code(status), 0, "{stderr}");
+    assert_eq!(text(&server.cmd(&["GET", "jobs"])), "3", "untouched");
+
+    // Every permit taken: a full semaphore of the right size is waited
+    // for (75), one of another size refused (65).
+    let server = RedisServer::start();
+    one_permit_taken(&server);
+    let output = run(
+        &server.url(),
+        &["run", "--permits", "2", "--wait", "0", "jobs", "--", "true"],
+    );
+    assert_eq!(code(output.status), 65, "{output:?}");
+    assert!(one_error_line(&output).contains("has 1 permit (free and taken), not the 2"));
 }
 
 #[test]

@@ -3,6 +3,7 @@
 
 use crate::common;
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -15,7 +16,7 @@ fn status_shows_what_redis_shows() {
     let url = server.url();
     assert_eq!(
         status_json(&url, &["job"]),
-        json!({"name": "job", "kind": "none", "locked": false, "holders": [], "ttl_ms": null, "queue": []})
+        json!({"name": "job", "kind": "none", "locked": false, "holders": [], "ttl_ms": null, "queue": null})
     );
 
     let _holder = Holder::start(&url, &[], &["job"]);
@@ -40,7 +41,7 @@ fn status_shows_what_redis_shows() {
         ttl_after - 5 <= ttl && ttl <= ttl_before + 5,
         "PTTL {ttl_before} then {ttl_after}, status said {ttl}"
     );
-    assert_eq!(status["queue"], json!([]));
+    assert_eq!(status["queue"], json!(null), "not read without --fair");
 
     let human = run(&url, &["status", "job"]);
     assert_eq!(code(human.status), 0, "{human:?}");
@@ -139,7 +140,7 @@ fn status_of_a_semaphore_or_latch() {
     server.cmd(&["SET", "batch", "3"]);
     assert_eq!(
         status_json(&url, &["batch"]),
-        json!({"name": "batch", "kind": "semaphore_or_latch", "value": 3, "ttl_ms": null})
+        json!({"name": "batch", "kind": "semaphore_or_latch", "value": 3, "ttl_ms": null, "permits": []})
     );
     let human = String::from_utf8(run(&url, &["status", "batch"]).stdout).unwrap();
     assert!(
@@ -152,7 +153,8 @@ fn status_of_a_semaphore_or_latch() {
     );
 }
 
-/// A permit-expirable semaphore: free permits, and the live leases of
+/// A permit-expirable semaphore: one integer as a plain semaphore, its
+/// free permits, and the live leases of
 /// `{name}:timeout` (ids as 32 hex characters; an expired lease is not
 /// shown, a permit without lease is).
 #[test]
@@ -172,7 +174,7 @@ fn status_of_a_permit_expirable_semaphore() {
     let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
     assert_eq!(
         status,
-        json!({"name": "jobs", "kind": "permit_expirable_semaphore", "available_permits": 2,
+        json!({"name": "jobs", "kind": "semaphore_or_latch", "value": 2, "ttl_ms": null,
                "permits": [{"id": hex(live), "expires_at_ms": now + 60_000},
                            {"id": hex(forever), "expires_at_ms": null}]})
     );
@@ -245,8 +247,8 @@ fn fair_status_shows_the_queue() {
         "{human}"
     );
 
-    // Without --fair the queue is not looked at.
-    assert_eq!(status_json(&url, &["job"])["queue"], json!([]));
+    // Without --fair the queue is not looked at: null, not "nobody".
+    assert_eq!(status_json(&url, &["job"])["queue"], json!(null));
 
     let (status, stderr) = holder.finish();
     assert_eq!(code(status), 0, "{stderr}");
@@ -288,4 +290,128 @@ fn force_unlock_wakes_a_waiter_at_once() {
         String::from_utf8_lossy(&output.stdout),
         "other: was not locked; nothing to do\n"
     );
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(json: &serde_json::Value) -> BTreeSet<&str> {
+    json.as_object()
+        .unwrap_or_else(|| panic!("not an object: {json}"))
+        .keys()
+        .map(String::as_str)
+        .collect()
+}
+
+/// `lockctl status --json` once, as a serde_json value: one object on one
+/// line, exit 0.
+fn parsed(url: &str, args: &[&str]) -> serde_json::Value {
+    let json = status_json(url, args);
+    assert!(json.is_object(), "{json}");
+    json
+}
+
+/// Each kind prints the same keys whatever its state: a lock and a fair
+/// lock (and "none", nothing stored, which reads as a free lock), a
+/// read-write lock, and a semaphore before and after its holders leave
+/// (its leases gone, one integer is left: the same kind, with no permits).
+/// The queue is `null` unless `--fair` read it.
+#[test]
+fn status_json_keeps_one_shape_per_kind() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let lock: BTreeSet<&str> = ["name", "kind", "locked", "holders", "ttl_ms", "queue"].into();
+    let rw: BTreeSet<&str> = [
+        "name", "kind", "locked", "mode", "writer", "readers", "ttl_ms",
+    ]
+    .into();
+    let counter: BTreeSet<&str> = ["name", "kind", "value", "ttl_ms", "permits"].into();
+
+    // A lock, held then free.
+    let holder = Holder::start(&url, &[], &["job"]);
+    let held = parsed(&url, &["job"]);
+    assert_eq!(
+        (held["kind"].as_str(), keys(&held)),
+        (Some("lock"), lock.clone())
+    );
+    assert_eq!(held["queue"], json!(null), "{held}");
+    let (status, stderr) = holder.finish();
+    assert_eq!(code(status), 0, "{stderr}");
+    let free = parsed(&url, &["job"]);
+    assert_eq!(
+        (free["kind"].as_str(), keys(&free)),
+        (Some("none"), lock.clone())
+    );
+    assert_eq!(free["queue"], json!(null), "{free}");
+
+    // A fair lock with --fair: the queue read, a list both times.
+    let holder = Holder::start(&url, &[], &["fair", "--fair"]);
+    let held = parsed(&url, &["fair", "--fair"]);
+    assert_eq!(
+        (held["kind"].as_str(), keys(&held)),
+        (Some("lock"), lock.clone())
+    );
+    assert_eq!(held["queue"], json!([]), "{held}");
+    let (status, stderr) = holder.finish();
+    assert_eq!(code(status), 0, "{stderr}");
+    let free = parsed(&url, &["fair", "--fair"]);
+    assert_eq!(
+        (free["kind"].as_str(), keys(&free)),
+        (Some("none"), lock.clone())
+    );
+    assert_eq!(free["queue"], json!([]), "{free}");
+
+    // A read-write lock, held for reading and for writing.
+    for side in ["--read", "--write"] {
+        let holder = Holder::start(&url, &[], &["rw", side]);
+        let held = parsed(&url, &["rw"]);
+        assert_eq!(
+            (held["kind"].as_str(), keys(&held)),
+            (Some("read_write_lock"), rw.clone()),
+            "{side}"
+        );
+        let (status, stderr) = holder.finish();
+        assert_eq!(code(status), 0, "{stderr}");
+        let free = parsed(&url, &["rw"]);
+        assert_eq!(
+            (free["kind"].as_str(), keys(&free)),
+            (Some("none"), lock.clone())
+        );
+    }
+
+    // A semaphore of 2 permits: one held, then none.
+    let holder = Holder::start(&url, &[], &["jobs", "--permits", "2"]);
+    let held = parsed(&url, &["jobs"]);
+    assert_eq!(
+        (held["kind"].as_str(), keys(&held)),
+        (Some("semaphore_or_latch"), counter.clone())
+    );
+    assert_eq!(held["value"], 1, "{held}");
+    assert_eq!(held["permits"].as_array().map(Vec::len), Some(1), "{held}");
+    let (status, stderr) = holder.finish();
+    assert_eq!(code(status), 0, "{stderr}");
+    assert_eq!(
+        int(&server, &["EXISTS", "{jobs}:timeout"]),
+        0,
+        "leases gone"
+    );
+    let free = parsed(&url, &["jobs"]);
+    assert_eq!(
+        (free["kind"].as_str(), keys(&free)),
+        (Some("semaphore_or_latch"), counter.clone())
+    );
+    assert_eq!(free["value"], 2, "{free}");
+    assert_eq!(free["permits"], json!([]), "{free}");
+
+    // A latch (or plain semaphore) counted down to nothing is gone: "none".
+    server.cmd(&["SET", "batch", "1"]);
+    let counting = parsed(&url, &["batch"]);
+    assert_eq!(keys(&counting), counter);
+    server.cmd(&["DEL", "batch"]);
+    assert_eq!(keys(&parsed(&url, &["batch"])), lock);
+
+    // Something else: its own three keys (exit 65).
+    server.cmd(&["RPUSH", "list", "x"]);
+    let output = run(&url, &["status", "--json", "list"]);
+    assert_eq!(code(output.status), 65, "{output:?}");
+    let other: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(keys(&other), ["name", "kind", "store_type"].into());
 }

@@ -23,17 +23,32 @@ use tempfile::TempDir;
 /// The longest any condition in these tests is waited for before failing.
 pub(crate) const PATIENCE: Duration = Duration::from_secs(10);
 
-/// `lockctl --url <server>`, with no `REDIS_URL`, `REDIS_PASSWORD` or
+/// `lockctl` with no options, and no `REDIS_URL`, `REDIS_PASSWORD` or
 /// `LOCK_TOKEN` leaking in from the environment of the test run.
-pub(crate) fn lockctl(url: &str) -> Command {
+pub(crate) fn lockctl_bare() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockctl"));
     cmd.env_remove("REDIS_URL")
         .env_remove("REDIS_PASSWORD")
         .env_remove("LOCK_TOKEN")
-        .env("RUST_BACKTRACE", "1") // a panic must still not show one
-        .arg("--url")
-        .arg(url);
+        .env("RUST_BACKTRACE", "1"); // a panic must still not show one
     cmd
+}
+
+/// `lockctl --url <server>`, with no `REDIS_URL`, `REDIS_PASSWORD` or
+/// `LOCK_TOKEN` leaking in from the environment of the test run.
+pub(crate) fn lockctl(url: &str) -> Command {
+    let mut cmd = lockctl_bare();
+    cmd.arg("--url").arg(url);
+    cmd
+}
+
+/// Runs `lockctl args…` (no `--url` in front) to the end.
+pub(crate) fn run_bare(args: &[&str]) -> Output {
+    lockctl_bare()
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("lockctl runs")
 }
 
 /// Runs `lockctl --url <url> args…` to the end.
