@@ -108,7 +108,7 @@ fn a_key_that_is_not_a_lock_exits_65_and_is_left_alone() {
         (&["status", "job"][..], "not a lock"),
         (
             &["run", "job", "--wait", "0s", "--", "true"],
-            "another type than this lock",
+            "of another type (WRONGTYPE)",
         ),
     ] {
         let output = run(&server.url(), args);
