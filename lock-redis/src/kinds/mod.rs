@@ -58,7 +58,6 @@ pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
     let others = Fair::scripts()
         .into_iter()
-        .chain(non_reentrant::scripts())
         .chain(rwlock::scripts())
         .chain(Latch::scripts())
         .chain(Semaphore::scripts())

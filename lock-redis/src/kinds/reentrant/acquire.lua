@@ -1,5 +1,6 @@
--- acquire: take a reentrant lock, or re-enter it as its owner (Redisson layout).
--- Runs after common.lua.
+-- acquire: take a reentrant lock, or re-enter it as its owner (Redisson layout);
+-- with ARGV[5] "1", Redisson's non-reentrant lock over the same layout, which
+-- refuses its holder instead. Runs after common.lua.
 --
 -- KEYS[1]  lock hash                 <prefix><name>
 -- KEYS[2]  request record            redisson_lock_latch:{<name>}:<request-id>
@@ -10,11 +11,15 @@
 -- ARGV[2]  owner field               "<client-uuid>:<owner-id>"
 -- ARGV[3]  "1" to hand out a fencing token, "0" not to
 -- ARGV[4]  the request's deadline (see recorded() in common.lua)
+-- ARGV[5]  "1" to refuse a re-entry (the non-reentrant lock), "0" to count it
 --
 -- Reply:
 --   {1, token}  acquired (first hold or one more hold); token is the new
 --               fencing token, or 0 when none was asked for.
 --   {0, pttl}   held by another owner; pttl is the lock's PTTL (-1: no expiry)
+--   error "NON_REENTRANT_REACQUIRE ..." with ARGV[5] "1" when this owner
+--               holds the lock (Redisson's script answers the same code): a
+--               wait would wait for itself. Nothing is written but the record.
 -- Every outcome is recorded (see record() in common.lua): a repeated request
 -- (same record key) writes nothing and returns {1, token} with its first
 -- token, or {0, pttl} with the lock's current PTTL (0 when it is gone).
@@ -30,11 +35,24 @@ if first == RECORD_HELD then
     end
     return {0, pttl}
 end
+local REENTRY = 'reentry'
+local function refuse_reentry()
+    return redis.error_reply('NON_REENTRANT_REACQUIRE this owner holds the lock ' .. KEYS[1] ..
+        ' already and it is not reentrant')
+end
+if first == REENTRY then
+    return refuse_reentry()
+end
 if first then
     return {1, tonumber(first)}
 end
 local pttl = redis.call('pttl', KEYS[1])
-if pttl == -2 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+local ours = pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
+if ours and ARGV[5] == '1' then
+    record(KEYS[2], REENTRY)
+    return refuse_reentry()
+end
+if pttl == -2 or ours then
     local token = next_token(KEYS[3], ARGV[3])
     redis.call('hincrby', KEYS[1], ARGV[2], 1)
     extend(KEYS[1], ARGV[1], pttl)

@@ -37,27 +37,28 @@ pub static TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("
 #[derive(Debug, Clone)]
 pub struct Reentrant {
     env: ScriptEnv,
-    /// `acquire.lua`, or another kind's script over the same layout.
-    acquire: &'static Script,
+    /// Refuse an owner's re-entry (the non-reentrant lock) instead of
+    /// counting it.
+    refuse_reentry: bool,
     kind_name: &'static str,
 }
 
 impl Reentrant {
     /// The reentrant kind over `env`.
     pub fn new(env: ScriptEnv) -> Self {
-        Self::with_acquire(env, &ACQUIRE, "reentrant")
-    }
-
-    /// A kind of the same layout whose acquisitions run `acquire` (same
-    /// KEYS, ARGV and replies as `acquire.lua`): the non-reentrant lock.
-    pub(crate) fn with_acquire(
-        env: ScriptEnv,
-        acquire: &'static Script,
-        kind_name: &'static str,
-    ) -> Self {
         Self {
             env,
-            acquire,
+            refuse_reentry: false,
+            kind_name: "reentrant",
+        }
+    }
+
+    /// The same layout and scripts, refusing an owner's re-entry
+    /// (`NON_REENTRANT_REACQUIRE`): the non-reentrant lock, `kind_name`.
+    pub(crate) fn refusing_reentry(env: ScriptEnv, kind_name: &'static str) -> Self {
+        Self {
+            env,
+            refuse_reentry: true,
             kind_name,
         }
     }
@@ -94,7 +95,7 @@ impl ExclusiveKind for Reentrant {
         let layout = self.env.layout();
         let id = req.request_id.to_string();
         let call = ScriptCall::new(
-            self.acquire,
+            &ACQUIRE,
             vec![
                 layout.lock_key(&req.name),
                 layout.acquire_record(&req.name, &id),
@@ -105,6 +106,7 @@ impl ExclusiveKind for Reentrant {
                 req.owner.field(),
                 if req.fenced { "1" } else { "0" }.to_owned(),
                 req.deadline_ms.to_string(),
+                if self.refuse_reentry { "1" } else { "0" }.to_owned(),
             ],
         )
         .idempotent(true);
