@@ -25,8 +25,9 @@ use tokio::time::Instant;
 
 use crate::client::ClientInner;
 use crate::connection::Channel;
-use crate::counting::{wait_for, Try};
+use crate::counting::wait_for;
 use crate::error::Result;
+use crate::wait_loop::Look;
 use crate::waiter::WakeReader;
 
 /// Waits until `check` answers `true` (then `Ok(true)`) or `deadline`
@@ -47,9 +48,9 @@ where
         let checked = check();
         async move {
             Ok(if checked.await? {
-                Try::Got(())
+                Look::Got(())
             } else {
-                Try::Busy(None)
+                Look::Busy(None)
             })
         }
     };

@@ -26,7 +26,7 @@ use crate::condition;
 use crate::error::{LockError, Result};
 use crate::latch_kind::{LatchKind, LatchRequest};
 use crate::name::LockName;
-use crate::op::Retry;
+use crate::op;
 
 /// The largest count a latch takes: counts are signed 64-bit integers in
 /// the store, and kept exact up to this one (the store's scripts never
@@ -185,22 +185,17 @@ impl CountDownLatch {
         LatchRequest::new(self.name.clone(), self.client.inner.request_deadline())
     }
 
-    /// Runs `op` with the client's retry policy (every operation here is
-    /// safe to repeat: reads, and writes that carry their request id).
-    async fn retrying<T, F, Fut>(&self, what: &'static str, mut op: F) -> Result<T>
+    /// Runs `op` with the client's retry policy ([`op::retried`]; every
+    /// operation here is safe to repeat: reads, and writes that carry
+    /// their request id).
+    async fn retrying<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
         let inner = &self.client.inner;
         inner.check_open()?;
-        let mut retry = Retry::new(inner, what, "latch");
-        loop {
-            match op().await {
-                Err(e) if retry.again(&e).await => {}
-                result => return result,
-            }
-        }
+        op::retried(inner, what, "latch", op).await
     }
 }
 

@@ -85,6 +85,7 @@ mod stats;
 mod store_clock;
 pub mod telemetry;
 mod wait;
+mod wait_loop;
 mod wait_strategy;
 mod waiter;
 mod watchdog;

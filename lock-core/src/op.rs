@@ -93,6 +93,135 @@ impl<'a> Retry<'a> {
     }
 }
 
+/// The one retried store call: runs `op` until it answers, fails for
+/// good, or the retry policy gives up, and returns what the last attempt
+/// did. Every attempt is the same request (its record answers a repeat
+/// with the first outcome), so a caller that gets a transient error back
+/// does not know whether the request ran.
+pub(crate) async fn retried<T, F, Fut>(
+    inner: &ClientInner,
+    what: &'static str,
+    kind: &'static str,
+    mut op: F,
+) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut retry = Retry::new(inner, what, kind);
+    loop {
+        match op().await {
+            Err(e) if retry.again(&e).await => continue,
+            result => return result,
+        }
+    }
+}
+
+/// [`retried`] for a request the store refuses once its deadline passed
+/// (it never ran): such a request is made again as a new one, within the
+/// same retry policy. `req` is left as last sent.
+pub(crate) async fn retried_redating<R, T, F, Fut>(
+    inner: &ClientInner,
+    what: &'static str,
+    kind: &'static str,
+    req: &mut R,
+    mut op: F,
+) -> Result<T>
+where
+    R: Redate,
+    F: FnMut(R) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let mut retry = Retry::new(inner, what, kind);
+    loop {
+        match op(req.clone()).await {
+            Err(e) if retry.again(&e).await => continue,
+            // Refused as stale: it never ran, so a new request is safe.
+            Err(e) if e.is_stale_request() && retry.again_for_new_request().await => {
+                *req = req.clone().redated(inner.request_deadline());
+            }
+            result => return result,
+        }
+    }
+}
+
+/// [`retried`] as a call that finishes even when its caller goes away
+/// ([`Detached`]): what it returns is then dropped in the client's runtime
+/// (so an acquisition's outcome that undoes itself on drop is undone).
+pub(crate) fn call<T, F, Fut>(
+    inner: &Arc<ClientInner>,
+    what: &'static str,
+    kind: &'static str,
+    op: F,
+) -> Detached<Result<T>>
+where
+    T: Send + 'static,
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T>> + Send,
+{
+    let task_inner = Arc::clone(inner);
+    let in_flight = InFlight::start(&inner.stats);
+    Detached::new(&inner.runtime, async move {
+        let _in_flight = in_flight;
+        task_inner.check_open()?;
+        retried(&task_inner, what, kind, op).await
+    })
+}
+
+/// Repeats `op` in the background until the store answers it: for a
+/// request whose outcome stayed unknown after its retries (the record
+/// then gives the first outcome; a repeat past the request's deadline is
+/// refused as stale, which proves it never ran). Sleeps a backoff before
+/// each repeat, capped at the policy's last; `None` when the client was
+/// closed first. Transient failures never end it: however long the store
+/// is out of reach, the answer comes.
+pub(crate) async fn until_answered<T, F, Fut>(inner: &ClientInner, mut op: F) -> Option<Result<T>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let policy = &inner.config.retry;
+    let mut attempt = 1;
+    loop {
+        tokio::time::sleep(policy.backoff(attempt)).await;
+        attempt = (attempt + 1).min(policy.attempts.max(1));
+        if inner.is_closed() {
+            return None;
+        }
+        match op().await {
+            Err(e) if e.is_stale_request() => {
+                inner.learn_clock(&e);
+                return Some(Err(e));
+            }
+            Err(e) if e.is_retryable() => continue,
+            result => return Some(result),
+        }
+    }
+}
+
+/// A request that can be made again as a new one (fresh id, new deadline)
+/// after the store refused it as stale (it never ran).
+pub(crate) trait Redate: Clone {
+    /// The same operation as a new request with deadline `deadline_ms`.
+    fn redated(self, deadline_ms: u64) -> Self;
+}
+
+macro_rules! redate {
+    ($($request:ty),*) => {$(
+        impl Redate for $request {
+            fn redated(self, deadline_ms: u64) -> Self {
+                <$request>::redated(self, deadline_ms)
+            }
+        }
+    )*};
+}
+redate!(
+    crate::kind::ReleaseRequest,
+    crate::semaphore_kind::PermitRequest,
+    crate::semaphore_kind::LeaseRelease,
+    crate::semaphore_kind::LeasesRelease
+);
+
 /// The result of one acquisition attempt as the waiter loop sees it.
 pub(crate) enum Attempt {
     /// Ours; must be turned into a guard or dropped (which releases it).
@@ -128,25 +257,24 @@ pub(crate) async fn acquire(
     Detached::new(
         &inner.runtime,
         async move {
-            let mut retry = Retry::new(&task_inner, "acquire", backend.kind_name());
-            let outcome = loop {
-                match backend.try_acquire(&req).await {
-                    Err(e) if retry.again(&e).await => continue,
-                    // It may have run, or may still run (e.g. queued in a
-                    // frozen server) and take the lock after we gave up.
-                    // A request refused as stale did neither.
-                    Err(e) if e.is_retryable() && !e.is_stale_request() => {
-                        return Ok(Attempt::Unknown(Unsettled {
-                            inner: task_inner,
-                            kind: backend,
-                            req: Some(req),
-                            sent,
-                            error: e,
-                            wait_won: None,
-                        }));
-                    }
-                    result => break result?,
+            let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
+                backend.try_acquire(&req)
+            });
+            let outcome = match tried.await {
+                // It may have run, or may still run (e.g. queued in a
+                // frozen server) and take the lock after we gave up. A
+                // request refused as stale did neither.
+                Err(e) if e.is_retryable() && !e.is_stale_request() => {
+                    return Ok(Attempt::Unknown(Unsettled {
+                        inner: task_inner,
+                        kind: backend,
+                        req: Some(req),
+                        sent,
+                        error: e,
+                        wait_won: None,
+                    }));
                 }
+                result => result?,
             };
             Ok(match outcome {
                 // The hold stays "in flight" until a guard owns it or its undo
@@ -282,52 +410,41 @@ fn reconcile(
     let in_flight = InFlight::start(&inner.stats);
     runtime.spawn(async move {
         let _in_flight = in_flight;
-        let mut attempt = 1;
-        loop {
-            tokio::time::sleep(inner.config.retry.backoff(attempt)).await;
-            attempt = (attempt + 1).min(inner.config.retry.attempts.max(1));
-            if inner.is_closed() {
+        let answer = until_answered(&inner, || backend.try_acquire(&req)).await;
+        match answer {
+            None => {
                 tracing::warn!(lock = %req.name, "client closed before it could find out whether a failed acquisition took the lock; it expires with its lease");
-                return;
             }
-            match backend.try_acquire(&req).await {
-                Ok(AcquireOutcome::Claimed) if wait == WON_BY_GRANT => return,
-                Ok(outcome @ (AcquireOutcome::Acquired { .. } | AcquireOutcome::Claimed)) => {
-                    tracing::debug!(lock = %req.name, "a failed acquisition took the lock after all; releasing it");
-                    drop(PendingHold {
-                        in_flight: InFlight::start(&inner.stats),
-                        inner,
-                        kind: backend,
-                        req,
-                        armed: true,
-                        fencing_token: match outcome {
-                            AcquireOutcome::Acquired { fencing_token } => fencing_token,
-                            _ => None,
-                        },
-                        started,
-                        grant: false,
-                    });
-                    return;
-                }
-                Ok(AcquireOutcome::Held { .. }) => {
-                    if req.queue_ms.is_some() {
-                        let mut place = QueueTicket::new(inner, backend, &req);
-                        if wait != WAITING {
-                            place.wait_ticket = None;
-                        }
-                        drop(place);
+            Some(Ok(AcquireOutcome::Claimed)) if wait == WON_BY_GRANT => {}
+            Some(Ok(outcome @ (AcquireOutcome::Acquired { .. } | AcquireOutcome::Claimed))) => {
+                tracing::debug!(lock = %req.name, "a failed acquisition took the lock after all; releasing it");
+                drop(PendingHold {
+                    in_flight: InFlight::start(&inner.stats),
+                    inner,
+                    kind: backend,
+                    req,
+                    armed: true,
+                    fencing_token: match outcome {
+                        AcquireOutcome::Acquired { fencing_token } => fencing_token,
+                        _ => None,
+                    },
+                    started,
+                    grant: false,
+                });
+            }
+            Some(Ok(AcquireOutcome::Held { .. })) => {
+                if req.queue_ms.is_some() {
+                    let mut place = QueueTicket::new(inner, backend, &req);
+                    if wait != WAITING {
+                        place.wait_ticket = None;
                     }
-                    return;
+                    drop(place);
                 }
-                Err(e) if e.is_stale_request() => {
-                    inner.learn_clock(&e);
-                    return;
-                }
-                Err(e) if e.is_retryable() => continue,
-                Err(e) => {
-                    tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
-                    return;
-                }
+            }
+            // Stale: it never ran and never will.
+            Some(Err(e)) if e.is_stale_request() => {}
+            Some(Err(e)) => {
+                tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
             }
         }
     });
@@ -362,17 +479,12 @@ pub(crate) fn release(
     let task = async move {
         let _in_flight = in_flight;
         let mut req = req;
-        let mut retry = Retry::new(&task_inner, "release", backend.kind_name());
-        let result = loop {
-            match backend.release(&req).await {
-                Err(e) if retry.again(&e).await => continue,
-                // Refused as stale: it never ran, so a new request is safe.
-                Err(e) if e.is_stale_request() && retry.again_for_new_request().await => {
-                    req = req.redated(task_inner.request_deadline());
-                }
-                result => break result,
-            }
-        };
+        let kind = backend.kind_name();
+        let result = retried_redating(&task_inner, "release", kind, &mut req, |req| {
+            let backend = Arc::clone(&backend);
+            async move { backend.release(&req).await }
+        })
+        .await;
         match &result {
             Ok(outcome) => {
                 let target = RenewTarget {
@@ -448,15 +560,6 @@ impl<T: Send + 'static> Drop for Detached<T> {
                 drop(call.await);
             }));
         }
-    }
-}
-
-/// Maps a failed task: a panic in a backend, or a runtime shutting down.
-pub(crate) fn join_error(e: tokio::task::JoinError) -> LockError {
-    if e.is_cancelled() {
-        LockError::Closed
-    } else {
-        LockError::protocol(format!("lock store task failed: {e}"))
     }
 }
 

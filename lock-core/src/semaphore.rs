@@ -47,11 +47,12 @@ use futures::FutureExt;
 
 use crate::client::{ClientInner, LockClient};
 use crate::config::lease_millis;
-use crate::counting::{self, Try};
+use crate::counting;
 use crate::error::{LockError, Result};
 use crate::name::LockName;
 use crate::semaphore_kind::{check_change, check_permits, PermitRequest, SemaphoreKind};
 use crate::stats::InFlight;
+use crate::wait_loop::Look;
 
 /// A handle on one named semaphore ([`LockClient::semaphore`]). Cheap to
 /// clone; makes no I/O until used. See the module docs for its promise.
@@ -283,9 +284,9 @@ impl Semaphore {
                     async move {
                         let got = sem.kind.try_acquire(&req).await?;
                         Ok(if got {
-                            Try::Got(PermitGuard::new(sem, n))
+                            Look::Got(PermitGuard::new(sem, n))
                         } else {
-                            Try::Busy(None)
+                            Look::Busy(None)
                         })
                     }
                     .boxed()

@@ -6,13 +6,10 @@
 //! attempt, refresh their place while they wait, and leave it when they
 //! give up.
 
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::futures::Notified;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -26,10 +23,9 @@ use crate::op::{self, Attempt};
 use crate::options::{AcquireOptions, Wait};
 use crate::outage::Outage;
 use crate::owner::Owner;
-use crate::stats::Parked;
 use crate::telemetry::Timed;
-use crate::wait_strategy::WaitStrategy;
-use crate::waiter::{disarm, WakeBaton};
+use crate::wait_loop::{self, Look, Waiting};
+use crate::waiter::Subscription;
 
 /// The general acquisition of [`Lock::acquire`] (and of every kind's face
 /// built on it). `Ok(None)` when the wait ran out.
@@ -64,62 +60,33 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
         Wait::Forever => None,
         Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
     };
-    let queues = kind.queues_waiters();
     // A queueing waiter queues from its first attempt; a try never does.
-    let queue_ms = (queues && opts.wait != Wait::For(Duration::ZERO)).then_some(inner.waiter_ms);
+    let queue_ms = (kind.queues_waiters() && opts.wait != Wait::For(Duration::ZERO))
+        .then_some(inner.waiter_ms);
     // A kind that hands a freed lock to its queue head grants it to this
     // wait's ticket; a fenced wait takes its token itself, so it has none.
     let wait_ticket =
         (queue_ms.is_some() && kind.hands_over() && !opts.fenced).then(new_wait_ticket);
-    let request = || {
-        AcquireRequest::new(
-            lock.name().clone(),
-            owner,
-            lease_ms,
-            opts.fenced,
-            inner.request_deadline(),
-        )
-        .queue(queue_ms)
-        .ticket(wait_ticket)
+    let mut waiting = LockWait {
+        lock,
+        owner,
+        lease_ms,
+        fenced: opts.fenced,
+        queue_ms,
+        wait_ticket,
+        watchdog,
+        // A waiter rides out store outages within its deadline (see the
+        // `outage` module); a try (deadline now) fails as the retry policy
+        // says.
+        outage: Outage::new(&inner.config.retry, &inner.outages, lock.name(), deadline),
+        won: Arc::new(AtomicU8::new(op::WAITING)),
+        unsettled: Vec::new(),
+        queued: None,
+        last_sent: Instant::now(),
     };
-    // A waiter rides out store outages within its deadline (see the
-    // `outage` module); a try (deadline now) fails as the retry policy says.
-    let mut outage = Outage::new(&inner.config.retry, &inner.outages, lock.name(), deadline);
-    // Attempts whose outcome stayed unknown are settled only once this wait
-    // is over (dropping them does it; see `op::Unsettled`): until then what
-    // they did belongs to the live wait. Each attempt is a new request.
-    let mut unsettled: Vec<op::Unsettled> = Vec::new();
-    // Set when the wait takes the lock: its unknown attempts then keep any
-    // grant made to its ticket when they are settled (it is the wait's).
-    let won = Arc::new(AtomicU8::new(op::WAITING));
-    let mut attempt = async || loop {
-        let sent = Instant::now();
-        let error = match op::acquire(inner, kind, request(), sent).await {
-            Ok(Attempt::Unknown(mut unknown)) => {
-                let error = unknown.error().clone();
-                unknown.settle_after(Arc::clone(&won));
-                unsettled.push(unknown);
-                error
-            }
-            Ok(outcome) => {
-                outage.over();
-                return Ok((outcome, sent));
-            }
-            Err(error) => error,
-        };
-        if !outage.ride(&error).await {
-            return Err(error);
-        }
-    };
-    let (first, sent) = attempt().await?;
-    // When the last attempt was first sent: a lock granted to this wait
-    // was granted after that attempt ran, so its lease runs from no earlier.
-    let mut last_sent = sent;
-    let (first_ttl, mut queued) = match first {
-        Attempt::Acquired(hold) => return Ok(Some(guard(inner, hold, watchdog, &won))),
-        Attempt::Held { ttl, queued } => (ttl, queued),
-        // Never returned by `attempt`, which keeps unknown outcomes.
-        Attempt::Unknown(unknown) => return Err(unknown.error().clone()),
+    let first = match waiting.look().await? {
+        Look::Got(guard) => return Ok(Some(guard)),
+        Look::Busy(ttl) => ttl,
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
@@ -133,127 +100,149 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
         outcome = tracing::field::Empty,
     );
     let mut timed = Timed::wait(kind.kind_name(), span.clone());
-    let waited = async {
-        // Polling waiters never subscribe; they look again after each
-        // step of their backoff (see the `wait_strategy` module).
-        let mut poll = match inner.config.wait_strategy {
-            WaitStrategy::Subscribe => None,
-            WaitStrategy::Poll(backoff) => Some(backoff.steps()),
-        };
-        // The kind names the channel: the lock's own, shared by its waiters,
-        // or (when waiters queue) the waiter's own, on which only the queue
-        // head is told.
-        let subscription = poll.is_none().then(|| {
-            let channel = kind.channel(lock.name(), &owner);
-            inner.waiters.join(&inner.connection, kind, channel)
-        });
-        if let Some(subscription) = &subscription {
-            if !subscription.confirmed_by(deadline).await? {
-                return Ok(None);
-            }
-        }
-        let notify = subscription.as_ref().map(|s| Arc::clone(&s.notify));
-        let mut baton = notify.clone().map(WakeBaton::new);
-
-        // The lock may have been released between the first attempt and the
-        // subscription, unseen: try again once subscribed, unless another
-        // waiter of this client looked after the subscription was confirmed
-        // (it saw, or was told of, any release since; see
-        // `Subscription::joined_live`).
-        // Queueing kinds always look again: that attempt keeps their place.
-        let mut skip_attempt = !queues && subscription.as_ref().is_some_and(|s| s.joined_live());
-        loop {
-            let notified = notify.as_deref().map(Notify::notified);
-            tokio::pin!(notified);
-            // Register before the attempt: a notice arriving while it is in
-            // flight must still wake us.
-            if let Some(notified) = notified.as_mut().as_pin_mut() {
-                notified.enable();
-            }
-            let outcome = if std::mem::take(&mut skip_attempt) {
-                Attempt::Held {
-                    ttl: first_ttl,
-                    queued: None,
-                }
-            } else {
-                let (outcome, sent) = attempt().await?;
-                last_sent = sent;
-                if let Some(subscription) = &subscription {
-                    subscription.looked();
-                }
-                outcome
-            };
-            let ttl = match outcome {
-                Attempt::Acquired(hold) => {
-                    disarm(&mut baton);
-                    // Taking the lock leaves its queue.
-                    if let Some(ticket) = queued.take() {
-                        ticket.disarm();
-                    }
-                    return Ok(Some(guard(inner, hold, watchdog, &won)));
-                }
-                Attempt::Held { ttl, queued: place } => {
-                    disarm(&mut baton);
-                    if let (Some(old), Some(_)) = (queued.take(), &place) {
-                        old.disarm();
-                    }
-                    queued = place.or(queued);
-                    ttl
-                }
-                Attempt::Unknown(unknown) => return Err(unknown.error().clone()),
-            };
-            let now = Instant::now();
-            if deadline.is_some_and(|d| now >= d) {
-                return Ok(None);
-            }
-            let mut holder_wait = ttl
-                .unwrap_or(inner.config.no_ttl_recheck)
-                .max(Duration::from_millis(1));
-            if queues {
-                // Look again (refreshing our place) before it could expire.
-                holder_wait = holder_wait.min(inner.config.waiter_timeout / 3);
-            }
-            if let Some(steps) = &mut poll {
-                holder_wait = holder_wait.min(steps.next_sleep());
-            }
-            let mut until = now + holder_wait;
-            if let Some(d) = deadline {
-                until = until.min(d);
-            }
-            let _parked = Parked::start(&inner.stats);
-            tokio::select! {
-                _ = notice(notified.as_mut()) => {
-                    inner.stats.wakeups.incr();
-                    if let Some(baton) = &mut baton {
-                        baton.arm();
-                    }
-                }
-                _ = tokio::time::sleep_until(until) => {}
-            }
-            // Handed over by the release itself: ours without asking.
-            if let (Some(ticket), Some(subscription)) = (wait_ticket, &subscription) {
-                if subscription.take_grant(ticket) {
-                    disarm(&mut baton);
-                    if let Some(place) = queued.take() {
-                        place.disarm();
-                    }
-                    inner.stats.grants.incr();
-                    let hold = op::PendingHold::granted(inner, kind, request(), last_sent);
-                    return Ok(Some(guard(inner, hold, watchdog, &won)));
-                }
-            }
-        }
+    // The kind names the channel: the lock's own, shared by its waiters,
+    // or (when waiters queue) the waiter's own, on which only the queue
+    // head is told.
+    let subscribe = || {
+        let channel = kind.channel(lock.name(), &owner);
+        inner.waiters.join(&inner.connection, kind, channel)
     };
-    let result = waited.instrument(span).await;
+    let result = wait_loop::wait(inner, &mut waiting, first, deadline, subscribe)
+        .instrument(span)
+        .await;
     timed.finish(&result);
     result
 }
 
-/// Resolves on a notice; never without a subscription (polling).
-pub(crate) async fn notice(notified: Pin<&mut Option<Notified<'_>>>) {
-    match notified.as_pin_mut() {
-        Some(notified) => notified.await,
-        None => std::future::pending().await,
+/// One exclusive acquisition's side of the wait loop: its requests, its
+/// place in the queue, and the attempts whose outcome it has yet to learn.
+struct LockWait<'a> {
+    lock: &'a Lock,
+    owner: Owner,
+    lease_ms: u64,
+    fenced: bool,
+    queue_ms: Option<u64>,
+    wait_ticket: Option<u64>,
+    watchdog: bool,
+    outage: Outage<'a>,
+    /// Set when the wait takes the lock: its unknown attempts then keep any
+    /// grant made to its ticket when they are settled (it is the wait's).
+    won: Arc<AtomicU8>,
+    /// Attempts whose outcome stayed unknown are settled only once this
+    /// wait is over (dropping them does it; see `op::Unsettled`): until
+    /// then what they did belongs to the live wait.
+    unsettled: Vec<op::Unsettled>,
+    /// Our place in the queue, given up when dropped.
+    queued: Option<op::QueueTicket>,
+    /// When the last attempt was first sent: a lock granted to this wait
+    /// was granted after that attempt ran, so its lease runs from no
+    /// earlier.
+    last_sent: Instant,
+}
+
+impl LockWait<'_> {
+    /// Each attempt is a new request.
+    fn request(&self) -> AcquireRequest {
+        AcquireRequest::new(
+            self.lock.name().clone(),
+            self.owner,
+            self.lease_ms,
+            self.fenced,
+            self.lock.inner().request_deadline(),
+        )
+        .queue(self.queue_ms)
+        .ticket(self.wait_ticket)
+    }
+
+    /// Turns a hold into the caller's guard; taking the lock leaves the
+    /// queue.
+    fn won(&mut self, hold: op::PendingHold) -> Guard {
+        if let Some(place) = self.queued.take() {
+            place.disarm();
+        }
+        let ended = if hold.is_grant() {
+            op::WON_BY_GRANT
+        } else {
+            op::WON
+        };
+        self.won.store(ended, Ordering::Release);
+        let kind = Arc::clone(hold.kind());
+        let (req, fencing_token, started) = hold.accept();
+        Guard::new(
+            Arc::clone(self.lock.inner()),
+            &kind,
+            req,
+            fencing_token,
+            started,
+            self.watchdog,
+        )
+    }
+}
+
+impl Waiting for LockWait<'_> {
+    type Got = Guard;
+
+    async fn look(&mut self) -> Result<Look<Guard>> {
+        let inner = self.lock.inner();
+        let outcome = loop {
+            let sent = Instant::now();
+            let error = match op::acquire(inner, self.lock.kind(), self.request(), sent).await {
+                Ok(Attempt::Unknown(mut unknown)) => {
+                    let error = unknown.error().clone();
+                    unknown.settle_after(Arc::clone(&self.won));
+                    self.unsettled.push(unknown);
+                    error
+                }
+                Ok(outcome) => {
+                    self.outage.over();
+                    self.last_sent = sent;
+                    break outcome;
+                }
+                Err(error) => error,
+            };
+            if !self.outage.ride(&error).await {
+                return Err(error);
+            }
+        };
+        match outcome {
+            Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
+            Attempt::Held { ttl, queued: place } => {
+                // A refreshed place replaces the old one without leaving
+                // the queue: it is the same entry.
+                if let (Some(old), Some(_)) = (self.queued.take(), &place) {
+                    old.disarm();
+                }
+                self.queued = place.or(self.queued.take());
+                Ok(Look::Busy(ttl))
+            }
+            // Never returned by the loop above, which keeps unknown outcomes.
+            Attempt::Unknown(unknown) => Err(unknown.error().clone()),
+        }
+    }
+
+    /// Handed over by the release itself: ours without asking.
+    fn handed(&mut self, subscription: &Subscription) -> Option<Guard> {
+        let ticket = self.wait_ticket?;
+        if !subscription.take_grant(ticket) {
+            return None;
+        }
+        let inner = self.lock.inner();
+        inner.stats.grants.incr();
+        let hold =
+            op::PendingHold::granted(inner, self.lock.kind(), self.request(), self.last_sent);
+        Some(self.won(hold))
+    }
+
+    /// A queued waiter looks again (refreshing its place) before the
+    /// place could expire.
+    fn longest_sleep(&self) -> Option<Duration> {
+        self.queue_ms
+            .map(|_| self.lock.inner().config.waiter_timeout / 3)
+    }
+
+    /// A queued waiter's look keeps its place: never skipped.
+    fn may_skip_first_look(&self) -> bool {
+        !self.lock.kind().queues_waiters()
     }
 }
 
@@ -268,25 +257,6 @@ fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<Owner> 
             .filter(|o| o.client_id() == inner.id)
             .unwrap_or_else(|| inner.new_owner())),
     }
-}
-
-fn guard(inner: &Arc<ClientInner>, hold: op::PendingHold, watchdog: bool, won: &AtomicU8) -> Guard {
-    let ended = if hold.is_grant() {
-        op::WON_BY_GRANT
-    } else {
-        op::WON
-    };
-    won.store(ended, Ordering::Release);
-    let kind = Arc::clone(hold.kind());
-    let (req, fencing_token, started) = hold.accept();
-    Guard::new(
-        Arc::clone(inner),
-        &kind,
-        req,
-        fencing_token,
-        started,
-        watchdog,
-    )
 }
 
 /// A fixed lease in milliseconds, refused when it is not longer than its

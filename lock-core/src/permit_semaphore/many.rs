@@ -13,7 +13,7 @@ use tokio::time::Instant;
 
 use super::{Leasing, PermitExpirableSemaphore};
 use crate::client::ClientInner;
-use crate::counting::{self, Try};
+use crate::counting;
 use crate::error::{LockError, Result};
 use crate::expirable_permit::ExpirablePermit;
 use crate::holds::Deadline;
@@ -22,6 +22,7 @@ use crate::semaphore_kind::{
     check_permits, LeaseOutcome, LeasesRelease, LeasesRequest, PermitId, PermitSemaphoreKind,
 };
 use crate::stats::InFlight;
+use crate::wait_loop::Look;
 
 impl PermitExpirableSemaphore {
     /// Takes `n` permits at once, waiting as long as it takes: one guard
@@ -127,9 +128,9 @@ impl PermitExpirableSemaphore {
                         Ok(match sem.kind.try_acquire_many(&req).await? {
                             LeaseOutcome::Acquired => {
                                 let deadline = leasing.deadline(sem.inner(), sent);
-                                Try::Got(PendingPermits::new(sem, req.ids, deadline, leasing))
+                                Look::Got(PendingPermits::new(sem, req.ids, deadline, leasing))
                             }
-                            LeaseOutcome::Busy { retry_in } => Try::Busy(retry_in),
+                            LeaseOutcome::Busy { retry_in } => Look::Busy(retry_in),
                         })
                     }
                     .boxed()
