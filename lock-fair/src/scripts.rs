@@ -28,9 +28,11 @@ macro_rules! with_prelude {
 }
 
 /// Takes, re-enters, or queues for a fair lock (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| with_common(with_prelude!("acquire.lua")));
+pub static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[with_prelude!("acquire.lua")]));
 /// Gives back one hold and tells the queue head (`release.lua`).
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| with_common(with_prelude!("release.lua")));
+pub static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[with_prelude!("release.lua")]));
 /// Removes a waiter from the queue (`leave_queue.lua`).
 pub static LEAVE_QUEUE: LazyLock<Script> =
     LazyLock::new(|| Script::new(with_prelude!("leave_queue.lua")));

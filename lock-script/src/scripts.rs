@@ -14,11 +14,16 @@ use redis::Script;
 /// The helpers shared by the lock scripts that write holds (`common.lua`).
 pub const COMMON_LUA: &str = include_str!("scripts/common.lua");
 
-/// `body` after [`COMMON_LUA`], as one script.
-pub fn with_common(body: &str) -> Script {
-    Script::new(&[COMMON_LUA, body].concat())
+/// One script: [`COMMON_LUA`], then `parts` in order (a kind's own
+/// helpers, then the script's body). The one way every kind builds its
+/// scripts, so a helper is written once and put in front of each script
+/// that calls it.
+pub fn with_common(parts: &[&str]) -> Script {
+    let mut lua = String::from(COMMON_LUA);
+    parts.iter().for_each(|part| lua.push_str(part));
+    Script::new(&lua)
 }
 
 /// Extends the lease of many locks (`renew.lua`).
 pub static RENEW: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("scripts/renew.lua")));
+    LazyLock::new(|| with_common(&[include_str!("scripts/renew.lua")]));

@@ -26,28 +26,24 @@ use async_trait::async_trait;
 use lock_core::backend::{Channel, LatchKind, LatchRequest, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
-use lock_script::{ScriptCall, ScriptEnv};
+use lock_script::{with_common, ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 /// The check every latch script starts with (`counter.lua`).
 const COUNTER_LUA: &str = include_str!("counter.lua");
 
-/// A latch script: after `common.lua` (the request records) and
-/// `counter.lua`.
-fn with_counter(body: &str) -> Script {
-    Script::new(&[lock_script::scripts::COMMON_LUA, COUNTER_LUA, body].concat())
-}
-
 /// Sets the count of an absent latch (`try_set_count.lua`).
 pub static TRY_SET_COUNT: LazyLock<Script> =
-    LazyLock::new(|| with_counter(include_str!("try_set_count.lua")));
+    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("try_set_count.lua")]));
 /// Takes one off the count (`count_down.lua`).
 pub static COUNT_DOWN: LazyLock<Script> =
-    LazyLock::new(|| with_counter(include_str!("count_down.lua")));
+    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("count_down.lua")]));
 /// Reads the count (`count.lua`).
-pub static COUNT: LazyLock<Script> = LazyLock::new(|| with_counter(include_str!("count.lua")));
+pub static COUNT: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("count.lua")]));
 /// Deletes the latch (`delete.lua`).
-pub static DELETE: LazyLock<Script> = LazyLock::new(|| with_counter(include_str!("delete.lua")));
+pub static DELETE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("delete.lua")]));
 
 /// Published when a count-down reaches zero: every waiter returns.
 pub const ZERO_COUNT_MESSAGE: &str = "0";

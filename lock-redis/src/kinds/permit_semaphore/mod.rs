@@ -26,7 +26,7 @@ use lock_core::backend::{
 };
 use lock_core::{LockName, PermitId, Result};
 use lock_script::error::bad_reply;
-use lock_script::scripts::COMMON_LUA;
+use lock_script::with_common;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
@@ -35,31 +35,33 @@ use super::semaphore::{change_reply, int_reply, try_set, COUNT_LUA, TRY_SET};
 /// The helpers of the expirable-permit scripts (`leases.lua`).
 pub const LEASES_LUA: &str = include_str!("leases.lua");
 
-fn leased_script(body: &str) -> Script {
-    Script::new(&[COMMON_LUA, COUNT_LUA, LEASES_LUA, body].concat())
-}
-
 /// Takes a permit under an id (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("acquire.lua")));
+pub static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("acquire.lua")]));
 /// Gives back permits by id, all or none (`release.lua`).
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("release.lua")));
+pub static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("release.lua")]));
 /// Sets a taken permit's lease (`update_lease.lua`).
 pub static UPDATE_LEASE: LazyLock<Script> =
-    LazyLock::new(|| leased_script(include_str!("update_lease.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("update_lease.lua")]));
 /// Adds or removes free permits (`add.lua`).
-pub static ADD: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("add.lua")));
+pub static ADD: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("add.lua")]));
 /// Extends many taken permits' leases, never shortening one (`renew.lua`).
-pub static RENEW: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("renew.lua")));
+pub static RENEW: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("renew.lua")]));
 /// Sets the total of free and taken permits (`set.lua`).
-pub static SET: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("set.lua")));
+pub static SET: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("set.lua")]));
 /// Reads the free and the taken permits (`counts.lua`).
-pub static COUNTS: LazyLock<Script> = LazyLock::new(|| leased_script(include_str!("counts.lua")));
+pub static COUNTS: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("counts.lua")]));
 /// Reads a permit's remaining lease (`lease_time.lua`).
 pub static LEASE_TIME: LazyLock<Script> =
-    LazyLock::new(|| leased_script(include_str!("lease_time.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("lease_time.lua")]));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
-    LazyLock::new(|| leased_script(include_str!("available.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("available.lua")]));
 
 /// The expirable-permit semaphore kind
 /// ([`lock_core::LockClient::permit_expirable_semaphore`]).

@@ -19,9 +19,11 @@ use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
 use redis::Script;
 
 /// Takes or re-enters a lock (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| with_common(include_str!("acquire.lua")));
+pub static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[include_str!("acquire.lua")]));
 /// Gives back one hold (`release.lua`).
-pub static RELEASE: LazyLock<Script> = LazyLock::new(|| with_common(include_str!("release.lua")));
+pub static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[include_str!("release.lua")]));
 /// Deletes a lock whoever holds it (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));

@@ -55,19 +55,19 @@ use std::sync::Arc;
 
 /// Takes a read hold (`read_acquire.lua`).
 pub static READ_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("read_acquire.lua")));
+    LazyLock::new(|| with_common(&[include_str!("read_acquire.lua")]));
 /// Gives back a read hold (`read_release.lua`).
 pub static READ_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("read_release.lua")));
+    LazyLock::new(|| with_common(&[include_str!("read_release.lua")]));
 /// Extends many owners' read holds (`read_renew.lua`).
 pub static READ_RENEW: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("read_renew.lua")));
+    LazyLock::new(|| with_common(&[include_str!("read_renew.lua")]));
 /// Takes or re-enters the write side (`write_acquire.lua`).
 pub static WRITE_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("write_acquire.lua")));
+    LazyLock::new(|| with_common(&[include_str!("write_acquire.lua")]));
 /// Gives back a write hold (`write_release.lua`).
 pub static WRITE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(include_str!("write_release.lua")));
+    LazyLock::new(|| with_common(&[include_str!("write_release.lua")]));
 /// A waiting writer gives up (`write_leave.lua`).
 pub static WRITE_LEAVE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("write_leave.lua")));

@@ -20,34 +20,31 @@ use lock_core::backend::{Channel, PermitRequest, SemaphoreKind, Wake};
 use lock_core::MAX_PERMITS;
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
-use lock_script::scripts::COMMON_LUA;
+use lock_script::with_common;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 /// The helpers of every semaphore script (`count.lua`).
 pub const COUNT_LUA: &str = include_str!("count.lua");
 
-/// `body` after `common.lua` and `count.lua`, as one script.
-pub fn counting_script(body: &str) -> Script {
-    Script::new(&[COMMON_LUA, COUNT_LUA, body].concat())
-}
-
 /// Creates a semaphore unless it exists (`try_set.lua`).
 pub static TRY_SET: LazyLock<Script> =
-    LazyLock::new(|| counting_script(include_str!("try_set.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("try_set.lua")]));
 /// Takes n permits if free (`acquire.lua`).
 pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| counting_script(include_str!("acquire.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("acquire.lua")]));
 /// Gives back n permits (`release.lua`).
 pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| counting_script(include_str!("release.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("release.lua")]));
 /// Adds or removes permits (`add.lua`).
-pub static ADD: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("add.lua")));
+pub static ADD: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("add.lua")]));
 /// Takes every free permit (`drain.lua`).
-pub static DRAIN: LazyLock<Script> = LazyLock::new(|| counting_script(include_str!("drain.lua")));
+pub static DRAIN: LazyLock<Script> =
+    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("drain.lua")]));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
-    LazyLock::new(|| counting_script(include_str!("available.lua")));
+    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("available.lua")]));
 
 /// The semaphore kind ([`lock_core::LockClient::semaphore`]).
 #[derive(Debug, Clone)]
