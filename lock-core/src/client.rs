@@ -227,11 +227,43 @@ impl LockClient {
     /// [`LockError::InvalidArgument`] for an empty or over-long name, or
     /// when this client has no non-reentrant kind.
     pub fn non_reentrant_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        let kind = self
-            .inner
-            .kinds
-            .exclusive_kind("non_reentrant")
-            .ok_or_else(|| LockError::invalid("this client has no non-reentrant lock kind"))?;
+        self.exclusive_lock("non_reentrant", "non-reentrant", name)
+    }
+
+    /// A handle on the lean lock called `name`: the redis.io
+    /// single-instance pattern (one string key holding its holder's token,
+    /// `SET NX PX` to take it, compare-and-delete to release), the layout
+    /// go-redsync, redis-py's `Lock`, node-redlock and rslock keep, so
+    /// services using those exclude ours on the same name. With the
+    /// watchdog, the lost-lock signal, fencing tokens on request, wake-ups
+    /// by notice of our releases (others' are seen within a bounded
+    /// re-check) and cancellation safety. Not re-entrant: an owner that
+    /// asks again for a lock it holds is refused with
+    /// [`LockError::ReentryRefused`]. Makes no I/O.
+    ///
+    /// ```
+    /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+    /// let lock = client.lean_lock("shared-with-go-services")?;
+    /// let guard = lock.lock().await?;
+    /// // … the Go service's redsync mutex on this name waits meanwhile …
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
+    /// when this client has no lean kind.
+    pub fn lean_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
+        self.exclusive_lock("lean", "lean", name)
+    }
+
+    /// A [`Lock`] of the exclusive kind registered as `kind` (`what` names
+    /// it in the error when there is none).
+    fn exclusive_lock(&self, kind: &str, what: &str, name: impl AsRef<str>) -> Result<Lock> {
+        let kind =
+            self.inner.kinds.exclusive_kind(kind).ok_or_else(|| {
+                LockError::invalid(format!("this client has no {what} lock kind"))
+            })?;
         Ok(Lock::new(
             self.clone(),
             LockName::new(name)?,

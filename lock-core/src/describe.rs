@@ -23,6 +23,10 @@ pub enum Description {
     Free,
     /// A re-entrant or fair lock: its holders and time to live.
     Lock(LockInfo),
+    /// A lean lock (the single-instance `SET NX PX` pattern, also kept by
+    /// go-redsync, redis-py, node-redlock and rslock): text that is not an
+    /// integer, read as its holder's token (one hold), and its time to live.
+    LeanLock(LockInfo),
     /// A read-write lock.
     ReadWriteLock(ReadWriteInfo),
     /// One integer: a semaphore's free permits or a count-down latch's

@@ -26,6 +26,7 @@ mod faults;
 mod latch_conformance;
 mod late_requests;
 mod lazy_connect;
+mod lean_interop;
 mod multi_conformance;
 mod out_of_memory;
 mod outage;

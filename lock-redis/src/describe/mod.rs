@@ -130,9 +130,13 @@ fn decode(reply: &Value) -> Option<Description> {
                     ExpirableSemaphoreInfo::new(available, permits),
                 ),
                 (Some(value), None) => Description::SemaphoreOrLatch(CounterInfo::new(value, ttl)),
-                (None, _) => Description::Unknown {
-                    store_type: "string".to_owned(),
-                },
+                (None, _) => Description::LeanLock(LockInfo::new(
+                    vec![Holder {
+                        field: text(value)?,
+                        count: 1,
+                    }],
+                    ttl,
+                )),
             }
         }
         ("none", _) => match leases {
@@ -253,7 +257,7 @@ mod tests {
     }
 
     #[test]
-    fn other_hashes_are_locks_and_strings_counters() {
+    fn other_hashes_are_locks_and_strings_counters_or_lean_locks() {
         let flat = Value::Array(["c1:1", "1"].map(bulk).to_vec());
         assert!(matches!(
             decode(&reply("hash", flat, -1, Value::Nil)),
@@ -263,12 +267,12 @@ mod tests {
             decode(&reply("string", bulk("-2"), -1, Value::Nil)),
             Some(Description::SemaphoreOrLatch(CounterInfo::new(-2, None)))
         );
-        assert_eq!(
-            decode(&reply("string", bulk("x"), -1, Value::Nil)),
-            Some(Description::Unknown {
-                store_type: "string".into()
-            })
-        );
+        assert!(matches!(
+            decode(&reply("string", bulk("c1:1"), 900, Value::Nil)),
+            Some(Description::LeanLock(info))
+                if info.holders[0].field == "c1:1" && info.holders[0].count == 1
+                    && info.ttl == Some(Duration::from_millis(900))
+        ));
         assert_eq!(
             decode(&reply("list", Value::Nil, -1, Value::Nil)),
             Some(Description::Unknown {

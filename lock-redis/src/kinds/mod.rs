@@ -14,6 +14,7 @@ use lock_script::{ScriptConnection, ScriptEnv};
 use redis::Script;
 
 pub mod latch;
+pub mod lean;
 pub mod non_reentrant;
 pub mod permit_semaphore;
 pub mod reentrant;
@@ -43,6 +44,7 @@ pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
             non_reentrant::NAME,
             Arc::new(non_reentrant::kind(env.clone())),
         )
+        .exclusive(lean::NAME, Arc::new(lean::Lean::new(env.clone())))
         .fair(Arc::new(Fair::new(env.clone())))
         .handoff(Arc::new(Fair::with_handoff(env.clone())))
         .read_write(rwlock::kinds(env.clone()))
@@ -58,6 +60,7 @@ pub fn scripts() -> Vec<&'static Script> {
     let mut all = Reentrant::scripts();
     let others = Fair::scripts()
         .into_iter()
+        .chain(lean::Lean::scripts())
         .chain(rwlock::scripts())
         .chain(Latch::scripts())
         .chain(Semaphore::scripts())

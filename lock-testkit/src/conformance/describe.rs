@@ -13,7 +13,7 @@ use lock_core::{Description, LockClient, LockName};
 use super::{client, key, unique, Harness};
 
 /// Free, a lock, a latch's count, a permit-expirable semaphore's counter
-/// and live leases, and a list are each described as such.
+/// and live leases, a list and a lean lock are each described as such.
 pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
     let c: LockClient = client(h).await;
     let free = unique("describe-free");
@@ -82,11 +82,34 @@ pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
             }
         );
     }
+    // Text that is no count is a lean lock's holder token (whoever wrote
+    // it: ours, or redsync's, redis-py's, rslock's).
     h.set_string(&k, "many").await;
-    assert_eq!(
-        c.describe(&semaphore).await.unwrap(),
-        Description::Unknown {
-            store_type: "string".into()
+    match c.describe(&semaphore).await.unwrap() {
+        Description::LeanLock(info) => {
+            assert_eq!(info.holders.len(), 1);
+            assert_eq!(
+                (&*info.holders[0].field, info.holders[0].count),
+                ("many", 1)
+            );
         }
-    );
+        other => panic!("{other:?}"),
+    }
+
+    let lean = unique("describe-lean");
+    let guard = c
+        .lean_lock(&lean)
+        .unwrap()
+        .lock_with_lease(Duration::from_secs(20))
+        .await
+        .unwrap();
+    match c.describe(&lean).await.unwrap() {
+        Description::LeanLock(info) => {
+            assert_eq!(info.holders.len(), 1);
+            assert_eq!(info.holders[0].owner(), Some(guard.owner()));
+            assert!(info.ttl.is_some_and(|t| t <= Duration::from_secs(20)));
+        }
+        other => panic!("{other:?}"),
+    }
+    guard.unlock().await.unwrap();
 }

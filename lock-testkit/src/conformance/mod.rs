@@ -46,6 +46,7 @@ pub mod handoff;
 pub mod holds;
 pub mod latch;
 pub mod layout;
+pub mod lean;
 pub mod leases;
 pub mod multi;
 pub mod non_reentrant;
@@ -625,6 +626,12 @@ macro_rules! __reentrant_checks {
             non_reentrant::the_holder_is_refused_and_keeps_its_one_hold,
             non_reentrant::other_owners_wait_for_the_unlock,
             non_reentrant::reentrant_and_non_reentrant_locks_of_a_name_are_one_lock,
+            lean::the_key_holds_the_token_and_the_holder_is_refused,
+            lean::a_foreign_holder_excludes_us_and_its_release_is_seen,
+            lean::an_unlock_after_expiry_leaves_the_next_holders_token,
+            lean::the_watchdog_keeps_it_and_the_unlock_wakes_a_waiter,
+            lean::fenced_acquisitions_advance_the_token,
+            lean::a_reentrant_lock_of_the_name_is_the_wrong_type,
         }
     };
 }
