@@ -51,6 +51,46 @@ async fn non_reentrant_acquire_retried_after_lost_reply_is_not_refused() {
     assert!(!lock.is_locked().await.unwrap());
 }
 
+/// The lean lock keeps the owner's token in the key, so only the request's
+/// record tells a retry of a first acquisition whose reply was lost from a
+/// re-entry: the retry is answered "acquired", with the first token.
+#[tokio::test(start_paused = true)]
+async fn lean_acquire_retried_after_lost_reply_is_not_refused() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-lost-reply").unwrap();
+    server.lose_next_replies(1);
+    let g = lock
+        .acquire(lock_core::AcquireOptions::new().fenced())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        g.fencing_token(),
+        Some(1),
+        "the retry returned the first token"
+    );
+    assert_eq!(
+        server.get_string("lean-lost-reply").as_deref(),
+        Some(g.owner().field().as_str())
+    );
+    let again = lock.lock_as(g.owner()).await.unwrap_err();
+    assert!(again.is_reentry_refused(), "{again}");
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// A lean release whose reply was lost is retried: the record answers
+/// "released" instead of "not held", so the guard reports no loss.
+#[tokio::test(start_paused = true)]
+async fn lean_release_retried_after_lost_reply_is_answered_released() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-lost-release").unwrap();
+    let g = lock.lock().await.unwrap();
+    server.lose_next_replies(1);
+    g.unlock().await.unwrap();
+    assert_eq!(server.get_string("lean-lost-release"), None);
+}
+
 #[tokio::test(start_paused = true)]
 async fn fenced_acquire_retried_keeps_its_token() {
     let (server, c) = setup();

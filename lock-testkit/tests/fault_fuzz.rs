@@ -5,7 +5,7 @@
 //! be kept as a test of its own.
 //!
 //! What it asserts, checked as it goes and at the end:
-//! - exclusive holds (reentrant, fair, handoff, RedLock, the write side of
+//! - exclusive holds (reentrant, lean, fair, handoff, RedLock, the write side of
 //!   a read-write lock): nobody enters while another holder is inside whose
 //!   guard does not report its lock lost; readers never meet a live writer;
 //! - semaphores: never more than their permits taken by guards not lost,
@@ -548,6 +548,11 @@ fn finish(kind: &str, tally: &Tally) {
 #[tokio::test(start_paused = true)]
 async fn reentrant_lock() {
     fuzz_exclusive("reentrant", |c| c.lock("fuzz").unwrap()).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn lean_lock() {
+    fuzz_exclusive("lean", |c| c.lean_lock("fuzz").unwrap()).await;
 }
 
 #[tokio::test(start_paused = true)]
