@@ -99,6 +99,12 @@ pub(crate) enum Workload {
     W2hHandoff,
     /// W3 with the fair lock with direct handoff.
     W3Handoff,
+    /// W1 with the lean lock.
+    W1Lean,
+    /// W2H with the lean lock.
+    W2hLean,
+    /// W3 with the lean lock.
+    W3Lean,
     /// W1 on a Redis Cluster.
     W1Cluster,
     /// W2H on a Redis Cluster.
@@ -123,6 +129,9 @@ impl Workload {
             (Self::W1, Kind::Handoff) => Self::W1Handoff,
             (Self::W2h, Kind::Handoff) => Self::W2hHandoff,
             (Self::W3, Kind::Handoff) => Self::W3Handoff,
+            (Self::W1, Kind::Lean) => Self::W1Lean,
+            (Self::W2h, Kind::Lean) => Self::W2hLean,
+            (Self::W3, Kind::Lean) => Self::W3Lean,
             (Self::W1, Kind::Cluster) => Self::W1Cluster,
             (Self::W2h, Kind::Cluster) => Self::W2hCluster,
             (Self::W3, Kind::Cluster) => Self::W3Cluster,
@@ -134,10 +143,12 @@ impl Workload {
     pub(crate) fn label(self) -> String {
         let base = match self {
             Self::Baseline => "baseline",
-            Self::W1 | Self::W1Fair | Self::W1Handoff | Self::W1Cluster => "W1",
+            Self::W1 | Self::W1Fair | Self::W1Handoff | Self::W1Lean | Self::W1Cluster => "W1",
             Self::W2 => "W2",
-            Self::W2h | Self::W2hFair | Self::W2hHandoff | Self::W2hCluster => "W2H",
-            Self::W3 | Self::W3Fair | Self::W3Handoff | Self::W3Cluster => "W3",
+            Self::W2h | Self::W2hFair | Self::W2hHandoff | Self::W2hLean | Self::W2hCluster => {
+                "W2H"
+            }
+            Self::W3 | Self::W3Fair | Self::W3Handoff | Self::W3Lean | Self::W3Cluster => "W3",
             Self::W4 => "W4",
             Self::W5 => "W5",
             Self::Latch => "latch",
@@ -148,6 +159,7 @@ impl Workload {
         let kind = match self {
             Self::W1Fair | Self::W2hFair | Self::W3Fair => Kind::Fair,
             Self::W1Handoff | Self::W2hHandoff | Self::W3Handoff => Kind::Handoff,
+            Self::W1Lean | Self::W2hLean | Self::W3Lean => Kind::Lean,
             Self::W1Cluster | Self::W2hCluster | Self::W3Cluster => Kind::Cluster,
             _ => Kind::Reentrant,
         };
@@ -188,6 +200,7 @@ mod tests {
         assert_eq!(Workload::W2h.of(Kind::Fair).label(), "W2H-fair");
         assert_eq!(Workload::W2h.of(Kind::Handoff).label(), "W2H-handoff");
         assert_eq!(Workload::W3.of(Kind::Cluster).label(), "W3-cluster");
+        assert_eq!(Workload::W1.of(Kind::Lean).label(), "W1-lean");
         assert_eq!(Workload::W4.of(Kind::Fair), Workload::W4);
     }
 

@@ -23,6 +23,11 @@ pub(crate) const W2H_P50_VS_PING: Goal = Goal::AtMost(2.0);
 pub(crate) const W2H_P99_VS_PING: Goal = Goal::AtMost(6.0);
 /// W3: acquisitions/s ≥ 0.8 × rslock's in the same run.
 pub(crate) const W3_RATE_VS_RSLOCK: Goal = Goal::AtLeast(0.8);
+/// Lean lock, W1: pair p50 ≤ rslock's pair p50 in the same run (the same
+/// layout: one string key per lock).
+pub(crate) const LEAN_W1_P50_VS_RSLOCK: Goal = Goal::AtMost(1.0);
+/// Lean lock, W3: acquisitions/s ≥ rslock's in the same run.
+pub(crate) const LEAN_W3_RATE_VS_RSLOCK: Goal = Goal::AtLeast(1.0);
 /// W4: client memory per held lock ≤ 300 B, right after taking the locks
 /// and after the renewal ticks.
 pub(crate) const W4_BYTES_PER_LOCK: Goal = Goal::AtMost(300.0);

@@ -81,6 +81,7 @@ impl Locker for Lib {
                 .client
                 .handoff_lock(name)
                 .map(|fair| fair.as_lock().clone()),
+            Kind::Lean => self.client.lean_lock(name),
             Kind::Reentrant | Kind::Cluster => self.client.lock(name),
         };
         async move { Ok(lock?.lock().await?) }

@@ -28,6 +28,9 @@ pub(crate) enum Kind {
     /// `lock_redis::connect`'s `handoff_lock`: the fair lock with direct
     /// handoff on the standalone server.
     Handoff,
+    /// `lock_redis::connect`'s `lean_lock`: the single-instance `SET NX PX`
+    /// pattern on the standalone server, rslock's own ground.
+    Lean,
     /// `lock_redis_cluster::connect`: the reentrant lock on a cluster.
     Cluster,
 }
@@ -40,6 +43,7 @@ impl Kind {
             Self::Reentrant => base.to_owned(),
             Self::Fair => format!("{base}-fair"),
             Self::Handoff => format!("{base}-handoff"),
+            Self::Lean => format!("{base}-lean"),
             Self::Cluster => format!("{base}-cluster"),
         }
     }
@@ -50,6 +54,7 @@ impl Kind {
             Self::Reentrant => "lock-redis",
             Self::Fair => "lock-redis fair_lock",
             Self::Handoff => "lock-redis handoff_lock",
+            Self::Lean => "lock-redis lean_lock",
             Self::Cluster => "lock-redis-cluster",
         }
     }
@@ -84,7 +89,7 @@ impl Kind {
             "wait",
         ];
         match self {
-            Self::Reentrant | Self::Fair | Self::Handoff => SINGLE,
+            Self::Reentrant | Self::Fair | Self::Handoff | Self::Lean => SINGLE,
             Self::Cluster => CLUSTER,
         }
     }
@@ -130,7 +135,7 @@ impl<'a> Target<'a> {
     /// server's, or the cluster's (measured on its masters).
     pub(crate) fn baseline(&self) -> Result<&'a Baseline> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair | Kind::Handoff => self.bench.baseline(),
+            Kind::Reentrant | Kind::Fair | Kind::Handoff | Kind::Lean => self.bench.baseline(),
             Kind::Cluster => self
                 .cluster()?
                 .baseline
@@ -149,7 +154,7 @@ impl<'a> Target<'a> {
     /// the ratios compare round trips to the same process.
     pub(crate) fn pinned_name(&self, what: &str) -> Result<String> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair | Kind::Handoff => Ok(self.bench.name(what)),
+            Kind::Reentrant | Kind::Fair | Kind::Handoff | Kind::Lean => Ok(self.bench.name(what)),
             Kind::Cluster => self.cluster()?.home_name(self.bench, what),
         }
     }
@@ -157,7 +162,9 @@ impl<'a> Target<'a> {
     /// `CONFIG RESETSTAT` on the server, or on every master.
     pub(crate) async fn reset_stats(&self) -> Result<()> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair | Kind::Handoff => self.bench.server.reset_stats().await,
+            Kind::Reentrant | Kind::Fair | Kind::Handoff | Kind::Lean => {
+                self.bench.server.reset_stats().await
+            }
             Kind::Cluster => self.cluster()?.reset_stats().await,
         }
     }
@@ -165,7 +172,9 @@ impl<'a> Target<'a> {
     /// `INFO commandstats` of the server, or of every master added up.
     pub(crate) async fn command_stats(&self) -> Result<CommandStats> {
         match self.kind {
-            Kind::Reentrant | Kind::Fair | Kind::Handoff => self.bench.server.command_stats().await,
+            Kind::Reentrant | Kind::Fair | Kind::Handoff | Kind::Lean => {
+                self.bench.server.command_stats().await
+            }
             Kind::Cluster => self.cluster()?.command_stats().await,
         }
     }
@@ -179,7 +188,7 @@ impl<'a> Target<'a> {
                     let seeds = self.cluster()?.seeds.clone();
                     lock_redis_cluster::connect(ClusterConfig::new(seeds), config).await
                 }
-                Kind::Reentrant | Kind::Fair | Kind::Handoff => {
+                Kind::Reentrant | Kind::Fair | Kind::Handoff | Kind::Lean => {
                     lock_redis::connect(RedisConfig::new(self.bench.url.clone()), config).await
                 }
             }

@@ -42,7 +42,7 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
         reports.push(floor(t).await?);
     }
     #[cfg(feature = "rslock")]
-    if t.kind == Kind::Reentrant {
+    if matches!(t.kind, Kind::Reentrant | Kind::Lean) {
         reports.push(measure(t, &t.bench.rs_lockers(CLIENTS)).await?);
     }
     Ok(reports)

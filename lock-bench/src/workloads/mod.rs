@@ -226,7 +226,7 @@ pub(crate) async fn run_all(
     if wants(Workload::Rw1) {
         emit(&bounded(limit, "RW1", rwlock::run(bench)).await?);
     }
-    for kind in [Kind::Fair, Kind::Handoff, Kind::Cluster] {
+    for kind in [Kind::Fair, Kind::Handoff, Kind::Lean, Kind::Cluster] {
         let chosen: Vec<Workload> = Workload::PER_KIND
             .into_iter()
             .filter(|w| wants(w.of(kind)))
