@@ -27,6 +27,7 @@ use crate::client::ClientInner;
 use crate::connection::Channel;
 use crate::counting::wait_for;
 use crate::error::Result;
+use crate::name::LockName;
 use crate::wait_loop::Look;
 use crate::waiter::WakeReader;
 
@@ -34,6 +35,8 @@ use crate::waiter::WakeReader;
 /// passes (`Ok(false)`); see the module docs.
 pub(crate) async fn wait_until<F, Fut>(
     inner: &Arc<ClientInner>,
+    kind: &'static str,
+    name: &LockName,
     channel: Channel,
     read: WakeReader,
     deadline: Option<Instant>,
@@ -54,7 +57,9 @@ where
             })
         }
     };
-    Ok(wait_for(inner, channel, read, deadline, attempt)
-        .await?
-        .is_some())
+    Ok(
+        wait_for(inner, kind, name, channel, read, deadline, attempt)
+            .await?
+            .is_some(),
+    )
 }

@@ -29,10 +29,13 @@ use tokio::time::Instant;
 use crate::client::ClientInner;
 use crate::connection::Channel;
 use crate::error::Result;
+use crate::name::LockName;
 use crate::op::{self, Redate};
 use crate::stats::InFlight;
+use crate::telemetry::{self, Timed};
 use crate::wait_loop::{self, Look, Waiting};
 use crate::waiter::WakeReader;
+use tracing::Instrument;
 
 /// A retried call of a counting kind ([`op::call`]): it finishes even
 /// when the caller goes away.
@@ -150,9 +153,13 @@ where
 /// The wait of counting kinds and conditions (see the module docs): a
 /// first attempt, then the one wait loop ([`wait_loop::wait`]). `attempt`
 /// makes and runs one fresh acquisition request; `Ok(None)` when the
-/// deadline passed first.
+/// deadline passed first. Traced and timed as every kind's acquisitions
+/// are (spans `lock.acquire` and `lock.wait`, label `kind`).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn wait_for<P, A, Fut>(
     inner: &Arc<ClientInner>,
+    kind: &'static str,
+    name: &LockName,
     channel: Channel,
     reader: WakeReader,
     deadline: Option<Instant>,
@@ -162,16 +169,31 @@ where
     A: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<P>>>,
 {
-    let mut waiting = Attempts(attempt);
-    let first = match waiting.look().await? {
-        Look::Got(p) => return Ok(Some(p)),
-        Look::Busy(retry_in) => retry_in,
+    let waited = async {
+        let mut waiting = Attempts(attempt);
+        let first = match waiting.look().await? {
+            Look::Got(p) => return Ok(Some(p)),
+            Look::Busy(retry_in) => retry_in,
+        };
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(None);
+        }
+        let span = tracing::debug_span!(
+            "lock.wait",
+            lock = %name,
+            kind,
+            strategy = if inner.config.wait_strategy.subscribes() { "subscribe" } else { "poll" },
+            outcome = tracing::field::Empty,
+        );
+        let mut timed = Timed::wait(kind, span.clone());
+        let subscribe = || inner.waiters.join_with(&inner.connection, reader, channel);
+        let result = wait_loop::wait(inner, &mut waiting, first, deadline, subscribe)
+            .instrument(span)
+            .await;
+        timed.finish(&result);
+        result
     };
-    if deadline.is_some_and(|d| Instant::now() >= d) {
-        return Ok(None);
-    }
-    let subscribe = || inner.waiters.join_with(&inner.connection, reader, channel);
-    wait_loop::wait(inner, &mut waiting, first, deadline, subscribe).await
+    telemetry::acquisition(kind, name, waited).await
 }
 
 /// A counting kind's side of the wait loop: each look is a fresh attempt,

@@ -86,7 +86,7 @@ impl Guard {
             // Closed meanwhile: nothing will renew it.
             inner.holds.end(&hold, "closed");
         }
-        let kind_name = kind.kind_name();
+        let kind_name = telemetry::kind_label(kind.kind_name(), req.fenced);
         telemetry::guard_held(kind_name, true);
         Self {
             inner,

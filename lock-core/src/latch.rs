@@ -172,6 +172,8 @@ impl CountDownLatch {
         let read = Arc::new(move |payload: &[u8]| kind.wake(payload));
         condition::wait_until(
             &self.client.inner,
+            "latch",
+            &self.name,
             self.kind.channel(&self.name),
             read,
             deadline,

@@ -42,6 +42,8 @@ use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::options::{AcquireOptions, Wait};
+use crate::telemetry;
+use crate::wait;
 
 /// Several locks held as one (see the module docs): taken in a fixed order
 /// within one wait budget, all or nothing, released together. Cheap to
@@ -117,6 +119,12 @@ impl MultiLock {
     /// # Cancel safety
     /// As [`MultiLock::lock`].
     pub async fn acquire(&self, opts: AcquireOptions) -> Result<Option<MultiGuard>> {
+        let first = self.members[0].name();
+        telemetry::acquisition("multi", first, self.acquire_counted(opts)).await
+    }
+
+    /// [`MultiLock::acquire`], once its span and metrics are set up.
+    async fn acquire_counted(&self, opts: AcquireOptions) -> Result<Option<MultiGuard>> {
         if opts.owner.is_some() {
             return Err(LockError::invalid(
                 "a multi-lock's members take their own owners; an explicit owner is refused",
@@ -162,7 +170,7 @@ impl MultiLock {
                 owner: None,
                 ..opts.clone()
             };
-            match lock.acquire(member).await? {
+            match wait::acquire_member(lock, member).await? {
                 Some(guard) => taken.push(guard),
                 None => return Ok(give_back(taken, deadline).await),
             }

@@ -90,6 +90,8 @@ use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::multi_lock::{release_all, unlock_all};
 use crate::options::{AcquireOptions, Wait};
+use crate::telemetry;
+use crate::wait;
 
 /// One lock over N independent stores, held by a majority (see the module
 /// docs for the algorithm, its drift allowance and its limits). Cheap to
@@ -158,6 +160,12 @@ impl RedLock {
     /// # Cancel safety
     /// As [`RedLock::lock`].
     pub async fn acquire(&self, opts: AcquireOptions) -> Result<Option<RedGuard>> {
+        let first = self.members[0].name();
+        telemetry::acquisition("redlock", first, self.acquire_counted(opts)).await
+    }
+
+    /// [`RedLock::acquire`], once its span and metrics are set up.
+    async fn acquire_counted(&self, opts: AcquireOptions) -> Result<Option<RedGuard>> {
         if opts.owner.is_some() {
             return Err(LockError::invalid(
                 "a RedLock's members take their own owners; an explicit owner is refused",
@@ -258,7 +266,7 @@ impl RedLock {
         while taken.len() < quorum && busy + errors.len() <= spare {
             let i = order[next];
             next += 1;
-            let outcome = self.members[i].acquire(waiting.clone()).await;
+            let outcome = wait::acquire_member(&self.members[i], waiting.clone()).await;
             failed[i] = outcome.is_err();
             match outcome {
                 Ok(Some(guard)) => taken.push(guard),
@@ -275,7 +283,7 @@ impl RedLock {
             };
             let rest = order[next..]
                 .iter()
-                .map(|&i| self.members[i].acquire(once.clone()))
+                .map(|&i| wait::acquire_member(&self.members[i], once.clone()))
                 .collect::<FuturesUnordered<_>>()
                 .collect::<Vec<_>>()
                 .await;
@@ -340,7 +348,7 @@ impl RedLock {
             .enumerate()
             .map(|(i, lock)| {
                 let member = member.clone();
-                async move { (i, lock.acquire(member).await) }
+                async move { (i, wait::acquire_member(lock, member).await) }
             })
             .collect();
         let mut taken = Vec::with_capacity(self.members.len());

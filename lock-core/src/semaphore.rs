@@ -273,28 +273,36 @@ impl Semaphore {
         let kind = Arc::clone(&self.kind);
         let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
         let channel = self.kind.channel(&self.name);
-        let pending = counting::wait_for(inner, channel, reader, deadline, move || {
-            let this = this.clone();
-            let req = this.request(n);
-            let inner = Arc::clone(this.inner());
-            async move {
-                let sem = this.clone();
-                counting::acquire(&inner, "acquire permits", move || {
-                    let (sem, req) = (sem.clone(), req.clone());
-                    async move {
-                        let got = sem.kind.try_acquire(&req).await?;
-                        Ok(if got {
-                            Look::Got(PermitGuard::new(sem, n))
-                        } else {
-                            Look::Busy(None)
-                        })
-                    }
-                    .boxed()
-                })
-                .await
-            }
-            .boxed()
-        })
+        let pending = counting::wait_for(
+            inner,
+            "semaphore",
+            &self.name,
+            channel,
+            reader,
+            deadline,
+            move || {
+                let this = this.clone();
+                let req = this.request(n);
+                let inner = Arc::clone(this.inner());
+                async move {
+                    let sem = this.clone();
+                    counting::acquire(&inner, "acquire permits", move || {
+                        let (sem, req) = (sem.clone(), req.clone());
+                        async move {
+                            let got = sem.kind.try_acquire(&req).await?;
+                            Ok(if got {
+                                Look::Got(PermitGuard::new(sem, n))
+                            } else {
+                                Look::Busy(None)
+                            })
+                        }
+                        .boxed()
+                    })
+                    .await
+                }
+                .boxed()
+            },
+        )
         .await?;
         Ok(pending.map(|mut guard| {
             // Now the caller's: no longer in flight.

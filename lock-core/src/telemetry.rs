@@ -6,7 +6,9 @@
 //! so an application that does not collect metrics pays nothing. Install
 //! any recorder (Prometheus exporter, StatsD, …) to collect them. Labels
 //! have few values — the kind (`reentrant`, `fair`, …), an outcome, a
-//! reason — never a lock name, so a recorder's series stay few.
+//! reason — never a lock name, so a recorder's series stay few. Every
+//! name starts with `lock_`: one prefix for every kind (a RedLock is kind
+//! `redlock`, a fenced lock `fenced`, a semaphore `semaphore`, …).
 //!
 //! [`crate::ClientStats`] stays: per client, always on, for tests and
 //! benchmarks.
@@ -17,30 +19,33 @@ use tokio::time::Instant;
 
 /// Histogram, seconds: how long an acquisition took, first attempt to
 /// outcome. Labels `kind`, `outcome` (`acquired`, `timed_out`, `error`,
-/// `cancelled`).
-pub const ACQUIRE_SECONDS: &str = "redlock_acquire_seconds";
+/// `cancelled`). One sample per acquisition of every kind: a multi-lock's
+/// or RedLock's (kinds `multi`, `redlock`) is one, its members' are not
+/// recorded; a semaphore's permits and a latch's wait (`acquired`: it
+/// opened) are acquisitions too.
+pub const ACQUIRE_SECONDS: &str = "lock_acquire_seconds";
 /// Histogram, seconds: how long an acquisition waited after its first
 /// attempt found the lock held (only acquisitions that waited). Labels
 /// `kind`, `outcome`.
-pub const WAIT_SECONDS: &str = "redlock_wait_seconds";
+pub const WAIT_SECONDS: &str = "lock_wait_seconds";
 /// Gauge: guards alive in this process (a re-entry counts again). Label
 /// `kind`.
-pub const HOLDS: &str = "redlock_holds";
+pub const HOLDS: &str = "lock_holds";
 /// Gauge: acquisitions waiting for a lock right now. Label `kind`.
-pub const WAITERS: &str = "redlock_waiters";
+pub const WAITERS: &str = "lock_waiters";
 /// Counter: the watchdog's lease renewals, one per lock. Labels `kind`,
 /// `outcome` (`renewed`, `not_held`, `failed`).
-pub const RENEWALS: &str = "redlock_renewals_total";
+pub const RENEWALS: &str = "lock_renewals_total";
 /// Counter: holds (and leased permits, kind `permit_semaphore`) reported
 /// lost to their guards. Labels `kind`, `reason` (`not_held`: a renewal
 /// found the lock or permit gone; `expired`: its lease, less the safety
 /// margin, ran out unrenewed; `released`: a release of the same owner ended
 /// it under other guards, or this client released a guarded permit by id;
 /// `closed`: the client closed while the watchdog kept it).
-pub const LOST: &str = "redlock_lost_total";
+pub const LOST: &str = "lock_lost_total";
 /// Counter: retries of store operations after a transient failure.
 /// Labels `kind`, `op` (`acquire`, `release`, `leave_queue`).
-pub const RETRIES: &str = "redlock_retries_total";
+pub const RETRIES: &str = "lock_retries_total";
 
 /// Reports one timed phase (an acquisition, or its wait) when dropped:
 /// its duration under the outcome set last, `cancelled` if none was (its
@@ -116,6 +121,37 @@ pub(crate) fn guard_held(kind: &'static str, held: bool) {
     } else {
         gauge.decrement(1.0);
     }
+}
+
+/// The `kind` label of a hold of `kind_name`: `fenced` for a fenced
+/// acquisition of the reentrant lock (a [`crate::FencedLock`]'s), else the
+/// kind's own name.
+pub(crate) fn kind_label(kind_name: &'static str, fenced: bool) -> &'static str {
+    if fenced && kind_name == "reentrant" {
+        "fenced"
+    } else {
+        kind_name
+    }
+}
+
+/// Runs `acquisition` of `kind` traced as span `lock.acquire` (INFO;
+/// fields `lock`, `kind`, `outcome`) and timed in [`ACQUIRE_SECONDS`].
+pub(crate) async fn acquisition<T, E>(
+    kind: &'static str,
+    lock: &crate::name::LockName,
+    acquisition: impl std::future::Future<Output = Result<Option<T>, E>>,
+) -> Result<Option<T>, E> {
+    use tracing::Instrument;
+    let span = tracing::info_span!(
+        "lock.acquire",
+        lock = %lock,
+        kind,
+        outcome = tracing::field::Empty,
+    );
+    let mut timed = Timed::acquire(kind, span.clone());
+    let result = acquisition.instrument(span).await;
+    timed.finish(&result);
+    result
 }
 
 /// A hold of `kind` was reported lost for `reason`.

@@ -23,7 +23,7 @@ use crate::op::{self, Attempt};
 use crate::options::{AcquireOptions, Wait};
 use crate::outage::Outage;
 use crate::owner::Owner;
-use crate::telemetry::Timed;
+use crate::telemetry::{self, Timed};
 use crate::wait_loop::{self, Look, Waiting};
 use crate::waiter::Subscription;
 
@@ -34,20 +34,18 @@ use crate::waiter::Subscription;
 /// its wait as `lock.wait` (DEBUG; also `strategy`), and timed in
 /// [`telemetry::ACQUIRE_SECONDS`] and [`telemetry::WAIT_SECONDS`].
 pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
-    let kind = lock.kind().kind_name();
-    let span = tracing::info_span!(
-        "lock.acquire",
-        lock = %lock.name(),
-        kind,
-        outcome = tracing::field::Empty,
-    );
-    let mut timed = Timed::acquire(kind, span.clone());
-    let result = acquire_traced(lock, opts).instrument(span).await;
-    timed.finish(&result);
-    result
+    let kind = telemetry::kind_label(lock.kind().kind_name(), opts.fenced);
+    telemetry::acquisition(kind, lock.name(), acquire_traced(lock, opts, true)).await
 }
 
-async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
+/// The acquisition of one member of a multi-lock or RedLock: traced in the
+/// member's spans, but not counted in the metrics, which count the whole
+/// acquisition once.
+pub(crate) async fn acquire_member(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
+    acquire_traced(lock, opts, false).await
+}
+
+async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Result<Option<Guard>> {
     let inner = lock.inner();
     let kind = lock.kind();
     inner.check_open()?;
@@ -92,14 +90,15 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
         return Ok(None);
     }
 
+    let label = telemetry::kind_label(kind.kind_name(), opts.fenced);
     let span = tracing::debug_span!(
         "lock.wait",
         lock = %lock.name(),
-        kind = kind.kind_name(),
+        kind = label,
         strategy = if inner.config.wait_strategy.subscribes() { "subscribe" } else { "poll" },
         outcome = tracing::field::Empty,
     );
-    let mut timed = Timed::wait(kind.kind_name(), span.clone());
+    let mut timed = counted.then(|| Timed::wait(label, span.clone()));
     // The kind names the channel: the lock's own, shared by its waiters,
     // or (when waiters queue) the waiter's own, on which only the queue
     // head is told.
@@ -110,7 +109,9 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guar
     let result = wait_loop::wait(inner, &mut waiting, first, deadline, subscribe)
         .instrument(span)
         .await;
-    timed.finish(&result);
+    if let Some(timed) = &mut timed {
+        timed.finish(&result);
+    }
     result
 }
 

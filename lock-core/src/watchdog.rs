@@ -386,8 +386,10 @@ impl Task {
     }
 
     /// One renewal call of `count` entries, counted and traced as span
-    /// `lock.renew` (DEBUG; fields `kind`, `locks`, `outcome`: `ok` when
-    /// the call went through, whatever it found, else `failed`).
+    /// `lock.renew` (DEBUG; fields `kind`, `locks`, `renewed`, `not_held`,
+    /// `failed` (counts of entries), and `outcome`: `renewed` when every
+    /// entry was, `not_held` when some were found gone and none failed,
+    /// `partly_failed`, or `failed` when none was answered).
     async fn renew_slice(
         &self,
         kind_name: &'static str,
@@ -398,16 +400,17 @@ impl Task {
             "lock.renew",
             kind = kind_name,
             locks = count,
+            renewed = tracing::field::Empty,
+            not_held = tracing::field::Empty,
+            failed = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
         self.stats.renew_calls.incr();
         let renewal = call.instrument(span.clone()).await;
-        let outcome = if renewal == Renewal::Answered {
-            "ok"
-        } else {
-            "failed"
-        };
-        span.record("outcome", outcome);
+        // `settle` recorded the outcome of an answered call.
+        if renewal == Renewal::Failed {
+            span.record("outcome", "failed");
+        }
         renewal
     }
 
@@ -457,6 +460,20 @@ impl Task {
                     tracing::debug!(%e, name = %entry.name(), what = E::NOUN, "watchdog: renewal of one entry failed");
                 }
             }
+        }
+        let span = tracing::Span::current();
+        span.record("renewed", renewed);
+        span.record("not_held", not_held);
+        span.record("failed", failed);
+        if failed < batch.len() as u64 {
+            span.record(
+                "outcome",
+                match (failed, not_held) {
+                    (0, 0) => "renewed",
+                    (0, _) => "not_held",
+                    _ => "partly_failed",
+                },
+            );
         }
         self.stats.renewed.add(renewed);
         telemetry::renewals(kind_name, "renewed", renewed);

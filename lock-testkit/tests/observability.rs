@@ -253,3 +253,68 @@ async fn lost_holds_are_counted_by_reason() {
         [1, 1, 1, 0]
     );
 }
+
+/// Every kind is measured under its own label, once per acquisition: a
+/// fenced lock as `fenced`, a RedLock as one `redlock` acquisition (its
+/// members are not counted), a semaphore's permits and a latch's wait.
+#[tokio::test(start_paused = true)]
+async fn every_kind_is_measured_once_under_its_own_label() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let server = InMemoryServer::new();
+    let a = server.client().unwrap();
+
+    let fenced = a.fenced_lock("fenced").unwrap().lock().await.unwrap();
+    fenced.unlock().await.unwrap();
+
+    let stores: Vec<_> = (0..3).map(|_| InMemoryServer::new()).collect();
+    let members = stores
+        .iter()
+        .map(|s| s.client().unwrap().lock("red").unwrap());
+    let red = lock_core::RedLock::new(members).unwrap();
+    red.lock().await.unwrap().unlock().await.unwrap();
+
+    let semaphore = a.semaphore("sem").unwrap();
+    assert!(semaphore.try_set_permits(1).await.unwrap());
+    let permit = semaphore.acquire(1).await.unwrap();
+    let waiting = {
+        let semaphore = semaphore.clone();
+        tokio::spawn(async move { semaphore.acquire(1).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    permit.release().await.unwrap();
+    waiting.await.unwrap().unwrap().release().await.unwrap();
+
+    let latch = a.count_down_latch("latch").unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    let waiter = {
+        let latch = latch.clone();
+        tokio::spawn(async move { latch.wait().await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    latch.count_down().await.unwrap();
+    waiter.await.unwrap().unwrap();
+    a.settle().await;
+
+    let f = figures(&recorder);
+    let acquired = |kind| [("kind", kind), ("outcome", "acquired")];
+    assert_eq!(histogram(&f, ACQUIRE_SECONDS, &acquired("fenced")).len(), 1);
+    // Its guard came and went under the same label.
+    assert_eq!(gauge(&f, HOLDS, &[("kind", "fenced")]), 0.0);
+    assert_eq!(
+        histogram(&f, ACQUIRE_SECONDS, &acquired("redlock")).len(),
+        1
+    );
+    assert!(
+        histogram(&f, ACQUIRE_SECONDS, &acquired("reentrant")).is_empty(),
+        "a RedLock's members are not counted: {f:?}"
+    );
+    let took = histogram(&f, ACQUIRE_SECONDS, &acquired("semaphore"));
+    assert_eq!(took.len(), 2, "{took:?}");
+    let waited = histogram(&f, WAIT_SECONDS, &acquired("semaphore"));
+    assert_eq!(waited.len(), 1);
+    assert!((waited[0] - 0.2).abs() < 0.01, "{waited:?}");
+    let opened = histogram(&f, WAIT_SECONDS, &acquired("latch"));
+    assert_eq!(opened.len(), 1);
+    assert!((opened[0] - 0.1).abs() < 0.01, "{opened:?}");
+}

@@ -159,8 +159,38 @@ async fn spans_carry_lock_kind_and_outcome() {
     assert_eq!(
         renews,
         vec![
-            fields(&[("kind", "fair"), ("locks", "1"), ("outcome", "ok")]),
-            fields(&[("kind", "reentrant"), ("locks", "1"), ("outcome", "ok")]),
+            fields(&[
+                ("failed", "0"),
+                ("kind", "fair"),
+                ("locks", "1"),
+                ("not_held", "0"),
+                ("outcome", "renewed"),
+                ("renewed", "1")
+            ]),
+            fields(&[
+                ("failed", "0"),
+                ("kind", "reentrant"),
+                ("locks", "1"),
+                ("not_held", "0"),
+                ("outcome", "renewed"),
+                ("renewed", "1")
+            ]),
         ]
     );
+
+    // A lock deleted under its holder: the renewal that finds it gone says
+    // so, rather than "renewed".
+    let doomed = a.lock("gone").unwrap().lock().await.unwrap();
+    assert!(server.del("gone"));
+    doomed.lost().await;
+    let renews = log.named("lock.renew");
+    let gone = fields(&[
+        ("failed", "0"),
+        ("kind", "reentrant"),
+        ("locks", "1"),
+        ("not_held", "1"),
+        ("outcome", "not_held"),
+        ("renewed", "0"),
+    ]);
+    assert!(renews.contains(&gone), "{renews:?}");
 }

@@ -114,31 +114,39 @@ impl PermitExpirableSemaphore {
         let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
         let channel = self.kind.channel(&self.name);
         let this = self.clone();
-        let pending = counting::wait_for(inner, channel, reader, deadline, move || {
-            let sem = this.clone();
-            let req = LeasesRequest::new(sem.name.clone(), count, Some(leasing.lease_ms()));
-            // The store starts the lease no earlier than the first send of
-            // these ids; retries repeat them without restarting it.
-            let sent = Instant::now();
-            let inner = Arc::clone(sem.inner());
-            async move {
-                counting::acquire(&inner, "acquire permits", move || {
-                    let (sem, req) = (sem.clone(), req.clone());
-                    async move {
-                        Ok(match sem.kind.try_acquire_many(&req).await? {
-                            LeaseOutcome::Acquired => {
-                                let deadline = leasing.deadline(sem.inner(), sent);
-                                Look::Got(PendingPermits::new(sem, req.ids, deadline, leasing))
-                            }
-                            LeaseOutcome::Busy { retry_in } => Look::Busy(retry_in),
-                        })
-                    }
-                    .boxed()
-                })
-                .await
-            }
-            .boxed()
-        })
+        let pending = counting::wait_for(
+            inner,
+            "permit_semaphore",
+            &self.name,
+            channel,
+            reader,
+            deadline,
+            move || {
+                let sem = this.clone();
+                let req = LeasesRequest::new(sem.name.clone(), count, Some(leasing.lease_ms()));
+                // The store starts the lease no earlier than the first send of
+                // these ids; retries repeat them without restarting it.
+                let sent = Instant::now();
+                let inner = Arc::clone(sem.inner());
+                async move {
+                    counting::acquire(&inner, "acquire permits", move || {
+                        let (sem, req) = (sem.clone(), req.clone());
+                        async move {
+                            Ok(match sem.kind.try_acquire_many(&req).await? {
+                                LeaseOutcome::Acquired => {
+                                    let deadline = leasing.deadline(sem.inner(), sent);
+                                    Look::Got(PendingPermits::new(sem, req.ids, deadline, leasing))
+                                }
+                                LeaseOutcome::Busy { retry_in } => Look::Busy(retry_in),
+                            })
+                        }
+                        .boxed()
+                    })
+                    .await
+                }
+                .boxed()
+            },
+        )
         .await?;
         Ok(pending.map(PendingPermits::accept))
     }
