@@ -21,9 +21,9 @@ pub(crate) const SUPERVISE: &str = "__supervise";
 const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
-  64      usage: bad flag, duration, URL or lock name
-  65      the key holds something that is not a lock, or a semaphore
-          of another size than run --permits N
+  64      usage: bad flag, duration, URL or lock name; run --permits N
+          found a semaphore of another size (see --set-permits)
+  65      the key holds something that is not a lock
   69      Redis unreachable, not answering, or out of memory
   70      internal error
   75      run, hold: lock not acquired within --wait (or N with -E N)
@@ -331,13 +331,20 @@ pub(crate) struct LockArgs {
     /// Allow up to N holders at once instead of one: take a permit of the
     /// expirable-permit semaphore NAME, created with N permits if absent
     /// (like `consul lock -n N`). An existing semaphore must have N
-    /// permits, free and taken, else exit 65 (as consul refuses a
-    /// conflicting -n).
+    /// permits, free and taken, else exit 64 naming both counts (as consul
+    /// refuses a conflicting -n), unless --set-permits.
     /// The permit is leased and renewed like the lock, so a lockctl that
     /// dies gives it back within --watchdog-timeout.
     #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],
           value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
     pub(crate) permits: Option<u64>,
+
+    /// With --permits N: an existing semaphore of another size is changed
+    /// to N permits, free and taken, instead of refused. Permits taken
+    /// stay taken: the free count moves by the difference (below zero
+    /// until enough come back, when N is below those taken).
+    #[arg(long, requires = "permits")]
+    pub(crate) set_permits: bool,
 
     /// Exit with N instead of 75 when the lock is not acquired (within
     /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to

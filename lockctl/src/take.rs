@@ -151,7 +151,7 @@ async fn acquire(
     if let Some(permits) = args.permits {
         let sem = clients[0].permit_expirable_semaphore(name)?;
         if !sem.try_set_permits(permits).await? {
-            check_permits(&sem, permits).await?;
+            check_permits(&sem, permits, args.set_permits).await?;
         }
         // No --lease: the watchdog renews the permit while it is held.
         let permit = match wait {
@@ -194,22 +194,32 @@ async fn acquire(
 
 /// An existing semaphore must have the `--permits` asked for (as `consul
 /// lock -n` refuses a conflicting limit), or holders that disagree would
-/// each believe their own limit. Its size is its free permits plus those
-/// taken (leased and not expired: the count reclaims expired ones first),
-/// the total Redisson's `getPermits` reports, so taken permits never look
-/// like a smaller semaphore.
-async fn check_permits(sem: &PermitExpirableSemaphore, permits: u64) -> Result<(), Failure> {
+/// each believe their own limit; `--set-permits` changes it instead. Its
+/// size is its free permits plus those taken (leased and not expired: the
+/// count reclaims expired ones first), the total Redisson's `getPermits`
+/// reports, so taken permits never look like a smaller semaphore.
+///
+/// A mismatch is a usage error (64): the command line contradicts the
+/// semaphore, and the fix is on the command line (the other count, or
+/// `--set-permits`); nothing is changed.
+async fn check_permits(
+    sem: &PermitExpirableSemaphore,
+    permits: u64,
+    set: bool,
+) -> Result<(), Failure> {
     let total = sem.permits().await?;
     if i64::try_from(permits) == Ok(total) {
         return Ok(());
     }
+    if set {
+        return Ok(sem.set_permits(permits).await?);
+    }
     let name = sem.name();
     Err(Failure::new(
-        exit::DATA,
+        exit::USAGE,
         format!(
             "semaphore {name:?} has {total} {} (free and taken), not the {permits} of \
-             --permits; run with --permits {total}, or change its count first \
-             (set_permits in the library)",
+             --permits; run with --permits {total}, or add --set-permits to make it {permits}",
             if total == 1 { "permit" } else { "permits" }
         ),
     ))
