@@ -22,7 +22,8 @@ const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
   64      usage: bad flag, duration, URL or lock name; run --permits N
-          found a semaphore of another size (see --set-permits)
+          found a semaphore of another size (see --set-permits); fewer
+          than 3 --redlock servers (see --allow-few-masters)
   65      the key holds something that is not a lock
   69      Redis unreachable, not answering, or out of memory
   70      internal error
@@ -317,9 +318,10 @@ pub(crate) struct LockArgs {
     pub(crate) fenced: bool,
 
     /// Take a RedLock instead: the lock on each of these independent Redis
-    /// servers (comma-separated), held once a majority is, lost (exit 76)
-    /// when fewer than a majority hold it. Every server
-    /// must be reachable at the start. Overrides --url and --cluster.
+    /// servers (comma-separated, at least 3), held once a majority is, lost
+    /// (exit 76) when fewer than a majority hold it. A minority of them
+    /// may be down, at the start too (each is connected on first use); a
+    /// majority down exits 69. Overrides --url and --cluster.
     #[arg(
         long,
         value_name = "URL,URL,…",
@@ -327,6 +329,12 @@ pub(crate) struct LockArgs {
         conflicts_with_all = ["fair", "fenced"]
     )]
     pub(crate) redlock: Vec<String>,
+
+    /// Accept a --redlock of 1 or 2 servers: with 2, losing either one
+    /// loses the lock (a majority of 2 is both), so it tolerates no fault;
+    /// with 1 it is a plain lock.
+    #[arg(long, requires = "redlock")]
+    pub(crate) allow_few_masters: bool,
 
     /// Allow up to N holders at once instead of one: take a permit of the
     /// expirable-permit semaphore NAME, created with N permits if absent

@@ -167,15 +167,18 @@ async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Fa
 
 /// One Redis server, from `--url`.
 async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
-    single_node_at(global, &global.url, config).await
+    single_node_at(global, &global.url, config, false).await
 }
 
 /// The server at `url`, with the other global options (prefix, TLS files,
-/// `$REDIS_PASSWORD`): `--url`, or one of `--redlock`'s servers.
+/// `$REDIS_PASSWORD`): `--url`, or one of `--redlock`'s servers. `lazy`:
+/// no I/O until first use ([`RedisConfig::lazy_connect`]), so a server
+/// that is down is no error here.
 async fn single_node_at(
     global: &Global,
     url: &str,
     config: ClientConfig,
+    lazy: bool,
 ) -> Result<LockClient, Failure> {
     let url = with_password(url).map_err(|e| Failure::lock("bad --url", &e))?;
     let mut redis = RedisConfig::new(url)
@@ -183,7 +186,8 @@ async fn single_node_at(
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS)
-        .slot_checking_proxy(global.slot_checking_proxy);
+        .slot_checking_proxy(global.slot_checking_proxy)
+        .lazy_connect(lazy);
     if let Some(replicas) = global.replica_sync {
         redis = redis.replica_sync(replicas, global.replica_sync_timeout);
     }
@@ -250,12 +254,14 @@ fn put_password(url: &str, password: &str) -> Result<String, LockError> {
     Ok(parsed.into())
 }
 
-/// One client per `--redlock` server, connected concurrently (each with
-/// the global prefix and timeouts).
+/// One client per `--redlock` server (each with the global prefix and
+/// timeouts), built without I/O: each connects on first use, so a minority
+/// of servers down at the start is a minority of members that fail, as it
+/// is later, and not a reason to give up. A majority down fails the
+/// acquisition (69).
 ///
 /// # Errors
-/// As [`client`], for the first server that fails: a RedLock's majority
-/// is counted over every server named, so each must be reachable.
+/// Exit 64 for a bad URL or option.
 pub(crate) async fn redlock_clients(
     global: &Global,
     urls: &[String],
@@ -267,7 +273,7 @@ pub(crate) async fn redlock_clients(
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
     let connecting = urls
         .iter()
-        .map(|url| single_node_at(global, url, config.clone()));
+        .map(|url| single_node_at(global, url, config.clone(), true));
     futures::future::join_all(connecting)
         .await
         .into_iter()
