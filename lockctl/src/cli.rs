@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
+use lock_core::PermitId;
 
 use crate::{duration, exit, output};
 
@@ -24,7 +25,8 @@ Exit codes:
   64      usage: bad flag, duration, URL or lock name; run --permits N
           found a semaphore of another size (see --set-permits); fewer
           than 3 --redlock servers (see --allow-few-masters)
-  65      the key holds something that is not a lock
+  65      the key holds something that is not a lock (or not the kind
+          an option needs); force-unlock --permit ID: no such permit taken
   69      Redis unreachable, not answering, or out of memory
   70      internal error
   75      run, hold: lock not acquired within --wait (or N with -E N)
@@ -227,7 +229,10 @@ pub(crate) enum Command {
     /// The kind is read from what is stored: a reentrant lock, a read-write
     /// lock, or a fair lock (one with waiters queued, or with --fair), each
     /// unlocked and its waiters told on that kind's own channel. A
-    /// semaphore, latch or other value is left untouched (exit 65).
+    /// semaphore is reset with --permits N, or one permit of an
+    /// expirable-permit semaphore released with --permit ID (its waiters
+    /// told on the semaphore's channel); without them, a semaphore, a
+    /// latch or another value is left untouched (exit 65).
     ///
     /// Prints whether the lock existed and exits 0 either way, like `rm -f`:
     /// the lock is free afterwards, which is what was asked. The holder
@@ -483,6 +488,29 @@ pub(crate) struct ForceUnlockArgs {
     /// when nobody is queued.
     #[arg(long)]
     pub(crate) fair: bool,
+
+    /// Reset the semaphore NAME to N free permits, whoever holds its
+    /// permits, and wake its waiters. A plain semaphore's count is set to
+    /// N (a holder that gives permits back later adds them on top); an
+    /// expirable-permit semaphore's leased permits are all dropped (their
+    /// holders lose them at their next renewal) and its total set to N.
+    /// A count-down latch looks like a plain semaphore: this sets its
+    /// count. Nothing stored: nothing is created.
+    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "permit"],
+          value_parser = clap::value_parser!(u64).range(0..=2_147_483_647))]
+    pub(crate) permits: Option<u64>,
+
+    /// Release the permit ID (32 hex characters, as `status` lists it) of
+    /// the expirable-permit semaphore NAME, and wake its waiters. A permit
+    /// that is not taken (a wrong id, given back, expired) exits 65.
+    #[arg(long, value_name = "ID", conflicts_with = "fair", value_parser = permit_id)]
+    pub(crate) permit: Option<PermitId>,
+}
+
+/// Parses `--permit ID`.
+fn permit_id(text: &str) -> Result<PermitId, String> {
+    text.parse()
+        .map_err(|e: lock_core::LockError| e.to_string())
 }
 
 /// Parses the command line. `Err` carries the exit code when there is

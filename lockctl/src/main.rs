@@ -1,16 +1,17 @@
 #![doc = include_str!("../README.md")]
 // Module map: `cli` parses, `connect` makes the client, `run`, `hold`,
-// `status` and `force_unlock` are the commands, `take` (connecting,
-// acquiring, releasing) and `held` serve `run` and `hold`, `child`,
-// `signals` and `supervise` (the process between `run` and its command)
-// serve `run`, and `exit` and `output` turn every outcome into one stderr
-// line and a code.
+// `status` and `force_unlock` (with `force_permits` for semaphores) are
+// the commands, `take` (connecting, acquiring, releasing) and `held` serve
+// `run` and `hold`, `child`, `signals` and `supervise` (the process
+// between `run` and its command) serve `run`, and `exit` and `output` turn
+// every outcome into one stderr line and a code.
 
 mod child;
 mod cli;
 mod connect;
 mod duration;
 mod exit;
+mod force_permits;
 mod force_unlock;
 mod held;
 mod hold;

@@ -18,6 +18,7 @@ mod cli;
 mod cluster;
 mod common;
 mod errors;
+mod force_permits;
 mod group;
 mod hold;
 mod outage;
