@@ -224,6 +224,22 @@ pub(crate) enum Command {
     #[command(after_help = EXIT_CODES)]
     Status(StatusArgs),
 
+    /// List the locks, read-write locks, semaphores and latches by name.
+    ///
+    /// Every name matching PATTERN (a Redis glob, default `*`; matched
+    /// without --prefix) under which one of them is stored, once each:
+    /// the keys that serve them (fair-lock queues, fencing counters,
+    /// request records, leases, read holds: `redisson_…:…`, `{NAME}:…`)
+    /// are not listed. One line each, sorted by name: its kind (as status
+    /// --json names it), how many hold it (a plain semaphore's holders are
+    /// not recorded: -), its time to live (-: no expiry, or not known), and
+    /// a semaphore's free permits or a latch's count. Keys are found with
+    /// SCAN, a bounded step at a time (never KEYS), on every master of a
+    /// cluster. Kinds are told apart by layout, as status does: an integer
+    /// something else stored shows as a semaphore_or_latch.
+    #[command(after_help = EXIT_CODES)]
+    List(ListArgs),
+
     /// Delete the lock whoever holds it and wake the next waiter.
     ///
     /// The kind is read from what is stored: a reentrant lock, a read-write
@@ -439,6 +455,27 @@ pub(crate) struct StatusArgs {
     /// "unknown": {"name", "kind", "store_type"}.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// `lockctl list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Which names: a Redis glob (`*` any run of characters, `?` one,
+    /// `[abc]` one of these, `\` quotes the next), matched against names
+    /// without --prefix.
+    #[arg(value_name = "PATTERN", default_value = "*")]
+    pub(crate) pattern: String,
+
+    /// Print one JSON array: for each name, the object `status --json
+    /// NAME` prints (its "queue" null: not read), sorted by name.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// List at most N names; when more match, say so on stderr (the N are
+    /// the first found, in no particular order, then sorted).
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) limit: u64,
 }
 
 /// `lockctl completions`.
@@ -752,7 +789,14 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["run", "hold", "status", "force-unlock", "completions"]
+            [
+                "run",
+                "hold",
+                "status",
+                "list",
+                "force-unlock",
+                "completions"
+            ]
         );
         assert_eq!(
             shown.get_arguments().count(),
