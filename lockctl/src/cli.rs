@@ -27,7 +27,8 @@ Exit codes:
           than 3 --redlock servers (see --allow-few-masters)
   65      the key holds something that is not a lock (or not the kind
           an option needs); force-unlock --permit ID: no such permit taken
-  69      Redis unreachable, not answering, or out of memory
+  69      Redis unreachable, not answering, or out of memory (--redlock:
+          too many servers down for a majority)
   70      internal error
   75      run, hold: lock not acquired within --wait (or N with -E N)
   76      run: lock lost while the command ran (the command was stopped);
