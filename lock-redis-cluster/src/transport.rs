@@ -121,6 +121,41 @@ impl ClusterTransport {
         self.publish == "SPUBLISH"
     }
 
+    /// Sends `cmd` as it is to the master at `addr` (one of
+    /// [`SlotMap::masters`] in [`ClusterTransport::slot_map`]), over that
+    /// master's connections: no routing by slot, no redirect followed, no
+    /// retry, within [`ClusterConfig::command_timeout`]. For tools that
+    /// look at each master's own keyspace, such as a `SCAN` on every
+    /// master to list the locks (`lockctl list`); locks themselves go
+    /// through [`Transport::eval`], which routes and follows redirects.
+    ///
+    /// ```no_run
+    /// # async fn demo(transport: lock_redis_cluster::ClusterTransport) -> lock_redis_cluster::Result<()> {
+    /// for master in transport.slot_map().masters() {
+    ///     let reply = transport
+    ///         .query_master(master, redis::cmd("SCAN").arg(0).arg("COUNT").arg(100))
+    ///         .await?;
+    ///     # let _ = reply;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::Closed`] after [`Transport::close`]; a protocol error
+    /// for an `addr` that is not `host:port`; a retryable error when the
+    /// master cannot be reached or does not answer in time; the server's
+    /// error reply (as [`Transport::eval`] maps them).
+    ///
+    /// # Cancel safety
+    /// Dropping the future may leave the command run or not.
+    pub async fn query_master(&self, addr: &str, cmd: &redis::Cmd) -> Result<Value> {
+        let deadline = Instant::now() + self.inner.config.command_timeout;
+        self.inner
+            .nodes
+            .query(&Addr::from(addr), cmd, deadline)
+            .await
+    }
+
     /// The one slot of all keys of `call`.
     fn slot_of(call: &ScriptCall<'_>) -> Result<u16> {
         let mut slots = call.keys.iter().map(|k| key_slot(k));

@@ -21,6 +21,7 @@ mod dead_master_renewals;
 mod failover;
 mod mixed_multi_lock;
 mod partial_outage;
+mod query_master;
 mod redirects;
 mod resharding;
 mod tls;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
+use lock_core::PermitId;
 
 use crate::{duration, exit, output};
 
@@ -21,10 +22,13 @@ pub(crate) const SUPERVISE: &str = "__supervise";
 const EXIT_CODES: &str = "\
 Exit codes:
   0       success (run: the command's own code is passed through)
-  64      usage: bad flag, duration, URL or lock name
-  65      the key holds something that is not a lock, or a semaphore
-          of another size than run --permits N
-  69      Redis unreachable, not answering, or out of memory
+  64      usage: bad flag, duration, URL or lock name; run --permits N
+          found a semaphore of another size (see --set-permits); fewer
+          than 3 --redlock servers (see --allow-few-masters)
+  65      the key holds something that is not a lock (or not the kind
+          an option needs); force-unlock --permit ID: no such permit taken
+  69      Redis unreachable, not answering, or out of memory (--redlock:
+          too many servers down for a majority)
   70      internal error
   75      run, hold: lock not acquired within --wait (or N with -E N)
   76      run: lock lost while the command ran (the command was stopped);
@@ -221,12 +225,31 @@ pub(crate) enum Command {
     #[command(after_help = EXIT_CODES)]
     Status(StatusArgs),
 
+    /// List the locks, read-write locks, semaphores and latches by name.
+    ///
+    /// Every name matching PATTERN (a Redis glob, default `*`; matched
+    /// without --prefix) under which one of them is stored, once each:
+    /// the keys that serve them (fair-lock queues, fencing counters,
+    /// request records, leases, read holds: `redisson_…:…`, `{NAME}:…`)
+    /// are not listed. One line each, sorted by name: its kind (as status
+    /// --json names it), how many hold it (a plain semaphore's holders are
+    /// not recorded: -), its time to live (-: no expiry, or not known), and
+    /// a semaphore's free permits or a latch's count. Keys are found with
+    /// SCAN, a bounded step at a time (never KEYS), on every master of a
+    /// cluster. Kinds are told apart by layout, as status does: an integer
+    /// something else stored shows as a semaphore_or_latch.
+    #[command(after_help = EXIT_CODES)]
+    List(ListArgs),
+
     /// Delete the lock whoever holds it and wake the next waiter.
     ///
     /// The kind is read from what is stored: a reentrant lock, a read-write
     /// lock, or a fair lock (one with waiters queued, or with --fair), each
     /// unlocked and its waiters told on that kind's own channel. A
-    /// semaphore, latch or other value is left untouched (exit 65).
+    /// semaphore is reset with --permits N, or one permit of an
+    /// expirable-permit semaphore released with --permit ID (its waiters
+    /// told on the semaphore's channel); without them, a semaphore, a
+    /// latch or another value is left untouched (exit 65).
     ///
     /// Prints whether the lock existed and exits 0 either way, like `rm -f`:
     /// the lock is free afterwards, which is what was asked. The holder
@@ -317,9 +340,10 @@ pub(crate) struct LockArgs {
     pub(crate) fenced: bool,
 
     /// Take a RedLock instead: the lock on each of these independent Redis
-    /// servers (comma-separated), held once a majority is, lost (exit 76)
-    /// when fewer than a majority hold it. Every server
-    /// must be reachable at the start. Overrides --url and --cluster.
+    /// servers (comma-separated, at least 3), held once a majority is, lost
+    /// (exit 76) when fewer than a majority hold it. A minority of them
+    /// may be down, at the start too (each is connected on first use); a
+    /// majority down exits 69. Overrides --url and --cluster.
     #[arg(
         long,
         value_name = "URL,URL,…",
@@ -328,16 +352,29 @@ pub(crate) struct LockArgs {
     )]
     pub(crate) redlock: Vec<String>,
 
+    /// Accept a --redlock of 1 or 2 servers: with 2, losing either one
+    /// loses the lock (a majority of 2 is both), so it tolerates no fault;
+    /// with 1 it is a plain lock.
+    #[arg(long, requires = "redlock")]
+    pub(crate) allow_few_masters: bool,
+
     /// Allow up to N holders at once instead of one: take a permit of the
     /// expirable-permit semaphore NAME, created with N permits if absent
     /// (like `consul lock -n N`). An existing semaphore must have N
-    /// permits, free and taken, else exit 65 (as consul refuses a
-    /// conflicting -n).
+    /// permits, free and taken, else exit 64 naming both counts (as consul
+    /// refuses a conflicting -n), unless --set-permits.
     /// The permit is leased and renewed like the lock, so a lockctl that
     /// dies gives it back within --watchdog-timeout.
     #[arg(long, value_name = "N", conflicts_with_all = ["fair", "fenced", "redlock"],
           value_parser = clap::value_parser!(u64).range(1..=2_147_483_647))]
     pub(crate) permits: Option<u64>,
+
+    /// With --permits N: an existing semaphore of another size is changed
+    /// to N permits, free and taken, instead of refused. Permits taken
+    /// stay taken: the free count moves by the difference (below zero
+    /// until enough come back, when N is below those taken).
+    #[arg(long, requires = "permits")]
+    pub(crate) set_permits: bool,
 
     /// Exit with N instead of 75 when the lock is not acquired (within
     /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to
@@ -421,6 +458,27 @@ pub(crate) struct StatusArgs {
     pub(crate) json: bool,
 }
 
+/// `lockctl list`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Which names: a Redis glob (`*` any run of characters, `?` one,
+    /// `[abc]` one of these, `\` quotes the next), matched against names
+    /// without --prefix.
+    #[arg(value_name = "PATTERN", default_value = "*")]
+    pub(crate) pattern: String,
+
+    /// Print one JSON array: for each name, the object `status --json
+    /// NAME` prints (its "queue" null: not read), sorted by name.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// List at most N names; when more match, say so on stderr (the N are
+    /// the first found, in no particular order, then sorted).
+    #[arg(long, value_name = "N", default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub(crate) limit: u64,
+}
+
 /// `lockctl completions`.
 #[derive(Debug, Args)]
 pub(crate) struct CompletionsArgs {
@@ -468,6 +526,29 @@ pub(crate) struct ForceUnlockArgs {
     /// when nobody is queued.
     #[arg(long)]
     pub(crate) fair: bool,
+
+    /// Reset the semaphore NAME to N free permits, whoever holds its
+    /// permits, and wake its waiters. A plain semaphore's count is set to
+    /// N (a holder that gives permits back later adds them on top); an
+    /// expirable-permit semaphore's leased permits are all dropped (their
+    /// holders lose them at their next renewal) and its total set to N.
+    /// A count-down latch looks like a plain semaphore: this sets its
+    /// count. Nothing stored: nothing is created.
+    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "permit"],
+          value_parser = clap::value_parser!(u64).range(0..=2_147_483_647))]
+    pub(crate) permits: Option<u64>,
+
+    /// Release the permit ID (32 hex characters, as `status` lists it) of
+    /// the expirable-permit semaphore NAME, and wake its waiters. A permit
+    /// that is not taken (a wrong id, given back, expired) exits 65.
+    #[arg(long, value_name = "ID", conflicts_with = "fair", value_parser = permit_id)]
+    pub(crate) permit: Option<PermitId>,
+}
+
+/// Parses `--permit ID`.
+fn permit_id(text: &str) -> Result<PermitId, String> {
+    text.parse()
+        .map_err(|e: lock_core::LockError| e.to_string())
 }
 
 /// Parses the command line. `Err` carries the exit code when there is
@@ -709,7 +790,14 @@ mod tests {
             .collect();
         assert_eq!(
             names,
-            ["run", "hold", "status", "force-unlock", "completions"]
+            [
+                "run",
+                "hold",
+                "status",
+                "list",
+                "force-unlock",
+                "completions"
+            ]
         );
         assert_eq!(
             shown.get_arguments().count(),

@@ -53,16 +53,58 @@ pub(crate) async fn client_with(
     global: &Global,
     config: ClientConfig,
 ) -> Result<LockClient, Failure> {
+    let config = client_config(global, config)?;
+    match target(global)? {
+        Target::Node { redis, server } => lock_redis::connect(redis, config)
+            .await
+            .map_err(|e| unreachable_or(&server, &e)),
+        Target::Cluster(cluster) => lock_redis_cluster::connect(cluster, config)
+            .await
+            .map_err(|e| unreachable_or(CLUSTER, &e)),
+    }
+}
+
+/// `config` with the global watchdog timeout, checked.
+///
+/// # Errors
+/// Exit 64 for a watchdog timeout the library refuses.
+pub(crate) fn client_config(
+    global: &Global,
+    config: ClientConfig,
+) -> Result<ClientConfig, Failure> {
     let config = config.watchdog_timeout(global.watchdog_timeout);
     config
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
+    Ok(config)
+}
+
+/// Where the global options point, checked before any I/O.
+pub(crate) enum Target {
+    /// One server (`--url`), or the master of a Sentinel group; `server`
+    /// names it in errors (without a password).
+    Node { redis: RedisConfig, server: String },
+    /// A Redis Cluster (`--cluster`).
+    Cluster(ClusterConfig),
+}
+
+/// How errors name a cluster.
+pub(crate) const CLUSTER: &str = "the Redis Cluster";
+
+/// The [`Target`] of the global options: `--cluster`, `--sentinel`, or
+/// `--url`.
+///
+/// # Errors
+/// Exit 64 for a bad URL or option.
+pub(crate) fn target(global: &Global) -> Result<Target, Failure> {
     if !global.cluster.is_empty() {
-        cluster(global, config).await
+        cluster(global).map(Target::Cluster)
     } else if let Some(master) = &global.master {
-        sentinel(global, master, config).await
+        let server = format!("the Redis master {master:?} via Sentinel");
+        sentinel(global, master).map(|redis| Target::Node { redis, server })
     } else {
-        single_node(global, config).await
+        let (redis, server) = node(global, &global.url, false)?;
+        Ok(Target::Node { redis, server })
     }
 }
 
@@ -100,11 +142,7 @@ pub(crate) async fn client_by(
 }
 
 /// The master of a Sentinel group, from `--sentinel` and `--master`.
-async fn sentinel(
-    global: &Global,
-    master: &str,
-    config: ClientConfig,
-) -> Result<LockClient, Failure> {
+fn sentinel(global: &Global, master: &str) -> Result<RedisConfig, Failure> {
     // The library does not speak TLS to sentinels yet: refuse the files
     // rather than connect in the clear without saying so.
     if tls(global)?.is_some() {
@@ -133,13 +171,11 @@ async fn sentinel(
     if let Err(e) = redis.validate() {
         return Err(Failure::lock("bad --sentinel or --master", &e));
     }
-    lock_redis::connect(redis, config)
-        .await
-        .map_err(|e| unreachable_or(&format!("the Redis master {master:?} via Sentinel"), &e))
+    Ok(redis)
 }
 
 /// A Redis Cluster, from `--cluster`.
-async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
+fn cluster(global: &Global) -> Result<ClusterConfig, Failure> {
     let seeds = global
         .cluster
         .iter()
@@ -160,30 +196,23 @@ async fn cluster(global: &Global, config: ClientConfig) -> Result<LockClient, Fa
     if let Err(e) = cluster.validate() {
         return Err(Failure::lock("bad --cluster", &e));
     }
-    lock_redis_cluster::connect(cluster, config)
-        .await
-        .map_err(|e| unreachable_or("the Redis Cluster", &e))
-}
-
-/// One Redis server, from `--url`.
-async fn single_node(global: &Global, config: ClientConfig) -> Result<LockClient, Failure> {
-    single_node_at(global, &global.url, config).await
+    Ok(cluster)
 }
 
 /// The server at `url`, with the other global options (prefix, TLS files,
-/// `$REDIS_PASSWORD`): `--url`, or one of `--redlock`'s servers.
-async fn single_node_at(
-    global: &Global,
-    url: &str,
-    config: ClientConfig,
-) -> Result<LockClient, Failure> {
+/// `$REDIS_PASSWORD`): `--url`, or one of `--redlock`'s servers. `lazy`:
+/// no I/O until first use ([`RedisConfig::lazy_connect`]), so a server
+/// that is down is no error when connecting. With the server's name for
+/// errors (see [`Target::Node`]).
+fn node(global: &Global, url: &str, lazy: bool) -> Result<(RedisConfig, String), Failure> {
     let url = with_password(url).map_err(|e| Failure::lock("bad --url", &e))?;
     let mut redis = RedisConfig::new(url)
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS)
-        .slot_checking_proxy(global.slot_checking_proxy);
+        .slot_checking_proxy(global.slot_checking_proxy)
+        .lazy_connect(lazy);
     if let Some(replicas) = global.replica_sync {
         redis = redis.replica_sync(replicas, global.replica_sync_timeout);
     }
@@ -196,12 +225,10 @@ async fn single_node_at(
     // Name the server in errors by address only: the URL may hold a
     // password.
     let server = match redis.connection_info() {
-        Ok(info) => info.addr().to_string(),
+        Ok(info) => format!("Redis at {}", info.addr()),
         Err(e) => return Err(Failure::lock("bad --url", &e)),
     };
-    lock_redis::connect(redis, config)
-        .await
-        .map_err(|e| unreachable_or(&format!("Redis at {server}"), &e))
+    Ok((redis, server))
 }
 
 /// The TLS options of `--tls-ca`, `--tls-cert` and `--tls-key`, if any is
@@ -250,33 +277,35 @@ fn put_password(url: &str, password: &str) -> Result<String, LockError> {
     Ok(parsed.into())
 }
 
-/// One client per `--redlock` server, connected concurrently (each with
-/// the global prefix and timeouts).
+/// One client per `--redlock` server (each with the global prefix and
+/// timeouts), built without I/O: each connects on first use, so a minority
+/// of servers down at the start is a minority of members that fail, as it
+/// is later, and not a reason to give up. A majority down fails the
+/// acquisition (69).
 ///
 /// # Errors
-/// As [`client`], for the first server that fails: a RedLock's majority
-/// is counted over every server named, so each must be reachable.
+/// Exit 64 for a bad URL or option.
 pub(crate) async fn redlock_clients(
     global: &Global,
     urls: &[String],
     config: ClientConfig,
 ) -> Result<Vec<LockClient>, Failure> {
-    let config = config.watchdog_timeout(global.watchdog_timeout);
-    config
-        .validate()
-        .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
-    let connecting = urls
-        .iter()
-        .map(|url| single_node_at(global, url, config.clone()));
-    futures::future::join_all(connecting)
-        .await
-        .into_iter()
-        .collect()
+    let config = client_config(global, config)?;
+    let mut clients = Vec::with_capacity(urls.len());
+    for url in urls {
+        let (redis, server) = node(global, url, true)?;
+        // Lazy: no I/O, so nothing to wait for concurrently.
+        let client = lock_redis::connect(redis, config.clone())
+            .await
+            .map_err(|e| unreachable_or(&server, &e))?;
+        clients.push(client);
+    }
+    Ok(clients)
 }
 
 /// A connect error, naming the server or cluster (and saying "cannot reach" when the
 /// error is a connection failure rather than, say, rejected credentials).
-fn unreachable_or(server: &str, err: &LockError) -> Failure {
+pub(crate) fn unreachable_or(server: &str, err: &LockError) -> Failure {
     let context = if err.is_retryable() {
         format!("cannot reach {server}")
     } else {

@@ -12,10 +12,12 @@ use std::process::ExitStatus;
 
 use lock_core::LockError;
 
-/// Bad arguments: unknown flag, bad duration, bad URL, bad lock name
-/// (`EX_USAGE`).
+/// Bad arguments: unknown flag, bad duration, bad URL, bad lock name, or
+/// arguments the store contradicts (`run --permits N` on a semaphore of
+/// another size) (`EX_USAGE`).
 pub(crate) const USAGE: u8 = 64;
-/// The key holds something that is not a lock (`EX_DATAERR`).
+/// The key holds something that is not a lock, or not what an option
+/// needs (a permit id that is not taken) (`EX_DATAERR`).
 pub(crate) const DATA: u8 = 65;
 /// Redis could not be reached, did not answer, or is out of memory
 /// (`EX_UNAVAILABLE`).

@@ -10,12 +10,16 @@
 //! ([`lock_core::LockClient::describe`]); a fair lock's hash looks like a
 //! reentrant lock's, so a lock with a non-empty fair queue (or `--fair`)
 //! is unlocked as a fair lock.
+//!
+//! A semaphore's holds are broken only when asked how (`--permits N`,
+//! `--permit ID`: see `force_permits`); without either, a semaphore or a
+//! latch is refused, and the message names the option that applies.
 
 use lock_core::{Description, LockClient, LockName};
 
 use crate::cli::{ForceUnlockArgs, Global};
 use crate::exit::{Failure, DATA};
-use crate::{connect, output};
+use crate::{connect, force_permits, output};
 
 /// What was unlocked, and whether it existed.
 enum Unlocked {
@@ -31,14 +35,26 @@ enum Unlocked {
 /// lock existed, like `rm -f`, because either way it is free now, which is
 /// what was asked. The printed line says which it was, and says waiters
 /// were told only when a notice was published to them. A name that holds
-/// a semaphore, a latch or anything else that is not a lock exits 65,
-/// untouched.
+/// a semaphore or a latch without `--permits`/`--permit`, or anything else
+/// that is not a lock, exits 65, untouched.
 pub(crate) async fn run(global: &Global, args: ForceUnlockArgs) -> Result<u8, Failure> {
     let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
     let client = connect::client(global).await?;
-    let unlocked = unlock(&client, &name, args.fair).await;
+    let line = match (args.permits, args.permit) {
+        (Some(permits), _) => force_permits::reset(&client, &name, permits).await,
+        (None, Some(id)) => force_permits::release(&client, &name, id).await,
+        (None, None) => unlock(&client, &name, args.fair)
+            .await
+            .map(|u| line(&name, u)),
+    };
     client.close().await;
-    let line = match unlocked? {
+    output::stdout(&line?);
+    Ok(0)
+}
+
+/// What `run` prints for a lock.
+fn line(name: &LockName, unlocked: Unlocked) -> String {
+    match unlocked {
         Unlocked::Lock(true) => format!("{name}: unlocked (it was held; waiters were woken)\n"),
         Unlocked::ReadWrite(true) => {
             format!("{name}: unlocked the read-write lock (it was held; waiters were woken)\n")
@@ -52,9 +68,7 @@ pub(crate) async fn run(global: &Global, args: ForceUnlockArgs) -> Result<u8, Fa
         Unlocked::Lock(false) | Unlocked::ReadWrite(false) => {
             format!("{name}: was not locked; nothing to do\n")
         }
-    };
-    output::stdout(&line);
-    Ok(0)
+    }
 }
 
 async fn unlock(client: &LockClient, name: &LockName, fair: bool) -> Result<Unlocked, Failure> {
@@ -72,20 +86,34 @@ async fn unlock(client: &LockClient, name: &LockName, fair: bool) -> Result<Unlo
                 Ok(Unlocked::Lock(client.lock(name)?.force_unlock().await?))
             }
         }
-        Description::SemaphoreOrLatch(_) => {
-            Err(not_a_lock(name, "a semaphore or count-down latch"))
-        }
-        Description::PermitExpirableSemaphore(_) => {
-            Err(not_a_lock(name, "a permit-expirable semaphore"))
-        }
-        Description::Unknown { store_type } => Err(not_a_lock(name, &format!("a {store_type}"))),
-        other => Err(not_a_lock(name, &format!("{other:?}"))),
+        Description::SemaphoreOrLatch(_) => Err(not_a_lock(
+            name,
+            "a semaphore or count-down latch",
+            "use --permits N to reset a semaphore to N free permits (a latch cannot be \
+             force-unlocked)",
+        )),
+        Description::PermitExpirableSemaphore(_) => Err(not_a_lock(
+            name,
+            "an expirable-permit semaphore",
+            "use --permits N to reset it to N permits (dropping every leased one) or \
+             --permit ID to release one",
+        )),
+        Description::Unknown { store_type } => Err(not_a_lock(
+            name,
+            &format!("a {store_type}"),
+            "force-unlock changes nothing there",
+        )),
+        other => Err(not_a_lock(
+            name,
+            &format!("{other:?}"),
+            "force-unlock changes nothing there",
+        )),
     }
 }
 
-fn not_a_lock(name: &LockName, what: &str) -> Failure {
+fn not_a_lock(name: &LockName, what: &str, instead: &str) -> Failure {
     Failure::new(
         DATA,
-        format!("key {name:?} holds {what}, not a lock: force-unlock changes nothing there"),
+        format!("key {name:?} holds {what}, not a lock: {instead}"),
     )
 }

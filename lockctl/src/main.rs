@@ -1,19 +1,23 @@
 #![doc = include_str!("../README.md")]
 // Module map: `cli` parses, `connect` makes the client, `run`, `hold`,
-// `status` and `force_unlock` are the commands, `take` (connecting,
-// acquiring, releasing) and `held` serve `run` and `hold`, `child`,
-// `signals` and `supervise` (the process between `run` and its command)
-// serve `run`, and `exit` and `output` turn every outcome into one stderr
-// line and a code.
+// `status`, `list` and `force_unlock` (with `force_permits` for
+// semaphores) are the commands, `keyspace` finds `list`'s names, `take`
+// (connecting, acquiring, releasing) and `held` serve `run` and `hold`,
+// `child`, `signals` and `supervise` (the process between `run` and its
+// command) serve `run`, and `exit` and `output` turn every outcome into
+// one stderr line and a code.
 
 mod child;
 mod cli;
 mod connect;
 mod duration;
 mod exit;
+mod force_permits;
 mod force_unlock;
 mod held;
 mod hold;
+mod keyspace;
+mod list;
 mod output;
 mod run;
 mod signals;
@@ -88,6 +92,7 @@ async fn dispatch(global: &Global, command: Command) -> Result<u8, Failure> {
         Command::Run(args) => run::run(global, args).await,
         Command::Hold(args) => hold::run(global, args).await,
         Command::Status(args) => status::run(global, args).await,
+        Command::List(args) => list::run(global, args).await,
         Command::ForceUnlock(args) => force_unlock::run(global, args).await,
         // Started before the runtime (see main); they would work here too.
         Command::Supervise(args) => Ok(supervise::run(&args)),

@@ -16,9 +16,9 @@ use crate::exit::Failure;
 use crate::{connect, duration, output, status_kinds};
 
 /// What `status --json` prints for a lock (or nothing): one object, keys in
-/// this order.
+/// this order (`list --json` prints the same per lock).
 #[derive(Debug, Serialize)]
-struct Report<'a> {
+pub(crate) struct Report<'a> {
     name: &'a str,
     /// `lock`, or `none` when nothing is stored under the name.
     kind: &'a str,
@@ -108,8 +108,19 @@ fn json(
     info: &FairLockInfo,
     queue_read: bool,
 ) -> Result<String, Failure> {
+    status_kinds::to_json(&report(name, kind, info, queue_read))
+}
+
+/// The JSON object of a lock (`kind` `lock`) or of nothing (`none`); see
+/// [`json`] for `queue_read`.
+pub(crate) fn report<'a>(
+    name: &'a LockName,
+    kind: &'a str,
+    info: &'a FairLockInfo,
+    queue_read: bool,
+) -> Report<'a> {
     let (queue, info) = (&info.queue, &info.lock);
-    let report = Report {
+    Report {
         name: name.as_str(),
         kind,
         locked: info.is_locked(),
@@ -131,8 +142,7 @@ fn json(
                 })
                 .collect()
         }),
-    };
-    status_kinds::to_json(&report)
+    }
 }
 
 /// A few aligned `label: value` lines. Queue deadlines are shown relative

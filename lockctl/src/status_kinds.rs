@@ -24,7 +24,7 @@ use crate::exit::Failure;
 use crate::status::{millis, ms_duration};
 
 #[derive(Debug, Serialize)]
-struct RwJson<'a> {
+pub(crate) struct RwJson<'a> {
     name: &'a str,
     kind: &'static str,
     locked: bool,
@@ -42,7 +42,7 @@ struct HolderJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct CounterJson<'a> {
+pub(crate) struct CounterJson<'a> {
     name: &'a str,
     kind: &'static str,
     /// A semaphore's available permits, or a latch's count.
@@ -64,7 +64,7 @@ struct PermitJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct UnknownJson<'a> {
+pub(crate) struct UnknownJson<'a> {
     name: &'a str,
     kind: &'static str,
     store_type: &'a str,
@@ -95,11 +95,28 @@ fn mode(mode: ReadWriteMode) -> &'static str {
     }
 }
 
-/// The JSON object of a description other than a lock's.
+/// The JSON object of a description other than a lock's, as one line.
 pub(crate) fn json(name: &LockName, d: &Description) -> Result<String, Failure> {
+    to_json(&object(name, d)?)
+}
+
+/// The JSON object of one of these kinds (`list --json` prints it too).
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub(crate) enum KindJson<'a> {
+    ReadWrite(RwJson<'a>),
+    Counter(CounterJson<'a>),
+    Unknown(UnknownJson<'a>),
+}
+
+/// The JSON object of a description other than a lock's.
+///
+/// # Errors
+/// Exit 70 for a description this build has no view of.
+pub(crate) fn object<'a>(name: &'a LockName, d: &'a Description) -> Result<KindJson<'a>, Failure> {
     let name = name.as_str();
-    match d {
-        Description::ReadWriteLock(rw) => to_json(&RwJson {
+    Ok(match d {
+        Description::ReadWriteLock(rw) => KindJson::ReadWrite(RwJson {
             name,
             kind: "read_write_lock",
             locked: rw.writer.is_some() || !rw.readers.is_empty(),
@@ -108,14 +125,14 @@ pub(crate) fn json(name: &LockName, d: &Description) -> Result<String, Failure> 
             readers: rw.readers.iter().map(holder).collect(),
             ttl_ms: rw.ttl.map(millis),
         }),
-        Description::SemaphoreOrLatch(c) => to_json(&CounterJson {
+        Description::SemaphoreOrLatch(c) => KindJson::Counter(CounterJson {
             name,
             kind: COUNTER,
             value: c.value,
             ttl_ms: c.ttl.map(millis),
             permits: Vec::new(),
         }),
-        Description::PermitExpirableSemaphore(s) => to_json(&CounterJson {
+        Description::PermitExpirableSemaphore(s) => KindJson::Counter(CounterJson {
             name,
             kind: COUNTER,
             value: s.available,
@@ -129,16 +146,18 @@ pub(crate) fn json(name: &LockName, d: &Description) -> Result<String, Failure> 
                 })
                 .collect(),
         }),
-        Description::Unknown { store_type } => to_json(&UnknownJson {
+        Description::Unknown { store_type } => KindJson::Unknown(UnknownJson {
             name,
             kind: "unknown",
             store_type,
         }),
-        other => Err(Failure::new(
-            crate::exit::SOFTWARE,
-            format!("no status view for {other:?}"),
-        )),
-    }
+        other => {
+            return Err(Failure::new(
+                crate::exit::SOFTWARE,
+                format!("no status view for {other:?}"),
+            ))
+        }
+    })
 }
 
 /// Aligned `label: value` lines of a description other than a lock's.

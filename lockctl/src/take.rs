@@ -52,6 +52,7 @@ impl Session {
     /// Checks `args` and connects.
     pub(crate) async fn open(global: &Global, args: &LockArgs) -> Result<Step<Self>, Failure> {
         let name = LockName::new(&args.name).map_err(|e| Failure::lock("bad lock name", &e))?;
+        check_redlock(args)?;
         if let Some(lease) = args.lease {
             // The library checks it too, but only after connecting: a usage
             // error should not depend on Redis being up.
@@ -135,6 +136,33 @@ impl Session {
     }
 }
 
+/// The fewest `--redlock` servers that tolerate one down: a majority of 3
+/// is 2.
+const REDLOCK_FEWEST: usize = 3;
+
+/// Refuses a `--redlock` of fewer than [`REDLOCK_FEWEST`] servers without
+/// `--allow-few-masters` (exit 64, before any I/O): it would look like a
+/// fault-tolerant lock and be none.
+fn check_redlock(args: &LockArgs) -> Result<(), Failure> {
+    let n = args.redlock.len();
+    if n == 0 || n >= REDLOCK_FEWEST || args.allow_few_masters {
+        return Ok(());
+    }
+    let what = if n == 1 {
+        "1 server: that is a plain lock on it".to_owned()
+    } else {
+        format!("{n} servers: a majority of {n} is all of them, so losing any one loses the lock")
+    };
+    Err(Failure::new(
+        exit::USAGE,
+        format!(
+            "--redlock names {what}; a RedLock needs at least {REDLOCK_FEWEST} independent \
+             masters to survive one failing (5 survive two). Name more, or add \
+             --allow-few-masters to accept it"
+        ),
+    ))
+}
+
 /// Whether an outcome is the lock's loss (exit 76).
 pub(crate) fn is_lost(code: &Result<u8, Failure>) -> bool {
     matches!(code, Err(failure) if failure.code == exit::LOST)
@@ -151,7 +179,7 @@ async fn acquire(
     if let Some(permits) = args.permits {
         let sem = clients[0].permit_expirable_semaphore(name)?;
         if !sem.try_set_permits(permits).await? {
-            check_permits(&sem, permits).await?;
+            check_permits(&sem, permits, args.set_permits).await?;
         }
         // No --lease: the watchdog renews the permit while it is held.
         let permit = match wait {
@@ -175,7 +203,15 @@ async fn acquire(
             .iter()
             .map(|client| client.lock(name))
             .collect::<lock_core::Result<Vec<_>>>()?;
-        return Ok(RedLock::new(locks)?.acquire(opts).await?.map(Held::Red));
+        // Its errors are one member's, given when too many failed for a
+        // majority: say so, or it reads as the whole lock's only server.
+        let taken = RedLock::new(locks)?.acquire(opts).await.map_err(|e| {
+            Failure::lock(
+                "too many --redlock servers failed for a majority; one of them",
+                &e,
+            )
+        })?;
+        return Ok(taken.map(Held::Red));
     }
     let client = &clients[0];
     // `--fair`, `--read` and `--write` pick the handle's kind; the client
@@ -194,22 +230,32 @@ async fn acquire(
 
 /// An existing semaphore must have the `--permits` asked for (as `consul
 /// lock -n` refuses a conflicting limit), or holders that disagree would
-/// each believe their own limit. Its size is its free permits plus those
-/// taken (leased and not expired: the count reclaims expired ones first),
-/// the total Redisson's `getPermits` reports, so taken permits never look
-/// like a smaller semaphore.
-async fn check_permits(sem: &PermitExpirableSemaphore, permits: u64) -> Result<(), Failure> {
+/// each believe their own limit; `--set-permits` changes it instead. Its
+/// size is its free permits plus those taken (leased and not expired: the
+/// count reclaims expired ones first), the total Redisson's `getPermits`
+/// reports, so taken permits never look like a smaller semaphore.
+///
+/// A mismatch is a usage error (64): the command line contradicts the
+/// semaphore, and the fix is on the command line (the other count, or
+/// `--set-permits`); nothing is changed.
+async fn check_permits(
+    sem: &PermitExpirableSemaphore,
+    permits: u64,
+    set: bool,
+) -> Result<(), Failure> {
     let total = sem.permits().await?;
     if i64::try_from(permits) == Ok(total) {
         return Ok(());
     }
+    if set {
+        return Ok(sem.set_permits(permits).await?);
+    }
     let name = sem.name();
     Err(Failure::new(
-        exit::DATA,
+        exit::USAGE,
         format!(
             "semaphore {name:?} has {total} {} (free and taken), not the {permits} of \
-             --permits; run with --permits {total}, or change its count first \
-             (set_permits in the library)",
+             --permits; run with --permits {total}, or add --set-permits to make it {permits}",
             if total == 1 { "permit" } else { "permits" }
         ),
     ))

@@ -212,6 +212,7 @@ fn help_lists_exit_codes_in_numeric_order() {
         &["--help"][..],
         &["run", "--help"],
         &["status", "--help"],
+        &["list", "--help"],
         &["hold", "--help"],
         &["force-unlock", "--help"],
     ] {

@@ -89,12 +89,13 @@ fn no_free_permit_within_wait_exits_75() {
     );
 }
 
-/// `--permits N` on a semaphore of another size is refused (exit 65, as
-/// `consul lock` refuses a conflicting `-n`) rather than run under the
-/// stored count. The size is free plus taken permits, so permits held
-/// elsewhere do not make it look smaller; nothing is changed.
+/// `--permits N` on a semaphore of another size is a usage error (exit
+/// 64, naming both counts, as `consul lock` refuses a conflicting `-n`)
+/// rather than a run under the stored count. The size is free plus taken
+/// permits, so permits held elsewhere do not make it look smaller; nothing
+/// is changed.
 #[test]
-fn permits_that_disagree_with_the_semaphore_exit_65() {
+fn permits_that_disagree_with_the_semaphore_exit_64() {
     let server = RedisServer::start();
     let url = server.url();
     // Three permits, one of them held by a run: the size is still 3.
@@ -102,11 +103,12 @@ fn permits_that_disagree_with_the_semaphore_exit_65() {
     assert_eq!(text(&server.cmd(&["GET", "jobs"])), "2");
     for n in ["2", "5"] {
         let output = run(&url, &["run", "--permits", n, "jobs", "--", "true"]);
-        assert_eq!(code(output.status), 65, "{n}: {output:?}");
+        assert_eq!(code(output.status), 64, "{n}: {output:?}");
         let line = one_error_line(&output);
         assert!(
             line.contains(&format!(
-                "semaphore \"jobs\" has 3 permits (free and taken), not the {n} of --permits"
+                "semaphore \"jobs\" has 3 permits (free and taken), not the {n} of --permits; \
+                 run with --permits 3, or add --set-permits to make it {n}"
             )),
             "{line}"
         );
@@ -118,15 +120,56 @@ fn permits_that_disagree_with_the_semaphore_exit_65() {
     assert_eq!(text(&server.cmd(&["GET", "jobs"])), "3", "untouched");
 
     // Every permit taken: a full semaphore of the right size is waited
-    // for (75), one of another size refused (65).
+    // for (75), one of another size refused (64).
     let server = RedisServer::start();
     one_permit_taken(&server);
     let output = run(
         &server.url(),
         &["run", "--permits", "2", "--wait", "0", "jobs", "--", "true"],
     );
-    assert_eq!(code(output.status), 65, "{output:?}");
+    assert_eq!(code(output.status), 64, "{output:?}");
     assert!(one_error_line(&output).contains("has 1 permit (free and taken), not the 2"));
+    assert_eq!(text(&server.cmd(&["GET", "jobs"])), "0", "untouched");
+}
+
+/// `--set-permits` changes the size instead of refusing: the permit held
+/// elsewhere stays held (the free count moves by the difference), and the
+/// run takes one of the new ones.
+#[test]
+fn set_permits_changes_the_size_and_keeps_permits_taken() {
+    let server = RedisServer::start();
+    let url = server.url();
+    one_permit_taken(&server);
+    let output = run(
+        &url,
+        &[
+            "run",
+            "--permits",
+            "3",
+            "--set-permits",
+            "--wait",
+            "0",
+            "jobs",
+            "--",
+            "sh",
+            "-c",
+            "redis-cli -u \"$0\" GET jobs",
+            &url,
+        ],
+    );
+    assert_eq!(code(output.status), 0, "{output:?}");
+    // 3 in all, 1 taken elsewhere, 1 by the run itself.
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "1");
+    assert_eq!(
+        text(&server.cmd(&["GET", "jobs"])),
+        "2",
+        "3 minus the one taken"
+    );
+    assert_eq!(int(&server, &["ZCARD", "{jobs}:timeout"]), 1);
+
+    // Without --permits it means nothing: a usage error.
+    let output = run(&url, &["run", "--set-permits", "jobs", "--", "true"]);
+    assert_eq!(code(output.status), 64, "{output:?}");
 }
 
 #[test]

@@ -127,15 +127,87 @@ fn losing_the_majority_stops_the_command_and_exits_76() {
     );
 }
 
+/// Each member connects on first use: two of five servers down from the
+/// start are two members that fail, and the three others are a majority.
 #[test]
-fn an_unreachable_server_exits_69_before_taking_anything() {
-    let (servers, urls) = servers();
-    let urls = format!("{urls},redis://127.0.0.1:1");
+fn a_minority_of_servers_down_at_the_start_still_locks() {
+    let mut servers: Vec<RedisServer> = (0..5).map(|_| RedisServer::start()).collect();
+    let urls: Vec<String> = servers.iter().map(RedisServer::url).collect();
+    servers[1].kill();
+    servers[3].kill();
+    let dir = tempfile::tempdir().unwrap();
+    let output = lockctl("redis://127.0.0.1:1")
+        .args(["run", "job", "--redlock", &urls.join(","), "--wait", "5s"])
+        .args(["--", "sh", "-c", "echo ran > ran"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(code(output.status), 0, "{output:?}");
+    assert!(dir.path().join("ran").exists(), "the command ran");
+    let live = [&servers[0], &servers[2], &servers[4]];
+    assert!(
+        live.iter().all(|s| int(s, &["EXISTS", "job"]) == 0),
+        "released everywhere"
+    );
+}
+
+/// A majority down: no majority can be taken, and lockctl says so at once
+/// (69) rather than waiting for servers that may never come back.
+#[test]
+fn a_majority_of_servers_down_exits_69_holding_nothing() {
+    let (mut servers, urls) = servers();
+    servers[0].kill();
+    servers[1].kill();
     let output = run(
-        &servers[0].url(),
+        &servers[2].url(),
         &["run", "job", "--redlock", &urls, "--", "true"],
     );
     assert_eq!(code(output.status), 69, "{output:?}");
-    one_error_line(&output);
+    let line = one_error_line(&output);
+    assert!(
+        line.contains("too many --redlock servers failed for a majority"),
+        "{line}"
+    );
+    assert_eq!(int(&servers[2], &["EXISTS", "job"]), 0);
+}
+
+/// Fewer than three servers tolerate no fault: refused (64) before any
+/// I/O, unless `--allow-few-masters` accepts it.
+#[test]
+fn fewer_than_three_servers_need_allow_few_masters() {
+    let (servers, _) = servers();
+    let two = format!("{},{}", servers[0].url(), servers[1].url());
+    for urls in [servers[0].url(), two.clone()] {
+        let output = run(
+            &servers[2].url(),
+            &["run", "job", "--redlock", &urls, "--", "true"],
+        );
+        assert_eq!(code(output.status), 64, "{urls}: {output:?}");
+        let line = one_error_line(&output);
+        assert!(
+            line.contains("a RedLock needs at least 3 independent masters")
+                && line.contains("--allow-few-masters"),
+            "{line}"
+        );
+    }
     assert_eq!(held_on(&servers, "job"), 0);
+    let output = run(
+        &servers[2].url(),
+        &[
+            "run",
+            "job",
+            "--redlock",
+            &two,
+            "--allow-few-masters",
+            "--",
+            "true",
+        ],
+    );
+    assert_eq!(code(output.status), 0, "{output:?}");
+    // The flag means nothing without --redlock.
+    let output = run(
+        &servers[2].url(),
+        &["run", "job", "--allow-few-masters", "--", "true"],
+    );
+    assert_eq!(code(output.status), 64, "{output:?}");
 }

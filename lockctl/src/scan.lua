@@ -1,0 +1,13 @@
+-- scan: one SCAN step over the server's keyspace, for `lockctl list` on
+-- one server (a cluster's masters are scanned with SCAN itself, one by
+-- one). A script only so that it runs over the client's own connection
+-- (its TLS, credentials, Sentinel failover); it reads no key and writes
+-- nothing.
+--
+-- KEYS     none
+-- ARGV[1]  the cursor ('0' to start)
+-- ARGV[2]  the MATCH glob
+-- ARGV[3]  the COUNT hint
+--
+-- Reply: SCAN's own, {next cursor ('0': done), {key, ...}}
+return redis.call('scan', ARGV[1], 'MATCH', ARGV[2], 'COUNT', ARGV[3])
