@@ -300,7 +300,7 @@ impl LockClient {
     }
 
     /// A handle on the lock called `name` whose every acquisition hands out
-    /// a fencing token ([`crate::FencedGuard::token`]). It is the lock of
+    /// a fencing token ([`crate::FencedGuard::fencing_token`]). It is the lock of
     /// [`LockClient::lock`] with the same name (they exclude each other),
     /// and its tokens come from the name's one counter. Makes no I/O.
     ///

@@ -152,11 +152,11 @@ async fn a_user_restricted_to_the_lock_keys_and_channels_can_use_every_feature()
 
     let fenced = a.fenced_lock("ledger").unwrap();
     let first = fenced.lock().await.unwrap();
-    assert_eq!(first.token(), 1);
+    assert_eq!(first.fencing_token(), 1);
     first.unlock().await.unwrap();
     let second = b.fenced_lock("ledger").unwrap().lock().await.unwrap();
-    assert_eq!(second.token(), 2);
-    assert_eq!(fenced.token().await.unwrap(), Some(2));
+    assert_eq!(second.fencing_token(), 2);
+    assert_eq!(fenced.last_fencing_token().await.unwrap(), Some(2));
     let lock = a.lock("ledger").unwrap();
     assert!(lock.is_locked().await.unwrap());
     assert_eq!(lock.info().await.unwrap().holders.len(), 1);

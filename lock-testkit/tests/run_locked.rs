@@ -145,8 +145,8 @@ async fn fenced_runs_see_their_token() {
     let server = InMemoryServer::new();
     let (a, _) = clients(&server);
     let lock = a.fenced_lock("run-fenced").unwrap();
-    let first = lock.run_locked(async |guard| guard.token()).await.unwrap();
-    let second = lock.run_locked(async |guard| guard.token()).await.unwrap();
+    let first = lock.run_locked(async |guard| guard.fencing_token()).await.unwrap();
+    let second = lock.run_locked(async |guard| guard.fencing_token()).await.unwrap();
     assert!(second > first);
     assert!(!lock.is_locked().await.unwrap());
 }

@@ -2,7 +2,7 @@
 //!
 //! One Lua script per operation in this folder (each file's header gives
 //! its KEYS, ARGV and replies; `token.lua` reads the fencing-token counter
-//! for [`lock_core::FencedLock::token`]); acquire and release start with the shared
+//! for [`lock_core::FencedLock::last_fencing_token`]); acquire and release start with the shared
 //! `common.lua` ([`lock_script::with_common`]), and renewal is the shared
 //! batch renewal of lock hashes ([`ScriptEnv::renew`]).
 
