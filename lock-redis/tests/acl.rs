@@ -342,8 +342,8 @@ async fn the_rule_for_the_other_kinds_serves_every_kind() {
     let leases = a.permit_expirable_semaphore("leases").unwrap();
     assert!(leases.try_set_permits(1).await.unwrap());
     let other = b.permit_expirable_semaphore("leases").unwrap();
-    released_to_waiter!(leases.acquire(None).await.unwrap(), async move {
-        other.try_acquire_for(wait, None).await
+    released_to_waiter!(leases.acquire().await.unwrap(), async move {
+        other.try_acquire_for(wait).await
     });
 
     let latch = a.count_down_latch("gate").unwrap();

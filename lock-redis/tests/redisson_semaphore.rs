@@ -110,11 +110,11 @@ async fn our_permit_is_a_redisson_lease() {
     let c = our_client(&env.server).await;
     let s = c.permit_expirable_semaphore("slots").unwrap();
     s.try_set_permits(3).await.unwrap();
-    let leased_guard = s.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    let leased_guard = s.acquire_with_lease(Duration::from_secs(30)).await.unwrap();
     let leased = leased_guard.id();
-    let forever = s.acquire(None).await.unwrap().into_id();
-    assert!(s.update_lease_time(forever, None).await.unwrap());
-    let renewed = s.acquire(None).await.unwrap();
+    let forever = s.acquire().await.unwrap().into_id();
+    assert!(s.clear_lease_time(forever).await.unwrap());
+    let renewed = s.acquire().await.unwrap();
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("0"));
     let mut conn = env.server.conn().await;
     let score = |id: PermitId| {
@@ -193,7 +193,7 @@ async fn names_with_braces_follow_redisson() {
     let c = our_client(&env.server).await;
     let s = c.permit_expirable_semaphore("{tenant}slots").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let _permit = s.acquire(None).await.unwrap();
+    let _permit = s.acquire().await.unwrap();
     assert_eq!(
         env.server.cmd(&["ZCARD", "{tenant}slots:timeout"]),
         Value::Int(1)
@@ -209,7 +209,7 @@ async fn wrong_types_are_reported_and_left_untouched() {
     env.server.cmd(&["SET", "slots", "1"]);
     env.server.cmd(&["SET", "{slots}:timeout", "x"]);
     let s = c.permit_expirable_semaphore("slots").unwrap();
-    assert!(s.acquire(None).await.unwrap_err().is_wrong_type());
+    assert!(s.acquire().await.unwrap_err().is_wrong_type());
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("1"));
     assert_eq!(env.server.cmd(&["GET", "{slots}:timeout"]), bulk("x"));
     env.server.cmd(&["LPUSH", "jobs", "x"]);
@@ -287,7 +287,7 @@ async fn many_permits_are_redisson_leases_and_their_release_publishes_the_number
     let s = c.permit_expirable_semaphore("slots").unwrap();
     env.server.cmd(&["SET", "slots", "4"]);
     let ids: Vec<_> = s
-        .acquire_many(3, Some(Duration::from_secs(30)))
+        .acquire_many_with_lease(3, Duration::from_secs(30))
         .await
         .unwrap()
         .into_iter()

@@ -591,7 +591,7 @@ async fn scripts_read_the_clock_once() {
     fair.lock().await.unwrap().unlock().await.unwrap();
     rw.write().lock().await.unwrap().unlock().await.unwrap();
     rw.read().lock().await.unwrap().unlock().await.unwrap();
-    sem.acquire(None).await.unwrap().release().await.unwrap();
+    sem.acquire().await.unwrap().release().await.unwrap();
     sem.add_permits(1).await.unwrap();
     let scripts = calls(&env, "evalsha") - scripts_before;
     let times = calls(&env, "time");

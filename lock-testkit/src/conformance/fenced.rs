@@ -20,12 +20,19 @@ pub async fn five_rounds_hand_out_tokens_one_to_five(h: &dyn Harness) {
         let g = lock.lock().await.unwrap();
         // The plain guard's token is the fenced guard's.
         assert_eq!(Guard::fencing_token(&g), Some(g.fencing_token()));
-        assert_eq!(lock.last_fencing_token().await.unwrap(), Some(g.fencing_token()));
+        assert_eq!(
+            lock.last_fencing_token().await.unwrap(),
+            Some(g.fencing_token())
+        );
         tokens.push(g.fencing_token());
         g.unlock().await.unwrap();
     }
     assert_eq!(tokens, [1, 2, 3, 4, 5]);
-    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(5), "an unlock keeps it");
+    assert_eq!(
+        lock.last_fencing_token().await.unwrap(),
+        Some(5),
+        "an unlock keeps it"
+    );
 }
 
 /// Every way of acquiring is fenced: each takes exactly the next token,
@@ -115,7 +122,11 @@ pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
     assert_eq!(g.fencing_token(), 2, "never reused");
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!lock.is_locked().await.unwrap(), "the lease ran out");
-    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(2), "expiry keeps it");
+    assert_eq!(
+        lock.last_fencing_token().await.unwrap(),
+        Some(2),
+        "expiry keeps it"
+    );
     drop(g);
     assert_eq!(lock.lock().await.unwrap().fencing_token(), 3);
     assert_eq!(h.pttl(&token_key(h, &name)).await, -1, "never expires");
@@ -142,7 +153,11 @@ pub async fn fenced_and_plain_locks_of_a_name_exclude_each_other(h: &dyn Harness
     assert!(fenced.try_lock().await.unwrap().is_none());
     assert!(fenced.is_locked().await.unwrap());
     p.unlock().await.unwrap();
-    assert_eq!(fenced.last_fencing_token().await.unwrap(), Some(1), "plain takes none");
+    assert_eq!(
+        fenced.last_fencing_token().await.unwrap(),
+        Some(1),
+        "plain takes none"
+    );
     assert_eq!(fenced.try_lock().await.unwrap().unwrap().fencing_token(), 2);
 }
 
