@@ -177,10 +177,7 @@ async fn a_redisson_read_write_lock_is_reported_held() {
     let info = env.backend.inspect(&n).await.unwrap();
     assert_eq!(
         info.holders,
-        vec![lock_redis::Holder {
-            field: writer.to_owned(),
-            count: 1
-        }]
+        vec![lock_redis::Holder::new(writer.to_owned(), 1)]
     );
     assert!(info.ttl.is_some_and(|t| t > Duration::from_secs(25)));
 

@@ -324,13 +324,7 @@ async fn inspect_reports_holders_and_ttl() {
     must_acquire(&env.backend, &acquire(&n, a, 20_000)).await;
     must_acquire(&env.backend, &acquire(&n, a, 20_000)).await;
     let info = env.backend.inspect(&n).await.unwrap();
-    assert_eq!(
-        info.holders,
-        vec![Holder {
-            field: a.field(),
-            count: 2
-        }]
-    );
+    assert_eq!(info.holders, vec![Holder::new(a.field(), 2)]);
     assert_eq!(info.holders[0].owner(), Some(a));
     assert!(info.is_locked());
     assert_eq!(info.hold_count(&a), 2);
