@@ -108,7 +108,7 @@ impl Leasing {
                 watched: true,
             });
         };
-        let ms = crate::wait::fixed_lease_millis(&inner.config, lease)?;
+        let ms = crate::wait::fixed_lease_millis(&inner.config, lease, "permit lease")?;
         Ok(Self {
             lease: Duration::from_millis(ms),
             watched: false,
