@@ -99,7 +99,7 @@ impl FencedLock {
     /// Read-only; safe to drop.
     pub async fn last_fencing_token(&self) -> Result<Option<u64>> {
         self.lock.inner().check_open()?;
-        self.lock.kind().fencing_token(self.lock.name()).await
+        self.lock.kind().last_fencing_token(self.lock.name()).await
     }
 
     /// This lock as a plain [`Lock`] handle (same lock; its acquisitions

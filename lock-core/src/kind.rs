@@ -352,7 +352,7 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// [`crate::LockError::WrongType`] naming the counter's key when it
     /// holds something other than an integer (left untouched); otherwise
     /// as [`ExclusiveKind::try_acquire`].
-    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+    async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
         let _ = name;
         Err(crate::LockError::invalid(
             "this lock kind keeps no fencing-token counter to read",
