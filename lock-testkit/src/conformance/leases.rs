@@ -18,6 +18,7 @@ pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
         .lock_with_lease(lease)
         .await
         .unwrap();
+    assert!(!g.is_renewed());
     let lb = super::lock(h, &b, &name);
     assert!(lb.try_lock().await.unwrap().is_none());
     assert!(lb.try_lock_with_lease(lease).await.unwrap().is_none());
@@ -49,6 +50,7 @@ pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("watchdog");
     let g = super::lock(h, &a, &name).lock().await.unwrap();
+    assert!(g.is_renewed());
     let lb = super::lock(h, &b, &name);
     let until = Instant::now() + WATCHDOG * 3;
     while Instant::now() < until {
