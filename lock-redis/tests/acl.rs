@@ -335,8 +335,8 @@ async fn the_rule_for_the_other_kinds_serves_every_kind() {
     let semaphore = a.semaphore("permits").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let other = b.semaphore("permits").unwrap();
-    released_to_waiter!(semaphore.acquire(1).await.unwrap(), async move {
-        other.try_acquire_for(1, wait).await
+    released_to_waiter!(semaphore.acquire().await.unwrap(), async move {
+        other.try_acquire_for(wait).await
     });
 
     let leases = a.permit_expirable_semaphore("leases").unwrap();

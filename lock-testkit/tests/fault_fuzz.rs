@@ -416,9 +416,12 @@ impl Handle {
             (_, Handle::Red(l)) => timeout(wait, l.lock_with_lease(lease))
                 .await
                 .map(|r| r.map(red)),
-            (0 | 3, Handle::Sem(s)) => timeout(wait, s.acquire(n)).await.map(|r| r.map(sem)),
-            (1, Handle::Sem(s)) => Ok(s.try_acquire(n).await.map(|p| p.and_then(sem))),
-            (_, Handle::Sem(s)) => Ok(s.try_acquire_for(n, wait).await.map(|p| p.and_then(sem))),
+            (0 | 3, Handle::Sem(s)) => timeout(wait, s.acquire_many(n)).await.map(|r| r.map(sem)),
+            (1, Handle::Sem(s)) => Ok(s.try_acquire_many(n).await.map(|p| p.and_then(sem))),
+            (_, Handle::Sem(s)) => Ok(s
+                .try_acquire_many_for(n, wait)
+                .await
+                .map(|p| p.and_then(sem))),
             (0 | 3, Handle::Exp(s)) => timeout(wait, async {
                 match permit_lease {
                     Some(lease) => s.acquire_with_lease(lease).await,

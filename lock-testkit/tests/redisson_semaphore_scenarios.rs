@@ -58,11 +58,11 @@ async fn test_acquire_after_add_permits() {
     s.add_permits(1).await.unwrap();
     let waiter = tokio::spawn({
         let s = s.clone();
-        async move { s.acquire(2).await.unwrap().forget() }
+        async move { s.acquire_many(2).await.unwrap().forget() }
     });
     sleep(MS(1000)).await;
     assert!(!waiter.is_finished());
-    s.acquire(1).await.unwrap().release().await.unwrap();
+    s.acquire().await.unwrap().release().await.unwrap();
     sleep(MS(1000)).await;
     assert!(!waiter.is_finished());
     s.add_permits(1).await.unwrap();
@@ -82,7 +82,7 @@ async fn test_zero() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     assert!(s
-        .try_acquire_for(0, MS(600_000))
+        .try_acquire_many_for(0, MS(600_000))
         .await
         .unwrap_err()
         .is_invalid_argument());
@@ -96,7 +96,7 @@ async fn test_acquire_without_set_permits() {
     let s = sem(&client(&server), "test");
     s.release(1).await.unwrap();
     s.release(1).await.unwrap();
-    s.acquire(2).await.unwrap().forget();
+    s.acquire_many(2).await.unwrap().forget();
 }
 
 #[tokio::test(start_paused = true)]
@@ -122,13 +122,13 @@ async fn test_add_permits() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    s.acquire(10).await.unwrap().forget();
+    s.acquire_many(10).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 0);
     s.add_permits(4).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 4);
     s.release(10).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 14);
-    s.acquire(5).await.unwrap().forget();
+    s.acquire_many(5).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 9);
 }
 
@@ -137,12 +137,12 @@ async fn test_reduce_permits() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test2");
     s.try_set_permits(10).await.unwrap();
-    s.acquire(10).await.unwrap().forget();
+    s.acquire_many(10).await.unwrap().forget();
     s.add_permits(-5).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), -5);
     s.release(10).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 5);
-    s.acquire(5).await.unwrap().forget();
+    s.acquire_many(5).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
 
@@ -151,15 +151,15 @@ async fn test_blocking_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    s.acquire(1).await.unwrap().forget();
+    s.acquire().await.unwrap().forget();
     let other = sem(&client(&server), "test");
     tokio::spawn(async move {
         sleep(MS(1000)).await;
         other.release(1).await.unwrap();
     });
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    s.acquire(1).await.unwrap().forget();
-    assert!(s.try_acquire(1).await.unwrap().is_none());
+    s.acquire().await.unwrap().forget();
+    assert!(s.try_acquire().await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
 
@@ -168,7 +168,7 @@ async fn test_blocking_n_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(5).await.unwrap();
-    s.acquire(3).await.unwrap().forget();
+    s.acquire_many(3).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 2);
     let other = sem(&client(&server), "test");
     tokio::spawn(async move {
@@ -177,7 +177,7 @@ async fn test_blocking_n_acquire() {
         sleep(MS(500)).await;
         other.release(1).await.unwrap();
     });
-    tokio::time::timeout(MS(5000), s.acquire(4))
+    tokio::time::timeout(MS(5000), s.acquire_many(4))
         .await
         .unwrap()
         .unwrap()
@@ -190,8 +190,8 @@ async fn test_try_n_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(5).await.unwrap();
-    s.try_acquire(3).await.unwrap().unwrap().forget();
-    assert!(s.try_acquire(4).await.unwrap().is_none());
+    s.try_acquire_many(3).await.unwrap().unwrap().forget();
+    assert!(s.try_acquire_many(4).await.unwrap().is_none());
     let other = sem(&client(&server), "test");
     tokio::spawn(async move {
         sleep(MS(500)).await;
@@ -200,7 +200,7 @@ async fn test_try_n_acquire() {
         other.release(1).await.unwrap();
     });
     let start = Instant::now();
-    s.try_acquire_for(4, MS(2000))
+    s.try_acquire_many_for(4, MS(2000))
         .await
         .unwrap()
         .unwrap()
@@ -224,7 +224,7 @@ async fn test_drain_permits() {
     let s = sem(&client(&server), "test");
     assert_eq!(s.drain_permits().await.unwrap(), 0);
     s.try_set_permits(10).await.unwrap();
-    s.acquire(3).await.unwrap().forget();
+    s.acquire_many(3).await.unwrap().forget();
     assert_eq!(s.drain_permits().await.unwrap(), 7);
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
@@ -234,11 +234,11 @@ async fn test_release_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let one = s.acquire(1).await.unwrap();
+    let one = s.acquire().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 9);
     one.release().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 10);
-    let five = s.acquire(5).await.unwrap();
+    let five = s.acquire_many(5).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 5);
     five.release().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -250,7 +250,7 @@ async fn test_release_if_exists() {
     let c = client(&server);
     let s = sem(&c, "test");
     s.try_set_permits(10).await.unwrap();
-    s.acquire(1).await.unwrap().forget();
+    s.acquire().await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 9);
     assert!(s.release_if_exists(1).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -284,7 +284,7 @@ async fn concurrency(
             let (inside, most, total) = (inside.clone(), most.clone(), total.clone());
             tokio::spawn(async move {
                 for _ in 0..5 {
-                    let p = s.acquire(1).await.unwrap();
+                    let p = s.acquire().await.unwrap();
                     most.fetch_max(inside.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
                     total.fetch_add(1, Ordering::SeqCst);
                     sleep(MS(10)).await;

@@ -18,7 +18,7 @@ async fn semaphore_changes_retried_after_lost_replies_count_once() {
     let s = c.semaphore("lost").unwrap();
     s.try_set_permits(3).await.unwrap();
     server.lose_next_replies(1);
-    let two = s.acquire(2).await.unwrap();
+    let two = s.acquire_many(2).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
     server.lose_next_replies(1);
     two.release().await.unwrap();
@@ -114,7 +114,7 @@ async fn an_acquisition_with_an_unknown_outcome_is_undone() {
     let s = c.semaphore("unknown").unwrap();
     s.try_set_permits(2).await.unwrap();
     server.lose_next_replies(attempts);
-    let err = s.acquire(2).await.unwrap_err();
+    let err = s.acquire_many(2).await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     c.settle().await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
@@ -128,10 +128,10 @@ async fn a_lost_notice_costs_one_recheck() {
     let (a, b) = (server.client().unwrap(), server.client().unwrap());
     let s = a.semaphore("quiet").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let held = s.acquire(1).await.unwrap();
+    let held = s.acquire().await.unwrap();
     let waiter = tokio::spawn({
         let s = b.semaphore("quiet").unwrap();
-        async move { s.acquire(1).await.unwrap().forget() }
+        async move { s.acquire().await.unwrap().forget() }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.set_drop_notices(true);
