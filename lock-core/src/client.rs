@@ -12,6 +12,7 @@ use crate::describe::Description;
 use crate::error::{LockError, Result};
 use crate::fair_lock::FairLock;
 use crate::fenced_lock::FencedLock;
+use crate::handoff_lock::HandoffLock;
 use crate::holds::Holds;
 use crate::kinds::Kinds;
 use crate::latch::CountDownLatch;
@@ -290,22 +291,17 @@ impl LockClient {
         ))
     }
 
-    /// A handle on the fair lock called `name` with direct handoff: a
-    /// release hands the lock straight to the first live waiter of the
-    /// queue, which is told on its own channel that it now holds it, so
-    /// it takes the lock without another round trip (one notice instead of
-    /// notice + acquire). It is the fair lock of [`LockClient::fair_lock`]
-    /// (the two are one lock with one queue), whose kind also records which
-    /// queued waits accept a handoff (its layout is the kind's: see the
-    /// `lock-fair` crate). Only those are granted; any other waiter at the
-    /// head (another kind's, or another library's) is told as by the fair
-    /// lock. A fenced acquisition is never granted (it takes its token
-    /// itself). Makes no I/O.
+    /// A handle on the fair lock called `name` with direct handoff
+    /// ([`HandoffLock`]): a release hands the lock straight to the first
+    /// live waiter of the queue, which takes it without another round trip
+    /// (one notice instead of notice + acquire). It is the fair lock of
+    /// [`LockClient::fair_lock`] (the two are one lock with one queue),
+    /// whose kind also records which queued waits accept a handoff (its
+    /// layout is the kind's: see the `lock-fair` crate). Makes no I/O.
     ///
     /// Opt-in, because a grant to a waiter whose process died after its
-    /// last refresh (at most a third of
-    /// [`crate::ClientConfig::waiter_timeout`] before) keeps the lock for
-    /// that waiter's lease, as a holder that died would.
+    /// last refresh keeps the lock for that waiter's lease (see
+    /// [`HandoffLock`]).
     ///
     /// ```
     /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
@@ -318,13 +314,13 @@ impl LockClient {
     /// # Errors
     /// [`LockError::InvalidArgument`] for an empty or over-long name, or
     /// when this client has no handoff kind.
-    pub fn handoff_lock(&self, name: impl AsRef<str>) -> Result<FairLock> {
+    pub fn handoff_lock(&self, name: impl AsRef<str>) -> Result<HandoffLock> {
         let kind = self
             .inner
             .kinds
             .handoff_kind()
             .ok_or_else(|| LockError::invalid("this client has no direct-handoff lock kind"))?;
-        Ok(FairLock::new(
+        Ok(HandoffLock::new(
             self.clone(),
             LockName::new(name)?,
             Arc::clone(kind),
@@ -332,7 +328,7 @@ impl LockClient {
     }
 
     /// A handle on the lock called `name` whose every acquisition hands out
-    /// a fencing token ([`crate::FencedGuard::token`]). It is the lock of
+    /// a fencing token ([`crate::FencedGuard::fencing_token`]). It is the lock of
     /// [`LockClient::lock`] with the same name (they exclude each other),
     /// and its tokens come from the name's one counter. Makes no I/O.
     ///

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::kind::{Holder, LockInfo};
 use crate::name::LockName;
+use crate::semaphore_kind::PermitId;
 
 /// What is stored under one name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,17 +124,30 @@ impl ExpirableSemaphoreInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LeasedPermit {
-    /// The permit id, as users see it (32 lower-case hex characters).
+    /// The permit id as stored, in lower-case hex (32 characters for ours
+    /// and a Java client's, see [`LeasedPermit::permit_id`]), kept raw so
+    /// an id of another length is shown as it is.
     pub id: String,
-    /// When its lease ends, in milliseconds since the Unix epoch; `None`
-    /// for a permit without a lease.
-    pub expires_at_ms: Option<u64>,
+    /// How long its lease still ran when the snapshot was read, by the
+    /// store's clock (as [`crate::PermitExpirableSemaphore::lease_time`]);
+    /// `None` for a permit without a lease.
+    pub lease_time: Option<Duration>,
 }
 
 impl LeasedPermit {
-    /// A permit `id` whose lease ends at `expires_at_ms`.
-    pub fn new(id: String, expires_at_ms: Option<u64>) -> Self {
-        Self { id, expires_at_ms }
+    /// A permit `id` whose lease has `lease_time` left.
+    pub fn new(id: impl Into<String>, lease_time: Option<Duration>) -> Self {
+        Self {
+            id: id.into(),
+            lease_time,
+        }
+    }
+
+    /// The id as a [`PermitId`] (what
+    /// [`crate::PermitExpirableSemaphore::release`] takes), when it has
+    /// that shape.
+    pub fn permit_id(&self) -> Option<PermitId> {
+        self.id.parse().ok()
     }
 }
 
@@ -145,4 +159,38 @@ pub trait Describe: Send + Sync + 'static {
     /// # Errors
     /// A retryable error when the store could not be reached.
     async fn describe(&self, name: &LockName) -> Result<Description>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fair_lock::QueuedWaiter;
+    use crate::owner::Owner;
+
+    /// Holders, waiters and permits keep the stored text and parse it the
+    /// same way: ours and Java's parse, other shapes stay raw.
+    #[test]
+    fn raw_fields_parse_where_they_have_our_shape() {
+        let owner = Owner::new(uuid::Uuid::new_v4(), 7);
+        let java = "6f0c9d1e-6b7a-4a44-9d0e-1c2b3a4d5e6f:81";
+        assert_eq!(Holder::new(owner.field(), 2).owner(), Some(owner));
+        assert_eq!(
+            QueuedWaiter::new(owner.field(), Duration::ZERO).owner(),
+            Some(owner)
+        );
+        assert_eq!(
+            Holder::new(java, 1).owner().map(|o| o.owner_id()),
+            Some(81),
+            "a Java thread id is an owner id"
+        );
+        assert_eq!(Holder::new("node-3", 1).owner(), None);
+        assert_eq!(QueuedWaiter::new("node-3", Duration::ZERO).owner(), None);
+
+        let id = PermitId::new();
+        assert_eq!(
+            LeasedPermit::new(id.to_string(), None).permit_id(),
+            Some(id)
+        );
+        assert_eq!(LeasedPermit::new("abcd", None).permit_id(), None);
+    }
 }

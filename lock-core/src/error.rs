@@ -14,10 +14,11 @@ pub type ErrorSource = Arc<dyn std::error::Error + Send + Sync + 'static>;
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum LockError {
-    /// The caller asked to release (or extend) a lock this owner does not
-    /// hold: it was never taken, was already released, or its lease ran out.
-    /// Java lock clients report this as `IllegalMonitorStateException`.
-    #[error("{what} is not held by this owner")]
+    /// The caller asked to release (or extend) a lock its owner does not
+    /// hold, or a permit that is not taken: it was never taken, was already
+    /// released, or its lease ran out. Java lock clients report this as
+    /// `IllegalMonitorStateException`.
+    #[error("{what} is not held")]
     NotHeld {
         /// The name of the lock or semaphore.
         name: String,
@@ -194,7 +195,8 @@ impl LockError {
         }
     }
 
-    /// [`LockError::NotHeld`] for the lock `name`.
+    /// [`LockError::NotHeld`] for the lock `name`: the owner that asked
+    /// does not hold it (another owner may).
     pub fn lock_not_held(name: impl Into<String>) -> Self {
         let name = name.into();
         Self::NotHeld {
@@ -393,11 +395,16 @@ mod tests {
     fn messages_name_what_they_are_about() {
         assert_eq!(
             LockError::lock_not_held("orders").to_string(),
-            "lock \"orders\" is not held by this owner"
+            "lock \"orders\" is not held"
         );
         assert_eq!(
+            LockError::lock_lost("orders").to_string(),
+            "lock \"orders\" was lost while held"
+        );
+        // A permit is not a lock, and has no owner.
+        assert_eq!(
             LockError::permit_not_held("pool", "p1").to_string(),
-            "permit p1 of semaphore \"pool\" is not held by this owner"
+            "permit p1 of semaphore \"pool\" is not held"
         );
         assert_eq!(
             LockError::permit_lost("pool", "p1").to_string(),
@@ -405,5 +412,69 @@ mod tests {
         );
         let e = LockError::WrongType { key: "k".into() };
         assert!(e.to_string().contains("semaphore or latch"), "{e}");
+    }
+
+    /// One of each variant (a new variant goes here too, and into
+    /// `own_predicate`, which will not compile without it).
+    fn every_variant() -> Vec<LockError> {
+        vec![
+            LockError::lock_not_held("a"),
+            LockError::lock_lost("a"),
+            LockError::invalid("x"),
+            LockError::WrongType { key: "a".into() },
+            LockError::unavailable("u", None),
+            LockError::protocol("p"),
+            LockError::NotReplicated {
+                name: "a".into(),
+                wanted: 1,
+                acked: 0,
+            },
+            LockError::OutOfMemory {
+                message: "OOM".into(),
+            },
+            LockError::UpgradeRefused { name: "a".into() },
+            LockError::ReentryRefused { name: "a".into() },
+            LockError::Closed,
+            LockError::StaleRequest { store_time_ms: 1 },
+            LockError::Unauthorized {
+                message: "NOPERM".into(),
+            },
+            LockError::Tls {
+                message: "bad certificate".into(),
+            },
+        ]
+    }
+
+    /// The `is_<variant>` predicate of `e`'s variant, by an exhaustive
+    /// match: a new variant does not compile here until it has one.
+    fn own_predicate(e: &LockError) -> fn(&LockError) -> bool {
+        match e {
+            LockError::NotHeld { .. } => LockError::is_not_held,
+            LockError::LockLost { .. } => LockError::is_lock_lost,
+            LockError::InvalidArgument { .. } => LockError::is_invalid_argument,
+            LockError::WrongType { .. } => LockError::is_wrong_type,
+            LockError::Unavailable { .. } => LockError::is_unavailable,
+            LockError::Protocol { .. } => LockError::is_protocol,
+            LockError::NotReplicated { .. } => LockError::is_not_replicated,
+            LockError::OutOfMemory { .. } => LockError::is_out_of_memory,
+            LockError::UpgradeRefused { .. } => LockError::is_upgrade_refused,
+            LockError::ReentryRefused { .. } => LockError::is_reentry_refused,
+            LockError::Closed => LockError::is_closed,
+            LockError::StaleRequest { .. } => LockError::is_stale_request,
+            LockError::Unauthorized { .. } => LockError::is_unauthorized,
+            LockError::Tls { .. } => LockError::is_tls,
+        }
+    }
+
+    /// Each variant answers its own predicate and no other variant's.
+    #[test]
+    fn each_variant_has_exactly_its_own_predicate() {
+        let all = every_variant();
+        let predicates: Vec<_> = all.iter().map(own_predicate).collect();
+        for (i, e) in all.iter().enumerate() {
+            for (j, is) in predicates.iter().enumerate() {
+                assert_eq!(is(e), i == j, "{e:?} against the predicate of {:?}", all[j]);
+            }
+        }
     }
 }

@@ -188,7 +188,7 @@ impl ExpirablePermit {
     /// ```
     /// # use std::time::Duration;
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let permit = sem.acquire(Some(Duration::from_secs(600))).await?;
+    /// let permit = sem.acquire_with_lease(Duration::from_secs(600)).await?;
     /// let id = permit.into_id(); // released later, by id, by whoever gets it
     /// sem.release(id).await?;
     /// # Ok(()) }

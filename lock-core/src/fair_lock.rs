@@ -14,6 +14,7 @@
 //! [`FairLock::info`] adds the queue.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
@@ -22,13 +23,15 @@ use crate::error::Result;
 use crate::kind::{ExclusiveKind, LockInfo};
 use crate::lock::Lock;
 use crate::name::LockName;
+use crate::owner::Owner;
 
 /// The store operations of a fair lock kind: an [`ExclusiveKind`] whose
 /// waiters queue, which can also show its queue.
 #[async_trait]
 pub trait FairKind: ExclusiveKind {
-    /// Reads the lock's holders, time to live, and queue. Read-only: stale
-    /// waiters are reported, not evicted.
+    /// Reads the lock's holders, time to live, and queue (each waiter's
+    /// time left by the store's clock). Read-only: stale waiters are
+    /// reported, with no time left, not evicted.
     ///
     /// # Errors
     /// As [`ExclusiveKind::inspect`].
@@ -39,20 +42,33 @@ pub trait FairKind: ExclusiveKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct QueuedWaiter {
-    /// The waiter as stored (`"<client-uuid>:<owner-id>"`).
+    /// The waiter as stored: `"<client-uuid>:<owner-id>"` for ours and a
+    /// Java client's (see [`QueuedWaiter::owner`]), kept raw so a field of
+    /// another shape is shown as it is.
     pub field: String,
-    /// When the waiter is evicted unless it refreshes, in milliseconds since
-    /// the Unix epoch by the store's clock.
-    pub deadline_ms: i64,
+    /// How long the waiter keeps its place when the snapshot was read, by
+    /// the store's clock: it is evicted after this unless it looks again
+    /// (which a live waiter does every third of
+    /// [`crate::ClientConfig::waiter_timeout`]). Zero for a waiter already
+    /// due, which the next writing operation evicts (reading evicts
+    /// nobody).
+    pub timeout: Duration,
 }
 
 impl QueuedWaiter {
-    /// A waiter `field` with its eviction deadline.
-    pub fn new(field: impl Into<String>, deadline_ms: i64) -> Self {
+    /// A waiter `field` with `timeout` left.
+    pub fn new(field: impl Into<String>, timeout: Duration) -> Self {
         Self {
             field: field.into(),
-            deadline_ms,
+            timeout,
         }
+    }
+
+    /// The waiter, when its field has the `<client-uuid>:<owner-id>` shape
+    /// (ours, and Java's `<client-uuid>:<thread-id>`), as
+    /// [`crate::Holder::owner`].
+    pub fn owner(&self) -> Option<Owner> {
+        Owner::parse_field(&self.field)
     }
 }
 
@@ -116,7 +132,7 @@ impl FairLock {
     }
 
     /// A snapshot of the lock: holders with hold counts, remaining time to
-    /// live, and the queue with each waiter's deadline, head first.
+    /// live, and the queue with the time each waiter has left, head first.
     ///
     /// # Errors
     /// [`crate::LockError::WrongType`]; store errors.

@@ -14,7 +14,7 @@
 //! It is the same lock as [`Lock`] of that name (same store, same holders):
 //! a fenced and a plain handle exclude each other. It is the shared wait loop
 //! of [`Lock`] with every acquisition fenced; every other method of [`Lock`]
-//! applies (through `Deref`), and [`FencedLock::token`] reads the counter.
+//! applies (through `Deref`), and [`FencedLock::last_fencing_token`] reads the counter.
 
 use std::sync::Arc;
 
@@ -36,8 +36,8 @@ use crate::owner::Owner;
 /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
 /// let lock = client.fenced_lock("ledger")?;
 /// let guard = lock.lock().await?;
-/// let token: u64 = guard.token(); // larger than every token before it
-/// assert_eq!(lock.token().await?, Some(token));
+/// let token: u64 = guard.fencing_token(); // larger than every token before it
+/// assert_eq!(lock.last_fencing_token().await?, Some(token));
 /// // … write to the ledger, passing `token` …
 /// guard.unlock().await?;
 /// # Ok(()) }
@@ -97,9 +97,9 @@ impl FencedLock {
     ///
     /// # Cancel safety
     /// Read-only; safe to drop.
-    pub async fn token(&self) -> Result<Option<u64>> {
+    pub async fn last_fencing_token(&self) -> Result<Option<u64>> {
         self.lock.inner().check_open()?;
-        self.lock.kind().fencing_token(self.lock.name()).await
+        self.lock.kind().last_fencing_token(self.lock.name()).await
     }
 
     /// This lock as a plain [`Lock`] handle (same lock; its acquisitions
@@ -144,8 +144,9 @@ impl FencedGuard {
     }
 
     /// This acquisition's fencing token: strictly larger than every token
-    /// handed out before for this lock name.
-    pub fn token(&self) -> u64 {
+    /// handed out before for this lock name. [`Guard::fencing_token`] under
+    /// the same name, without the `Option`: a fenced guard always has one.
+    pub fn fencing_token(&self) -> u64 {
         self.token
     }
 

@@ -133,6 +133,13 @@ impl Guard {
         self.fenced.then_some(self.fencing_token)
     }
 
+    /// Whether the watchdog renews the lock while this guard lives (taken
+    /// without a lease), as [`crate::ExpirablePermit::is_renewed`] tells of
+    /// a permit.
+    pub fn is_renewed(&self) -> bool {
+        self.watchdog()
+    }
+
     /// When the store may expire this guard's hold: after this instant
     /// another client may hold the lock. Under the watchdog it moves later
     /// with each successful renewal; with a fixed lease it is when the

@@ -228,15 +228,28 @@ pub struct RenewTarget {
 
 /// One holder of a lock as stored: the hash field and its hold count.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Holder {
-    /// The raw holder field (`"<client-uuid>:<owner-id>"`).
+    /// The holder as stored: `"<client-uuid>:<owner-id>"` for ours and a
+    /// Java client's (see [`Holder::owner`]), kept raw so a field of
+    /// another shape is shown as it is.
     pub field: String,
     /// How many times this holder has entered the lock.
     pub count: u64,
 }
 
 impl Holder {
-    /// The owner, when the field has the `<client-uuid>:<owner-id>` shape.
+    /// The holder `field`, holding `count` times.
+    pub fn new(field: impl Into<String>, count: u64) -> Self {
+        Self {
+            field: field.into(),
+            count,
+        }
+    }
+
+    /// The owner, when the field has the `<client-uuid>:<owner-id>` shape:
+    /// ours, and a Java client's `<client-uuid>:<thread-id>` (an
+    /// [`Owner`] whose owner id is the thread id). `None` for other shapes.
     pub fn owner(&self) -> Option<Owner> {
         Owner::parse_field(&self.field)
     }
@@ -339,7 +352,7 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// [`crate::LockError::WrongType`] naming the counter's key when it
     /// holds something other than an integer (left untouched); otherwise
     /// as [`ExclusiveKind::try_acquire`].
-    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+    async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
         let _ = name;
         Err(crate::LockError::invalid(
             "this lock kind keeps no fencing-token counter to read",

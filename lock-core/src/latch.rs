@@ -153,17 +153,18 @@ impl CountDownLatch {
         self.wait_until(None).await.map(drop)
     }
 
-    /// Waits up to `timeout` for the latch to open: `true` when it did,
-    /// `false` when the time ran out first.
+    /// Waits up to `wait` for the latch to open: `true` when it did,
+    /// `false` when the time ran out first (the bound is named `wait`, as
+    /// in a lock's `try_lock_for(wait)`).
     ///
     /// # Errors
     /// As [`CountDownLatch::wait`].
     ///
     /// # Cancel safety
     /// As [`CountDownLatch::wait`].
-    pub async fn wait_for(&self, timeout: Duration) -> Result<bool> {
+    pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
         let now = Instant::now();
-        self.wait_until(Some(now.checked_add(timeout).unwrap_or(now + MAX_WAIT)))
+        self.wait_until(Some(now.checked_add(wait).unwrap_or(now + MAX_WAIT)))
             .await
     }
 

@@ -9,7 +9,8 @@
 //! - [`LockClient`]: one per process; owns the client id, the waiter
 //!   registry and the watchdog, shared by every kind's handles.
 //! - [`Lock`]: a named re-entrant exclusive lock; [`FairLock`]: the same,
-//!   handed out in arrival order; [`FencedLock`]: the same lock with a
+//!   handed out in arrival order; [`HandoffLock`]: the fair lock, handed
+//!   straight to the next waiter on release; [`FencedLock`]: the same lock with a
 //!   fencing token on every acquisition; [`ReadWriteLock`]: many readers
 //!   or one writer, each side a [`Lock`]; [`Guard`] ([`FencedGuard`]): a
 //!   held lock.
@@ -61,6 +62,7 @@ mod expirable_permit;
 mod fair_lock;
 mod fenced_lock;
 mod guard;
+mod handoff_lock;
 mod held;
 mod holds;
 mod kind;
@@ -100,6 +102,7 @@ pub use expirable_permit::ExpirablePermit;
 pub use fair_lock::{FairLock, FairLockInfo, QueuedWaiter};
 pub use fenced_lock::{FencedGuard, FencedLock};
 pub use guard::Guard;
+pub use handoff_lock::HandoffLock;
 pub use kind::{Holder, LockInfo};
 pub use latch::{CountDownLatch, MAX_COUNT};
 pub use lock::Lock;

@@ -28,8 +28,12 @@
 //! someone else releases it ([`ExpirablePermit::into_id`]). A dropped
 //! acquisition gives back whatever it took.
 //!
-//! A permit that never expires (Redisson's `acquire()` without a lease) is
-//! one whose lease was lifted: `update_lease_time(id, None)`.
+//! The acquisitions are named as a lock's: `acquire()` is renewed by the
+//! watchdog, `acquire_with_lease(lease)` expires, `try_acquire*` do not
+//! wait or wait up to a bound (`try_acquire_for(wait)`), and the `_many`
+//! forms take `n` first. A permit that never expires (Redisson's
+//! `acquire()` without a lease) is one whose lease was lifted:
+//! [`PermitExpirableSemaphore::clear_lease_time`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,10 +64,10 @@ mod totals;
 /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
 /// let slots = client.permit_expirable_semaphore("slots")?;
 /// slots.try_set_permits(2).await?;
-/// let permit = slots.acquire(None).await?; // renewed while held
+/// let permit = slots.acquire().await?; // renewed while held
 /// // … work, stopping if permit.lost() fires …
 /// permit.release().await?;
-/// let leased = slots.acquire(Some(Duration::from_secs(30))).await?; // back in 30 s at the latest
+/// let leased = slots.acquire_with_lease(Duration::from_secs(30)).await?; // back in 30 s at the latest
 /// slots.release(leased.into_id()).await?; // Redisson style: released by id
 /// # Ok(()) }
 /// ```
@@ -104,7 +108,7 @@ impl Leasing {
                 watched: true,
             });
         };
-        let ms = crate::wait::fixed_lease_millis(&inner.config, lease)?;
+        let ms = crate::wait::fixed_lease_millis(&inner.config, lease, "permit lease")?;
         Ok(Self {
             lease: Duration::from_millis(ms),
             watched: false,
@@ -210,16 +214,12 @@ impl PermitExpirableSemaphore {
         .await
     }
 
-    /// Takes a permit, waiting as long as it takes. `lease`: `None` has
-    /// the client's watchdog renew it while the returned guard lives;
-    /// `Some` leases it for that long, not renewed: it comes back by itself
-    /// then. See [`ExpirablePermit`].
+    /// Takes a permit, waiting as long as it takes; the client's watchdog
+    /// renews it while the returned guard lives (see [`ExpirablePermit`]).
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
-    /// not longer than its safety margin
-    /// ([`crate::ClientConfig::safety_margin`]) (before any I/O); otherwise
-    /// as [`PermitExpirableSemaphore::try_set_permits`].
+    /// [`LockError::Closed`]; otherwise as
+    /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future leaves no permit taken and no
@@ -227,47 +227,103 @@ impl PermitExpirableSemaphore {
     ///
     /// # Examples
     /// ```
+    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// let permit = sem.acquire().await?;
+    /// assert!(permit.is_renewed());
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self) -> Result<ExpirablePermit> {
+        self.acquire_or_fail(None).await
+    }
+
+    /// Takes a permit for `lease` at most, waiting as long as it takes. No
+    /// renewal: it comes back by itself when the lease ends. The guard
+    /// reports the loss a safety margin before
+    /// ([`crate::ClientConfig::safety_margin`]).
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
+    /// not longer than its safety margin (before any I/O); otherwise as
+    /// [`PermitExpirableSemaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire`].
+    ///
+    /// # Examples
+    /// ```
     /// # use std::time::Duration;
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let permit = sem.acquire(Some(Duration::from_secs(10))).await?;
+    /// let permit = sem.acquire_with_lease(Duration::from_secs(10)).await?;
     /// assert_eq!(permit.id().to_string().len(), 32);
     /// permit.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self, lease: Option<Duration>) -> Result<ExpirablePermit> {
+    pub async fn acquire_with_lease(&self, lease: Duration) -> Result<ExpirablePermit> {
+        self.acquire_or_fail(Some(lease)).await
+    }
+
+    /// Takes a permit if one is free now (watchdog lease); `Ok(None)`
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire`].
+    pub async fn try_acquire(&self) -> Result<Option<ExpirablePermit>> {
+        self.acquire_within(Some(Duration::ZERO), None).await
+    }
+
+    /// Takes a permit for `lease` at most if one is free now; `Ok(None)`
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire`].
+    pub async fn try_acquire_with_lease(&self, lease: Duration) -> Result<Option<ExpirablePermit>> {
+        self.acquire_within(Some(Duration::ZERO), Some(lease)).await
+    }
+
+    /// Takes a permit, waiting up to `wait` (watchdog lease); `Ok(None)`
+    /// when the wait ran out.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire`].
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<ExpirablePermit>> {
+        self.acquire_within(Some(wait), None).await
+    }
+
+    /// Takes a permit for `lease` at most, waiting up to `wait`; `Ok(None)`
+    /// when the wait ran out.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire`].
+    pub async fn try_acquire_for_with_lease(
+        &self,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<ExpirablePermit>> {
+        self.acquire_within(Some(wait), Some(lease)).await
+    }
+
+    /// One permit, waiting without end (which only ends with a permit or
+    /// an error).
+    async fn acquire_or_fail(&self, lease: Option<Duration>) -> Result<ExpirablePermit> {
         match self.acquire_within(None, lease).await? {
             Some(permit) => Ok(permit),
             None => Err(LockError::protocol(
                 "an unbounded wait ended without a permit",
             )),
         }
-    }
-
-    /// Takes a permit if one is free now; `Ok(None)` otherwise.
-    ///
-    /// # Errors
-    /// As [`PermitExpirableSemaphore::acquire`].
-    ///
-    /// # Cancel safety
-    /// As [`PermitExpirableSemaphore::acquire`].
-    pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<ExpirablePermit>> {
-        self.acquire_within(Some(Duration::ZERO), lease).await
-    }
-
-    /// Takes a permit, waiting up to `wait`; `Ok(None)` when the wait ran
-    /// out.
-    ///
-    /// # Errors
-    /// As [`PermitExpirableSemaphore::acquire`].
-    ///
-    /// # Cancel safety
-    /// As [`PermitExpirableSemaphore::acquire`].
-    pub async fn try_acquire_for(
-        &self,
-        wait: Duration,
-        lease: Option<Duration>,
-    ) -> Result<Option<ExpirablePermit>> {
-        self.acquire_within(Some(wait), lease).await
     }
 
     /// One permit: the many-permit acquisition with one (the same script,
@@ -351,20 +407,53 @@ impl PermitExpirableSemaphore {
         });
     }
 
-    /// Sets the lease of the taken permit `id` to `lease` from now (`None`:
-    /// it no longer expires); `false` when it is not taken any more. A
-    /// guard of this client holding the permit follows: its deadline
-    /// becomes the new lease's end (a watchdog guard's renewals extend it
-    /// again, never shortening a longer lease), or it is told the permit
-    /// is lost.
+    /// Sets the lease of the taken permit `id` to `lease` from now (shorter
+    /// or longer than it was, or a lease for a permit that had none);
+    /// `false` when it is not taken any more. A guard of this client holding
+    /// the permit follows: its deadline becomes the new lease's end (a
+    /// watchdog guard's renewals extend it again, never shortening a longer
+    /// lease), or it is told the permit is lost.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for a zero or over-long lease (before
+    /// any I/O); otherwise as [`PermitExpirableSemaphore::acquire`].
+    ///
+    /// # Cancel safety
+    /// The call runs to completion even when this future is dropped;
+    /// repeating it is harmless.
+    ///
+    /// # Examples
+    /// ```
+    /// # use std::time::Duration;
+    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// let id = sem.acquire().await?.into_id();
+    /// // Handed on by id: give whoever gets it ten minutes.
+    /// assert!(sem.update_lease_time(id, Duration::from_secs(600)).await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn update_lease_time(&self, id: PermitId, lease: Duration) -> Result<bool> {
+        self.set_lease(id, Some(lease)).await
+    }
+
+    /// Lifts the lease of the taken permit `id`: it no longer expires, and
+    /// stays taken until released by id (Redisson's permits taken without
+    /// a lease); [`PermitExpirableSemaphore::lease_time`] then answers
+    /// `None`. `false` when it is not taken any more. A guard of this
+    /// client holding the permit then ends only with a release, or a
+    /// renewal finding the permit gone.
     ///
     /// # Errors
     /// As [`PermitExpirableSemaphore::acquire`].
     ///
     /// # Cancel safety
-    /// The call runs to completion even when this future is dropped;
-    /// repeating it is harmless.
-    pub async fn update_lease_time(&self, id: PermitId, lease: Option<Duration>) -> Result<bool> {
+    /// As [`PermitExpirableSemaphore::update_lease_time`].
+    pub async fn clear_lease_time(&self, id: PermitId) -> Result<bool> {
+        self.set_lease(id, None).await
+    }
+
+    /// Sets the lease of permit `id` (`None`: lifts it), and moves the
+    /// deadline of this client's guard of it.
+    async fn set_lease(&self, id: PermitId, lease: Option<Duration>) -> Result<bool> {
         let lease_ms = lease_ms(lease)?;
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
         let sent = Instant::now();

@@ -2,8 +2,10 @@
 //! [`PermitGuard`].
 //!
 //! # Promise
-//! The store keeps one count of free permits per name. An acquisition of
-//! `n` takes `n` at once or none ("if free ≥ n, take n", atomically); a
+//! The store keeps one count of free permits per name. An acquisition
+//! takes one permit (`acquire`, `try_acquire`, `try_acquire_for`), or `n`
+//! at once or none: "if free ≥ n, take n", atomically (the `_many` forms,
+//! `n` first, named as on [`crate::PermitExpirableSemaphore`]). A
 //! release gives `n` back — anyone may release, the store does not know who
 //! took what — and tells waiters how many are free, which wakes up to that
 //! many waiters of each client. Waiting is the engine's wait loop: no
@@ -61,7 +63,7 @@ use crate::wait_loop::Look;
 /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
 /// let jobs = client.semaphore("jobs")?;
 /// jobs.try_set_permits(4).await?;           // at most 4 at once
-/// let permit = jobs.acquire(1).await?;      // waits for a free permit
+/// let permit = jobs.acquire().await?;       // waits for a free permit
 /// // … one of at most 4 …
 /// permit.release().await?;
 /// # Ok(()) }
@@ -213,7 +215,28 @@ impl Semaphore {
         .await
     }
 
-    /// Takes `n` permits, waiting as long as it takes.
+    /// Takes a permit, waiting as long as it takes
+    /// ([`Semaphore::acquire_many`] of one).
+    ///
+    /// # Errors
+    /// As [`Semaphore::try_set_permits`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire_many`].
+    ///
+    /// # Examples
+    /// ```
+    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// let permit = sem.acquire().await?;
+    /// assert_eq!(permit.permits(), 1);
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self) -> Result<PermitGuard> {
+        self.acquire_many(1).await
+    }
+
+    /// Takes `n` permits at once, waiting as long as it takes.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
@@ -227,12 +250,12 @@ impl Semaphore {
     /// # Examples
     /// ```
     /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
-    /// let permits = sem.acquire(2).await?;
+    /// let permits = sem.acquire_many(2).await?;
     /// assert_eq!(permits.permits(), 2);
     /// permits.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self, n: u64) -> Result<PermitGuard> {
+    pub async fn acquire_many(&self, n: u64) -> Result<PermitGuard> {
         match self.acquire_within(n, None).await? {
             Some(guard) => Ok(guard),
             None => Err(LockError::protocol(
@@ -241,26 +264,54 @@ impl Semaphore {
         }
     }
 
-    /// Takes `n` permits if they are free now; `Ok(None)` otherwise.
+    /// Takes a permit if one is free now; `Ok(None)` otherwise.
     ///
     /// # Errors
     /// As [`Semaphore::acquire`].
     ///
     /// # Cancel safety
-    /// As [`Semaphore::acquire`].
-    pub async fn try_acquire(&self, n: u64) -> Result<Option<PermitGuard>> {
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire(&self) -> Result<Option<PermitGuard>> {
+        self.try_acquire_many(1).await
+    }
+
+    /// Takes `n` permits at once if they are free now; `Ok(None)`
+    /// otherwise.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire_many(&self, n: u64) -> Result<Option<PermitGuard>> {
         self.acquire_within(n, Some(Duration::ZERO)).await
     }
 
-    /// Takes `n` permits, waiting up to `wait`; `Ok(None)` when the wait ran
+    /// Takes a permit, waiting up to `wait`; `Ok(None)` when the wait ran
     /// out.
     ///
     /// # Errors
     /// As [`Semaphore::acquire`].
     ///
     /// # Cancel safety
-    /// As [`Semaphore::acquire`].
-    pub async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<Option<PermitGuard>> {
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<PermitGuard>> {
+        self.try_acquire_many_for(1, wait).await
+    }
+
+    /// Takes `n` permits at once, waiting up to `wait`; `Ok(None)` when the
+    /// wait ran out.
+    ///
+    /// # Errors
+    /// As [`Semaphore::acquire_many`].
+    ///
+    /// # Cancel safety
+    /// As [`Semaphore::acquire_many`].
+    pub async fn try_acquire_many_for(
+        &self,
+        n: u64,
+        wait: Duration,
+    ) -> Result<Option<PermitGuard>> {
         self.acquire_within(n, Some(wait)).await
     }
 

@@ -1,8 +1,13 @@
 //! The acquire methods every lock has, written once: each lock type
 //! implements `acquire(AcquireOptions)` and gets `lock`, `lock_with_lease`,
-//! `try_lock`, `try_lock_for`, `try_lock_for_with_lease` and `run_locked`
-//! from [`acquire_shorthands!`], with the same names, arguments and docs on
-//! every type.
+//! `try_lock`, `try_lock_with_lease`, `try_lock_for`,
+//! `try_lock_for_with_lease` and `run_locked` from [`acquire_shorthands!`],
+//! with the same names, arguments and docs on every type. The semaphores
+//! with leased permits follow the same pattern (`acquire`,
+//! `acquire_with_lease`, `try_acquire`, `try_acquire_with_lease`,
+//! `try_acquire_for`, `try_acquire_for_with_lease`): the plain form is
+//! renewed by the watchdog, `_with_lease` expires, `wait` comes before
+//! `lease`.
 
 /// Writes the shorthands for `impl $lock`, whose guard is `$guard`. The
 /// type must have `async fn acquire(&self, AcquireOptions) ->
@@ -59,6 +64,24 @@ macro_rules! acquire_shorthands {
             /// As [`lock`](Self::lock).
             pub async fn try_lock(&self) -> $crate::Result<Option<$guard>> {
                 self.acquire($crate::AcquireOptions::new().no_wait()).await
+            }
+
+            #[doc = concat!("Tries once for ", $what, ", without waiting, to hold it for")]
+            /// `lease` at most: `Ok(None)`, holding nothing, when someone else
+            /// holds it.
+            ///
+            /// # Errors
+            /// As [`lock_with_lease`](Self::lock_with_lease) and
+            /// [`try_lock`](Self::try_lock).
+            ///
+            /// # Cancel safety
+            /// As [`lock`](Self::lock).
+            pub async fn try_lock_with_lease(
+                &self,
+                lease: ::std::time::Duration,
+            ) -> $crate::Result<Option<$guard>> {
+                self.acquire($crate::AcquireOptions::new().no_wait().lease(lease))
+                    .await
             }
 
             #[doc = concat!("Waits up to `wait` for ", $what, " (watchdog lease): `Ok(None)`,")]

@@ -51,7 +51,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
     inner.check_open()?;
     let (lease_ms, watchdog) = match opts.lease {
         None => (inner.watchdog_ms, true),
-        Some(lease) => (fixed_lease_millis(&inner.config, lease)?, false),
+        Some(lease) => (fixed_lease_millis(&inner.config, lease, "lease")?, false),
     };
     let owner = resolve_owner(inner, opts.owner)?;
     let deadline = match opts.wait {
@@ -261,14 +261,19 @@ fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<Owner> 
 }
 
 /// A fixed lease in milliseconds, refused when it is not longer than its
-/// safety margin: its guard would be lost before it was handed out.
-pub(crate) fn fixed_lease_millis(config: &ClientConfig, lease: Duration) -> Result<u64> {
-    let ms = lease_millis(lease, "lease")?;
+/// safety margin: its guard would be lost before it was handed out. `what`
+/// names it in errors (`"lease"`, `"permit lease"`).
+pub(crate) fn fixed_lease_millis(
+    config: &ClientConfig,
+    lease: Duration,
+    what: &str,
+) -> Result<u64> {
+    let ms = lease_millis(lease, what)?;
     let lease = Duration::from_millis(ms);
     let margin = config.safety_margin(lease);
     if lease <= margin {
         return Err(LockError::invalid(format!(
-            "lease of {lease:?} is not longer than its safety margin of {margin:?} \
+            "{what} of {lease:?} is not longer than its safety margin of {margin:?} \
              (lease/100 + 2 ms + loss_margin), so it would be lost at once: \
              use a longer lease or a smaller loss_margin"
         )));

@@ -284,8 +284,9 @@ impl ExclusiveKind for Fair {
 #[async_trait]
 impl FairKind for Fair {
     /// Runs the fair `inspect.lua`: holders, time to live, and the queue
-    /// with each waiter's deadline (server clock, epoch ms), head first.
-    /// Read-only: stale waiters are reported, not evicted.
+    /// with the time each waiter has left (its deadline less the server's
+    /// clock, both read by the script), head first. Read-only: stale
+    /// waiters are reported, with no time left, not evicted.
     ///
     /// # Errors
     /// As [`Fair::force_unlock`](ExclusiveKind::force_unlock).

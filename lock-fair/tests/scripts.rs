@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use common::*;
 use lock_core::backend::{AcquireOutcome, ExclusiveKind, ReleaseOutcome, RenewTarget};
-use lock_core::{Holder, LockError, QueuedWaiter};
+use lock_core::{Holder, LockError};
 use lock_testkit::fixtures::redis::Value;
 
 const LEASE: u64 = 10_000;
@@ -313,20 +313,23 @@ async fn inspect_reports_holders_ttl_and_the_queue_in_order() {
     must_wait(&env.backend, &wait_req(&n, b, LEASE)).await;
     must_wait(&env.backend, &wait_req(&n, c, LEASE)).await;
 
+    let before = server_now_ms(&env.server);
     let info = env.backend.inspect(&n).await.unwrap();
-    assert_eq!(
-        info.holders,
-        vec![Holder {
-            field: a.field(),
-            count: 2
-        }]
-    );
+    let after = server_now_ms(&env.server);
+    assert_eq!(info.holders, vec![Holder::new(a.field(), 2)]);
     assert!(info.ttl.is_some_and(|t| t <= Duration::from_millis(LEASE)));
-    let want: Vec<QueuedWaiter> = [b, c]
-        .iter()
-        .map(|w| QueuedWaiter::new(w.field(), deadline_of(&env.server, &n, &w.field()).unwrap()))
-        .collect();
-    assert_eq!(info.queue, want);
+    let fields: Vec<String> = info.queue.iter().map(|w| w.field.clone()).collect();
+    assert_eq!(fields, [b.field(), c.field()]);
+    // Each waiter's time left is its stored deadline less the server's
+    // clock at the read.
+    for waiter in &info.queue {
+        let deadline = deadline_of(&env.server, &n, &waiter.field).unwrap();
+        let left = i64::try_from(waiter.timeout.as_millis()).unwrap();
+        assert!(
+            (deadline - after..=deadline - before).contains(&left),
+            "{waiter:?}: deadline {deadline}, server clock {before}..={after}"
+        );
+    }
 
     // Read-only: a stale waiter is reported, not evicted.
     let past = server_now_ms(&env.server) - 5;
@@ -337,7 +340,11 @@ async fn inspect_reports_holders_ttl_and_the_queue_in_order() {
         &b.field(),
     ]);
     let info = env.backend.inspect(&n).await.unwrap();
-    assert_eq!(info.queue[0].deadline_ms, past);
+    assert_eq!(
+        info.queue[0].timeout,
+        Duration::ZERO,
+        "overdue: no time left"
+    );
     assert_eq!(queue(&env.server, &n).len(), 2);
 }
 

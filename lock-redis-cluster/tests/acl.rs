@@ -95,10 +95,10 @@ async fn a_lock_user_serves_every_master_and_bad_credentials_are_unauthorized() 
         let waiting = tokio::spawn(async move {
             let started = Instant::now();
             let got = lock.try_lock_for(Duration::from_secs(3)).await.unwrap();
-            (got.map(|g| g.token()), started.elapsed())
+            (got.map(|g| g.fencing_token()), started.elapsed())
         });
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let first = guard.token();
+        let first = guard.fencing_token();
         guard.unlock().await.unwrap();
         let (token, waited) = waiting.await.unwrap();
         assert_eq!(token, Some(first + 1), "{name}");

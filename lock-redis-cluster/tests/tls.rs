@@ -63,10 +63,10 @@ async fn a_mutual_tls_cluster_serves_locks_and_wakes_waiters_by_sharded_pubsub()
         let waiting = tokio::spawn(async move {
             let started = Instant::now();
             let got = lock.try_lock_for(Duration::from_secs(3)).await.unwrap();
-            (got.map(|g| g.token()), started.elapsed())
+            (got.map(|g| g.fencing_token()), started.elapsed())
         });
         tokio::time::sleep(Duration::from_millis(100)).await;
-        let first = guard.token();
+        let first = guard.fencing_token();
         guard.unlock().await.unwrap();
         // Without the notice over the TLS subscriber connection the waiter
         // would sleep until the 30 s lease ran out.

@@ -152,11 +152,11 @@ async fn a_user_restricted_to_the_lock_keys_and_channels_can_use_every_feature()
 
     let fenced = a.fenced_lock("ledger").unwrap();
     let first = fenced.lock().await.unwrap();
-    assert_eq!(first.token(), 1);
+    assert_eq!(first.fencing_token(), 1);
     first.unlock().await.unwrap();
     let second = b.fenced_lock("ledger").unwrap().lock().await.unwrap();
-    assert_eq!(second.token(), 2);
-    assert_eq!(fenced.token().await.unwrap(), Some(2));
+    assert_eq!(second.fencing_token(), 2);
+    assert_eq!(fenced.last_fencing_token().await.unwrap(), Some(2));
     let lock = a.lock("ledger").unwrap();
     assert!(lock.is_locked().await.unwrap());
     assert_eq!(lock.info().await.unwrap().holders.len(), 1);
@@ -335,15 +335,15 @@ async fn the_rule_for_the_other_kinds_serves_every_kind() {
     let semaphore = a.semaphore("permits").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
     let other = b.semaphore("permits").unwrap();
-    released_to_waiter!(semaphore.acquire(1).await.unwrap(), async move {
-        other.try_acquire_for(1, wait).await
+    released_to_waiter!(semaphore.acquire().await.unwrap(), async move {
+        other.try_acquire_for(wait).await
     });
 
     let leases = a.permit_expirable_semaphore("leases").unwrap();
     assert!(leases.try_set_permits(1).await.unwrap());
     let other = b.permit_expirable_semaphore("leases").unwrap();
-    released_to_waiter!(leases.acquire(None).await.unwrap(), async move {
-        other.try_acquire_for(wait, None).await
+    released_to_waiter!(leases.acquire().await.unwrap(), async move {
+        other.try_acquire_for(wait).await
     });
 
     let latch = a.count_down_latch("gate").unwrap();

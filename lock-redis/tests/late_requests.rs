@@ -63,7 +63,7 @@ async fn a_late_original_release_does_not_give_a_permit_back_twice() {
     let name = "late-release";
     let sem = client.semaphore(name).unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
-    let permit = sem.try_acquire(1).await.unwrap().expect("one permit free");
+    let permit = sem.try_acquire().await.unwrap().expect("one permit free");
     let held = proxy.hold_next(format!("redisson_unlock_latch:{{{name}}}"), HELD);
     permit
         .release()
@@ -113,7 +113,7 @@ async fn without_retries_a_swallowed_acquisition_is_given_back() {
     let sem = client.semaphore("swallowed").unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
     let swallowed = proxy.swallow_reply_next("redisson_lock_latch:{swallowed}");
-    let err = sem.try_acquire(1).await.unwrap_err();
+    let err = sem.try_acquire().await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     swallowed.wait_done().await;
     assert!(
@@ -138,7 +138,7 @@ async fn a_frozen_server_past_the_window_loses_no_permit() {
     let sem = client.semaphore("frozen").unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
     server.pause();
-    let err = sem.try_acquire(1).await.unwrap_err();
+    let err = sem.try_acquire().await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     tokio::time::sleep(HELD).await;
     server.resume();
@@ -146,7 +146,7 @@ async fn a_frozen_server_past_the_window_loses_no_permit() {
     // refused; the background repeat learns that and stops.
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(sem.available_permits().await.unwrap(), 1);
-    assert!(sem.try_acquire(1).await.unwrap().is_some());
+    assert!(sem.try_acquire().await.unwrap().is_some());
     client.close().await;
 }
 
@@ -166,8 +166,8 @@ async fn a_release_during_a_restart_is_finished_in_the_background() {
     .unwrap();
     let sem = client.semaphore("restarted").unwrap();
     assert!(sem.try_set_permits(2).await.unwrap());
-    let a = sem.try_acquire(1).await.unwrap().expect("free");
-    let b = sem.try_acquire(1).await.unwrap().expect("free");
+    let a = sem.try_acquire().await.unwrap().expect("free");
+    let b = sem.try_acquire().await.unwrap().expect("free");
     server.kill();
     let err = a.release().await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");

@@ -123,7 +123,7 @@ async fn permit_acquisition_that_would_reclaim_is_refused_first() {
     s.try_set_permits(2).await.unwrap();
     // A fixed lease: no watchdog renewal runs into the memory limit.
     let live = s
-        .acquire(Some(Duration::from_secs(30)))
+        .acquire_with_lease(Duration::from_secs(30))
         .await
         .unwrap()
         .into_id();
@@ -148,8 +148,8 @@ async fn permit_acquisition_that_would_reclaim_is_refused_first() {
     let keys_before = env.server.cmd(&["DBSIZE"]);
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
-    is_oom(s.try_acquire(None).await);
-    is_oom(s.try_acquire_many(1, None).await);
+    is_oom(s.try_acquire().await);
+    is_oom(s.try_acquire_many(1).await);
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("0"));
     assert_eq!(env.server.cmd(&["ZCARD", "{slots}:timeout"]), Value::Int(2));
     assert_eq!(env.server.cmd(&["DBSIZE"]), keys_before);
@@ -160,7 +160,7 @@ async fn permit_acquisition_that_would_reclaim_is_refused_first() {
     assert_eq!(env.server.cmd(&["ZCARD", "{slots}:timeout"]), Value::Int(0));
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "0"]);
-    assert_eq!(s.acquire_many(2, None).await.unwrap().len(), 2);
+    assert_eq!(s.acquire_many(2).await.unwrap().len(), 2);
 }
 
 /// Without its count (deleted, or expired apart from the leases), an
@@ -177,7 +177,7 @@ async fn permit_changes_that_would_create_the_count_after_a_reclaim_are_refused_
     s.try_set_permits(1).await.unwrap();
     // A fixed lease: no watchdog renewal runs into the memory limit.
     let live = s
-        .acquire(Some(Duration::from_secs(30)))
+        .acquire_with_lease(Duration::from_secs(30))
         .await
         .unwrap()
         .into_id();

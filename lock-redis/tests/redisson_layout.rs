@@ -177,10 +177,7 @@ async fn a_redisson_read_write_lock_is_reported_held() {
     let info = env.backend.inspect(&n).await.unwrap();
     assert_eq!(
         info.holders,
-        vec![lock_redis::Holder {
-            field: writer.to_owned(),
-            count: 1
-        }]
+        vec![lock_redis::Holder::new(writer.to_owned(), 1)]
     );
     assert!(info.ttl.is_some_and(|t| t > Duration::from_secs(25)));
 
@@ -198,7 +195,7 @@ async fn a_redisson_read_write_lock_is_reported_held() {
 
 /// Redisson's `RFencedLock` takes its token with `INCR
 /// redisson_lock_token:{<name>}` inside its acquire script, and `getToken`
-/// is a `GET` of it: raw commands play the Java side. Our `token()` sees
+/// is a `GET` of it: raw commands play the Java side. Our `last_fencing_token()` sees
 /// Java's tokens, Java sees ours, and each side's next token is larger.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redisson_fenced_lock_shares_our_token_counter() {
@@ -208,23 +205,23 @@ async fn a_redisson_fenced_lock_shares_our_token_counter() {
         .unwrap();
     let lock = client.fenced_lock("ledger").unwrap();
     let counter = "redisson_lock_token:{ledger}";
-    assert_eq!(lock.token().await.unwrap(), None);
+    assert_eq!(lock.last_fencing_token().await.unwrap(), None);
 
     // Java's lockAndGetToken(): INCR the counter, then take the hash.
     let java = "6d9f6e5c-2f4e-4b1e-9d39-2b8f4f1f7a10:1";
     assert_eq!(int(env.server.cmd(&["INCR", counter])), 1);
     env.server.cmd(&["HINCRBY", "ledger", java, "1"]);
     env.server.cmd(&["PEXPIRE", "ledger", "30000"]);
-    assert_eq!(lock.token().await.unwrap(), Some(1));
+    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(1));
     assert!(lock.try_lock().await.unwrap().is_none(), "Java holds it");
-    assert_eq!(lock.token().await.unwrap(), Some(1));
+    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(1));
 
     // Java unlocks; our next token follows Java's.
     env.server.cmd(&["DEL", "ledger"]);
     env.server
         .cmd(&["PUBLISH", "redisson_lock__channel:{ledger}", "0"]);
     let g = lock.lock().await.unwrap();
-    assert_eq!(g.token(), 2);
+    assert_eq!(g.fencing_token(), 2);
     assert_eq!(
         env.server.cmd(&["GET", counter]),
         bulk("2"),
@@ -234,16 +231,16 @@ async fn a_redisson_fenced_lock_shares_our_token_counter() {
 
     // Java again, then us again.
     assert_eq!(int(env.server.cmd(&["INCR", counter])), 3);
-    assert_eq!(lock.token().await.unwrap(), Some(3));
+    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(3));
     let g = lock.try_lock().await.unwrap().unwrap();
-    assert_eq!(g.token(), 4);
+    assert_eq!(g.fencing_token(), 4);
     g.unlock().await.unwrap();
     assert_eq!(env.server.cmd(&["TTL", counter]), Value::Int(-1));
 
     // A value INCR refuses is no counter for token() either.
     env.server.cmd(&["SET", counter, "007"]);
     assert!(env.server.try_cmd(&["INCR", counter]).is_err());
-    let err = lock.token().await.unwrap_err();
+    let err = lock.last_fencing_token().await.unwrap_err();
     assert!(
         matches!(&err, lock_redis::LockError::WrongType { key } if key == counter),
         "{err:?}"

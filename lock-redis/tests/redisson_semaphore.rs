@@ -39,13 +39,13 @@ async fn our_semaphore_is_a_redisson_count() {
         Value::SimpleString("string".into())
     );
     assert_eq!(env.server.cmd(&["GET", "jobs"]), bulk("3"));
-    s.acquire(2).await.unwrap().forget();
+    s.acquire_many(2).await.unwrap().forget();
     assert_eq!(env.server.cmd(&["GET", "jobs"]), bulk("1"));
     // Redisson's availablePermits is a GET; its tryAcquire a DECRBY when
     // enough are free: the Java side takes the last one.
     env.server.cmd(&["DECRBY", "jobs", "1"]);
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    assert!(s.try_acquire(1).await.unwrap().is_none());
+    assert!(s.try_acquire().await.unwrap().is_none());
 }
 
 /// Every increase publishes the new count (Redisson's waiters wake up to
@@ -60,7 +60,7 @@ async fn we_publish_the_new_count_where_redisson_listens() {
     env.notices
         .expect(&message(&topic, "2"), Duration::from_secs(2))
         .await;
-    s.acquire(2).await.unwrap().forget();
+    s.acquire_many(2).await.unwrap().forget();
     s.release(1).await.unwrap();
     env.notices
         .expect(&message(&topic, "1"), Duration::from_secs(2))
@@ -70,7 +70,7 @@ async fn we_publish_the_new_count_where_redisson_listens() {
         .expect(&message(&topic, "5"), Duration::from_secs(2))
         .await;
     s.drain_permits().await.unwrap();
-    s.try_acquire(1).await.unwrap();
+    s.try_acquire().await.unwrap();
     env.notices.expect_none(Duration::from_millis(200)).await;
 }
 
@@ -83,7 +83,7 @@ async fn a_redisson_release_wakes_our_waiter() {
     env.server.cmd(&["SET", "jobs", "0"]);
     let waiter = tokio::spawn({
         let s = c.semaphore("jobs").unwrap();
-        async move { s.acquire(1).await.unwrap().forget() }
+        async move { s.acquire().await.unwrap().forget() }
     });
     assert!(
         eventually(Duration::from_secs(2), || c.stats().waiting == 1).await,
@@ -110,11 +110,11 @@ async fn our_permit_is_a_redisson_lease() {
     let c = our_client(&env.server).await;
     let s = c.permit_expirable_semaphore("slots").unwrap();
     s.try_set_permits(3).await.unwrap();
-    let leased_guard = s.acquire(Some(Duration::from_secs(30))).await.unwrap();
+    let leased_guard = s.acquire_with_lease(Duration::from_secs(30)).await.unwrap();
     let leased = leased_guard.id();
-    let forever = s.acquire(None).await.unwrap().into_id();
-    assert!(s.update_lease_time(forever, None).await.unwrap());
-    let renewed = s.acquire(None).await.unwrap();
+    let forever = s.acquire().await.unwrap().into_id();
+    assert!(s.clear_lease_time(forever).await.unwrap());
+    let renewed = s.acquire().await.unwrap();
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("0"));
     let mut conn = env.server.conn().await;
     let score = |id: PermitId| {
@@ -193,7 +193,7 @@ async fn names_with_braces_follow_redisson() {
     let c = our_client(&env.server).await;
     let s = c.permit_expirable_semaphore("{tenant}slots").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let _permit = s.acquire(None).await.unwrap();
+    let _permit = s.acquire().await.unwrap();
     assert_eq!(
         env.server.cmd(&["ZCARD", "{tenant}slots:timeout"]),
         Value::Int(1)
@@ -209,11 +209,11 @@ async fn wrong_types_are_reported_and_left_untouched() {
     env.server.cmd(&["SET", "slots", "1"]);
     env.server.cmd(&["SET", "{slots}:timeout", "x"]);
     let s = c.permit_expirable_semaphore("slots").unwrap();
-    assert!(s.acquire(None).await.unwrap_err().is_wrong_type());
+    assert!(s.acquire().await.unwrap_err().is_wrong_type());
     assert_eq!(env.server.cmd(&["GET", "slots"]), bulk("1"));
     assert_eq!(env.server.cmd(&["GET", "{slots}:timeout"]), bulk("x"));
     env.server.cmd(&["LPUSH", "jobs", "x"]);
-    let err = c.semaphore("jobs").unwrap().acquire(1).await.unwrap_err();
+    let err = c.semaphore("jobs").unwrap().acquire().await.unwrap_err();
     assert!(err.is_wrong_type(), "{err}");
     assert_eq!(env.server.cmd(&["LLEN", "jobs"]), Value::Int(1));
 }
@@ -287,7 +287,7 @@ async fn many_permits_are_redisson_leases_and_their_release_publishes_the_number
     let s = c.permit_expirable_semaphore("slots").unwrap();
     env.server.cmd(&["SET", "slots", "4"]);
     let ids: Vec<_> = s
-        .acquire_many(3, Some(Duration::from_secs(30)))
+        .acquire_many_with_lease(3, Duration::from_secs(30))
         .await
         .unwrap()
         .into_iter()

@@ -324,13 +324,7 @@ async fn inspect_reports_holders_and_ttl() {
     must_acquire(&env.backend, &acquire(&n, a, 20_000)).await;
     must_acquire(&env.backend, &acquire(&n, a, 20_000)).await;
     let info = env.backend.inspect(&n).await.unwrap();
-    assert_eq!(
-        info.holders,
-        vec![Holder {
-            field: a.field(),
-            count: 2
-        }]
-    );
+    assert_eq!(info.holders, vec![Holder::new(a.field(), 2)]);
     assert_eq!(info.holders[0].owner(), Some(a));
     assert!(info.is_locked());
     assert_eq!(info.hold_count(&a), 2);
@@ -591,7 +585,7 @@ async fn scripts_read_the_clock_once() {
     fair.lock().await.unwrap().unlock().await.unwrap();
     rw.write().lock().await.unwrap().unlock().await.unwrap();
     rw.read().lock().await.unwrap().unlock().await.unwrap();
-    sem.acquire(None).await.unwrap().release().await.unwrap();
+    sem.acquire().await.unwrap().release().await.unwrap();
     sem.add_permits(1).await.unwrap();
     let scripts = calls(&env, "evalsha") - scripts_before;
     let times = calls(&env, "time");

@@ -62,7 +62,7 @@ mod with_tls {
         let b = connect(config(&server, trusting(&certs))).await.unwrap();
         hand_over(&a, &b).await;
         let fenced = a.fenced_lock("tls:fenced").unwrap().lock().await.unwrap();
-        assert_eq!(fenced.token(), 1);
+        assert_eq!(fenced.fencing_token(), 1);
         fenced.unlock().await.unwrap();
     }
 

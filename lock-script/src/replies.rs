@@ -116,7 +116,7 @@ pub fn inspect(reply: &Value) -> Result<LockInfo> {
         .into_iter()
         .filter_map(|(field, count)| {
             let count = count.parse::<u64>().ok()?;
-            Some(Holder { field, count })
+            Some(Holder::new(field, count))
         })
         .collect();
     let ttl = if holders.is_empty() { None } else { ttl(pttl) };
@@ -280,13 +280,7 @@ mod tests {
             Value::Int(900),
         ]);
         let info = inspect(&held).unwrap();
-        assert_eq!(
-            info.holders,
-            vec![Holder {
-                field: "u:1".into(),
-                count: 2
-            }]
-        );
+        assert_eq!(info.holders, vec![Holder::new("u:1", 2)]);
         assert_eq!(info.ttl, Some(Duration::from_millis(900)));
         let persistent = Value::Array(vec![
             Value::Array(vec![bulk("u:1"), bulk("1")]),
@@ -306,13 +300,7 @@ mod tests {
             Value::Int(700),
         ]);
         let info = inspect(&rw).unwrap();
-        assert_eq!(
-            info.holders,
-            vec![Holder {
-                field: "u:1:write".into(),
-                count: 1
-            }]
-        );
+        assert_eq!(info.holders, vec![Holder::new("u:1:write", 1)]);
         assert_eq!(info.ttl, Some(Duration::from_millis(700)));
         let only_mode = Value::Array(vec![
             Value::Array(vec![bulk("mode"), bulk("read")]),

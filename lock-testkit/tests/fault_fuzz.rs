@@ -416,17 +416,30 @@ impl Handle {
             (_, Handle::Red(l)) => timeout(wait, l.lock_with_lease(lease))
                 .await
                 .map(|r| r.map(red)),
-            (0 | 3, Handle::Sem(s)) => timeout(wait, s.acquire(n)).await.map(|r| r.map(sem)),
-            (1, Handle::Sem(s)) => Ok(s.try_acquire(n).await.map(|p| p.and_then(sem))),
-            (_, Handle::Sem(s)) => Ok(s.try_acquire_for(n, wait).await.map(|p| p.and_then(sem))),
-            (0 | 3, Handle::Exp(s)) => timeout(wait, s.acquire(permit_lease))
+            (0 | 3, Handle::Sem(s)) => timeout(wait, s.acquire_many(n)).await.map(|r| r.map(sem)),
+            (1, Handle::Sem(s)) => Ok(s.try_acquire_many(n).await.map(|p| p.and_then(sem))),
+            (_, Handle::Sem(s)) => Ok(s
+                .try_acquire_many_for(n, wait)
                 .await
-                .map(|r| r.map(exp)),
-            (1, Handle::Exp(s)) => Ok(s.try_acquire(permit_lease).await.map(|p| p.and_then(exp))),
-            (_, Handle::Exp(s)) => Ok(s
-                .try_acquire_for(wait, permit_lease)
-                .await
-                .map(|p| p.and_then(exp))),
+                .map(|p| p.and_then(sem))),
+            (0 | 3, Handle::Exp(s)) => timeout(wait, async {
+                match permit_lease {
+                    Some(lease) => s.acquire_with_lease(lease).await,
+                    None => s.acquire().await,
+                }
+            })
+            .await
+            .map(|r| r.map(exp)),
+            (1, Handle::Exp(s)) => Ok(match permit_lease {
+                Some(lease) => s.try_acquire_with_lease(lease).await,
+                None => s.try_acquire().await,
+            }
+            .map(|p| p.and_then(exp))),
+            (_, Handle::Exp(s)) => Ok(match permit_lease {
+                Some(lease) => s.try_acquire_for_with_lease(wait, lease).await,
+                None => s.try_acquire_for(wait).await,
+            }
+            .map(|p| p.and_then(exp))),
         };
         match outcome {
             Err(_) => {

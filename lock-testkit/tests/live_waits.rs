@@ -24,12 +24,11 @@ fn config() -> ClientConfig {
 const ATTEMPTS: u32 = 4;
 
 fn fair(c: &LockClient, name: &str, handoff: bool) -> Lock {
-    let lock = if handoff {
-        c.handoff_lock(name)
+    if handoff {
+        c.handoff_lock(name).unwrap().as_lock().clone()
     } else {
-        c.fair_lock(name)
-    };
-    lock.unwrap().as_lock().clone()
+        c.fair_lock(name).unwrap().as_lock().clone()
+    }
 }
 
 /// Waits on `lock` from a task, noting the order in which waiters got it

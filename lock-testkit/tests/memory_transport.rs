@@ -207,7 +207,7 @@ async fn a_late_original_of_a_retried_acquisition_counts_once() {
     let s = c.semaphore("late").unwrap();
     s.try_set_permits(3).await.unwrap();
     server.delay_next(1, Duration::from_secs(1));
-    let permit = s.acquire(1).await.unwrap();
+    let permit = s.acquire().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 2);
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(s.available_permits().await.unwrap(), 2, "taken once");

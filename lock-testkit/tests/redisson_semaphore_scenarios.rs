@@ -42,7 +42,7 @@ async fn java_ids(s: &PermitExpirableSemaphore, permits: Vec<ExpirablePermit>) -
         let renewed = permit.is_renewed();
         let id = permit.into_id();
         if renewed {
-            assert!(s.update_lease_time(id, None).await.unwrap());
+            assert!(s.clear_lease_time(id).await.unwrap());
         }
         ids.push(id);
     }
@@ -58,11 +58,11 @@ async fn test_acquire_after_add_permits() {
     s.add_permits(1).await.unwrap();
     let waiter = tokio::spawn({
         let s = s.clone();
-        async move { s.acquire(2).await.unwrap().forget() }
+        async move { s.acquire_many(2).await.unwrap().forget() }
     });
     sleep(MS(1000)).await;
     assert!(!waiter.is_finished());
-    s.acquire(1).await.unwrap().release().await.unwrap();
+    s.acquire().await.unwrap().release().await.unwrap();
     sleep(MS(1000)).await;
     assert!(!waiter.is_finished());
     s.add_permits(1).await.unwrap();
@@ -82,7 +82,7 @@ async fn test_zero() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     assert!(s
-        .try_acquire_for(0, MS(600_000))
+        .try_acquire_many_for(0, MS(600_000))
         .await
         .unwrap_err()
         .is_invalid_argument());
@@ -96,7 +96,7 @@ async fn test_acquire_without_set_permits() {
     let s = sem(&client(&server), "test");
     s.release(1).await.unwrap();
     s.release(1).await.unwrap();
-    s.acquire(2).await.unwrap().forget();
+    s.acquire_many(2).await.unwrap().forget();
 }
 
 #[tokio::test(start_paused = true)]
@@ -122,13 +122,13 @@ async fn test_add_permits() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    s.acquire(10).await.unwrap().forget();
+    s.acquire_many(10).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 0);
     s.add_permits(4).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 4);
     s.release(10).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 14);
-    s.acquire(5).await.unwrap().forget();
+    s.acquire_many(5).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 9);
 }
 
@@ -137,12 +137,12 @@ async fn test_reduce_permits() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test2");
     s.try_set_permits(10).await.unwrap();
-    s.acquire(10).await.unwrap().forget();
+    s.acquire_many(10).await.unwrap().forget();
     s.add_permits(-5).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), -5);
     s.release(10).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 5);
-    s.acquire(5).await.unwrap().forget();
+    s.acquire_many(5).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
 
@@ -151,15 +151,15 @@ async fn test_blocking_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    s.acquire(1).await.unwrap().forget();
+    s.acquire().await.unwrap().forget();
     let other = sem(&client(&server), "test");
     tokio::spawn(async move {
         sleep(MS(1000)).await;
         other.release(1).await.unwrap();
     });
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    s.acquire(1).await.unwrap().forget();
-    assert!(s.try_acquire(1).await.unwrap().is_none());
+    s.acquire().await.unwrap().forget();
+    assert!(s.try_acquire().await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
 
@@ -168,7 +168,7 @@ async fn test_blocking_n_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(5).await.unwrap();
-    s.acquire(3).await.unwrap().forget();
+    s.acquire_many(3).await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 2);
     let other = sem(&client(&server), "test");
     tokio::spawn(async move {
@@ -177,7 +177,7 @@ async fn test_blocking_n_acquire() {
         sleep(MS(500)).await;
         other.release(1).await.unwrap();
     });
-    tokio::time::timeout(MS(5000), s.acquire(4))
+    tokio::time::timeout(MS(5000), s.acquire_many(4))
         .await
         .unwrap()
         .unwrap()
@@ -190,8 +190,8 @@ async fn test_try_n_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(5).await.unwrap();
-    s.try_acquire(3).await.unwrap().unwrap().forget();
-    assert!(s.try_acquire(4).await.unwrap().is_none());
+    s.try_acquire_many(3).await.unwrap().unwrap().forget();
+    assert!(s.try_acquire_many(4).await.unwrap().is_none());
     let other = sem(&client(&server), "test");
     tokio::spawn(async move {
         sleep(MS(500)).await;
@@ -200,7 +200,7 @@ async fn test_try_n_acquire() {
         other.release(1).await.unwrap();
     });
     let start = Instant::now();
-    s.try_acquire_for(4, MS(2000))
+    s.try_acquire_many_for(4, MS(2000))
         .await
         .unwrap()
         .unwrap()
@@ -224,7 +224,7 @@ async fn test_drain_permits() {
     let s = sem(&client(&server), "test");
     assert_eq!(s.drain_permits().await.unwrap(), 0);
     s.try_set_permits(10).await.unwrap();
-    s.acquire(3).await.unwrap().forget();
+    s.acquire_many(3).await.unwrap().forget();
     assert_eq!(s.drain_permits().await.unwrap(), 7);
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
@@ -234,11 +234,11 @@ async fn test_release_acquire() {
     let server = InMemoryServer::new();
     let s = sem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let one = s.acquire(1).await.unwrap();
+    let one = s.acquire().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 9);
     one.release().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 10);
-    let five = s.acquire(5).await.unwrap();
+    let five = s.acquire_many(5).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 5);
     five.release().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -250,7 +250,7 @@ async fn test_release_if_exists() {
     let c = client(&server);
     let s = sem(&c, "test");
     s.try_set_permits(10).await.unwrap();
-    s.acquire(1).await.unwrap().forget();
+    s.acquire().await.unwrap().forget();
     assert_eq!(s.available_permits().await.unwrap(), 9);
     assert!(s.release_if_exists(1).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -284,7 +284,7 @@ async fn concurrency(
             let (inside, most, total) = (inside.clone(), most.clone(), total.clone());
             tokio::spawn(async move {
                 for _ in 0..5 {
-                    let p = s.acquire(1).await.unwrap();
+                    let p = s.acquire().await.unwrap();
                     most.fetch_max(inside.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
                     total.fetch_add(1, Ordering::SeqCst);
                     sleep(MS(10)).await;
@@ -337,23 +337,23 @@ async fn test_update_lease_time() {
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
     let unknown: PermitId = "00000000000000000000000000001234".parse().unwrap();
-    assert!(!s.update_lease_time(unknown, Some(MS(1000))).await.unwrap());
-    let id = s.acquire(None).await.unwrap().into_id();
-    assert!(s.update_lease_time(id, Some(MS(1000))).await.unwrap());
+    assert!(!s.update_lease_time(unknown, MS(1000)).await.unwrap());
+    let id = s.acquire().await.unwrap().into_id();
+    assert!(s.update_lease_time(id, MS(1000)).await.unwrap());
     sleep(MS(1200)).await;
-    assert!(!s.update_lease_time(id, Some(MS(1000))).await.unwrap());
+    assert!(!s.update_lease_time(id, MS(1000)).await.unwrap());
     let id2 = s
-        .try_acquire_for(MS(1), Some(MS(1000)))
+        .try_acquire_for_with_lease(MS(1), MS(1000))
         .await
         .unwrap()
         .unwrap()
         .into_id();
-    assert!(s.update_lease_time(id2, Some(MS(3000))).await.unwrap());
+    assert!(s.update_lease_time(id2, MS(3000)).await.unwrap());
     sleep(MS(2800)).await;
     assert_eq!(s.available_permits().await.unwrap(), 0);
     sleep(MS(500)).await;
     assert_eq!(s.available_permits().await.unwrap(), 1);
-    assert!(!s.update_lease_time(id2, Some(MS(2000))).await.unwrap());
+    assert!(!s.update_lease_time(id2, MS(2000)).await.unwrap());
 }
 
 #[tokio::test(start_paused = true)]
@@ -369,16 +369,30 @@ async fn test_available_permits() {
     let s = psem(&client(&server), "test-semaphore");
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.available_permits().await.unwrap(), 2);
-    let lease = Some(MS(1000));
+    let lease = MS(1000);
     // Kept taken until their leases end, as Redisson's ids are.
     let mut held = Vec::new();
     for _ in 0..2 {
-        held.push(s.try_acquire_for(MS(200), lease).await.unwrap().unwrap());
+        held.push(
+            s.try_acquire_for_with_lease(MS(200), lease)
+                .await
+                .unwrap()
+                .unwrap(),
+        );
     }
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
+    assert!(s
+        .try_acquire_for_with_lease(MS(200), lease)
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
     sleep(MS(1100)).await;
-    held.push(s.try_acquire_for(MS(200), lease).await.unwrap().unwrap());
+    held.push(
+        s.try_acquire_for_with_lease(MS(200), lease)
+            .await
+            .unwrap()
+            .unwrap(),
+    );
     sleep(MS(1100)).await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
 }
@@ -388,10 +402,10 @@ async fn test_expire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(Some(MS(2000))).await.unwrap().into_id();
+    let id = s.acquire_with_lease(MS(2000)).await.unwrap().into_id();
     let start = Instant::now();
     let other = psem(&client(&server), "test");
-    let got = other.acquire(None).await.unwrap();
+    let got = other.acquire().await.unwrap();
     let spent = start.elapsed();
     assert!(spent >= MS(1900) && spent <= MS(2100), "{spent:?}");
     got.release().await.unwrap();
@@ -404,14 +418,14 @@ async fn test_expire_try_acquire() {
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
     let id = s
-        .try_acquire_for(MS(100), Some(MS(2000)))
+        .try_acquire_for_with_lease(MS(100), MS(2000))
         .await
         .unwrap()
         .unwrap()
         .into_id();
     let start = Instant::now();
     let other = psem(&client(&server), "test");
-    let got = other.acquire(None).await.unwrap();
+    let got = other.acquire().await.unwrap();
     let spent = start.elapsed();
     assert!(spent >= MS(1900) && spent <= MS(2100), "{spent:?}");
     got.release().await.unwrap();
@@ -446,7 +460,7 @@ async fn test_blocking_acquire_expirable() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.acquire(None).await.unwrap().into_id();
+    let id = s.acquire().await.unwrap().into_id();
     assert_eq!(id.to_string().len(), 32);
     let other = psem(&client(&server), "test");
     tokio::spawn(async move {
@@ -454,8 +468,8 @@ async fn test_blocking_acquire_expirable() {
         other.release(id).await.unwrap();
     });
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    let _held = s.acquire(None).await.unwrap();
-    assert!(s.try_acquire(None).await.unwrap().is_none());
+    let _held = s.acquire().await.unwrap();
+    assert!(s.try_acquire().await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 0);
 }
 
@@ -464,16 +478,16 @@ async fn test_try_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
-    let id = s.try_acquire(None).await.unwrap().unwrap().into_id();
+    let id = s.try_acquire().await.unwrap().unwrap().into_id();
     assert_eq!(id.to_string().len(), 32);
-    assert!(s.try_acquire(None).await.unwrap().is_none());
+    assert!(s.try_acquire().await.unwrap().is_none());
     let other = psem(&client(&server), "test");
     tokio::spawn(async move {
         sleep(MS(500)).await;
         other.release(id).await.unwrap();
     });
     let start = Instant::now();
-    let id2 = s.try_acquire_for(MS(1000), None).await.unwrap().unwrap();
+    let id2 = s.try_acquire_for(MS(1000)).await.unwrap().unwrap();
     assert_eq!(id2.id().to_string().len(), 32);
     let took = start.elapsed();
     assert!(took >= MS(450) && took <= MS(600), "{took:?}");
@@ -495,7 +509,7 @@ async fn test_release_expired() {
     let s = psem(&client(&server), "test");
     s.try_set_permits(1).await.unwrap();
     let id = s
-        .try_acquire_for(MS(100), Some(MS(100)))
+        .try_acquire_for_with_lease(MS(100), MS(100))
         .await
         .unwrap()
         .unwrap()
@@ -514,7 +528,7 @@ async fn test_concurrency_single_instance_expirable() {
         .map(|_| {
             let (s, inside) = (psem(&c, "test"), inside.clone());
             tokio::spawn(async move {
-                let permit = s.acquire(None).await.unwrap();
+                let permit = s.acquire().await.unwrap();
                 assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
                 sleep(MS(10)).await;
                 inside.fetch_sub(1, Ordering::SeqCst);
@@ -544,7 +558,7 @@ async fn test_concurrency_loop_multi_instance_expirable() {
             let (inside, total) = (inside.clone(), total.clone());
             tokio::spawn(async move {
                 for _ in 0..20 {
-                    let permit = s.acquire(None).await.unwrap();
+                    let permit = s.acquire().await.unwrap();
                     assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0);
                     sleep(MS(10)).await;
                     total.fetch_add(1, Ordering::SeqCst);
@@ -565,7 +579,7 @@ async fn test_acquire() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test.sync_semaphore");
     s.try_set_permits(1).await.unwrap();
-    let permit = tokio::time::timeout(MS(100), s.acquire(Some(MS(5000))))
+    let permit = tokio::time::timeout(MS(100), s.acquire_with_lease(MS(5000)))
         .await
         .unwrap()
         .unwrap();
@@ -579,7 +593,7 @@ async fn test_release() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = java_ids(&s, s.acquire_many(6, None).await.unwrap()).await;
+    let ids = java_ids(&s, s.acquire_many(6).await.unwrap()).await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     s.release_many(&ids[..4]).await.unwrap();
@@ -595,25 +609,29 @@ async fn test_acquired_permits() {
     let s = psem(&client(&server), "test-semaphore");
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.acquired_permits().await.unwrap(), 0);
-    let lease = Some(MS(1000));
+    let lease = MS(1000);
     assert!(s
-        .try_acquire_for(MS(200), lease)
+        .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
         .map(ExpirablePermit::into_id)
         .is_some());
     assert_eq!(s.acquired_permits().await.unwrap(), 1);
     assert!(s
-        .try_acquire_for(MS(200), lease)
+        .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
         .map(ExpirablePermit::into_id)
         .is_some());
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
+    assert!(s
+        .try_acquire_for_with_lease(MS(200), lease)
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(s.acquired_permits().await.unwrap(), 2);
     sleep(MS(1100)).await;
     assert!(s
-        .try_acquire_for(MS(200), lease)
+        .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
         .map(ExpirablePermit::into_id)
@@ -628,24 +646,28 @@ async fn test_get_permits() {
     let s = psem(&client(&server), "test-semaphore");
     assert!(s.try_set_permits(2).await.unwrap());
     assert_eq!(s.permits().await.unwrap(), 2);
-    let lease = Some(MS(1000));
+    let lease = MS(1000);
     assert!(s
-        .try_acquire_for(MS(200), lease)
+        .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
         .map(ExpirablePermit::into_id)
         .is_some());
     assert!(s
-        .try_acquire_for(MS(200), lease)
+        .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
         .map(ExpirablePermit::into_id)
         .is_some());
-    assert!(s.try_acquire_for(MS(200), lease).await.unwrap().is_none());
+    assert!(s
+        .try_acquire_for_with_lease(MS(200), lease)
+        .await
+        .unwrap()
+        .is_none());
     assert_eq!(s.permits().await.unwrap(), 2);
     sleep(MS(1100)).await;
     assert!(s
-        .try_acquire_for(MS(200), lease)
+        .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
         .map(ExpirablePermit::into_id)
@@ -678,10 +700,10 @@ async fn test_set_permits() {
     s.set_permits(5).await.unwrap();
     assert_eq!(counts(s.clone()).await, (5, 5, 0));
     // With permits taken: they stay taken.
-    let lease = Some(MS(1000));
+    let lease = MS(1000);
     for _ in 0..3 {
         assert!(s
-            .try_acquire_for(MS(200), lease)
+            .try_acquire_for_with_lease(MS(200), lease)
             .await
             .unwrap()
             .map(ExpirablePermit::into_id)
@@ -700,7 +722,7 @@ async fn test_blocking_acquire_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = java_ids(&s, s.acquire_many(6, None).await.unwrap()).await;
+    let ids = java_ids(&s, s.acquire_many(6).await.unwrap()).await;
     assert_eq!(s.available_permits().await.unwrap(), 4);
     s.release_many(&ids).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -711,8 +733,8 @@ async fn test_try_acquire_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let four = s.try_acquire_many(4, None).await.unwrap().unwrap();
-    let five = s.try_acquire_many(5, None).await.unwrap().unwrap();
+    let four = s.try_acquire_many(4).await.unwrap().unwrap();
+    let five = s.try_acquire_many(5).await.unwrap().unwrap();
     assert_eq!((four.len(), five.len()), (4, 5));
     assert_eq!(s.available_permits().await.unwrap(), 1);
 }
@@ -724,7 +746,7 @@ async fn test_acquire_async_many() {
     s.try_set_permits(10).await.unwrap();
     let ids = java_ids(
         &s,
-        tokio::time::timeout(MS(100), s.acquire_many(6, None))
+        tokio::time::timeout(MS(100), s.acquire_many(6))
             .await
             .unwrap()
             .unwrap(),
@@ -739,7 +761,7 @@ async fn test_release_async_many() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = java_ids(&s, s.acquire_many(6, None).await.unwrap()).await;
+    let ids = java_ids(&s, s.acquire_many(6).await.unwrap()).await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     let first = tokio::time::timeout(MS(100), s.try_release_many(&ids[..4]));
@@ -755,11 +777,11 @@ async fn test_release_many_expired_does_not_throw() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let ids = java_ids(&s, s.acquire_many(6, Some(MS(100))).await.unwrap()).await;
+    let ids = java_ids(&s, s.acquire_many_with_lease(6, MS(100)).await.unwrap()).await;
     assert_eq!(ids.len(), 6);
     assert_eq!(s.available_permits().await.unwrap(), 4);
     sleep(MS(250)).await;
-    s.acquire(Some(MS(100))).await.unwrap().into_id();
+    s.acquire_with_lease(MS(100)).await.unwrap().into_id();
     assert_eq!(s.available_permits().await.unwrap(), 9);
     sleep(MS(250)).await;
     assert_eq!(s.available_permits().await.unwrap(), 10);
@@ -772,13 +794,13 @@ async fn test_try_release_many_expired() {
     s.try_set_permits(10).await.unwrap();
     let timed = java_ids(
         &s,
-        s.try_acquire_many_for(3, MS(100), Some(MS(100)))
+        s.try_acquire_many_for_with_lease(3, MS(100), MS(100))
             .await
             .unwrap()
             .unwrap(),
     )
     .await;
-    let infinite = java_ids(&s, s.try_acquire_many(3, None).await.unwrap().unwrap()).await;
+    let infinite = java_ids(&s, s.try_acquire_many(3).await.unwrap().unwrap()).await;
     assert_eq!(s.available_permits().await.unwrap(), 4);
     sleep(MS(200)).await;
     assert_eq!(s.try_release_many(&infinite).await.unwrap(), 3);
@@ -794,8 +816,8 @@ async fn test_release_many_not_exist_or_expired() {
     let server = InMemoryServer::new();
     let s = psem(&client(&server), "test");
     s.try_set_permits(10).await.unwrap();
-    let timed = java_ids(&s, s.acquire_many(2, Some(MS(100))).await.unwrap()).await;
-    let ids = java_ids(&s, s.try_acquire_many(8, None).await.unwrap().unwrap()).await;
+    let timed = java_ids(&s, s.acquire_many_with_lease(2, MS(100)).await.unwrap()).await;
+    let ids = java_ids(&s, s.try_acquire_many(8).await.unwrap().unwrap()).await;
     assert_eq!(s.try_release_many(&ids[..2]).await.unwrap(), 2);
     assert_eq!(s.available_permits().await.unwrap(), 2);
     sleep(MS(100)).await;
@@ -823,11 +845,11 @@ async fn test_get_lease_time() {
     s.try_set_permits(1).await.unwrap();
     let unknown: PermitId = "00000000000000000000000000001234".parse().unwrap();
     assert!(s.lease_time(unknown).await.unwrap_err().is_not_held());
-    let id = s.acquire(None).await.unwrap().into_id();
-    assert!(s.update_lease_time(id, None).await.unwrap());
+    let id = s.acquire().await.unwrap().into_id();
+    assert!(s.clear_lease_time(id).await.unwrap());
     assert_eq!(s.lease_time(id).await.unwrap(), None);
     s.release(id).await.unwrap();
-    let id = s.acquire(Some(MS(1100))).await.unwrap().into_id();
+    let id = s.acquire_with_lease(MS(1100)).await.unwrap().into_id();
     sleep(MS(100)).await;
     assert!(s.lease_time(id).await.unwrap().unwrap() <= MS(1000));
     sleep(MS(1000)).await;
@@ -855,7 +877,7 @@ async fn multi_permits(first_wants: u64, gap: Duration) {
     let task = |wants: u64| {
         let (s, success) = (psem(&c, name), success.clone());
         tokio::spawn(async move {
-            let permits = s.try_acquire_many_for(wants, MS(2000), None).await.unwrap();
+            let permits = s.try_acquire_many_for(wants, MS(2000)).await.unwrap();
             sleep(MS(500)).await;
             if let Some(permits) = permits {
                 success.fetch_add(1, Ordering::SeqCst);

@@ -145,8 +145,14 @@ async fn fenced_runs_see_their_token() {
     let server = InMemoryServer::new();
     let (a, _) = clients(&server);
     let lock = a.fenced_lock("run-fenced").unwrap();
-    let first = lock.run_locked(async |guard| guard.token()).await.unwrap();
-    let second = lock.run_locked(async |guard| guard.token()).await.unwrap();
+    let first = lock
+        .run_locked(async |guard| guard.fencing_token())
+        .await
+        .unwrap();
+    let second = lock
+        .run_locked(async |guard| guard.fencing_token())
+        .await
+        .unwrap();
     assert!(second > first);
     assert!(!lock.is_locked().await.unwrap());
 }
@@ -184,7 +190,10 @@ async fn a_permit_whose_lease_ends_cancels_the_work() {
     let (a, _) = clients(&server);
     let sem = a.permit_expirable_semaphore("run-permit").unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
-    let permit = sem.acquire(Some(Duration::from_secs(2))).await.unwrap();
+    let permit = sem
+        .acquire_with_lease(Duration::from_secs(2))
+        .await
+        .unwrap();
     let started = Instant::now();
     let err = permit
         .run_locked(async |_| tokio::time::sleep(Duration::from_secs(60)).await)
@@ -198,7 +207,7 @@ async fn a_permit_whose_lease_ends_cancels_the_work() {
     );
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(sem.available_permits().await.unwrap(), 1);
-    let permit = sem.acquire(None).await.unwrap();
+    let permit = sem.acquire().await.unwrap();
     let id = permit.id();
     let same = permit.run_locked(async |p| p.id() == id).await.unwrap();
     assert!(same);

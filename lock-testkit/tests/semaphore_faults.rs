@@ -18,7 +18,7 @@ async fn semaphore_changes_retried_after_lost_replies_count_once() {
     let s = c.semaphore("lost").unwrap();
     s.try_set_permits(3).await.unwrap();
     server.lose_next_replies(1);
-    let two = s.acquire(2).await.unwrap();
+    let two = s.acquire_many(2).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
     server.lose_next_replies(1);
     two.release().await.unwrap();
@@ -37,7 +37,7 @@ async fn expirable_permits_retried_after_lost_replies_count_once() {
     let s = c.permit_expirable_semaphore("lost").unwrap();
     s.try_set_permits(2).await.unwrap();
     server.lose_next_replies(1);
-    let permit = s.acquire(None).await.unwrap();
+    let permit = s.acquire().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
     server.lose_next_replies(1);
     permit.release().await.unwrap();
@@ -85,7 +85,7 @@ async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
     server.lose_next_replies(1);
     p.set_permits(6).await.unwrap();
     server.lose_next_replies(1);
-    let permits = p.acquire_many(3, None).await.unwrap();
+    let permits = p.acquire_many(3).await.unwrap();
     let ids: Vec<_> = permits.iter().map(|permit| permit.id()).collect();
     assert_eq!(p.available_permits().await.unwrap(), 3, "taken once");
     server.lose_next_replies(1);
@@ -114,7 +114,7 @@ async fn an_acquisition_with_an_unknown_outcome_is_undone() {
     let s = c.semaphore("unknown").unwrap();
     s.try_set_permits(2).await.unwrap();
     server.lose_next_replies(attempts);
-    let err = s.acquire(2).await.unwrap_err();
+    let err = s.acquire_many(2).await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     c.settle().await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
@@ -128,10 +128,10 @@ async fn a_lost_notice_costs_one_recheck() {
     let (a, b) = (server.client().unwrap(), server.client().unwrap());
     let s = a.semaphore("quiet").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let held = s.acquire(1).await.unwrap();
+    let held = s.acquire().await.unwrap();
     let waiter = tokio::spawn({
         let s = b.semaphore("quiet").unwrap();
-        async move { s.acquire(1).await.unwrap().forget() }
+        async move { s.acquire().await.unwrap().forget() }
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     server.set_drop_notices(true);
@@ -163,7 +163,7 @@ async fn permit_renewals_failing_past_the_lease_fire_the_lost_signal() {
     let s = c.permit_expirable_semaphore("outage").unwrap();
     s.try_set_permits(1).await.unwrap();
     let acquired = Instant::now();
-    let permit = s.acquire(None).await.unwrap();
+    let permit = s.acquire().await.unwrap();
     server.set_down(true);
     tokio::time::timeout(WATCHDOG * 2, permit.lost())
         .await
@@ -189,7 +189,7 @@ async fn permit_loss_during_a_hanging_renewal_is_reported_on_time() {
     let c = server.client_with(watchdog_config()).unwrap();
     let s = c.permit_expirable_semaphore("partition").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let permit = s.acquire(None).await.unwrap();
+    let permit = s.acquire().await.unwrap();
     let deadline = Instant::now() + WATCHDOG;
     server.set_latency(Duration::from_secs(3600));
     tokio::time::timeout_at(deadline, permit.lost())
@@ -207,7 +207,7 @@ async fn short_outage_does_not_lose_the_permit() {
     let c = server.client_with(watchdog_config()).unwrap();
     let s = c.permit_expirable_semaphore("blip").unwrap();
     s.try_set_permits(1).await.unwrap();
-    let permit = s.acquire(None).await.unwrap();
+    let permit = s.acquire().await.unwrap();
     tokio::time::sleep(WATCHDOG / 3 - Duration::from_millis(10)).await;
     server.set_down(true);
     tokio::time::sleep(WATCHDOG / 2).await;

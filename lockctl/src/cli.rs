@@ -448,11 +448,11 @@ pub(crate) struct StatusArgs {
     /// "kind" (see the README for their meaning). A lock ("lock"), or
     /// nothing stored ("none"): {"name", "kind", "locked", "holders":
     /// [{"field", "count"}], "ttl_ms", "queue"}, where "queue" is
-    /// [{"field", "deadline_ms"}] with --fair and null without (not read).
+    /// [{"field", "timeout_ms"}] with --fair and null without (not read).
     /// "read_write_lock": {"name", "kind", "locked", "mode", "writer",
     /// "readers", "ttl_ms"}. One integer, a semaphore (with leased permits
     /// or not) or a count-down latch, "semaphore_or_latch": {"name",
-    /// "kind", "value", "ttl_ms", "permits": [{"id", "expires_at_ms"}]}.
+    /// "kind", "value", "ttl_ms", "permits": [{"id", "lease_time_ms"}]}.
     /// "unknown": {"name", "kind", "store_type"}.
     #[arg(long)]
     pub(crate) json: bool,

@@ -6,7 +6,7 @@
 //! `--fair` the queue); a read-write lock, a semaphore, a count-down latch
 //! and anything else by the `status_kinds` module.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use lock_core::{Description, FairLockInfo, LockName};
 use serde::Serialize;
@@ -40,8 +40,9 @@ struct HolderJson<'a> {
 #[derive(Debug, Serialize)]
 struct WaiterJson<'a> {
     field: &'a str,
-    /// Unix epoch milliseconds by the Redis server's clock.
-    deadline_ms: i64,
+    /// How long the waiter keeps its place unless it looks again, by the
+    /// Redis server's clock at the read; 0 for one already due.
+    timeout_ms: u64,
 }
 
 /// Runs `lockctl status`; returns the exit code (0 whether or not the lock
@@ -65,7 +66,7 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
             let text = if args.json {
                 status_kinds::json(&name, &other)?
             } else {
-                status_kinds::human(&name, &other, now_ms())
+                status_kinds::human(&name, &other)
             };
             output::stdout(&text);
             // Described, but not a lock of any kind: the documented exit
@@ -94,7 +95,7 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
     let text = if args.json {
         json(&name, kind, &info, args.fair)?
     } else {
-        human(&name, &info, args.fair, now_ms())
+        human(&name, &info, args.fair)
     };
     output::stdout(&text);
     Ok(0)
@@ -138,16 +139,16 @@ pub(crate) fn report<'a>(
                 .iter()
                 .map(|w| WaiterJson {
                     field: &w.field,
-                    deadline_ms: w.deadline_ms,
+                    timeout_ms: millis(w.timeout),
                 })
                 .collect()
         }),
     }
 }
 
-/// A few aligned `label: value` lines. Queue deadlines are shown relative
-/// to `now_ms` (this machine's clock; they are stored by the server's).
-fn human(name: &LockName, info: &FairLockInfo, fair: bool, now_ms: i64) -> String {
+/// A few aligned `label: value` lines. Each waiter's time left is the
+/// server's (this machine's clock plays no part).
+fn human(name: &LockName, info: &FairLockInfo, fair: bool) -> String {
     let (queue, info) = (&info.queue, &info.lock);
     let mut lines = vec![("name", name.to_string())];
     if info.is_locked() {
@@ -181,11 +182,10 @@ fn human(name: &LockName, info: &FairLockInfo, fair: bool, now_ms: i64) -> Strin
         text.push_str(&format!("{:<8}{value}\n", format!("{label}:")));
     }
     for (place, waiter) in queue.iter().enumerate() {
-        let left = waiter.deadline_ms.saturating_sub(now_ms);
-        let deadline = if left >= 0 {
-            format!("deadline in {}", duration::display(ms_duration(left)))
+        let deadline = if waiter.timeout.is_zero() {
+            "overdue (evicted by the next write)".to_owned()
         } else {
-            format!("overdue by {}", duration::display(ms_duration(-left)))
+            format!("deadline in {}", duration::display(waiter.timeout))
         };
         text.push_str(&format!("{:>6}. {}  {deadline}\n", place + 1, waiter.field));
     }
@@ -196,16 +196,6 @@ pub(crate) fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-pub(crate) fn ms_duration(ms: i64) -> Duration {
-    Duration::from_millis(ms.unsigned_abs())
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -214,15 +204,12 @@ mod tests {
     fn held() -> FairLockInfo {
         FairLockInfo::new(
             LockInfo::new(
-                vec![Holder {
-                    field: "c1:7".into(),
-                    count: 2,
-                }],
+                vec![Holder::new("c1:7", 2)],
                 Some(Duration::from_millis(29_840)),
             ),
             vec![
-                QueuedWaiter::new("c2:1", 10_000),
-                QueuedWaiter::new("c3:4", 4_000),
+                QueuedWaiter::new("c2:1", Duration::from_secs(5)),
+                QueuedWaiter::new("c3:4", Duration::ZERO),
             ],
         )
     }
@@ -232,7 +219,7 @@ mod tests {
         let name = LockName::new("job").unwrap();
         assert_eq!(
             json(&name, "lock", &held(), true).unwrap(),
-            r#"{"name":"job","kind":"lock","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","deadline_ms":10000},{"field":"c3:4","deadline_ms":4000}]}"#
+            r#"{"name":"job","kind":"lock","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","timeout_ms":5000},{"field":"c3:4","timeout_ms":0}]}"#
                 .to_owned()
                 + "\n"
         );
@@ -251,17 +238,17 @@ mod tests {
     fn human_lines_are_aligned() {
         let name = LockName::new("job").unwrap();
         assert_eq!(
-            human(&name, &held(), true, 5_000),
+            human(&name, &held(), true),
             "name:   job\n\
              locked: yes\n\
              holder: c1:7  (held 2 times)\n\
              ttl:    29.8s\n\
              queue:  2 waiting\n     \
              1. c2:1  deadline in 5.0s\n     \
-             2. c3:4  overdue by 1.0s\n"
+             2. c3:4  overdue (evicted by the next write)\n"
         );
         assert_eq!(
-            human(&name, &FairLockInfo::default(), false, 0),
+            human(&name, &FairLockInfo::default(), false),
             "name:   job\nlocked: no\n"
         );
     }

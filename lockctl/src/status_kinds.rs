@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use crate::duration;
 use crate::exit::Failure;
-use crate::status::{millis, ms_duration};
+use crate::status::millis;
 
 #[derive(Debug, Serialize)]
 pub(crate) struct RwJson<'a> {
@@ -59,8 +59,9 @@ pub(crate) struct CounterJson<'a> {
 #[derive(Debug, Serialize)]
 struct PermitJson<'a> {
     id: &'a str,
-    /// Unix epoch milliseconds; `null` for a permit without a lease.
-    expires_at_ms: Option<u64>,
+    /// How long the lease still ran at the read, by the Redis server's
+    /// clock; `null` for a permit without a lease.
+    lease_time_ms: Option<u64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -142,7 +143,7 @@ pub(crate) fn object<'a>(name: &'a LockName, d: &'a Description) -> Result<KindJ
                 .iter()
                 .map(|p| PermitJson {
                     id: &p.id,
-                    expires_at_ms: p.expires_at_ms,
+                    lease_time_ms: p.lease_time.map(millis),
                 })
                 .collect(),
         }),
@@ -161,14 +162,14 @@ pub(crate) fn object<'a>(name: &'a LockName, d: &'a Description) -> Result<KindJ
 }
 
 /// Aligned `label: value` lines of a description other than a lock's.
-/// Lease ends are shown relative to `now_ms` (this machine's clock; they
-/// are stored by the writer's).
-pub(crate) fn human(name: &LockName, d: &Description, now_ms: i64) -> String {
+/// A lease's time left is the server's (this machine's clock plays no
+/// part).
+pub(crate) fn human(name: &LockName, d: &Description) -> String {
     let mut lines = vec![("name", name.to_string())];
     match d {
         Description::ReadWriteLock(rw) => read_write(&mut lines, rw),
         Description::SemaphoreOrLatch(c) => counter(&mut lines, c, name),
-        Description::PermitExpirableSemaphore(s) => expirable(&mut lines, s, now_ms),
+        Description::PermitExpirableSemaphore(s) => expirable(&mut lines, s),
         Description::Unknown { store_type } => {
             lines.push(("kind", "none of the lock kinds".to_owned()));
             lines.push((
@@ -230,21 +231,14 @@ fn counter(lines: &mut Vec<(&'static str, String)>, c: &CounterInfo, name: &Lock
     ttl(lines, c.ttl);
 }
 
-fn expirable(lines: &mut Vec<(&'static str, String)>, s: &ExpirableSemaphoreInfo, now_ms: i64) {
+fn expirable(lines: &mut Vec<(&'static str, String)>, s: &ExpirableSemaphoreInfo) {
     lines.push(("kind", "permit-expirable semaphore".to_owned()));
     lines.push(("available", format!("{} permits", s.available)));
     lines.push(("leased", format!("{} live permits", s.permits.len())));
     for p in &s.permits {
-        let lease = match p.expires_at_ms {
+        let lease = match p.lease_time {
             None => "no lease".to_owned(),
-            Some(at) => {
-                let left = i64::try_from(at).unwrap_or(i64::MAX).saturating_sub(now_ms);
-                if left >= 0 {
-                    format!("lease ends in {}", duration::display(ms_duration(left)))
-                } else {
-                    format!("lease ended {} ago", duration::display(ms_duration(-left)))
-                }
-            }
+            Some(left) => format!("lease ends in {}", duration::display(left)),
         };
         lines.push(("permit", format!("{}  ({lease})", p.id)));
     }
@@ -267,16 +261,7 @@ mod tests {
         let d = Description::ReadWriteLock(ReadWriteInfo::new(
             ReadWriteMode::Read,
             None,
-            vec![
-                Holder {
-                    field: "c1:1".into(),
-                    count: 2,
-                },
-                Holder {
-                    field: "c2:4".into(),
-                    count: 1,
-                },
-            ],
+            vec![Holder::new("c1:1", 2), Holder::new("c2:4", 1)],
             Some(Duration::from_millis(1500)),
         ));
         assert_eq!(
@@ -284,7 +269,7 @@ mod tests {
             "{\"name\":\"job\",\"kind\":\"read_write_lock\",\"locked\":true,\"mode\":\"read\",\"writer\":null,\"readers\":[{\"field\":\"c1:1\",\"count\":2},{\"field\":\"c2:4\",\"count\":1}],\"ttl_ms\":1500}\n"
         );
         assert_eq!(
-            human(&name(), &d, 0),
+            human(&name(), &d),
             "name:      job\n\
              kind:      read-write lock\n\
              mode:      read\n\
@@ -302,20 +287,20 @@ mod tests {
             json(&name(), &c).unwrap(),
             "{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":3,\"ttl_ms\":null,\"permits\":[]}\n"
         );
-        assert!(human(&name(), &c, 0).contains("latch:     count 3 (a latch lives at key \"job\""));
+        assert!(human(&name(), &c).contains("latch:     count 3 (a latch lives at key \"job\""));
         let s = Description::PermitExpirableSemaphore(ExpirableSemaphoreInfo::new(
             1,
             vec![
-                LeasedPermit::new("ab".repeat(16), Some(4_000)),
+                LeasedPermit::new("ab".repeat(16), Some(Duration::from_secs(3))),
                 LeasedPermit::new("cd".repeat(16), None),
             ],
         ));
         let id = "ab".repeat(16);
         assert_eq!(
             json(&name(), &s).unwrap(),
-            format!("{{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":1,\"ttl_ms\":null,\"permits\":[{{\"id\":\"{id}\",\"expires_at_ms\":4000}},{{\"id\":\"{}\",\"expires_at_ms\":null}}]}}\n", "cd".repeat(16))
+            format!("{{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":1,\"ttl_ms\":null,\"permits\":[{{\"id\":\"{id}\",\"lease_time_ms\":3000}},{{\"id\":\"{}\",\"lease_time_ms\":null}}]}}\n", "cd".repeat(16))
         );
-        let text = human(&name(), &s, 1_000);
+        let text = human(&name(), &s);
         assert!(
             text.contains(&format!("permit:    {id}  (lease ends in 3.0s)\n")),
             "{text}"

@@ -182,9 +182,11 @@ async fn acquire(
             check_permits(&sem, permits, args.set_permits).await?;
         }
         // No --lease: the watchdog renews the permit while it is held.
-        let permit = match wait {
-            Some(wait) => sem.try_acquire_for(wait, args.lease).await?,
-            None => Some(sem.acquire(args.lease).await?),
+        let permit = match (wait, args.lease) {
+            (Some(wait), Some(lease)) => sem.try_acquire_for_with_lease(wait, lease).await?,
+            (Some(wait), None) => sem.try_acquire_for(wait).await?,
+            (None, Some(lease)) => Some(sem.acquire_with_lease(lease).await?),
+            (None, None) => Some(sem.acquire().await?),
         };
         return Ok(permit.map(Held::Permit));
     }

@@ -161,22 +161,30 @@ fn status_of_a_semaphore_or_latch() {
 fn status_of_a_permit_expirable_semaphore() {
     let server = RedisServer::start();
     let url = server.url();
-    let now = {
-        let t = strings(&server, &["TIME"]);
-        t[0].parse::<i64>().unwrap() * 1000
-    };
+    let now = server_ms(&server);
     server.cmd(&["SET", "jobs", "2"]);
     let (live, forever, dead) = ("0123456789abcdef", "fedcba9876543210", "aaaaaaaaaaaaaaaa");
     server.cmd(&["ZADD", "{jobs}:timeout", &(now + 60_000).to_string(), live]);
     server.cmd(&["ZADD", "{jobs}:timeout", "922337203685477", forever]);
     server.cmd(&["ZADD", "{jobs}:timeout", &(now - 60_000).to_string(), dead]);
-    let status = status_json(&url, &["jobs"]);
+    let mut status = status_json(&url, &["jobs"]);
+    let after = server_ms(&server);
+    // The live lease's time left, by the server's clock at the read (between
+    // `now` and `after`).
+    let left = status["permits"][0]["lease_time_ms"]
+        .take()
+        .as_i64()
+        .unwrap();
+    assert!(
+        (now + 60_000 - after..=60_000).contains(&left),
+        "{left} ms left ({now}..={after})"
+    );
     let hex = |s: &str| s.bytes().map(|b| format!("{b:02x}")).collect::<String>();
     assert_eq!(
         status,
         json!({"name": "jobs", "kind": "semaphore_or_latch", "value": 2, "ttl_ms": null,
-               "permits": [{"id": hex(live), "expires_at_ms": now + 60_000},
-                           {"id": hex(forever), "expires_at_ms": null}]})
+               "permits": [{"id": hex(live), "lease_time_ms": null},
+                           {"id": hex(forever), "lease_time_ms": null}]})
     );
     let human = String::from_utf8(run(&url, &["status", "jobs"]).stdout).unwrap();
     assert!(human.contains("leased:    2 live permits\n"), "{human}");
@@ -223,20 +231,26 @@ fn fair_status_shows_the_queue() {
         int(&server, &["LLEN", &queue_key]) == 1
     });
     let queued = strings(&server, &["LRANGE", &queue_key, "0", "-1"]);
-    let deadline_before = text(&server.cmd(&["ZSCORE", &timeout_key, &queued[0]]));
+    let deadline = || -> i64 {
+        text(&server.cmd(&["ZSCORE", &timeout_key, &queued[0]]))
+            .parse()
+            .unwrap()
+    };
+    let (deadline_before, before) = (deadline(), server_ms(&server));
     let status = status_json(&url, &["job", "--fair"]);
-    let deadline_after = text(&server.cmd(&["ZSCORE", &timeout_key, &queued[0]]));
+    let (deadline_after, after) = (deadline(), server_ms(&server));
 
     assert_eq!(status["locked"], true);
     let queue = status["queue"].as_array().expect("a queue");
     assert_eq!(queue.len(), 1, "{status}");
     assert_eq!(queue[0]["field"], queued[0].as_str());
-    // The waiter refreshes its deadline every few seconds; the status saw
-    // one of the two values around it.
-    let deadline = queue[0]["deadline_ms"].as_i64().unwrap().to_string();
+    // The waiter refreshes its deadline every few seconds: the status saw
+    // one of the two deadlines around it, less the server's clock at the
+    // read.
+    let left = queue[0]["timeout_ms"].as_i64().unwrap();
     assert!(
-        deadline == deadline_before || deadline == deadline_after,
-        "ZSCORE {deadline_before} / {deadline_after}, status said {deadline}"
+        (deadline_before - after..=deadline_after - before).contains(&left),
+        "ZSCORE {deadline_before} / {deadline_after} at {before}..={after}, status said {left} ms left"
     );
 
     let human = run(&url, &["status", "job", "--fair"]);
@@ -290,6 +304,12 @@ fn force_unlock_wakes_a_waiter_at_once() {
         String::from_utf8_lossy(&output.stdout),
         "other: was not locked; nothing to do\n"
     );
+}
+
+/// The server's clock (`TIME`) in epoch milliseconds.
+fn server_ms(server: &RedisServer) -> i64 {
+    let t = strings(server, &["TIME"]);
+    t[0].parse::<i64>().unwrap() * 1000 + t[1].parse::<i64>().unwrap() / 1000
 }
 
 /// The keys of a JSON object, sorted.

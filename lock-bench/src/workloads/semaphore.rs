@@ -66,7 +66,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
             let deadline = Instant::now() + window;
             let mut out = TaskResult::default();
             loop {
-                let Ok(permit) = tokio::time::timeout_at(deadline, sem.acquire(1)).await else {
+                let Ok(permit) = tokio::time::timeout_at(deadline, sem.acquire()).await else {
                     break;
                 };
                 let permit = permit?;

@@ -26,16 +26,14 @@ use crate::wait_loop::Look;
 
 impl PermitExpirableSemaphore {
     /// Takes `n` permits at once, waiting as long as it takes: one guard
-    /// each, all under one lease, as [`PermitExpirableSemaphore::acquire`]
-    /// gives (`None`: renewed by the watchdog while its guard lives;
-    /// `Some(lease)`: back by itself when the lease ends). A waiter for many
-    /// can be overtaken by waiters for few.
+    /// each, renewed by the client's watchdog while it lives, as
+    /// [`PermitExpirableSemaphore::acquire`] gives. A waiter for many can
+    /// be overtaken by waiters for few.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `n` = 0 or above
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS), or a lease not longer than its
-    /// safety margin or over-long (before any I/O); otherwise as
-    /// [`PermitExpirableSemaphore::try_set_permits`].
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O); otherwise as
+    /// [`PermitExpirableSemaphore::acquire`].
     ///
     /// # Cancel safety
     /// Cancel-safe: dropping the future leaves no permit taken and no
@@ -44,44 +42,66 @@ impl PermitExpirableSemaphore {
     /// # Examples
     /// ```
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let permits = sem.acquire_many(3, None).await?;
+    /// let permits = sem.acquire_many(3).await?;
     /// assert_eq!(permits.len(), 3);
     /// let ids: Vec<_> = permits.into_iter().map(|p| p.into_id()).collect();
     /// sem.release_many(&ids).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire_many(
-        &self,
-        n: u64,
-        lease: Option<Duration>,
-    ) -> Result<Vec<ExpirablePermit>> {
-        match self.acquire_many_within(n, None, lease).await? {
-            Some(ids) => Ok(ids),
-            None => Err(LockError::protocol(
-                "an unbounded wait ended without permits",
-            )),
-        }
+    pub async fn acquire_many(&self, n: u64) -> Result<Vec<ExpirablePermit>> {
+        self.acquire_many_or_fail(n, None).await
     }
 
-    /// Takes `n` permits at once if that many are free now; `Ok(None)`
-    /// otherwise.
+    /// Takes `n` permits at once, each for `lease` at most, waiting as long
+    /// as it takes: as [`PermitExpirableSemaphore::acquire_with_lease`]
+    /// gives, `n` times under one lease.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_many`] and
+    /// [`PermitExpirableSemaphore::acquire_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    pub async fn acquire_many_with_lease(
+        &self,
+        n: u64,
+        lease: Duration,
+    ) -> Result<Vec<ExpirablePermit>> {
+        self.acquire_many_or_fail(n, Some(lease)).await
+    }
+
+    /// Takes `n` permits at once if that many are free now (watchdog
+    /// lease); `Ok(None)` otherwise.
     ///
     /// # Errors
     /// As [`PermitExpirableSemaphore::acquire_many`].
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::acquire_many`].
-    pub async fn try_acquire_many(
-        &self,
-        n: u64,
-        lease: Option<Duration>,
-    ) -> Result<Option<Vec<ExpirablePermit>>> {
-        self.acquire_many_within(n, Some(Duration::ZERO), lease)
+    pub async fn try_acquire_many(&self, n: u64) -> Result<Option<Vec<ExpirablePermit>>> {
+        self.acquire_many_within(n, Some(Duration::ZERO), None)
             .await
     }
 
-    /// Takes `n` permits at once, waiting up to `wait`; `Ok(None)` when the
-    /// wait ran out.
+    /// Takes `n` permits at once for `lease` at most if that many are free
+    /// now; `Ok(None)` otherwise.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_many_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    pub async fn try_acquire_many_with_lease(
+        &self,
+        n: u64,
+        lease: Duration,
+    ) -> Result<Option<Vec<ExpirablePermit>>> {
+        self.acquire_many_within(n, Some(Duration::ZERO), Some(lease))
+            .await
+    }
+
+    /// Takes `n` permits at once, waiting up to `wait` (watchdog lease);
+    /// `Ok(None)` when the wait ran out.
     ///
     /// # Errors
     /// As [`PermitExpirableSemaphore::acquire_many`].
@@ -92,9 +112,40 @@ impl PermitExpirableSemaphore {
         &self,
         n: u64,
         wait: Duration,
-        lease: Option<Duration>,
     ) -> Result<Option<Vec<ExpirablePermit>>> {
-        self.acquire_many_within(n, Some(wait), lease).await
+        self.acquire_many_within(n, Some(wait), None).await
+    }
+
+    /// Takes `n` permits at once for `lease` at most, waiting up to
+    /// `wait`; `Ok(None)` when the wait ran out.
+    ///
+    /// # Errors
+    /// As [`PermitExpirableSemaphore::acquire_many_with_lease`].
+    ///
+    /// # Cancel safety
+    /// As [`PermitExpirableSemaphore::acquire_many`].
+    pub async fn try_acquire_many_for_with_lease(
+        &self,
+        n: u64,
+        wait: Duration,
+        lease: Duration,
+    ) -> Result<Option<Vec<ExpirablePermit>>> {
+        self.acquire_many_within(n, Some(wait), Some(lease)).await
+    }
+
+    /// `n` permits, waiting without end (which only ends with the permits
+    /// or an error).
+    async fn acquire_many_or_fail(
+        &self,
+        n: u64,
+        lease: Option<Duration>,
+    ) -> Result<Vec<ExpirablePermit>> {
+        match self.acquire_many_within(n, None, lease).await? {
+            Some(permits) => Ok(permits),
+            None => Err(LockError::protocol(
+                "an unbounded wait ended without permits",
+            )),
+        }
     }
 
     pub(super) async fn acquire_many_within(

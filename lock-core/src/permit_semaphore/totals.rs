@@ -32,7 +32,7 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
     /// sem.set_permits(5).await?;
-    /// let permit = sem.acquire(None).await?;
+    /// let permit = sem.acquire().await?;
     /// sem.set_permits(3).await?; // one is taken: 2 stay free
     /// assert_eq!((sem.permits().await?, sem.available_permits().await?), (3, 2));
     /// # permit.release().await?;
@@ -97,7 +97,7 @@ impl PermitExpirableSemaphore {
     /// ```
     /// # use std::time::Duration;
     /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
-    /// let permit = sem.acquire(Some(Duration::from_secs(30))).await?;
+    /// let permit = sem.acquire_with_lease(Duration::from_secs(30)).await?;
     /// assert!(sem.lease_time(permit.id()).await?.unwrap() <= Duration::from_secs(30));
     /// # Ok(()) }
     /// ```

@@ -109,7 +109,7 @@ fn decode(reply: &Value) -> Option<Description> {
     let Value::Array(items) = reply else {
         return None;
     };
-    let [kind, value, pttl, leases] = items.as_slice() else {
+    let [kind, value, pttl, leases, Value::Int(now)] = items.as_slice() else {
         return None;
     };
     let ttl = match pttl {
@@ -118,7 +118,7 @@ fn decode(reply: &Value) -> Option<Description> {
     };
     let leases = match leases {
         Value::Nil => None,
-        Value::Array(flat) => Some(permits(flat)?),
+        Value::Array(flat) => Some(permits(flat, *now)?),
         _ => return None,
     };
     Some(match (text(kind)?.as_str(), value) {
@@ -174,15 +174,9 @@ fn hash(flat: &[Value], ttl: Option<Duration>) -> Option<Description> {
         };
         match field.strip_suffix(WRITE_SUFFIX) {
             Some(owner) if mode.is_some() => {
-                writer = Some(Holder {
-                    field: owner.to_owned(),
-                    count,
-                });
+                writer = Some(Holder::new(owner.to_owned(), count));
             }
-            _ => counted.push(Holder {
-                field: field.clone(),
-                count,
-            }),
+            _ => counted.push(Holder::new(field.clone(), count)),
         }
     }
     Some(match mode {
@@ -198,16 +192,21 @@ fn hash(flat: &[Value], ttl: Option<Duration>) -> Option<Description> {
     })
 }
 
-/// Live leases: (16 raw bytes, expiry score) pairs.
-fn permits(flat: &[Value]) -> Option<Vec<LeasedPermit>> {
+/// Live leases: (16 raw bytes, expiry score) pairs; each lease's time left
+/// is its end less the server's clock `now` (epoch milliseconds).
+fn permits(flat: &[Value], now: i64) -> Option<Vec<LeasedPermit>> {
     flat.chunks(2)
         .map(|pair| {
             let [Value::BulkString(id), score] = pair else {
                 return None;
             };
             let score: f64 = text(score)?.parse().ok()?;
-            let expires = (score < NO_LEASE).then_some(score as u64);
-            Some(LeasedPermit::new(hex(id), expires))
+            let left = (score < NO_LEASE).then(|| {
+                // Whole milliseconds, as stored; zero once due.
+                let left = (score as i64).saturating_sub(now);
+                Duration::from_millis(u64::try_from(left).unwrap_or(0))
+            });
+            Some(LeasedPermit::new(hex(id), left))
         })
         .collect()
 }
@@ -234,8 +233,17 @@ mod tests {
         Value::BulkString(s.as_bytes().to_vec())
     }
 
+    /// The server's clock in the replies.
+    const NOW: i64 = 1_700_000_000_000;
+
     fn reply(kind: &str, value: Value, pttl: i64, leases: Value) -> Value {
-        Value::Array(vec![bulk(kind), value, Value::Int(pttl), leases])
+        Value::Array(vec![
+            bulk(kind),
+            value,
+            Value::Int(pttl),
+            leases,
+            Value::Int(NOW),
+        ])
     }
 
     #[test]
@@ -287,11 +295,11 @@ mod tests {
     }
 
     #[test]
-    fn leases_are_hex_ids_with_expiries() {
+    fn leases_are_hex_ids_with_time_left() {
         let id = Value::BulkString(vec![0xab; 16]);
         let leases = Value::Array(vec![
             id.clone(),
-            bulk("1700000000000"),
+            bulk("1700000004000"),
             id,
             bulk("922337203685477"),
         ]);
@@ -302,7 +310,10 @@ mod tests {
         };
         assert_eq!(s.available, 3);
         assert_eq!(s.permits[0].id, "ab".repeat(16));
-        assert_eq!(s.permits[0].expires_at_ms, Some(1_700_000_000_000));
-        assert_eq!(s.permits[1].expires_at_ms, None);
+        assert_eq!(s.permits[0].lease_time, Some(Duration::from_secs(4)));
+        assert_eq!(s.permits[1].lease_time, None);
+        // Without the server's clock, times left cannot be told.
+        let old = Value::Array(vec![bulk("none"), Value::Nil, Value::Int(-2), Value::Nil]);
+        assert_eq!(decode(&old), None);
     }
 }

@@ -59,15 +59,22 @@ pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
         .await;
     h.enqueue(&list, &leases, now - 60_000, "fedcba9876543210")
         .await;
-    match c.describe(&semaphore).await.unwrap() {
+    let described = c.describe(&semaphore).await.unwrap();
+    let after = h.now_ms().await;
+    match described {
         Description::PermitExpirableSemaphore(s) => {
             assert_eq!(s.available, 2);
             assert_eq!(s.permits.len(), 1, "{s:?}");
             assert_eq!(s.permits[0].id, "30313233343536373839616263646566");
-            assert_eq!(
-                s.permits[0].expires_at_ms,
-                Some(u64::try_from(now + 60_000).unwrap())
-            );
+            assert!(s.permits[0].permit_id().is_some());
+            // Time left by the store's clock at the read, which lies
+            // between `now` and `after`.
+            let left = s.permits[0].lease_time.expect("leased");
+            let most = Duration::from_millis(60_000);
+            let least = most.saturating_sub(Duration::from_millis(
+                u64::try_from(after - now).unwrap_or(0),
+            ));
+            assert!((least..=most).contains(&left), "{left:?}");
         }
         other => panic!("{other:?}"),
     }

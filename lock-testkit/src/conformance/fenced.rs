@@ -1,30 +1,38 @@
 //! Fenced locks ([`lock_core::LockClient::fenced_lock`]), Redisson's
 //! `RFencedLock`: every acquisition takes the next token of the name's
-//! counter, `token()` reads it without acquiring, and a fenced lock is the
+//! counter, `last_fencing_token()` reads it without acquiring, and a fenced lock is the
 //! plain lock of its name. Run by `conformance_tests!` (the reentrant
 //! suite) on every deployment.
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, LockError};
+use lock_core::{AcquireOptions, Guard, LockError};
 
 use super::{client, key, token_key, unique, Harness};
 
 /// Redisson's `RedissonFencedLockTest`: five plain `lock()`/`unlock()`
-/// rounds hand out tokens 1, 2, 3, 4, 5, and `token()` follows them.
+/// rounds hand out tokens 1, 2, 3, 4, 5, and `last_fencing_token()` follows them.
 pub async fn five_rounds_hand_out_tokens_one_to_five(h: &dyn Harness) {
     let c = client(h).await;
     let lock = c.fenced_lock(unique("fenced-rounds")).unwrap();
     let mut tokens = Vec::new();
     for _ in 0..5 {
         let g = lock.lock().await.unwrap();
-        assert_eq!(g.fencing_token(), Some(g.token()));
-        assert_eq!(lock.token().await.unwrap(), Some(g.token()));
-        tokens.push(g.token());
+        // The plain guard's token is the fenced guard's.
+        assert_eq!(Guard::fencing_token(&g), Some(g.fencing_token()));
+        assert_eq!(
+            lock.last_fencing_token().await.unwrap(),
+            Some(g.fencing_token())
+        );
+        tokens.push(g.fencing_token());
         g.unlock().await.unwrap();
     }
     assert_eq!(tokens, [1, 2, 3, 4, 5]);
-    assert_eq!(lock.token().await.unwrap(), Some(5), "an unlock keeps it");
+    assert_eq!(
+        lock.last_fencing_token().await.unwrap(),
+        Some(5),
+        "an unlock keeps it"
+    );
 }
 
 /// Every way of acquiring is fenced: each takes exactly the next token,
@@ -36,10 +44,10 @@ pub async fn every_acquisition_advances_the_token(h: &dyn Harness) {
     let wait = Duration::from_millis(200);
 
     let first = lock.lock().await.unwrap();
-    assert_eq!(first.token(), 1);
+    assert_eq!(first.fencing_token(), 1);
     let owner = first.owner();
     let reentry = lock.lock_as(owner).await.unwrap();
-    assert_eq!(reentry.token(), 2, "a re-entry advances the token");
+    assert_eq!(reentry.fencing_token(), 2, "a re-entry advances the token");
     assert_eq!(lock.hold_count(owner).await.unwrap(), 2);
     let in_scope = owner
         .scope(async {
@@ -56,10 +64,10 @@ pub async fn every_acquisition_advances_the_token(h: &dyn Harness) {
             [a, b, c, d, e]
         })
         .await;
-    let tokens: Vec<u64> = in_scope.iter().map(|g| g.token()).collect();
+    let tokens: Vec<u64> = in_scope.iter().map(|g| g.fencing_token()).collect();
     assert_eq!(tokens, [3, 4, 5, 6, 7]);
     assert_eq!(lock.hold_count(owner).await.unwrap(), 7);
-    assert_eq!(lock.token().await.unwrap(), Some(7));
+    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(7));
     for g in in_scope {
         g.unlock().await.unwrap();
     }
@@ -68,7 +76,7 @@ pub async fn every_acquisition_advances_the_token(h: &dyn Harness) {
     assert!(!lock.is_locked().await.unwrap());
 }
 
-/// `token()` reads without acquiring: `None` before any token, the last
+/// `last_fencing_token()` reads without acquiring: `None` before any token, the last
 /// token after, unchanged by reads, failed tries, unlocks, expiry and
 /// `force_unlock`, and never reset: the next token is the next integer, and
 /// the counter never expires.
@@ -78,13 +86,13 @@ pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
     let name = unique("fenced-read");
     let lock = a.fenced_lock(&name).unwrap();
     let other = b.fenced_lock(&name).unwrap();
-    assert_eq!(lock.token().await.unwrap(), None);
+    assert_eq!(lock.last_fencing_token().await.unwrap(), None);
     assert_eq!(h.get_string(&token_key(h, &name)).await, None, "read wrote");
 
     let g = lock.lock().await.unwrap();
-    assert_eq!(g.token(), 1);
+    assert_eq!(g.fencing_token(), 1);
     assert_eq!(
-        other.token().await.unwrap(),
+        other.last_fencing_token().await.unwrap(),
         Some(1),
         "seen by every client"
     );
@@ -95,7 +103,7 @@ pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
         .unwrap()
         .is_none());
     assert_eq!(
-        lock.token().await.unwrap(),
+        lock.last_fencing_token().await.unwrap(),
         Some(1),
         "a failed try takes none"
     );
@@ -103,7 +111,7 @@ pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
     assert!(other.force_unlock().await.unwrap());
     drop(g);
     assert_eq!(
-        lock.token().await.unwrap(),
+        lock.last_fencing_token().await.unwrap(),
         Some(1),
         "force_unlock keeps it"
     );
@@ -111,12 +119,16 @@ pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
         .lock_with_lease(Duration::from_millis(300))
         .await
         .unwrap();
-    assert_eq!(g.token(), 2, "never reused");
+    assert_eq!(g.fencing_token(), 2, "never reused");
     tokio::time::sleep(Duration::from_millis(400)).await;
     assert!(!lock.is_locked().await.unwrap(), "the lease ran out");
-    assert_eq!(lock.token().await.unwrap(), Some(2), "expiry keeps it");
+    assert_eq!(
+        lock.last_fencing_token().await.unwrap(),
+        Some(2),
+        "expiry keeps it"
+    );
     drop(g);
-    assert_eq!(lock.lock().await.unwrap().token(), 3);
+    assert_eq!(lock.lock().await.unwrap().fencing_token(), 3);
     assert_eq!(h.pttl(&token_key(h, &name)).await, -1, "never expires");
 }
 
@@ -141,11 +153,15 @@ pub async fn fenced_and_plain_locks_of_a_name_exclude_each_other(h: &dyn Harness
     assert!(fenced.try_lock().await.unwrap().is_none());
     assert!(fenced.is_locked().await.unwrap());
     p.unlock().await.unwrap();
-    assert_eq!(fenced.token().await.unwrap(), Some(1), "plain takes none");
-    assert_eq!(fenced.try_lock().await.unwrap().unwrap().token(), 2);
+    assert_eq!(
+        fenced.last_fencing_token().await.unwrap(),
+        Some(1),
+        "plain takes none"
+    );
+    assert_eq!(fenced.try_lock().await.unwrap().unwrap().fencing_token(), 2);
 }
 
-/// A counter that is not an integer: `token()` and every fenced
+/// A counter that is not an integer: `last_fencing_token()` and every fenced
 /// acquisition fail with `WrongType` naming the counter, writing nothing;
 /// a counter of another type alike.
 pub async fn wrong_type_at_the_token_key_is_reported_and_left_untouched(h: &dyn Harness) {
@@ -161,7 +177,7 @@ pub async fn wrong_type_at_the_token_key_is_reported_and_left_untouched(h: &dyn 
     };
     for value in ["not a number", "1.5"] {
         h.set_string(&counter, value).await;
-        is_bad_counter(lock.token().await.unwrap_err());
+        is_bad_counter(lock.last_fencing_token().await.unwrap_err());
         is_bad_counter(lock.try_lock().await.unwrap_err());
         is_bad_counter(lock.lock().await.unwrap_err());
         assert_eq!(h.get_string(&counter).await.as_deref(), Some(value));
@@ -169,7 +185,7 @@ pub async fn wrong_type_at_the_token_key_is_reported_and_left_untouched(h: &dyn 
     }
     assert!(h.del(&counter).await);
     h.hset(&counter, "field", 1, None).await;
-    is_bad_counter(lock.token().await.unwrap_err());
+    is_bad_counter(lock.last_fencing_token().await.unwrap_err());
     is_bad_counter(lock.try_lock().await.unwrap_err());
     assert_eq!(h.hash(&counter).await, [("field".to_owned(), 1)]);
     assert!(!lock.is_locked().await.unwrap());
@@ -177,6 +193,6 @@ pub async fn wrong_type_at_the_token_key_is_reported_and_left_untouched(h: &dyn 
     // Repaired (an integer again), counting goes on from it.
     assert!(h.del(&counter).await);
     h.set_string(&counter, "41").await;
-    assert_eq!(lock.token().await.unwrap(), Some(41));
-    assert_eq!(lock.lock().await.unwrap().token(), 42);
+    assert_eq!(lock.last_fencing_token().await.unwrap(), Some(41));
+    assert_eq!(lock.lock().await.unwrap().fencing_token(), 42);
 }

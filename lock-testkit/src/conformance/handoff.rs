@@ -112,9 +112,15 @@ async fn granted_by_the_release(h: &dyn Harness, name: &str, releaser: &str) {
 pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "handoff").await;
     let lock = b.handoff_lock(&name).unwrap();
+    let handle = lock.clone();
     let waiter = tokio::spawn(async move { lock.lock().await });
     queued(h, &name, 1).await;
     waiting(&b, 1).await;
+    // Its own info shows the fair lock's queue: the waiter, with time left.
+    let info = handle.info().await.unwrap();
+    assert_eq!(info.holders.len(), 1);
+    assert_eq!(info.queue.len(), 1);
+    assert!(!info.queue[0].timeout.is_zero(), "{info:?}");
     let releaser = held.owner().field();
     held.unlock().await.unwrap();
     granted_by_the_release(h, &name, &releaser).await;

@@ -7,7 +7,8 @@ use tokio::time::Instant;
 use super::{client, config, eventually, key, unique, Harness, WATCHDOG};
 
 /// A fixed lease ends the hold: another client takes the lock afterwards,
-/// and not before.
+/// and not before; a try with a lease (`try_lock_with_lease`) is held for
+/// its lease alike.
 pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
     let a = client(h).await;
     let b = client(h).await;
@@ -17,16 +18,29 @@ pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
         .lock_with_lease(lease)
         .await
         .unwrap();
+    assert!(!g.is_renewed());
     let lb = super::lock(h, &b, &name);
     assert!(lb.try_lock().await.unwrap().is_none());
+    assert!(lb.try_lock_with_lease(lease).await.unwrap().is_none());
     tokio::time::sleep(lease + Duration::from_millis(50)).await;
+    // A try with a lease: not renewed either.
     let taken = lb
-        .try_lock()
+        .try_lock_with_lease(lease)
         .await
         .unwrap()
         .expect("free once the lease ran out");
     assert!(g.is_lost());
-    taken.unlock().await.unwrap();
+    let la = super::lock(h, &a, &name);
+    assert!(la.try_lock().await.unwrap().is_none());
+    tokio::time::sleep(lease + Duration::from_millis(50)).await;
+    assert!(taken.is_lost());
+    la.try_lock()
+        .await
+        .unwrap()
+        .expect("free once the try's lease ran out")
+        .unlock()
+        .await
+        .unwrap();
 }
 
 /// With the watchdog, a lock outlives several watchdog timeouts while its
@@ -36,6 +50,7 @@ pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
     let b = client(h).await;
     let name = unique("watchdog");
     let g = super::lock(h, &a, &name).lock().await.unwrap();
+    assert!(g.is_renewed());
     let lb = super::lock(h, &b, &name);
     let until = Instant::now() + WATCHDOG * 3;
     while Instant::now() < until {

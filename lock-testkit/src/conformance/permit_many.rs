@@ -40,7 +40,7 @@ pub async fn set_permits_moves_the_free_count_by_the_difference(h: &dyn Harness)
     let s = sem(&a, &name);
     assert_eq!(s.permits().await.unwrap(), 0, "never set");
     s.set_permits(2).await.unwrap();
-    let taken = s.acquire_many(2, None).await.unwrap();
+    let taken = s.acquire_many(2).await.unwrap();
     assert_eq!(
         (
             s.permits().await.unwrap(),
@@ -50,7 +50,7 @@ pub async fn set_permits_moves_the_free_count_by_the_difference(h: &dyn Harness)
     );
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(None).await.unwrap() }
+        async move { s.acquire().await.unwrap() }
     });
     waiting(&b, 1).await;
     let raised = Instant::now();
@@ -79,14 +79,14 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
     let name = unique("psem-many");
     let s = sem(&a, &name);
     s.try_set_permits(3).await.unwrap();
-    let permits = s.acquire_many(3, None).await.unwrap();
+    let permits = s.acquire_many(3).await.unwrap();
     let ids = ids_of(&permits);
     assert_eq!(ids.len(), 3);
     assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
-    assert!(s.try_acquire_many(1, None).await.unwrap().is_none());
+    assert!(s.try_acquire_many(1).await.unwrap().is_none());
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire_many(2, None).await.unwrap() }
+        async move { s.acquire_many(2).await.unwrap() }
     });
     waiting(&b, 1).await;
     // One unknown id among them: none given back.
@@ -105,7 +105,7 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
     assert!(freed.elapsed() < WOKEN_WITHIN);
     assert_eq!(theirs.len(), 2);
     assert!(s
-        .try_acquire_many_for(2, Duration::from_millis(100), None)
+        .try_acquire_many_for(2, Duration::from_millis(100))
         .await
         .unwrap()
         .is_none());
@@ -113,13 +113,30 @@ pub async fn many_permits_are_taken_and_given_back_all_or_none(h: &dyn Harness) 
     s.release_many(&ids_of(&theirs)).await.unwrap();
     s.release(ids[2]).await.unwrap();
     for permit in s
-        .acquire_many(3, Some(Duration::from_millis(200)))
+        .acquire_many_with_lease(3, Duration::from_millis(200))
         .await
         .unwrap()
     {
         permit.into_id(); // kept taken until the lease ends
     }
     assert_eq!(s.available_permits().await.unwrap(), 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(s.available_permits().await.unwrap(), 3);
+    // A try with a lease: not renewed, back by itself too.
+    let leased = s
+        .try_acquire_many_with_lease(3, Duration::from_millis(200))
+        .await
+        .unwrap()
+        .expect("three are free");
+    assert!(leased.iter().all(|p| !p.is_renewed()));
+    for permit in leased {
+        permit.into_id();
+    }
+    assert!(s
+        .try_acquire_many_with_lease(1, Duration::from_millis(200))
+        .await
+        .unwrap()
+        .is_none());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.available_permits().await.unwrap(), 3);
 }
@@ -131,19 +148,19 @@ pub async fn lease_time_tells_what_is_left(h: &dyn Harness) {
     let s = sem(&a, &unique("psem-lease-time"));
     s.try_set_permits(2).await.unwrap();
     let leased = s
-        .acquire(Some(Duration::from_secs(10)))
+        .acquire_with_lease(Duration::from_secs(10))
         .await
         .unwrap()
         .into_id();
-    let forever = s.acquire(None).await.unwrap().into_id();
-    assert!(s.update_lease_time(forever, None).await.unwrap());
+    let forever = s.acquire().await.unwrap().into_id();
+    assert!(s.clear_lease_time(forever).await.unwrap());
     let left = s.lease_time(leased).await.unwrap().unwrap();
     assert!(
         left <= Duration::from_secs(10) && left > Duration::from_secs(8),
         "{left:?}"
     );
     assert_eq!(s.lease_time(forever).await.unwrap(), None);
-    s.update_lease_time(forever, Some(Duration::from_millis(200)))
+    s.update_lease_time(forever, Duration::from_millis(200))
         .await
         .unwrap();
     assert!(s.lease_time(forever).await.unwrap().unwrap() <= Duration::from_millis(200));
@@ -190,12 +207,12 @@ pub async fn bad_input_to_totals_and_many_is_refused(h: &dyn Harness) {
     let name = unique("psem-many-args");
     let s = sem(&a, &name);
     let invalid = |e: LockError| e.is_invalid_argument();
-    assert!(invalid(s.acquire_many(0, None).await.unwrap_err()));
+    assert!(invalid(s.acquire_many(0).await.unwrap_err()));
     assert!(invalid(
-        s.try_acquire_many(MAX_PERMITS + 1, None).await.unwrap_err()
+        s.try_acquire_many(MAX_PERMITS + 1).await.unwrap_err()
     ));
     assert!(invalid(
-        s.try_acquire_many(1, Some(Duration::ZERO))
+        s.try_acquire_many_with_lease(1, Duration::ZERO)
             .await
             .unwrap_err()
     ));
@@ -214,7 +231,7 @@ pub async fn bad_input_to_totals_and_many_is_refused(h: &dyn Harness) {
     assert!(wrong(s.permits().await.unwrap_err()));
     assert!(wrong(s.acquired_permits().await.unwrap_err()));
     assert!(wrong(s.lease_time(id).await.unwrap_err()));
-    assert!(wrong(s.acquire_many(2, None).await.unwrap_err()));
+    assert!(wrong(s.acquire_many(2).await.unwrap_err()));
     assert!(wrong(s.try_release_many(&[id]).await.unwrap_err()));
     assert_eq!(h.hash(&k).await, vec![("f".to_owned(), 1)]);
 }

@@ -33,9 +33,9 @@ pub async fn acquire_gives_an_id_and_release_takes_it(h: &dyn Harness) {
     let s = sem(&a, &name);
     assert!(s.try_set_permits(2).await.unwrap());
     assert!(!s.try_set_permits(5).await.unwrap());
-    let first_guard = s.acquire(None).await.unwrap();
+    let first_guard = s.acquire().await.unwrap();
     let second_guard = s
-        .try_acquire(Some(Duration::from_secs(60)))
+        .try_acquire_with_lease(Duration::from_secs(60))
         .await
         .unwrap()
         .unwrap();
@@ -48,7 +48,7 @@ pub async fn acquire_gives_an_id_and_release_takes_it(h: &dyn Harness) {
         .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     assert_eq!(hex.parse::<PermitId>().unwrap(), first);
     assert_eq!(s.available_permits().await.unwrap(), 0);
-    assert!(s.try_acquire(None).await.unwrap().is_none());
+    assert!(s.try_acquire().await.unwrap().is_none());
     s.release(first).await.unwrap();
     assert!(first_guard.is_lost(), "released by id under its guard");
     assert!(!s.try_release(first).await.unwrap(), "released once");
@@ -69,7 +69,7 @@ pub async fn expired_permit_comes_back_by_itself(h: &dyn Harness) {
     let s = sem(&a, &unique("psem-expire"));
     s.try_set_permits(1).await.unwrap();
     let id = s
-        .acquire(Some(Duration::from_millis(200)))
+        .acquire_with_lease(Duration::from_millis(200))
         .await
         .unwrap()
         .into_id();
@@ -92,8 +92,8 @@ pub async fn waiter_takes_a_permit_when_its_lease_ends(h: &dyn Harness) {
     sem(&a, &name).try_set_permits(1).await.unwrap();
     let lease = Duration::from_millis(400);
     let taken = Instant::now();
-    let held = sem(&a, &name).acquire(Some(lease)).await.unwrap();
-    let got = sem(&b, &name).acquire(None).await.unwrap();
+    let held = sem(&a, &name).acquire_with_lease(lease).await.unwrap();
+    let got = sem(&b, &name).acquire().await.unwrap();
     let waited = taken.elapsed();
     assert!(waited >= lease - Duration::from_millis(20), "{waited:?}");
     assert!(waited < lease + WOKEN_WITHIN, "{waited:?}");
@@ -106,10 +106,10 @@ pub async fn release_by_id_wakes_a_waiter(h: &dyn Harness) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("psem-wake");
     sem(&a, &name).try_set_permits(1).await.unwrap();
-    let held = sem(&a, &name).acquire(None).await.unwrap();
+    let held = sem(&a, &name).acquire().await.unwrap();
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(None).await.unwrap() }
+        async move { s.acquire().await.unwrap() }
     });
     waiting(&b, 1).await;
     let released = Instant::now();
@@ -123,33 +123,33 @@ pub async fn release_by_id_wakes_a_waiter(h: &dyn Harness) {
     sem(&a, &name).release(got.id()).await.unwrap();
 }
 
-/// `update_lease_time` moves a taken permit's lease end (or removes it);
-/// it answers `false` once the permit is gone.
+/// `update_lease_time` moves a taken permit's lease end, `clear_lease_time`
+/// removes it; each answers `false` once the permit is gone.
 pub async fn update_lease_time_moves_the_lease_end(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("psem-update"));
     s.try_set_permits(1).await.unwrap();
     let id = s
-        .acquire(Some(Duration::from_millis(200)))
+        .acquire_with_lease(Duration::from_millis(200))
         .await
         .unwrap()
         .into_id();
     assert!(s
-        .update_lease_time(id, Some(Duration::from_secs(60)))
+        .update_lease_time(id, Duration::from_secs(60))
         .await
         .unwrap());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(s.available_permits().await.unwrap(), 0, "extended");
-    assert!(s.update_lease_time(id, None).await.unwrap());
+    assert!(s.clear_lease_time(id).await.unwrap());
     assert!(s
-        .update_lease_time(id, Some(Duration::from_millis(100)))
+        .update_lease_time(id, Duration::from_millis(100))
         .await
         .unwrap());
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(s.available_permits().await.unwrap(), 1, "shortened");
-    assert!(!s.update_lease_time(id, None).await.unwrap());
+    assert!(!s.clear_lease_time(id).await.unwrap());
     assert!(s
-        .update_lease_time(id, Some(Duration::ZERO))
+        .update_lease_time(id, Duration::ZERO)
         .await
         .unwrap_err()
         .is_invalid_argument());
@@ -162,14 +162,14 @@ pub async fn unleased_permit_stays_taken(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("psem-forever"));
     s.try_set_permits(1).await.unwrap();
-    let permit = s.acquire(None).await.unwrap();
-    assert!(s.update_lease_time(permit.id(), None).await.unwrap());
+    let permit = s.acquire().await.unwrap();
+    assert!(s.clear_lease_time(permit.id()).await.unwrap());
     let id = permit.into_id();
     assert_eq!(a.stats().watched, 0, "not renewed once handed on");
     tokio::time::sleep(super::WATCHDOG * 2).await;
     let start = Instant::now();
     assert!(s
-        .try_acquire_for(Duration::from_millis(300), None)
+        .try_acquire_for(Duration::from_millis(300))
         .await
         .unwrap()
         .is_none());
@@ -189,7 +189,7 @@ pub async fn add_permits_wakes_waiters(h: &dyn Harness) {
     assert_eq!(s.available_permits().await.unwrap(), 0);
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(None).await.unwrap() }
+        async move { s.acquire().await.unwrap() }
     });
     waiting(&b, 1).await;
     let added = Instant::now();
@@ -233,7 +233,7 @@ pub async fn dropped_permit_acquire_leaves_no_permit(h: &dyn Harness) {
     s.try_set_permits(1).await.unwrap();
     for polls in 0..8 {
         // Boxed, so that dropping it drops the future itself.
-        let mut fut = Box::pin(s.acquire(None));
+        let mut fut = Box::pin(s.acquire());
         for _ in 0..polls {
             if let std::task::Poll::Ready(permit) = futures::poll!(fut.as_mut()) {
                 // Finished: the caller got the permit, and gives it back.
@@ -264,12 +264,12 @@ pub async fn bad_input_is_refused(h: &dyn Harness) {
     // lost at once.
     for lease in [Duration::ZERO, Duration::from_millis(2), Duration::MAX] {
         assert!(s
-            .acquire(Some(lease))
+            .acquire_with_lease(lease)
             .await
             .unwrap_err()
             .is_invalid_argument());
         assert!(s
-            .try_acquire(Some(lease))
+            .try_acquire_with_lease(lease)
             .await
             .unwrap_err()
             .is_invalid_argument());
@@ -296,7 +296,7 @@ pub async fn bad_input_is_refused(h: &dyn Harness) {
     let k = key(h, &hashed);
     let wrong = |e: LockError| matches!(e, LockError::WrongType { ref key } if *key == k);
     assert!(wrong(s.try_set_permits(1).await.unwrap_err()));
-    assert!(wrong(s.acquire(None).await.unwrap_err()));
+    assert!(wrong(s.acquire().await.unwrap_err()));
     assert!(wrong(s.available_permits().await.unwrap_err()));
     assert!(wrong(s.try_release(PermitId::new()).await.unwrap_err()));
     assert!(wrong(s.add_permits(1).await.unwrap_err()));
@@ -319,7 +319,7 @@ pub async fn watchdog_renews_a_held_permit(h: &dyn Harness) {
     let (a, b) = (watchdog_client(h).await, client(h).await);
     let name = unique("psem-renew");
     sem(&a, &name).try_set_permits(1).await.unwrap();
-    let permit = sem(&a, &name).acquire(None).await.unwrap();
+    let permit = sem(&a, &name).acquire().await.unwrap();
     let lock = a
         .lock(unique("psem-renew-lock"))
         .unwrap()
@@ -334,7 +334,7 @@ pub async fn watchdog_renews_a_held_permit(h: &dyn Harness) {
     while Instant::now() < until {
         tokio::time::sleep(WATCHDOG / 4).await;
         assert!(
-            sem(&b, &name).try_acquire(None).await.unwrap().is_none(),
+            sem(&b, &name).try_acquire().await.unwrap().is_none(),
             "the watchdog let the permit expire"
         );
     }
@@ -359,7 +359,7 @@ pub async fn lost_signal_when_permit_taken_away(h: &dyn Harness) {
     let (a, b) = (watchdog_client(h).await, client(h).await);
     let name = unique("psem-lost");
     sem(&a, &name).try_set_permits(2).await.unwrap();
-    let permit = sem(&a, &name).acquire(None).await.unwrap();
+    let permit = sem(&a, &name).acquire().await.unwrap();
     assert!(sem(&b, &name).try_release(permit.id()).await.unwrap());
     let taken_away = Instant::now();
     tokio::time::timeout(WATCHDOG, permit.lost())
@@ -372,7 +372,7 @@ pub async fn lost_signal_when_permit_taken_away(h: &dyn Harness) {
     assert!(permit.release().await.unwrap_err().is_not_held());
     assert_eq!(sem(&b, &name).available_permits().await.unwrap(), 2);
 
-    let permit = sem(&a, &name).acquire(None).await.unwrap();
+    let permit = sem(&a, &name).acquire().await.unwrap();
     assert!(h.del(&leases_key(h, &name)).await);
     tokio::time::timeout(WATCHDOG, permit.lost())
         .await
@@ -387,7 +387,7 @@ pub async fn release_by_id_on_the_same_client_tells_the_guard(h: &dyn Harness) {
     let a = watchdog_client(h).await;
     let s = sem(&a, &unique("psem-own"));
     s.try_set_permits(1).await.unwrap();
-    let permit = s.acquire(None).await.unwrap();
+    let permit = s.acquire().await.unwrap();
     s.release(permit.id()).await.unwrap();
     assert!(permit.is_lost());
     tokio::time::timeout(Duration::from_millis(10), permit.lost())
@@ -403,10 +403,15 @@ pub async fn dropped_permit_guard_gives_it_back(h: &dyn Harness) {
     let name = unique("psem-drop");
     sem(&a, &name).try_set_permits(1).await.unwrap();
     for lease in [None, Some(Duration::from_secs(60))] {
-        let permit = sem(&a, &name).acquire(lease).await.unwrap();
+        let s = sem(&a, &name);
+        let permit = match lease {
+            Some(lease) => s.acquire_with_lease(lease).await,
+            None => s.acquire().await,
+        }
+        .unwrap();
         let waiter = tokio::spawn({
             let s = sem(&b, &name);
-            async move { s.acquire(None).await.unwrap() }
+            async move { s.acquire().await.unwrap() }
         });
         waiting(&b, 1).await;
         let dropped = Instant::now();
@@ -428,7 +433,7 @@ pub async fn leased_permit_expires_and_signals(h: &dyn Harness) {
     sem(&a, &name).try_set_permits(1).await.unwrap();
     let lease = Duration::from_millis(1500);
     let sent = Instant::now();
-    let permit = sem(&a, &name).acquire(Some(lease)).await.unwrap();
+    let permit = sem(&a, &name).acquire_with_lease(lease).await.unwrap();
     assert!(!permit.is_renewed());
     assert_eq!(a.stats().watched, 0, "a fixed lease is not renewed");
     assert!(permit.lease_deadline() >= sent + lease);
@@ -440,7 +445,7 @@ pub async fn leased_permit_expires_and_signals(h: &dyn Harness) {
     assert!(told_at >= lease - Duration::from_millis(100), "{told_at:?}");
     permit.lost().await;
     assert!(Instant::now() >= sent + told_at, "not told early");
-    let got = tokio::time::timeout(WOKEN_WITHIN, sem(&b, &name).acquire(None))
+    let got = tokio::time::timeout(WOKEN_WITHIN, sem(&b, &name).acquire())
         .await
         .expect("the lease ended")
         .unwrap();
@@ -454,9 +459,12 @@ pub async fn update_lease_time_moves_the_guard_deadline(h: &dyn Harness) {
     let a = watchdog_client(h).await;
     let s = sem(&a, &unique("psem-guard-update"));
     s.try_set_permits(1).await.unwrap();
-    let permit = s.acquire(Some(Duration::from_millis(500))).await.unwrap();
+    let permit = s
+        .acquire_with_lease(Duration::from_millis(500))
+        .await
+        .unwrap();
     assert!(s
-        .update_lease_time(permit.id(), Some(Duration::from_secs(60)))
+        .update_lease_time(permit.id(), Duration::from_secs(60))
         .await
         .unwrap());
     tokio::time::sleep(Duration::from_millis(700)).await;
@@ -471,8 +479,8 @@ pub async fn close_tells_watchdog_permit_guards(h: &dyn Harness) {
     let a = watchdog_client(h).await;
     let s = sem(&a, &unique("psem-close"));
     s.try_set_permits(2).await.unwrap();
-    let renewed = s.acquire(None).await.unwrap();
-    let leased = s.acquire(Some(Duration::from_secs(60))).await.unwrap();
+    let renewed = s.acquire().await.unwrap();
+    let leased = s.acquire_with_lease(Duration::from_secs(60)).await.unwrap();
     a.close().await;
     assert!(renewed.is_lost());
     assert!(!leased.is_lost());
@@ -491,8 +499,8 @@ pub async fn broken_semaphore_does_not_stop_other_renewals(h: &dyn Harness) {
     let (good, broken) = (unique("psem-good"), unique("psem-broken"));
     sem(&a, &good).try_set_permits(1).await.unwrap();
     sem(&a, &broken).try_set_permits(1).await.unwrap();
-    let kept = sem(&a, &good).acquire(None).await.unwrap();
-    let lost = sem(&a, &broken).acquire(None).await.unwrap();
+    let kept = sem(&a, &good).acquire().await.unwrap();
+    let lost = sem(&a, &broken).acquire().await.unwrap();
     let k = key(h, &broken);
     assert!(h.del(&k).await);
     h.hset(&k, "f", 1, None).await;

@@ -44,12 +44,12 @@ pub async fn acquire_and_release_count_permits(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("sem-count"));
     s.try_set_permits(3).await.unwrap();
-    let two = s.acquire(2).await.unwrap();
+    let two = s.acquire_many(2).await.unwrap();
     assert_eq!(two.permits(), 2);
     assert_eq!(s.available_permits().await.unwrap(), 1);
-    assert!(s.try_acquire(2).await.unwrap().is_none());
+    assert!(s.try_acquire_many(2).await.unwrap().is_none());
     assert_eq!(s.available_permits().await.unwrap(), 1, "none taken");
-    let one = s.try_acquire(1).await.unwrap().expect("one free");
+    let one = s.try_acquire().await.unwrap().expect("one free");
     assert_eq!(s.available_permits().await.unwrap(), 0);
     two.release().await.unwrap();
     one.release().await.unwrap();
@@ -61,7 +61,7 @@ pub async fn dropped_guard_gives_permits_back(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("sem-drop"));
     s.try_set_permits(2).await.unwrap();
-    drop(s.acquire(2).await.unwrap());
+    drop(s.acquire_many(2).await.unwrap());
     a.settle().await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
 }
@@ -73,7 +73,7 @@ pub async fn forgotten_permits_are_released_by_another_client(h: &dyn Harness) {
     let name = unique("sem-forget");
     let s = sem(&a, &name);
     s.try_set_permits(2).await.unwrap();
-    assert_eq!(s.acquire(2).await.unwrap().forget(), 2);
+    assert_eq!(s.acquire_many(2).await.unwrap().forget(), 2);
     a.settle().await;
     assert_eq!(s.available_permits().await.unwrap(), 0, "still taken");
     sem(&b, &name).release(2).await.unwrap();
@@ -86,10 +86,10 @@ pub async fn release_wakes_a_waiter(h: &dyn Harness) {
     let name = unique("sem-wake");
     let s = sem(&a, &name);
     s.try_set_permits(1).await.unwrap();
-    let held = s.acquire(1).await.unwrap();
+    let held = s.acquire().await.unwrap();
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(1).await }
+        async move { s.acquire().await }
     });
     waiting(&b, 1).await;
     let released = Instant::now();
@@ -112,7 +112,7 @@ pub async fn release_of_n_wakes_n_waiters(h: &dyn Harness) {
     let waiters: Vec<_> = (0..3)
         .map(|_| {
             let s = sem(&b, &name);
-            tokio::spawn(async move { s.acquire(1).await.unwrap().forget() })
+            tokio::spawn(async move { s.acquire().await.unwrap().forget() })
         })
         .collect();
     waiting(&b, 3).await;
@@ -136,7 +136,7 @@ pub async fn waiter_for_many_waits_until_enough_are_free(h: &dyn Harness) {
     sem(&a, &name).try_set_permits(1).await.unwrap();
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(3).await.unwrap().forget() }
+        async move { s.acquire_many(3).await.unwrap().forget() }
     });
     waiting(&b, 1).await;
     sem(&a, &name).release(1).await.unwrap();
@@ -151,12 +151,9 @@ pub async fn try_acquire_for_honours_its_deadline(h: &dyn Harness) {
     let a = client(h).await;
     let s = sem(&a, &unique("sem-deadline"));
     s.try_set_permits(1).await.unwrap();
-    let held = s.acquire(1).await.unwrap();
+    let held = s.acquire().await.unwrap();
     let start = Instant::now();
-    let got = s
-        .try_acquire_for(1, Duration::from_millis(300))
-        .await
-        .unwrap();
+    let got = s.try_acquire_for(Duration::from_millis(300)).await.unwrap();
     assert!(got.is_none());
     let waited = start.elapsed();
     assert!(waited >= Duration::from_millis(300), "{waited:?}");
@@ -179,7 +176,7 @@ pub async fn at_most_n_hold_at_once(h: &dyn Harness) {
             let (inside, most) = (Arc::clone(&inside), Arc::clone(&most));
             tokio::spawn(async move {
                 for _ in 0..2 {
-                    let p = s.acquire(1).await.unwrap();
+                    let p = s.acquire().await.unwrap();
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     most.fetch_max(now, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(5)).await;
@@ -206,12 +203,12 @@ pub async fn add_and_drain_permits(h: &dyn Harness) {
     let s = sem(&a, &name);
     s.add_permits(5).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 5);
-    let taken = s.acquire(4).await.unwrap().forget();
+    let taken = s.acquire_many(4).await.unwrap().forget();
     s.add_permits(-3).await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), -2);
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(1).await.unwrap().forget() }
+        async move { s.acquire().await.unwrap().forget() }
     });
     waiting(&b, 1).await;
     s.release(taken).await.unwrap();
@@ -234,7 +231,7 @@ pub async fn ttl_is_kept_by_acquire_and_release_dropped_by_add(h: &dyn Harness) 
         .unwrap());
     let k = key(h, &name);
     assert!(h.pttl(&k).await > 50_000);
-    s.acquire(1).await.unwrap().release().await.unwrap();
+    s.acquire().await.unwrap().release().await.unwrap();
     assert!(h.pttl(&k).await > 50_000);
     s.add_permits(1).await.unwrap();
     assert_eq!(h.pttl(&k).await, -1);
@@ -292,7 +289,7 @@ pub async fn dropped_acquire_leaves_no_permit(h: &dyn Harness) {
     s.try_set_permits(2).await.unwrap();
     for polls in 0..8 {
         // Boxed, so that dropping it drops the future itself.
-        let mut fut = Box::pin(s.acquire(2));
+        let mut fut = Box::pin(s.acquire_many(2));
         for _ in 0..polls {
             if futures::poll!(fut.as_mut()).is_ready() {
                 break;
@@ -308,8 +305,8 @@ pub async fn dropped_acquire_leaves_no_permit(h: &dyn Harness) {
         );
     }
     // A waiter that gives up.
-    let held = s.acquire(2).await.unwrap();
-    let gave_up = tokio::time::timeout(Duration::from_millis(150), s.acquire(1)).await;
+    let held = s.acquire_many(2).await.unwrap();
+    let gave_up = tokio::time::timeout(Duration::from_millis(150), s.acquire()).await;
     assert!(gave_up.is_err());
     a.settle().await;
     assert_eq!(a.stats().subscriptions_active, 0);
@@ -329,7 +326,7 @@ pub async fn redisson_style_release_wakes_us(h: &dyn Harness) {
     h.set_string(&key(h, &name), "0").await;
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(1).await.unwrap().forget() }
+        async move { s.acquire().await.unwrap().forget() }
     });
     waiting(&b, 1).await;
     // A polling client finds the permit at its next step instead.
@@ -354,8 +351,15 @@ pub async fn bad_permit_counts_are_refused(h: &dyn Harness) {
     let name = unique("sem-args");
     let s = sem(&a, &name);
     for n in [0, MAX_PERMITS + 1, u64::MAX] {
-        assert!(s.acquire(n).await.unwrap_err().is_invalid_argument(), "{n}");
-        assert!(s.try_acquire(n).await.unwrap_err().is_invalid_argument());
+        assert!(
+            s.acquire_many(n).await.unwrap_err().is_invalid_argument(),
+            "{n}"
+        );
+        assert!(s
+            .try_acquire_many(n)
+            .await
+            .unwrap_err()
+            .is_invalid_argument());
         assert!(s.release(n).await.unwrap_err().is_invalid_argument());
     }
     assert!(s
@@ -401,7 +405,7 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
         assert!(wrong(s.try_set_permits(1).await.unwrap_err()));
         assert!(wrong(s.add_permits(1).await.unwrap_err()));
         assert!(wrong(s.available_permits().await.unwrap_err()));
-        assert!(wrong(s.acquire(1).await.unwrap_err()));
+        assert!(wrong(s.acquire().await.unwrap_err()));
         assert!(wrong(s.release(1).await.unwrap_err()));
         assert!(wrong(s.drain_permits().await.unwrap_err()));
     }
@@ -418,7 +422,7 @@ pub async fn closed_client_rejects_semaphores(h: &dyn Harness) {
     let s = sem(&a, &unique("sem-closed"));
     a.close().await;
     assert!(matches!(s.try_set_permits(1).await, Err(LockError::Closed)));
-    assert!(matches!(s.acquire(1).await, Err(LockError::Closed)));
+    assert!(matches!(s.acquire().await, Err(LockError::Closed)));
     assert!(matches!(s.release(1).await, Err(LockError::Closed)));
 }
 
@@ -434,7 +438,7 @@ pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn 
     s.try_set_permits(0).await.unwrap();
     let waiter = tokio::spawn({
         let s = sem(&b, &name);
-        async move { s.acquire(2).await.unwrap().forget() }
+        async move { s.acquire_many(2).await.unwrap().forget() }
     });
     waiting(&b, 1).await;
     let freed = Instant::now();

@@ -2,7 +2,7 @@
 //!
 //! One Lua script per operation in this folder (each file's header gives
 //! its KEYS, ARGV and replies; `token.lua` reads the fencing-token counter
-//! for [`lock_core::FencedLock::token`]); acquire and release start with the shared
+//! for [`lock_core::FencedLock::last_fencing_token`]); acquire and release start with the shared
 //! `common.lua` ([`lock_script::with_common`]), and renewal is the shared
 //! batch renewal of lock hashes ([`ScriptEnv::renew`]).
 
@@ -216,7 +216,7 @@ impl ExclusiveKind for Reentrant {
     ///
     /// # Cancel safety
     /// Read-only: safe to drop.
-    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+    async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
         let counter = self.env.layout().token_key(name);
         let call = ScriptCall::new(&TOKEN, vec![counter.clone()], vec![]).idempotent(true);
         replies::token(&self.env.eval(call).await?, &counter)

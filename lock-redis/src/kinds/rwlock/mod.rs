@@ -177,10 +177,7 @@ async fn inspect(env: &ScriptEnv, name: &LockName, write: bool) -> Result<LockIn
         .holders
         .iter()
         .filter_map(|h| match (write, h.field.strip_suffix(":write")) {
-            (true, Some(owner)) => Some(Holder {
-                field: owner.to_owned(),
-                count: h.count,
-            }),
+            (true, Some(owner)) => Some(Holder::new(owner.to_owned(), h.count)),
             (false, None) => Some(h.clone()),
             _ => None,
         })
