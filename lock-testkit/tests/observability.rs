@@ -276,10 +276,10 @@ async fn every_kind_is_measured_once_under_its_own_label() {
 
     let semaphore = a.semaphore("sem").unwrap();
     assert!(semaphore.try_set_permits(1).await.unwrap());
-    let permit = semaphore.acquire(1).await.unwrap();
+    let permit = semaphore.acquire().await.unwrap();
     let waiting = {
         let semaphore = semaphore.clone();
-        tokio::spawn(async move { semaphore.acquire(1).await })
+        tokio::spawn(async move { semaphore.acquire().await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     permit.release().await.unwrap();

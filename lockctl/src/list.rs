@@ -304,10 +304,7 @@ mod tests {
     }
 
     fn holder(field: &str, count: u64) -> Holder {
-        Holder {
-            field: field.into(),
-            count,
-        }
+        Holder::new(field, count)
     }
 
     #[test]

@@ -97,7 +97,7 @@ fn permits_n_resets_a_plain_semaphore_and_wakes_a_waiter() {
             let config = ClientConfig::default().no_ttl_recheck(Duration::from_secs(60));
             let client = lock_redis::connect(redis, config).await?;
             let sem = client.semaphore("plain")?;
-            let permit = sem.try_acquire_for(1, Duration::from_secs(20)).await?;
+            let permit = sem.try_acquire_for(Duration::from_secs(20)).await?;
             let got = permit.map(lock_redis::PermitGuard::forget);
             client.close().await;
             Ok::<_, lock_redis::LockError>(got)

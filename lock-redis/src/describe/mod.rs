@@ -130,13 +130,9 @@ fn decode(reply: &Value) -> Option<Description> {
                     ExpirableSemaphoreInfo::new(available, permits),
                 ),
                 (Some(value), None) => Description::SemaphoreOrLatch(CounterInfo::new(value, ttl)),
-                (None, _) => Description::LeanLock(LockInfo::new(
-                    vec![Holder {
-                        field: text(value)?,
-                        count: 1,
-                    }],
-                    ttl,
-                )),
+                (None, _) => {
+                    Description::LeanLock(LockInfo::new(vec![Holder::new(text(value)?, 1)], ttl))
+                }
             }
         }
         ("none", _) => match leases {

@@ -225,7 +225,7 @@ impl ExclusiveKind for Lean {
     ///
     /// # Cancel safety
     /// Read-only: safe to drop.
-    async fn fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
+    async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
         let counter = self.env.layout().token_key(name);
         let call =
             ScriptCall::new(&reentrant::TOKEN, vec![counter.clone()], vec![]).idempotent(true);
