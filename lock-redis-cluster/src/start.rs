@@ -45,9 +45,13 @@ pub(crate) fn publish_command(sharded: bool) -> &'static str {
 }
 
 impl Inner {
-    /// Whether notices use sharded pub/sub; `None` until started.
+    /// Whether notices use sharded pub/sub: as configured, or (for
+    /// [`PubSubMode::Auto`]) `None` until started.
     pub(crate) fn sharded(&self) -> Option<bool> {
-        self.sharded.get().copied()
+        self.started
+            .get()
+            .copied()
+            .or_else(|| Self::configured_mode(self.config.pubsub))
     }
 
     /// The mode fixed by the configuration, known without asking a node.
@@ -80,10 +84,10 @@ impl Inner {
     /// master its version, by `deadline`; [`LockError::Unauthorized`] for
     /// refused credentials.
     pub(crate) async fn start(&self, deadline: Instant) -> Result<bool> {
-        if let Some(sharded) = self.sharded() {
+        if let Some(&sharded) = self.started.get() {
             return Ok(sharded);
         }
-        let starting = self.sharded.get_or_try_init(|| async {
+        let starting = self.started.get_or_try_init(|| async {
             if self.topology.map().masters().is_empty() {
                 let seen = self.topology.rounds();
                 self.topology.refresh(&self.nodes, seen, deadline).await?;

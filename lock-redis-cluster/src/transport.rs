@@ -41,8 +41,9 @@ pub(crate) struct Inner {
     pub(crate) nodes: Nodes,
     pub(crate) topology: Topology,
     pub(crate) config: ClusterConfig,
-    /// Whether notices use sharded pub/sub, once started (see `start`).
-    pub(crate) sharded: OnceCell<bool>,
+    /// Whether notices use sharded pub/sub, once started: the slot map
+    /// was read and the mode known (see `start`).
+    pub(crate) started: OnceCell<bool>,
     /// Whether a kind was given the placeholder publish command (see
     /// `start`): only then are calls searched for it.
     pub(crate) undecided_handed_out: AtomicBool,
@@ -94,15 +95,11 @@ impl ClusterTransport {
             .iter()
             .map(|url| Nodes::seed_addr(&config, url))
             .collect::<Result<Vec<_>>>()?;
-        let sharded = match Inner::configured_mode(config.pubsub) {
-            Some(sharded) => OnceCell::new_with(Some(sharded)),
-            None => OnceCell::new(),
-        };
         let inner = Arc::new(Inner {
             nodes: Nodes::new(&config)?,
             topology: Topology::new(seeds, config.connection.command_timeout),
             config: config.clone(),
-            sharded,
+            started: OnceCell::new(),
             undecided_handed_out: AtomicBool::new(false),
         });
         if !config.connection.lazy_connect {
