@@ -36,6 +36,13 @@
 //! # let _ = (plain, fair); Ok(()) }
 //! ```
 //!
+//! The options every deployment shares (key prefix, timeouts, replica
+//! sync, TLS, a [`CredentialsProvider`] for credentials that rotate, lazy
+//! connect) are [`ConnectionOptions`], the [`RedisConfig::connection`]
+//! field, with the same builder methods on `lock_redis_cluster`'s
+//! `ClusterConfig`. [`RedisConfig::from_connection_info`] starts from an
+//! existing redis-rs configuration.
+//!
 //! A bad configuration (unparsable URL, `rediss://` without the `tls`
 //! feature, zero timeouts or pool size, TLS options on a `redis://` URL or
 //! with a PEM that does not parse) is rejected by [`connect`] with
