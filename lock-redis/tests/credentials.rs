@@ -186,6 +186,30 @@ async fn static_credentials_in_shared_options() {
         .await
         .unwrap();
     let guard = client.lock("static").unwrap().lock().await.unwrap();
+    // Its connection is the provider's user's, not the open default user's.
+    let ours = format!("{:?}", server.cmd(&["CLIENT", "LIST"]));
+    assert!(ours.contains("user=rotating"), "{ours}");
+    guard.unlock().await.unwrap();
+    client.close().await;
+}
+
+/// Sentinel: the provider's credentials are the master's, used to check
+/// the master the sentinels name and for every connection to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sentinel_master_is_reached_with_the_providers_credentials() {
+    use lock_testkit::fixtures::{SentinelGroup, SENTINEL_MASTER_NAME};
+
+    let group =
+        tokio::task::block_in_place(|| SentinelGroup::start_minimal_with_password("m4ster"));
+    let base = RedisConfig::sentinel(group.sentinel_urls(), SENTINEL_MASTER_NAME)
+        .command_timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT);
+    let e = connect(base.clone()).await.unwrap_err();
+    assert!(e.is_unauthorized(), "no credentials: {e:?}");
+    let client = connect(base.credentials(StaticCredentials(Credentials::password("m4ster"))))
+        .await
+        .unwrap();
+    let guard = client.lock("via-sentinel").unwrap().lock().await.unwrap();
     guard.unlock().await.unwrap();
     client.close().await;
 }
