@@ -76,6 +76,29 @@ async fn handoff(cluster: &RedisCluster, client: &LockClient, name: &str) {
     })
     .await;
     assert!(subscribed.is_ok(), "the waiter never subscribed");
+    // The subscriber connection and the script connections are the
+    // provider's user's (the fixture's default user is open, so a
+    // connection that ignored the provider would work too).
+    let clients: String = redis::from_redis_value(master.cmd(&["CLIENT", "LIST"])).unwrap();
+    let field = |line: &str, name: &str| {
+        line.split_whitespace()
+            .find_map(|f| f.strip_prefix(name))
+            .map(str::to_owned)
+    };
+    let ours: Vec<&str> = clients
+        .lines()
+        .filter(|l| {
+            field(l, "ssub=").is_some_and(|n| n != "0")
+                || field(l, "cmd=").as_deref() == Some("evalsha")
+        })
+        .collect();
+    assert!(
+        ours.len() >= 2,
+        "a subscriber and a script connection: {clients}"
+    );
+    for line in ours {
+        assert_eq!(field(line, "user=").as_deref(), Some(USER), "{line}");
+    }
     guard.unlock().await.unwrap();
     let taken = tokio::time::timeout(WAIT, waiting)
         .await
