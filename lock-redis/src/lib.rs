@@ -109,7 +109,7 @@
 //! | situation | error | [`LockError::is_retryable`] |
 //! | --- | --- | --- |
 //! | bad configuration, zero lease | [`LockError::InvalidArgument`] | no |
-//! | rejected credentials (`WRONGPASS`, `NOAUTH`), a command, key or channel the ACL does not allow the user (`NOPERM`, also inside a script) | [`LockError::Unauthorized`] ([`LockError::is_unauthorized`]) | no |
+//! | rejected credentials (`WRONGPASS`, `NOAUTH`), a command, key or channel the ACL does not allow the user (`NOPERM`, also inside a script), a [`CredentialsProvider`] that failed | [`LockError::Unauthorized`] ([`LockError::is_unauthorized`]) | no |
 //! | a TLS certificate refused: the server's not signed by the trusted CA, ours missing or refused | [`LockError::Tls`] ([`LockError::is_tls`]) | no |
 //! | a non-hash value at the lock key, a fencing counter that is not an integer | [`LockError::WrongType`] naming the key (value left untouched, nothing written) | no |
 //! | `OOM` at `maxmemory` (`noeviction`): acquire, re-entry, partial release (the last release and renewals still work); a fair acquisition that would evict a dead waiter, or an expirable-permit acquisition that would reclaim expired permits, is refused before that first write | [`LockError::OutOfMemory`] (nothing written) | no |
