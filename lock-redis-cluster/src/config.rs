@@ -1,9 +1,7 @@
 //! [`ClusterConfig`]: where the cluster is and how to talk to it.
 
-use std::time::Duration;
-
 use lock_core::{LockError, Result};
-use lock_redis::{RedisConfig, TlsOptions};
+use lock_redis::{ConnectionOptions, RedisConfig};
 use lock_script::KeyLayout;
 
 /// How unlock notices travel through the cluster.
@@ -45,10 +43,16 @@ pub use lock_script::ReplicaSync;
 /// assert!(!format!("{secret:?}").contains("hunter2"));
 /// ```
 ///
+/// The options every deployment shares (key prefix, timeouts, replica
+/// sync, TLS, credentials provider, lazy connect) are in
+/// [`ClusterConfig::connection`], set with the same builder methods as on
+/// [`RedisConfig`] (see [`ConnectionOptions`]); they apply to every node.
+///
 /// With the `serde` feature it is read from a service's configuration file
-/// (only `seeds` is required; durations as `"3s"`, `"250ms"`). Like
-/// [`RedisConfig`] it is not serialized, so seed passwords are never
-/// written out again; [`crate::connect`] validates the result.
+/// (only `seeds` is required; durations as `"3s"`, `"250ms"`; the shared
+/// options sit beside `seeds`). Like [`RedisConfig`] it is not serialized,
+/// so seed passwords are never written out again; [`crate::connect`]
+/// validates the result.
 ///
 /// ```toml
 /// seeds = ["redis://10.0.0.1:7000/", "redis://10.0.0.2:7000/"]
@@ -56,76 +60,34 @@ pub use lock_script::ReplicaSync;
 /// pubsub = "classic"
 /// replica_sync = { replicas = 1, timeout = "200ms" }
 /// ```
-#[derive(Clone)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ClusterConfig {
     /// Nodes to learn the topology from (any nodes of the cluster;
     /// `redis://[user][:password@]host:port/`, or `rediss://…` with the
     /// `tls` feature). Credentials and the scheme of the first seed are used
-    /// for every node: with `rediss://`, every connection is TLS (seeds,
-    /// the nodes learnt from `CLUSTER SLOTS`, and the pub/sub connections).
+    /// for every node (unless a
+    /// [credentials provider](ConnectionOptions::credentials) is set): with
+    /// `rediss://`, every connection is TLS (seeds, the nodes learnt from
+    /// `CLUSTER SLOTS`, and the pub/sub connections).
     pub seeds: Vec<String>,
-    /// Put before every lock name to make its key. Must not contain `{` or
-    /// `}`: the key's hash tag must come from the lock name alone.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub key_prefix: String,
-    /// The longest one call may take, redirects, topology refreshes and
-    /// waits for a failover included. Default 3 s.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default = "default_timeout", with = "humantime_serde")
-    )]
-    pub command_timeout: Duration,
-    /// The longest establishing one connection may take. Default 3 s.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default = "default_timeout", with = "humantime_serde")
-    )]
-    pub connect_timeout: Duration,
+    /// What every deployment shares, for every node: key prefix (which
+    /// must not contain `{` or `}` here: the key's hash tag must come from
+    /// the lock name alone), timeouts (the command timeout covers
+    /// redirects, topology refreshes and waits for a failover), replica
+    /// sync, TLS, credentials, lazy connect.
+    pub connection: ConnectionOptions,
     /// Multiplexed connections per master. Default 2.
-    #[cfg_attr(feature = "serde", serde(default = "default_pool_size"))]
     pub pool_size: usize,
     /// At most this many `-MOVED`/`-ASK` redirects are followed by one
     /// call. Default 5.
-    #[cfg_attr(feature = "serde", serde(default = "default_max_redirects"))]
     pub max_redirects: u32,
     /// How unlock notices travel. Default [`PubSubMode::Auto`].
-    #[cfg_attr(feature = "serde", serde(default))]
     pub pubsub: PubSubMode,
-    /// When set, every lock acquisition waits (`WAIT`) until this many
-    /// replicas have the write; when fewer acknowledge in time the lock is
-    /// released again and the acquisition fails with
-    /// [`LockError::NotReplicated`]. Off by default.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub replica_sync: Option<ReplicaSync>,
-    /// The CA to trust and the client certificate to present on every
-    /// connection of a `rediss://` cluster (the same options as
-    /// [`RedisConfig::tls`]); without it, the system's roots and no client
-    /// certificate.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    pub tls: Option<TlsOptions>,
 }
 
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(3);
 const DEFAULT_POOL_SIZE: usize = 2;
 const DEFAULT_MAX_REDIRECTS: u32 = 5;
-
-#[cfg(feature = "serde")]
-fn default_timeout() -> Duration {
-    DEFAULT_TIMEOUT
-}
-
-#[cfg(feature = "serde")]
-fn default_pool_size() -> usize {
-    DEFAULT_POOL_SIZE
-}
-
-#[cfg(feature = "serde")]
-fn default_max_redirects() -> u32 {
-    DEFAULT_MAX_REDIRECTS
-}
 
 impl std::fmt::Debug for ClusterConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -136,17 +98,15 @@ impl std::fmt::Debug for ClusterConfig {
             .collect();
         f.debug_struct("ClusterConfig")
             .field("seeds", &seeds)
-            .field("key_prefix", &self.key_prefix)
-            .field("command_timeout", &self.command_timeout)
-            .field("connect_timeout", &self.connect_timeout)
+            .field("connection", &self.connection)
             .field("pool_size", &self.pool_size)
             .field("max_redirects", &self.max_redirects)
             .field("pubsub", &self.pubsub)
-            .field("replica_sync", &self.replica_sync)
-            .field("tls", &self.tls)
             .finish()
     }
 }
+
+lock_redis::connection_setters!(ClusterConfig, self => self.connection);
 
 impl ClusterConfig {
     /// A configuration with the given seed nodes and defaults for everything
@@ -154,68 +114,37 @@ impl ClusterConfig {
     pub fn new<S: Into<String>>(seeds: impl IntoIterator<Item = S>) -> Self {
         Self {
             seeds: seeds.into_iter().map(Into::into).collect(),
-            key_prefix: String::new(),
-            command_timeout: DEFAULT_TIMEOUT,
-            connect_timeout: DEFAULT_TIMEOUT,
+            connection: ConnectionOptions::default(),
             pool_size: DEFAULT_POOL_SIZE,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             pubsub: PubSubMode::Auto,
-            replica_sync: None,
-            tls: None,
         }
     }
 
-    /// Sets [`ClusterConfig::key_prefix`].
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.key_prefix = prefix.into();
-        self
-    }
-
-    /// Sets [`ClusterConfig::command_timeout`].
-    pub fn command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout;
-        self
-    }
-
-    /// Sets [`ClusterConfig::connect_timeout`].
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
     /// Sets [`ClusterConfig::pool_size`].
+    #[must_use]
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
         self
     }
 
     /// Sets [`ClusterConfig::max_redirects`].
+    #[must_use]
     pub fn max_redirects(mut self, redirects: u32) -> Self {
         self.max_redirects = redirects;
         self
     }
 
     /// Sets [`ClusterConfig::pubsub`].
+    #[must_use]
     pub fn pubsub(mut self, mode: PubSubMode) -> Self {
         self.pubsub = mode;
         self
     }
 
-    /// Turns on [`ClusterConfig::replica_sync`].
-    pub fn replica_sync(mut self, replicas: u32, timeout: Duration) -> Self {
-        self.replica_sync = Some(ReplicaSync::new(replicas, timeout));
-        self
-    }
-
-    /// Sets [`ClusterConfig::tls`].
-    pub fn tls(mut self, tls: TlsOptions) -> Self {
-        self.tls = Some(tls);
-        self
-    }
-
     /// The key layout this configuration gives.
     pub fn layout(&self) -> KeyLayout {
-        KeyLayout::with_prefix(self.key_prefix.clone())
+        self.connection.layout()
     }
 
     /// Checks every field without any I/O.
@@ -231,37 +160,74 @@ impl ClusterConfig {
         for seed in &self.seeds {
             self.node_config(seed).validate()?;
         }
-        if self.key_prefix.contains(['{', '}']) {
+        if self.connection.key_prefix.contains(['{', '}']) {
             return Err(LockError::invalid(format!(
                 "key_prefix {:?} contains a brace: it would change the keys' hash slots",
-                self.key_prefix
+                self.connection.key_prefix
             )));
         }
         if self.max_redirects == 0 {
             return Err(LockError::invalid("max_redirects must be at least 1"));
         }
-        if let Some(sync) = self.replica_sync {
-            sync.validate()?;
-        }
         Ok(())
     }
 
-    /// The single-node configuration used for connections to `url`.
+    /// The single-node configuration used for connections to `url`: the
+    /// shared options and the pool size.
     pub(crate) fn node_config(&self, url: &str) -> RedisConfig {
-        let config = RedisConfig::new(url)
-            .command_timeout(self.command_timeout)
-            .connect_timeout(self.connect_timeout)
-            .pool_size(self.pool_size);
-        match &self.tls {
-            Some(tls) => config.tls(tls.clone()),
-            None => config,
+        RedisConfig::new(url)
+            .connection(self.connection.clone())
+            .pool_size(self.pool_size)
+    }
+}
+
+/// Read by hand, with the shared options beside the cluster's own fields
+/// (`lock_redis`'s `de` module says why not `#[serde(flatten)]`).
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for ClusterConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use lock_redis::de::{connection_field, unknown_field, FieldName};
+        use serde::de::{Error, MapAccess, Visitor};
+
+        struct Config;
+        impl<'de> Visitor<'de> for Config {
+            type Value = ClusterConfig;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a cluster configuration (a table with `seeds`)")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut config = ClusterConfig::new(Vec::<String>::new());
+                let mut seeds = None;
+                let fields = FieldName {
+                    own: &["seeds", "pool_size", "max_redirects", "pubsub"],
+                };
+                while let Some(key) = map.next_key_seed(fields)? {
+                    match key.as_str() {
+                        "seeds" => seeds = Some(map.next_value()?),
+                        "pool_size" => config.pool_size = map.next_value()?,
+                        "max_redirects" => config.max_redirects = map.next_value()?,
+                        "pubsub" => config.pubsub = map.next_value()?,
+                        other => {
+                            if !connection_field(&mut config.connection, other, &mut map)? {
+                                return Err(unknown_field(other));
+                            }
+                        }
+                    }
+                }
+                config.seeds = seeds.ok_or_else(|| A::Error::missing_field("seeds"))?;
+                Ok(config)
+            }
         }
+        deserializer.deserialize_map(Config)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn defaults_validate() {

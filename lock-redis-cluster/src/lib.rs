@@ -92,6 +92,23 @@
 //! command timeout; a waiting acquisition then tries again until its own
 //! deadline (see `lock_core`'s [`Lock::acquire`]).
 //!
+//! ## Lazy start
+//! With [`lazy_connect`](lock_redis::ConnectionOptions#structfield.lazy_connect)
+//! (off by default, as on one server: a wrong seed list or password then
+//! fails the service at start), [`connect`] does no I/O: the client is
+//! built while every seed is down. The first call (or subscription) reads
+//! the slot map and, with [`PubSubMode::Auto`], the masters' versions,
+//! once for all callers; until that worked, calls fail with retryable
+//! errors, so the retry policy applies and a waiting acquisition rides the
+//! outage out. A script call built before the pub/sub mode is known waits
+//! for it, so no script publishes with a guessed command.
+//!
+//! ## Credentials
+//! A [credentials provider](lock_redis::CredentialsProvider) set with
+//! `credentials(…)` is asked at every connect of every node connection,
+//! command and pub/sub, instead of using the first seed's credentials: a
+//! reconnect after a token rotated uses the fresh one.
+//!
 //! ## Notices
 //! On Redis 7+ ([`PubSubMode::Auto`]) unlock messages use sharded pub/sub:
 //! the scripts `SPUBLISH` and each waiter's channel is `SSUBSCRIBE`d on the
@@ -117,14 +134,16 @@
 //! different slots, and [`LockError::NotReplicated`] with replica sync.
 //!
 //! ## Limits
-//! Seeds and nodes are reached over plain TCP (`redis://`); TLS and Unix
-//! sockets are not supported for clusters. Reads never go to replicas.
+//! Seeds and nodes are reached over TCP (`redis://`, or `rediss://` with
+//! the `tls` feature); Unix sockets are not supported for clusters. Reads
+//! never go to replicas.
 #![deny(missing_docs)]
 
 pub mod config;
 mod nodes;
 mod pubsub;
 mod redirect;
+mod start;
 pub mod topology;
 
 /// Hash slots (CRC16, hash tags): kept in `lock-script`, shared with the
@@ -154,18 +173,17 @@ pub use redis;
 ///
 /// # Errors
 /// [`LockError::InvalidArgument`] for a bad configuration (before any
-/// I/O); a retryable error when no seed answers within the command
-/// timeout or the cluster does not serve every slot.
+/// I/O); unless lazy, [`LockError::Unauthorized`] for refused credentials
+/// (or a failing credentials provider), and a retryable error when no seed
+/// answers within the command timeout or the cluster does not serve every
+/// slot.
 ///
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(cluster: ClusterConfig, client: ClientConfig) -> Result<LockClient> {
-    let replica_wait = cluster
-        .replica_sync
-        .map_or(std::time::Duration::ZERO, |sync| sync.timeout);
-    client.validate_for(Some(cluster.command_timeout.saturating_add(replica_wait)))?;
+    client.validate_for(Some(cluster.connection.longest_call()))?;
     let layout = cluster.layout();
-    let sync = cluster.replica_sync;
+    let sync = cluster.connection.replica_sync;
     let transport = ClusterTransport::connect(cluster).await?;
     let env = lock_script::ScriptEnv::new(Arc::new(transport), layout).with_replica_sync(sync);
     lock_redis::kinds::client(env, client)

@@ -45,7 +45,14 @@ impl Nodes {
         };
         #[cfg(feature = "tls")]
         let pubsub_tls = if tls {
-            Some(config.tls.clone().unwrap_or_default().rustls_config()?)
+            Some(
+                config
+                    .connection
+                    .tls
+                    .clone()
+                    .unwrap_or_default()
+                    .rustls_config()?,
+            )
         } else {
             None
         };
@@ -119,8 +126,10 @@ impl Nodes {
         if let Some(set) = sets.get(addr) {
             return Ok(set.clone());
         }
-        let client =
-            lock_redis::tls::client(self.connection_info(addr)?, self.config.tls.as_ref())?;
+        let client = lock_redis::tls::client(
+            self.connection_info(addr)?,
+            self.config.connection.tls.as_ref(),
+        )?;
         let set = Arc::new(ConnectionSet::new(
             client,
             &self.config.node_config(&format!("redis://{addr}/")),
@@ -149,7 +158,10 @@ impl Nodes {
             }
             Err(_) => {
                 set.report_no_reply(&lease);
-                Err(timed_out("cluster command", self.config.command_timeout))
+                Err(timed_out(
+                    "cluster command",
+                    self.config.connection.command_timeout,
+                ))
             }
         }
     }

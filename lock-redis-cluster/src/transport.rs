@@ -2,6 +2,7 @@
 //! slot, following redirects and riding out failovers.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,9 +14,10 @@ use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
 use lock_script::{PubSubHandler, Transport};
 use redis::{Pipeline, RedisResult, Value};
+use tokio::sync::OnceCell;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
-use crate::config::{ClusterConfig, PubSubMode};
+use crate::config::ClusterConfig;
 use crate::nodes::Nodes;
 use crate::pubsub::ShardPubSub;
 use crate::redirect::{next_step, Next};
@@ -33,20 +35,25 @@ const RETRY_BACKOFF_MAX: Duration = Duration::from_millis(250);
 pub struct ClusterTransport {
     inner: Arc<Inner>,
     pubsub: SubscriptionHandle,
-    publish: &'static str,
 }
 
 pub(crate) struct Inner {
     pub(crate) nodes: Nodes,
     pub(crate) topology: Topology,
     pub(crate) config: ClusterConfig,
+    /// Whether notices use sharded pub/sub, once started: the slot map
+    /// was read and the mode known (see `start`).
+    pub(crate) started: OnceCell<bool>,
+    /// Whether a kind was given the placeholder publish command (see
+    /// `start`): only then are calls searched for it.
+    pub(crate) undecided_handed_out: AtomicBool,
 }
 
 impl std::fmt::Debug for ClusterTransport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterTransport")
             .field("slots", &*self.inner.topology.map())
-            .field("publish", &self.publish)
+            .field("sharded", &self.inner.sharded())
             .finish_non_exhaustive()
     }
 }
@@ -68,12 +75,16 @@ impl Op<'_> {
 impl ClusterTransport {
     /// Connects: validates `config`, reads the slot map from the seeds,
     /// picks the pub/sub mode and starts the pub/sub side. Must be called
-    /// inside a tokio runtime.
+    /// inside a tokio runtime. With
+    /// [`lazy_connect`](lock_redis::ConnectionOptions#structfield.lazy_connect)
+    /// only the pub/sub side is started: the slot map and the mode are
+    /// read on first use (see the crate docs, "Lazy start").
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a bad configuration (before any
-    /// I/O) or rejected credentials; a retryable error when no seed answered
-    /// within the command timeout, or the cluster does not serve every slot.
+    /// I/O); unless lazy, [`LockError::Unauthorized`] for rejected
+    /// credentials, and a retryable error when no seed answered within the
+    /// command timeout, or the cluster does not serve every slot.
     ///
     /// # Cancel safety
     /// Dropping the future drops what it opened.
@@ -86,29 +97,23 @@ impl ClusterTransport {
             .collect::<Result<Vec<_>>>()?;
         let inner = Arc::new(Inner {
             nodes: Nodes::new(&config)?,
-            topology: Topology::new(seeds.clone(), config.command_timeout),
+            topology: Topology::new(seeds, config.connection.command_timeout),
             config: config.clone(),
+            started: OnceCell::new(),
+            undecided_handed_out: AtomicBool::new(false),
         });
-        let deadline = Instant::now() + config.command_timeout;
-        inner.topology.refresh(&inner.nodes, 0, deadline).await?;
-        let map = inner.topology.map();
-        if !map.is_complete() {
-            return Err(LockError::unavailable(
-                "the cluster does not serve every hash slot (CLUSTERDOWN)",
-                None,
-            ));
+        if !config.connection.lazy_connect {
+            let deadline = Instant::now() + config.connection.command_timeout;
+            inner.start(deadline).await?;
+            if !inner.topology.map().is_complete() {
+                return Err(LockError::unavailable(
+                    "the cluster does not serve every hash slot (CLUSTERDOWN)",
+                    None,
+                ));
+            }
         }
-        let sharded = match config.pubsub {
-            PubSubMode::Sharded => true,
-            PubSubMode::Classic => false,
-            PubSubMode::Auto => inner.all_masters_at_least_7(&map, deadline).await?,
-        };
-        let pubsub = ShardPubSub::spawn(inner.clone(), sharded)?;
-        Ok(Self {
-            inner,
-            pubsub,
-            publish: if sharded { "SPUBLISH" } else { "PUBLISH" },
-        })
+        let pubsub = ShardPubSub::spawn(inner.clone())?;
+        Ok(Self { inner, pubsub })
     }
 
     /// The slot map as last read or corrected by a redirect.
@@ -116,9 +121,10 @@ impl ClusterTransport {
         self.inner.topology.map()
     }
 
-    /// Whether unlock notices use sharded pub/sub.
+    /// Whether unlock notices use sharded pub/sub (`false` while a lazily
+    /// connected transport has not learnt the mode yet).
     pub fn is_sharded(&self) -> bool {
-        self.publish == "SPUBLISH"
+        self.inner.sharded() == Some(true)
     }
 
     /// Sends `cmd` as it is to the master at `addr` (one of
@@ -182,11 +188,15 @@ impl Inner {
     ///
     /// # Errors
     /// The last node's error when no master and no seed answered.
-    async fn all_masters_at_least_7(&self, map: &SlotMap, deadline: Instant) -> Result<bool> {
-        let by = deadline.min(Instant::now() + self.config.command_timeout / 3);
+    pub(crate) async fn all_masters_at_least_7(
+        &self,
+        map: &SlotMap,
+        deadline: Instant,
+    ) -> Result<bool> {
+        let by = deadline.min(Instant::now() + self.config.connection.command_timeout / 3);
         let mut majors = self.major_versions(map.masters(), by).await;
         if !majors.iter().any(Result::is_ok) {
-            let by = deadline.min(Instant::now() + self.config.command_timeout / 3);
+            let by = deadline.min(Instant::now() + self.config.connection.command_timeout / 3);
             majors = self.major_versions(self.topology.seeds(), by).await;
         }
         let mut last_error = None;
@@ -234,7 +244,7 @@ impl Inner {
         let inner = self.clone();
         tokio::spawn(async move {
             let seen = inner.topology.rounds();
-            let deadline = Instant::now() + inner.config.command_timeout;
+            let deadline = Instant::now() + inner.config.connection.command_timeout;
             if let Err(e) = inner.topology.refresh(&inner.nodes, seen, deadline).await {
                 tracing::debug!(error = %e, "background cluster topology refresh failed");
             }
@@ -311,7 +321,7 @@ impl Inner {
                     self.refresh_soon();
                     return Err(timed_out(
                         "cluster script call",
-                        self.config.command_timeout,
+                        self.config.connection.command_timeout,
                     ));
                 }
             };
@@ -368,7 +378,7 @@ impl Inner {
         if until >= deadline {
             return Err(LockError::timeout(format!(
                 "the cluster did not recover within the command timeout of {:?}",
-                self.config.command_timeout
+                self.config.connection.command_timeout
             )));
         }
         sleep_until(until).await;
@@ -447,7 +457,9 @@ async fn query_asking(
 impl Transport for ClusterTransport {
     async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
         let slot = Self::slot_of(&call)?;
-        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
+        let sharded = self.inner.start(deadline).await?;
+        let call = self.inner.decided(call, sharded);
         let (value, _) = self
             .inner
             .route(slot, &Op::Eval(&call), call.first_key(), deadline)
@@ -462,7 +474,9 @@ impl Transport for ClusterTransport {
         timeout: Duration,
     ) -> Result<(Value, u32)> {
         let slot = Self::slot_of(&call)?;
-        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
+        let sharded = self.inner.start(deadline).await?;
+        let call = self.inner.decided(call, sharded);
         let (value, acked) = self
             .inner
             .route(
@@ -483,7 +497,15 @@ impl Transport for ClusterTransport {
         if self.inner.nodes.is_closed() {
             return Err(LockError::Closed);
         }
-        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
+        let sharded = match self.inner.start(deadline).await {
+            Ok(sharded) => sharded,
+            Err(e) => return Ok(vec![Err(e); calls.len()]),
+        };
+        let calls: Vec<ScriptCall<'_>> = calls
+            .into_iter()
+            .map(|call| self.inner.decided(call, sharded))
+            .collect();
         let map = self.inner.topology.map();
         let mut out: Vec<Option<Result<Value>>> = vec![None; calls.len()];
         let mut groups: HashMap<Addr, Vec<usize>> = HashMap::new();
@@ -606,11 +628,14 @@ impl Transport for ClusterTransport {
     /// [`ClusterConfig::command_timeout`]: one call, its redirects and
     /// waits for a failover included, ends by then.
     fn command_timeout(&self) -> Option<Duration> {
-        Some(self.inner.config.command_timeout)
+        Some(self.inner.config.connection.command_timeout)
     }
 
+    /// `SPUBLISH` or `PUBLISH` by the pub/sub mode; a placeholder that
+    /// the transport replaces while the mode is not known yet (see the
+    /// crate docs, "Lazy start").
     fn publish_command(&self) -> &'static str {
-        self.publish
+        self.inner.publish_command()
     }
 
     fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>) {

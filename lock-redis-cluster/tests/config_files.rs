@@ -17,6 +17,7 @@ fn toml_example_sets_every_field() {
         max_redirects = 7
         pubsub = "classic"
         replica_sync = { replicas = 1, timeout = "200ms" }
+        lazy_connect = true
         "#,
     )
     .unwrap();
@@ -24,12 +25,16 @@ fn toml_example_sets_every_field() {
         config.seeds,
         ["redis://:s3cret@10.0.0.1:7000/", "redis://10.0.0.2:7000/"]
     );
-    assert_eq!(config.key_prefix, "billing:");
-    assert_eq!(config.command_timeout, Duration::from_secs(2));
-    assert_eq!(config.connect_timeout, Duration::from_millis(500));
+    assert_eq!(config.connection.key_prefix, "billing:");
+    assert_eq!(config.connection.command_timeout, Duration::from_secs(2));
+    assert_eq!(
+        config.connection.connect_timeout,
+        Duration::from_millis(500)
+    );
     assert_eq!((config.pool_size, config.max_redirects), (3, 7));
     assert_eq!(config.pubsub, PubSubMode::Classic);
-    let sync = config.replica_sync.expect("replica sync");
+    assert!(config.connection.lazy_connect);
+    let sync = config.connection.replica_sync.expect("replica sync");
     assert_eq!(
         (sync.replicas, sync.timeout),
         (1, Duration::from_millis(200))
@@ -49,4 +54,7 @@ fn only_the_seeds_are_required() {
     assert!(e.to_string().contains("seeds"), "{e}");
     let e = toml::from_str::<ClusterConfig>("seeds = []\npubsub = \"loud\"").unwrap_err();
     assert!(e.to_string().contains("loud"), "{e}");
+    // Unknown fields are refused, beside the shared options too.
+    let e = toml::from_str::<ClusterConfig>("seeds = []\nlazy_conect = true").unwrap_err();
+    assert!(e.to_string().contains("lazy_conect"), "{e}");
 }

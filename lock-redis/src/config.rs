@@ -1,19 +1,15 @@
 //! Configuration of a single Redis server connection ([`crate::connect`]).
 
 use std::fmt;
-use std::time::Duration;
 
-use lock_core::{LockError, Result, MAX_LEASE};
-use lock_script::{KeyLayout, ReplicaSync};
+use lock_core::{LockError, Result};
+use lock_script::KeyLayout;
 use redis::IntoConnectionInfo;
 
+use crate::options::ConnectionOptions;
+pub use crate::options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 use crate::sentinel::SentinelConfig;
-use crate::tls::TlsOptions;
 
-/// Default [`RedisConfig::command_timeout`]: 3 s.
-pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
-/// Default [`RedisConfig::connect_timeout`]: 3 s.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Default [`RedisConfig::pool_size`]: 4 multiplexed connections.
 ///
 /// Why 4: with 32 tasks doing acquire + release, 4 connections gave about
@@ -40,11 +36,16 @@ pub const DEFAULT_POOL_SIZE: usize = 4;
 /// assert!(RedisConfig::new("not a url").validate().unwrap_err().is_invalid_argument());
 /// ```
 ///
+/// The options every deployment shares (key prefix, timeouts, replica
+/// sync, TLS, credentials provider, lazy connect) are in
+/// [`RedisConfig::connection`], set with the same builder methods as on a
+/// cluster's configuration (see [`ConnectionOptions`]).
+///
 /// With the `serde` feature it is read from a service's configuration file
-/// (only `url` is required; durations as `"3s"`, `"250ms"`). It is not
-/// serialized: that would write the password out again. Errors while
-/// reading name the field, never the URL's password; [`crate::connect`]
-/// validates the result.
+/// (only `url` is required; durations as `"3s"`, `"250ms"`; the shared
+/// options sit beside `url`). It is not serialized: that would write the
+/// password out again. Errors while reading name the field, never the
+/// URL's password; [`crate::connect`] validates the result.
 ///
 /// ```toml
 /// url = "redis://:secret@10.0.0.5:6379/0"
@@ -53,107 +54,84 @@ pub const DEFAULT_POOL_SIZE: usize = 4;
 /// replica_sync = { replicas = 1, timeout = "200ms" }
 /// ```
 #[derive(Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct RedisConfig {
     /// The server: `redis://[user][:password@]host[:port][/db]` (or
     /// `rediss://…` with the `tls` feature, `redis+unix:///path` for a Unix
-    /// socket). Credentials in the URL are used for `AUTH`.
+    /// socket). Credentials in the URL are used for `AUTH`, unless a
+    /// [credentials provider](ConnectionOptions::credentials) is set.
     pub url: String,
-    /// Put before every lock name to make its key (see
-    /// [`KeyLayout::with_prefix`]); empty by default. Channels, request
-    /// records and token counters derive from the prefixed name.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub key_prefix: String,
-    /// The longest one call may take, from getting a connection (connecting
-    /// it, if needed) to the script's reply, including loading a script the
-    /// server lost. A call that takes longer fails with a retryable timeout
-    /// error ([`LockError::is_timeout`]). Default 3 s.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default = "default_command_timeout", with = "humantime_serde")
-    )]
-    pub command_timeout: Duration,
-    /// The longest establishing one connection may take (a command
-    /// connection or the pub/sub connection). Default 3 s.
-    #[cfg_attr(
-        feature = "serde",
-        serde(default = "default_connect_timeout", with = "humantime_serde")
-    )]
-    pub connect_timeout: Duration,
+    /// What every deployment shares: key prefix, timeouts, replica sync,
+    /// TLS, credentials, lazy connect (see [`ConnectionOptions`]).
+    pub connection: ConnectionOptions,
     /// The number of multiplexed connections calls are spread over,
     /// round-robin. Each is opened on first use and shared by any number of
     /// concurrent calls (their commands are pipelined), so this is not a
     /// limit on concurrency: a few connections serve many tasks, and fewer
     /// connections pipeline better. Default 4 ([`DEFAULT_POOL_SIZE`] says
-    /// why).
+    /// why). Not a shared option: a cluster opens its pool per master,
+    /// and so has a default of its own.
     ///
     /// (The name is kept from when this was the size of a connection pool;
     /// a pool checked every connection with a `PING` round trip on
     /// checkout, doubling the cost of each lock operation, while
     /// multiplexed connections need no checkout.)
-    #[cfg_attr(feature = "serde", serde(default = "default_pool_size"))]
     pub pool_size: usize,
-    /// Wait for replicas after every acquisition of every kind (see
-    /// [`ReplicaSync`]); off by default.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub replica_sync: Option<ReplicaSync>,
-    /// The CA to trust and the client certificate to present on a
-    /// `rediss://` URL (feature `tls`); without it, the system's roots and
-    /// no client certificate. Needs a `rediss://` URL. Not read from
-    /// configuration files (feature `serde`): certificates are loaded in
-    /// code, e.g. with [`TlsOptions::from_files`].
-    #[cfg_attr(feature = "serde", serde(skip))]
-    pub tls: Option<TlsOptions>,
     /// Find the server through Redis Sentinel instead of [`RedisConfig::url`]
     /// (see [`RedisConfig::sentinel`]); `None` by default.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub sentinel: Option<SentinelConfig>,
     /// Group the keys of multi-key calls by hash slot (see
     /// [`RedisConfig::slot_checking_proxy`]); off by default.
-    #[cfg_attr(feature = "serde", serde(default))]
     pub slot_checking_proxy: bool,
-    /// Return from [`crate::connect`] without waiting for the server (see
-    /// [`RedisConfig::lazy_connect`]). Off by default, unlike rslock and
-    /// redis-rs's `ConnectionManager`: a mistyped URL, a wrong password or
-    /// a missing ACL permission then fails the service at start, where it
-    /// is seen, rather than at its first lock; services that must start
-    /// during an outage, and RedLock members, turn it on.
-    #[cfg_attr(feature = "serde", serde(default))]
-    pub lazy_connect: bool,
 }
 
-#[cfg(feature = "serde")]
-fn default_command_timeout() -> Duration {
-    DEFAULT_COMMAND_TIMEOUT
-}
-
-#[cfg(feature = "serde")]
-fn default_connect_timeout() -> Duration {
-    DEFAULT_CONNECT_TIMEOUT
-}
-
-#[cfg(feature = "serde")]
-fn default_pool_size() -> usize {
-    DEFAULT_POOL_SIZE
-}
+crate::connection_setters!(RedisConfig, self => self.connection);
 
 impl RedisConfig {
     /// A configuration for `url` with defaults for everything else.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            key_prefix: String::new(),
-            command_timeout: DEFAULT_COMMAND_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            connection: ConnectionOptions::default(),
             pool_size: DEFAULT_POOL_SIZE,
-            replica_sync: None,
-            tls: None,
             sentinel: None,
             slot_checking_proxy: false,
-            lazy_connect: false,
         }
+    }
+
+    /// A configuration for the server an existing redis-rs configuration
+    /// names, with defaults for everything else: its address (TCP, TLS with
+    /// `#insecure` if so, or a Unix socket), user, password, database and
+    /// protocol become [`RedisConfig::url`]. For services that already
+    /// build a [`redis::ConnectionInfo`] (or parse their own URL format).
+    ///
+    /// ```
+    /// use redis::IntoConnectionInfo;
+    /// use lock_redis::RedisConfig;
+    ///
+    /// let info = "redis://app:p%40ss@10.0.0.5:6380/2".into_connection_info().unwrap();
+    /// let config = RedisConfig::from_connection_info(&info).unwrap().key_prefix("billing:");
+    /// let parsed = config.connection_info().unwrap();
+    /// assert_eq!(parsed.redis_settings().password(), Some("p@ss"));
+    /// assert_eq!(parsed.redis_settings().db(), 2);
+    /// ```
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for what a URL cannot carry: TLS
+    /// certificates built into the info (give them as
+    /// [`ConnectionOptions::tls`] instead), or a Unix socket path that is
+    /// not UTF-8.
+    pub fn from_connection_info(info: &redis::ConnectionInfo) -> Result<Self> {
+        crate::from_info::url_of(info).map(Self::new)
+    }
+
+    /// As [`RedisConfig::from_connection_info`], for the server `client`
+    /// connects to.
+    ///
+    /// # Errors
+    /// As [`RedisConfig::from_connection_info`].
+    pub fn from_client(client: &redis::Client) -> Result<Self> {
+        Self::from_connection_info(client.get_connection_info())
     }
 
     /// A configuration for the master that `sentinels` monitor as
@@ -220,70 +198,10 @@ impl RedisConfig {
         self
     }
 
-    /// Sets [`RedisConfig::lazy_connect`]: [`crate::connect`] then returns
-    /// a client at once, whether the server answers or not, instead of
-    /// failing on a server it cannot reach. Connections are made on first
-    /// use and the scripts loaded then (one `NOSCRIPT` round trip each);
-    /// calls fail with retryable errors while the server is down, and a
-    /// waiting acquisition waits it out. What fails at connect without it
-    /// (wrong credentials, a server that refuses a command) fails at the
-    /// first call instead.
-    ///
-    /// For a service that must start during an outage, and for the
-    /// members of a [`crate::RedLock`], which must all be built though a
-    /// minority of the masters is down:
-    ///
-    /// ```no_run
-    /// # use lock_redis::{ClientConfig, RedLock, RedisConfig};
-    /// # async fn demo(urls: Vec<String>) -> lock_redis::Result<()> {
-    /// let mut locks = Vec::new();
-    /// for url in urls {
-    ///     let redis = RedisConfig::new(url).lazy_connect(true);
-    ///     let client = lock_redis::connect(redis, ClientConfig::default()).await?;
-    ///     locks.push(client.lock("reports")?);
-    /// }
-    /// let guard = RedLock::new(locks)?.lock().await?; // a majority suffices
-    /// # drop(guard); Ok(()) }
-    /// ```
-    pub fn lazy_connect(mut self, lazy: bool) -> Self {
-        self.lazy_connect = lazy;
-        self
-    }
-
-    /// Sets [`RedisConfig::key_prefix`].
-    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.key_prefix = prefix.into();
-        self
-    }
-
-    /// Sets [`RedisConfig::command_timeout`].
-    pub fn command_timeout(mut self, timeout: Duration) -> Self {
-        self.command_timeout = timeout;
-        self
-    }
-
-    /// Sets [`RedisConfig::connect_timeout`].
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
     /// Sets [`RedisConfig::pool_size`].
+    #[must_use]
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
-        self
-    }
-
-    /// Turns on [`RedisConfig::replica_sync`]: every acquisition waits
-    /// until `replicas` replicas have it, for at most `timeout`.
-    pub fn replica_sync(mut self, replicas: u32, timeout: Duration) -> Self {
-        self.replica_sync = Some(ReplicaSync::new(replicas, timeout));
-        self
-    }
-
-    /// Sets [`RedisConfig::tls`].
-    pub fn tls(mut self, tls: TlsOptions) -> Self {
-        self.tls = Some(tls);
         self
     }
 
@@ -294,12 +212,12 @@ impl RedisConfig {
     /// [`LockError::InvalidArgument`] as [`RedisConfig::validate`] for the
     /// URL and TLS options.
     pub fn client(&self) -> Result<redis::Client> {
-        crate::tls::client(self.connection_info()?, self.tls.as_ref())
+        crate::tls::client(self.connection_info()?, self.connection.tls.as_ref())
     }
 
     /// The key layout this configuration gives.
     pub fn layout(&self) -> KeyLayout {
-        KeyLayout::with_prefix(self.key_prefix.clone())
+        self.connection.layout()
     }
 
     /// Checks every field without any I/O.
@@ -315,7 +233,7 @@ impl RedisConfig {
         match &self.sentinel {
             Some(sentinel) => {
                 sentinel.validate()?;
-                if self.tls.is_some() {
+                if self.connection.tls.is_some() {
                     return Err(LockError::invalid(
                         "TLS options (custom CA, client certificate) are not supported with Sentinel yet",
                     ));
@@ -325,13 +243,9 @@ impl RedisConfig {
                 self.client()?;
             }
         }
-        check_timeout(self.command_timeout, "command_timeout")?;
-        check_timeout(self.connect_timeout, "connect_timeout")?;
+        self.connection.validate()?;
         if self.pool_size == 0 {
             return Err(LockError::invalid("pool_size must be at least 1"));
-        }
-        if let Some(sync) = self.replica_sync {
-            sync.validate()?;
         }
         Ok(())
     }
@@ -360,20 +274,6 @@ pub(crate) fn parse_url(url: &str, what: &str) -> Result<redis::ConnectionInfo> 
             redact(url)
         ))
     })
-}
-
-fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
-    if timeout.is_zero() {
-        return Err(LockError::invalid(format!(
-            "{what} must be greater than zero"
-        )));
-    }
-    if timeout > MAX_LEASE {
-        return Err(LockError::invalid(format!(
-            "{what} of {timeout:?} is longer than the maximum of {MAX_LEASE:?}"
-        )));
-    }
-    Ok(())
 }
 
 /// `url` with its password replaced by `***`, for logs and messages.
@@ -409,15 +309,10 @@ impl fmt::Debug for RedisConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisConfig")
             .field("url", &redact(&self.url))
-            .field("key_prefix", &self.key_prefix)
-            .field("command_timeout", &self.command_timeout)
-            .field("connect_timeout", &self.connect_timeout)
+            .field("connection", &self.connection)
             .field("pool_size", &self.pool_size)
-            .field("replica_sync", &self.replica_sync)
-            .field("tls", &self.tls)
             .field("sentinel", &self.sentinel)
             .field("slot_checking_proxy", &self.slot_checking_proxy)
-            .field("lazy_connect", &self.lazy_connect)
             .finish()
     }
 }
@@ -425,6 +320,7 @@ impl fmt::Debug for RedisConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn a_url_without_a_scheme_gets_a_hint() {
@@ -448,10 +344,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c = RedisConfig::new("redis://127.0.0.1/");
-        assert_eq!(c.command_timeout, Duration::from_secs(3));
-        assert_eq!(c.connect_timeout, Duration::from_secs(3));
+        assert_eq!(c.connection.command_timeout, Duration::from_secs(3));
+        assert_eq!(c.connection.connect_timeout, Duration::from_secs(3));
         assert_eq!(c.pool_size, 4);
-        assert_eq!(c.key_prefix, "");
+        assert_eq!(c.connection.key_prefix, "");
         assert!(c.validate().is_ok());
     }
 

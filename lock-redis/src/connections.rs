@@ -130,22 +130,26 @@ impl Slot {
 
 impl ConnectionSet {
     /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
-    /// connected yet. Connections to `client` are made within
-    /// [`RedisConfig::connect_timeout`]; [`RedisConfig::command_timeout`]
-    /// only names the limit in timeout errors (callers pass deadlines).
+    /// connected yet. Connections to `client` are made within the connect
+    /// timeout, with credentials from the configuration's provider when it
+    /// has one (asked at every connect); the command timeout only names
+    /// the limit in timeout errors (callers pass deadlines).
     ///
     /// The connections have no response timeout of their own: every caller
     /// bounds its whole call (several commands, on `NOSCRIPT`) by its
     /// deadline, so a second timer per command would only cost time.
     pub fn new(client: Client, config: &RedisConfig) -> Self {
-        Self::to_endpoint(Endpoint::Fixed(Box::new(client)), config)
+        Self::to_endpoint(
+            Endpoint::fixed(client, config.connection.credentials.clone()),
+            config,
+        )
     }
 
     /// A set like [`ConnectionSet::new`] whose connections go to `endpoint`
     /// (a fixed server or a Sentinel group's master).
     pub(crate) fn to_endpoint(endpoint: Endpoint, config: &RedisConfig) -> Self {
         let connection_config = AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(config.connect_timeout))
+            .set_connection_timeout(Some(config.connection.connect_timeout))
             .set_response_timeout(None);
         let slots = (0..config.pool_size.max(1))
             .map(|_| Slot {
@@ -156,8 +160,8 @@ impl ConnectionSet {
         Self {
             endpoint,
             config: connection_config,
-            connect_timeout: config.connect_timeout,
-            command_timeout: config.command_timeout,
+            connect_timeout: config.connection.connect_timeout,
+            command_timeout: config.connection.command_timeout,
             slots,
             next: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
@@ -568,8 +572,8 @@ mod tests {
             .command_timeout(Duration::from_secs(2))
             .connect_timeout(Duration::from_secs(2));
         let sentinel = SentinelConfig::new(group.sentinel_urls(), SENTINEL_MASTER_NAME);
-        let master = Master::new(&sentinel, config.connect_timeout).unwrap();
-        let set = ConnectionSet::to_endpoint(Endpoint::Sentinel(master), &config);
+        let master = Master::new(&sentinel, config.connection.connect_timeout).unwrap();
+        let set = ConnectionSet::to_endpoint(Endpoint::sentinel(master, None), &config);
         assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
 
         // Demote the master behind the sentinels' back.

@@ -36,6 +36,13 @@
 //! # let _ = (plain, fair); Ok(()) }
 //! ```
 //!
+//! The options every deployment shares (key prefix, timeouts, replica
+//! sync, TLS, a [`CredentialsProvider`] for credentials that rotate, lazy
+//! connect) are [`ConnectionOptions`], the [`RedisConfig::connection`]
+//! field, with the same builder methods on `lock_redis_cluster`'s
+//! `ClusterConfig`. [`RedisConfig::from_connection_info`] starts from an
+//! existing redis-rs configuration.
+//!
 //! A bad configuration (unparsable URL, `rediss://` without the `tls`
 //! feature, zero timeouts or pool size, TLS options on a `redis://` URL or
 //! with a PEM that does not parse) is rejected by [`connect`] with
@@ -102,7 +109,7 @@
 //! | situation | error | [`LockError::is_retryable`] |
 //! | --- | --- | --- |
 //! | bad configuration, zero lease | [`LockError::InvalidArgument`] | no |
-//! | rejected credentials (`WRONGPASS`, `NOAUTH`), a command, key or channel the ACL does not allow the user (`NOPERM`, also inside a script) | [`LockError::Unauthorized`] ([`LockError::is_unauthorized`]) | no |
+//! | rejected credentials (`WRONGPASS`, `NOAUTH`), a command, key or channel the ACL does not allow the user (`NOPERM`, also inside a script), a [`CredentialsProvider`] that failed | [`LockError::Unauthorized`] ([`LockError::is_unauthorized`]) | no |
 //! | a TLS certificate refused: the server's not signed by the trusted CA, ours missing or refused | [`LockError::Tls`] ([`LockError::is_tls`]) | no |
 //! | a non-hash value at the lock key, a fencing counter that is not an integer | [`LockError::WrongType`] naming the key (value left untouched, nothing written) | no |
 //! | `OOM` at `maxmemory` (`noeviction`): acquire, re-entry, partial release (the last release and renewals still work); a fair acquisition that would evict a dead waiter, or an expirable-permit acquisition that would reclaim expired permits, is refused before that first write | [`LockError::OutOfMemory`] (nothing written) | no |
@@ -147,7 +154,18 @@
 //! Redis.
 #![deny(missing_docs)]
 
+// The crate's own name resolves in the docs of the builder methods that
+// `connection_setters!` gives both this crate's and the cluster crate's
+// configurations.
+extern crate self as lock_redis;
+
 pub mod config;
+pub mod credentials;
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+pub mod de;
+mod from_info;
+pub mod options;
 // The modules below are shared with the other deployments (the cluster
 // transport, the in-memory store), the test suites and lock-bench: not a
 // service's API, so they stay out of the docs and may change.
@@ -166,9 +184,11 @@ mod single;
 pub mod subscriptions;
 pub mod tls;
 
-pub use config::{
-    redact_url, RedisConfig, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_POOL_SIZE,
-};
+/// For implementing [`CredentialsProvider`] (an async trait).
+pub use async_trait::async_trait;
+pub use config::{redact_url, RedisConfig, DEFAULT_POOL_SIZE};
+pub use credentials::{Credentials, CredentialsError, CredentialsProvider, StaticCredentials};
+pub use options::{ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use sentinel::SentinelConfig;
 pub use single::SingleNode;
 pub use tls::TlsOptions;
@@ -184,7 +204,6 @@ pub use lock_script::{
 pub use redis;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Connects a [`LockClient`] with every lock kind to one Redis server: the
 /// usual way to start.
@@ -207,16 +226,14 @@ use std::time::Duration;
 /// # Errors
 /// [`LockError::InvalidArgument`] for a bad configuration (before any I/O);
 /// a retryable error when the server cannot be reached within the connect
-/// timeout (unless [`RedisConfig::lazy_connect`]).
+/// timeout (unless [`RedisConfig::lazy_connect`]); [`LockError::Unauthorized`]
+/// for rejected credentials or a failing credentials provider.
 ///
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
 pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
     redis.validate()?;
-    let replica_wait = redis
-        .replica_sync
-        .map_or(Duration::ZERO, |sync| sync.timeout);
-    client.validate_for(Some(redis.command_timeout.saturating_add(replica_wait)))?;
+    client.validate_for(Some(redis.connection.longest_call()))?;
     kinds::client(connect_env(&redis).await?, client)
 }
 
@@ -234,8 +251,8 @@ pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockCli
 pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
     redis.validate()?;
     let transport = Arc::new(SingleNode::new(redis)?);
-    if !redis.lazy_connect {
+    if !redis.connection.lazy_connect {
         transport.check(&kinds::scripts()).await?;
     }
-    Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.replica_sync))
+    Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.connection.replica_sync))
 }

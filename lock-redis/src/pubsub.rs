@@ -542,7 +542,7 @@ mod tests {
         let url = format!("redis://{}/", listener.local_addr().unwrap());
         let short = Duration::from_millis(300);
         let pubsub = PubSub::spawn(
-            Endpoint::Fixed(Box::new(redis::Client::open(url).unwrap())),
+            Endpoint::fixed(redis::Client::open(url).unwrap(), None),
             short,
             short,
         )
@@ -560,8 +560,7 @@ mod tests {
     async fn closing_before_any_subscription_finishes() {
         let server = RedisServer::start();
         let short = Duration::from_millis(300);
-        let pubsub =
-            PubSub::spawn(Endpoint::Fixed(Box::new(server.client())), short, short).unwrap();
+        let pubsub = PubSub::spawn(Endpoint::fixed(server.client(), None), short, short).unwrap();
         tokio::time::timeout(Duration::from_secs(1), pubsub.close())
             .await
             .expect("closed");
@@ -573,7 +572,7 @@ mod tests {
         let server = RedisServer::start();
         let short = Duration::from_millis(300);
         let pubsub = PubSub::spawn_with_ping(
-            Endpoint::Fixed(Box::new(server.client())),
+            Endpoint::fixed(server.client(), None),
             short,
             short,
             Duration::from_millis(100),

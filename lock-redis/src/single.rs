@@ -25,8 +25,8 @@ use lock_script::{PubSubHandler, Transport};
 /// A [`Transport`] to one Redis server.
 ///
 /// Scripts run on [`RedisConfig::pool_size`] multiplexed connections, taken
-/// round-robin; each is made on first use within
-/// [`RedisConfig::connect_timeout`], and many calls share it at once. A call
+/// round-robin; each is made on first use within the connect timeout
+/// (asking the credentials provider, if any, first), and many calls share it at once. A call
 /// sends only its own command: nothing checks a connection before use (a
 /// pool such as `deadpool-redis` checks every connection with a `PING` round
 /// trip on checkout, doubling the cost of each lock operation; multiplexed
@@ -35,7 +35,7 @@ use lock_script::{PubSubHandler, Transport};
 /// connection made before that failure was seen, so after a server restart
 /// about one call fails, not one per connection. One call, from getting a
 /// connection to the reply (including loading a script the server lost),
-/// takes at most [`RedisConfig::command_timeout`].
+/// takes at most the command timeout.
 ///
 /// Unlock notices come over one dedicated pub/sub connection owned by a
 /// background task, which reconnects and re-subscribes by itself (see the
@@ -79,19 +79,22 @@ impl SingleNode {
                 // `rediss://` sentinel URLs make the redis crate speak TLS.
                 #[cfg(feature = "tls")]
                 crate::tls::install_crypto_provider();
-                Endpoint::Sentinel(Master::new(sentinel, config.connect_timeout)?)
+                Endpoint::sentinel(
+                    Master::new(sentinel, config.connection.connect_timeout)?,
+                    config.connection.credentials.clone(),
+                )
             }
-            None => Endpoint::Fixed(Box::new(config.client()?)),
+            None => Endpoint::fixed(config.client()?, config.connection.credentials.clone()),
         };
         let pubsub = PubSub::spawn(
             endpoint.clone(),
-            config.connect_timeout,
-            config.command_timeout,
+            config.connection.connect_timeout,
+            config.connection.command_timeout,
         )?;
         Ok(Self {
             connections: ConnectionSet::to_endpoint(endpoint, config),
             pubsub,
-            command_timeout: config.command_timeout,
+            command_timeout: config.connection.command_timeout,
             slot_groups: config.slot_checking_proxy,
         })
     }

@@ -48,7 +48,7 @@ fn toml_example_sets_every_field() {
         .lazy_connect(true);
     assert_eq!(config, expected);
     assert_eq!(
-        config.replica_sync,
+        config.connection.replica_sync,
         Some(ReplicaSync::new(1, Duration::from_millis(200)))
     );
     assert!(config.validate().is_ok());
@@ -66,7 +66,7 @@ fn only_the_url_is_required() {
     let json: RedisConfig =
         serde_json::from_str(r#"{ "url": "redis://127.0.0.1/", "command_timeout": "500ms" }"#)
             .unwrap();
-    assert_eq!(json.command_timeout, Duration::from_millis(500));
+    assert_eq!(json.connection.command_timeout, Duration::from_millis(500));
 }
 
 #[test]
@@ -80,6 +80,12 @@ fn errors_name_the_field_but_never_the_password() {
         let e = toml::from_str::<RedisConfig>(&file).unwrap_err();
         assert!(!e.to_string().contains(SECRET), "{e}");
     }
+    let e = toml::from_str::<RedisConfig>("url = \"redis://h/\"\ncommand_timeuot = \"1s\"")
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("unknown field `command_timeuot`"),
+        "{e}"
+    );
     // A URL that parses as a string but not as a Redis URL fails validation,
     // redacted.
     let bad: RedisConfig = toml::from_str(&format!("url = \"redis://:{SECRET}@h:port/\"")).unwrap();

@@ -1,5 +1,6 @@
-//! `RedisConfig::lazy_connect`: a client made while its server is down,
-//! and a RedLock built while a minority of its masters is down.
+//! `RedisConfig::lazy_connect`: a client made while its server is down
+//! (or its Sentinel master frozen), and a RedLock built while a minority of
+//! its masters is down.
 
 use std::time::Duration;
 
@@ -65,4 +66,36 @@ async fn a_redlock_is_built_and_taken_with_a_minority_of_masters_down() {
     assert_eq!(guard.held(), 3);
     assert!(!guard.is_lost());
     guard.unlock().await.unwrap();
+}
+
+/// Sentinel too: the client is built while its master does not answer
+/// (frozen), without asking the sentinels, and locks once it answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lazy_sentinel_client_starts_while_its_master_is_frozen() {
+    use lock_testkit::fixtures::{SentinelGroup, SENTINEL_MASTER_NAME};
+
+    let group = tokio::task::block_in_place(SentinelGroup::start_minimal);
+    let config = RedisConfig::sentinel(group.sentinel_urls(), SENTINEL_MASTER_NAME)
+        .command_timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT);
+    group.master().pause();
+    let eager = lock_redis::connect(config.clone(), ClientConfig::default())
+        .await
+        .unwrap_err();
+    assert!(eager.is_retryable(), "{eager}");
+    let client = lock_redis::connect(config.lazy_connect(true), ClientConfig::default())
+        .await
+        .unwrap();
+    let lock = client.lock("lazy-sentinel").unwrap();
+    let down = lock.try_lock().await.unwrap_err();
+    assert!(down.is_retryable(), "{down}");
+    let waiter = tokio::spawn(async move { lock.lock().await });
+    group.master().resume();
+    let guard = tokio::time::timeout(Duration::from_secs(20), waiter)
+        .await
+        .expect("the wait ends once the master answers")
+        .unwrap()
+        .unwrap();
+    guard.unlock().await.unwrap();
+    client.close().await;
 }

@@ -16,11 +16,13 @@
 mod acl;
 mod common;
 mod config_files;
+mod config_from_redis;
 mod conformance;
 mod conformance_polling;
 mod conformance_prefixed;
 mod conformance_sentinel;
 mod connections;
+mod credentials;
 mod engine_faults;
 mod faults;
 mod latch_conformance;

@@ -49,20 +49,22 @@ type Confirm = oneshot::Sender<Result<()>>;
 pub(crate) struct ShardPubSub;
 
 impl ShardPubSub {
-    /// Starts the manager task.
+    /// Starts the manager task. Until the transport knows the pub/sub mode
+    /// (a lazily started one learns it on first use), channels wait
+    /// unassigned.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] outside a tokio runtime.
-    pub(crate) fn spawn(inner: Arc<Inner>, sharded: bool) -> Result<SubscriptionHandle> {
+    pub(crate) fn spawn(inner: Arc<Inner>) -> Result<SubscriptionHandle> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| LockError::invalid("the cluster transport needs a tokio runtime"))?;
-        let (handle, rx, handler) =
-            SubscriptionHandle::new(inner.config.connect_timeout + inner.config.command_timeout);
+        let (handle, rx, handler) = SubscriptionHandle::new(
+            inner.config.connection.connect_timeout + inner.config.connection.command_timeout,
+        );
         let (events_tx, events) = mpsc::unbounded_channel();
         let manager = Manager {
             topology: inner.topology.watch(),
             inner,
-            sharded,
             desired: HashMap::new(),
             nodes: HashMap::new(),
             events_tx,
@@ -86,7 +88,6 @@ struct Desired {
 struct Manager {
     inner: Arc<Inner>,
     topology: tokio::sync::watch::Receiver<Arc<crate::topology::SlotMap>>,
-    sharded: bool,
     desired: HashMap<String, Desired>,
     nodes: HashMap<Addr, mpsc::UnboundedSender<NodeCmd>>,
     events_tx: mpsc::UnboundedSender<NodeEvent>,
@@ -230,6 +231,12 @@ impl Manager {
     /// Subscribes `channel` on the current master of its slot, if it has
     /// none yet.
     fn assign(&mut self, channel: &str) {
+        if self.inner.sharded().is_none() {
+            // Not started yet (lazily): which subscribe command to use is
+            // not known. The sweep assigns the channel once it is.
+            self.inner.start_soon();
+            return;
+        }
         let map = self.topology.borrow().clone();
         let Some(d) = self.desired.get_mut(channel) else {
             return;
@@ -288,13 +295,17 @@ impl Manager {
                     return;
                 }
             };
+            let Some(sharded) = self.inner.sharded() else {
+                return; // `assign` checked: cannot happen
+            };
             let (tx, rx) = mpsc::unbounded_channel();
             let settings = NodeSettings {
                 addr: addr.clone(),
                 info,
-                sharded: self.sharded,
-                connect_timeout: self.inner.config.connect_timeout,
-                command_timeout: self.inner.config.command_timeout,
+                sharded,
+                connect_timeout: self.inner.config.connection.connect_timeout,
+                command_timeout: self.inner.config.connection.command_timeout,
+                credentials: self.inner.config.connection.credentials.clone(),
                 #[cfg(feature = "tls")]
                 tls: self.inner.nodes.pubsub_tls(),
             };

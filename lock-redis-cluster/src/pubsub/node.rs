@@ -11,8 +11,10 @@
 //! client certificate as the command connections.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
+use lock_redis::credentials::{self, CredentialsProvider};
 use redis::ConnectionInfo;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
@@ -59,6 +61,9 @@ pub(crate) struct NodeSettings {
     pub(crate) sharded: bool,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    /// Asked for the credentials at every connect, when set (else those of
+    /// `info` are used).
+    pub(crate) credentials: Option<Arc<dyn CredentialsProvider>>,
     /// TLS settings, for a `rediss://` cluster.
     #[cfg(feature = "tls")]
     pub(crate) tls: Option<std::sync::Arc<rustls::ClientConfig>>,
@@ -150,9 +155,26 @@ async fn connect(settings: &NodeSettings) -> std::io::Result<Box<dyn Stream>> {
     #[cfg(not(feature = "tls"))]
     let mut stream: Box<dyn Stream> = Box::new(tcp);
     let redis = settings.info.redis_settings();
-    if let Some(password) = redis.password() {
+    let fresh = match &settings.credentials {
+        Some(provider) => {
+            let by = Instant::now() + settings.connect_timeout;
+            let fresh = credentials::fetch(provider, by)
+                .await
+                .map_err(std::io::Error::other)?;
+            Some(fresh)
+        }
+        None => None,
+    };
+    let (username, password) = match &fresh {
+        Some(fresh) => (
+            fresh.username.as_deref().or(redis.username()),
+            Some(fresh.password.as_str()),
+        ),
+        None => (redis.username(), redis.password()),
+    };
+    if let Some(password) = password {
         let mut auth = redis::cmd("AUTH");
-        if let Some(user) = redis.username() {
+        if let Some(user) = username {
             auth.arg(user);
         }
         auth.arg(password);

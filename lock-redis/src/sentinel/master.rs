@@ -14,10 +14,12 @@ use lock_script::error::from_redis;
 
 use super::listener::listen_for_switches;
 use super::SentinelConfig;
+use crate::credentials::Credentials;
 
 /// The master of one Sentinel group, as last found; see the module docs.
 pub(crate) struct Master {
     pub(super) config: SentinelConfig,
+    /// How to reach the master, with the configured credentials.
     node: SentinelNodeConnectionInfo,
     /// The sentinels (with their cached connections); one lookup at a time,
     /// so a burst of failed connections asks them once.
@@ -50,7 +52,7 @@ impl Master {
         let sentinel = Sentinel::build(config.sentinels.clone())
             .map_err(|e| LockError::invalid(format!("invalid sentinel configuration: {e}")))?;
         let master = Arc::new(Self {
-            node: config.node_info(),
+            node: config.node_info(None),
             config: config.clone(),
             sentinel: tokio::sync::Mutex::new(sentinel),
             state: Mutex::new(Found::default()),
@@ -112,7 +114,15 @@ impl Master {
     /// Returns the client with the [generation](Master::generation) it
     /// belongs to, read together (a failover seen meanwhile cannot pair an
     /// old master with the new generation).
-    pub(crate) async fn client(&self, deadline: Instant) -> Result<(Client, u64)> {
+    ///
+    /// `fresh`: credentials from a provider, used instead of the
+    /// configured ones to check the master found (the caller puts them on
+    /// the client it connects with).
+    pub(crate) async fn client(
+        &self,
+        deadline: Instant,
+        fresh: Option<&Credentials>,
+    ) -> Result<(Client, u64)> {
         if let Some(found) = self.cached() {
             return Ok(found);
         }
@@ -123,9 +133,13 @@ impl Master {
         if let Some(found) = self.cached() {
             return Ok(found);
         }
+        let node = match fresh {
+            Some(fresh) => self.config.node_info(Some(fresh)),
+            None => self.node.clone(),
+        };
         let found = timeout_at(
             deadline,
-            sentinel.async_master_for(&self.config.master_name, Some(&self.node)),
+            sentinel.async_master_for(&self.config.master_name, Some(&node)),
         )
         .await;
         let client = match found {
@@ -187,7 +201,9 @@ impl Master {
     /// fails on the old one.
     pub(super) async fn switched(&self, connect_timeout: Duration) {
         self.invalidate();
-        if let Err(e) = self.client(Instant::now() + connect_timeout).await {
+        // Without a provider's credentials: a master that needs them is
+        // checked at the next connect, which asks the provider.
+        if let Err(e) = self.client(Instant::now() + connect_timeout, None).await {
             tracing::debug!(error = %e, "sentinel: the new master is not reachable yet");
         }
     }

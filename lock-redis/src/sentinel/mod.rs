@@ -39,6 +39,8 @@ use lock_core::{LockError, Result};
 use redis::sentinel::SentinelNodeConnectionInfo;
 use redis::RedisConnectionInfo;
 
+use crate::credentials::Credentials;
+
 /// A Sentinel group to find the master of (see
 /// [`RedisConfig::sentinel`](crate::RedisConfig::sentinel)).
 #[derive(Clone, PartialEq, Eq)]
@@ -97,14 +99,19 @@ impl SentinelConfig {
         Ok(())
     }
 
-    /// How to reach the master once found: its credentials, and TLS when
-    /// the sentinels are reached over TLS.
-    fn node_info(&self) -> SentinelNodeConnectionInfo {
+    /// How to reach the master once found: its credentials (`fresh` from
+    /// a provider, else the configured ones), and TLS when the sentinels
+    /// are reached over TLS.
+    fn node_info(&self, fresh: Option<&Credentials>) -> SentinelNodeConnectionInfo {
         let mut redis = RedisConnectionInfo::default();
-        if let Some(user) = &self.master_username {
+        let username = fresh
+            .and_then(|c| c.username.as_ref())
+            .or(self.master_username.as_ref());
+        if let Some(user) = username {
             redis = redis.set_username(user);
         }
-        if let Some(password) = &self.master_password {
+        let password = fresh.map_or(self.master_password.as_ref(), |c| Some(&c.password));
+        if let Some(password) = password {
             redis = redis.set_password(password);
         }
         let node = SentinelNodeConnectionInfo::default().set_redis_connection_info(redis);

@@ -1,0 +1,350 @@
+//! [`ConnectionOptions`]: what every deployment (one server, a Sentinel
+//! group, a cluster) is configured with alike, written once.
+//!
+//! `RedisConfig` and `lock_redis_cluster::ClusterConfig` each embed one
+//! (their `connection` field) and get the same builder methods for it
+//! (`command_timeout`, `connect_timeout`, `key_prefix`, `replica_sync`,
+//! `tls`, `credentials`, `lazy_connect`, `connection`) from one macro,
+//! [`connection_setters!`](crate::connection_setters). A macro rather
+//! than a trait or `Deref`: a trait's methods work only where the trait is
+//! imported, so every service, test and example calling
+//! `RedisConfig::new(url).command_timeout(…)` would need a new `use`;
+//! `Deref` to the options would give methods that return the options, not
+//! the configuration being built. The macro gives each configuration
+//! inherent methods with one definition and one set of docs.
+//!
+//! In configuration files (feature `serde`) the options sit beside `url`
+//! or `seeds` (a file sets `command_timeout = "1s"`, as it did before the
+//! options were shared); see the `de` module for how.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lock_core::{LockError, Result, MAX_LEASE};
+use lock_script::{KeyLayout, ReplicaSync};
+
+use crate::credentials::CredentialsProvider;
+use crate::tls::TlsOptions;
+
+/// Default [`ConnectionOptions::command_timeout`]: 3 s.
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
+/// Default [`ConnectionOptions::connect_timeout`]: 3 s.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The options every deployment shares; see the [module docs](self).
+///
+/// ```
+/// # use std::time::Duration;
+/// use lock_redis::{ConnectionOptions, RedisConfig};
+///
+/// // Built once, used for a server and (with lock-redis-cluster) a cluster.
+/// let shared = ConnectionOptions::new()
+///     .key_prefix("billing:")
+///     .command_timeout(Duration::from_secs(1))
+///     .lazy_connect(true);
+/// let config = RedisConfig::new("redis://10.0.0.5:6379/").connection(shared.clone());
+/// assert_eq!(config.connection, shared);
+/// assert!(config.connection.lazy_connect);
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct ConnectionOptions {
+    /// Put before every lock name to make its key (see
+    /// [`KeyLayout::with_prefix`]); empty by default. Channels, request
+    /// records and token counters derive from the prefixed name.
+    pub key_prefix: String,
+    /// The longest one call may take, from getting a connection (connecting
+    /// it, if needed) to the reply, including loading a script the server
+    /// lost (and, on a cluster, redirects, topology refreshes and waits for
+    /// a failover). A call that takes longer fails with a retryable timeout
+    /// error ([`LockError::is_timeout`]). Default 3 s.
+    pub command_timeout: Duration,
+    /// The longest establishing one connection may take (a command
+    /// connection or a pub/sub connection), asking the
+    /// [credentials provider](ConnectionOptions::credentials) included.
+    /// Default 3 s.
+    pub connect_timeout: Duration,
+    /// Wait for replicas after every acquisition of every kind (see
+    /// [`ReplicaSync`]); off by default.
+    pub replica_sync: Option<ReplicaSync>,
+    /// The CA to trust and the client certificate to present on `rediss://`
+    /// connections (feature `tls`), every connection of the client
+    /// included; without it, the system's roots and no client certificate.
+    /// Not read from configuration files: certificates are loaded in code,
+    /// e.g. with [`TlsOptions::from_files`].
+    pub tls: Option<TlsOptions>,
+    /// Asked for the user and password at every connect and reconnect of
+    /// every connection (command connections, pub/sub connections, every
+    /// node of a cluster), for credentials that rotate (cloud IAM tokens);
+    /// see [`CredentialsProvider`]. Without it the credentials of the URL
+    /// (or of [`crate::RedisConfig::sentinel_master_auth`]) are used: a
+    /// static password is a provider that always answers the same. Not
+    /// read from configuration files.
+    pub credentials: Option<Arc<dyn CredentialsProvider>>,
+    /// Return from `connect` without waiting for the server or the cluster
+    /// (see [`ConnectionOptions::lazy_connect`](ConnectionOptions::lazy_connect())).
+    /// Off by default, unlike rslock and redis-rs's `ConnectionManager`: a
+    /// mistyped URL, a wrong password or a missing ACL permission then
+    /// fails the service at start, where it is seen, rather than at its
+    /// first lock; services that must start during an outage, and RedLock
+    /// members, turn it on.
+    pub lazy_connect: bool,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        Self {
+            key_prefix: String::new(),
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            replica_sync: None,
+            tls: None,
+            credentials: None,
+            lazy_connect: false,
+        }
+    }
+}
+
+impl ConnectionOptions {
+    /// The defaults: no prefix, 3 s timeouts, no replica sync, no TLS
+    /// options, the URL's credentials, connect at once.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The key layout these options give.
+    pub fn layout(&self) -> KeyLayout {
+        KeyLayout::with_prefix(self.key_prefix.clone())
+    }
+
+    /// Checks the fields every deployment checks alike, without any I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] naming the field: a zero or absurdly
+    /// long timeout, a replica sync of zero replicas or timeout, TLS
+    /// options that do not [validate](TlsOptions::validate).
+    pub fn validate(&self) -> Result<()> {
+        check_timeout(self.command_timeout, "command_timeout")?;
+        check_timeout(self.connect_timeout, "connect_timeout")?;
+        if let Some(sync) = self.replica_sync {
+            sync.validate()?;
+        }
+        if let Some(tls) = &self.tls {
+            tls.validate()?;
+        }
+        Ok(())
+    }
+
+    /// The longest acquisition call: the command timeout plus the replica
+    /// wait, when replica sync is on.
+    pub fn longest_call(&self) -> Duration {
+        let replica_wait = self
+            .replica_sync
+            .map_or(Duration::ZERO, |sync| sync.timeout);
+        self.command_timeout.saturating_add(replica_wait)
+    }
+}
+
+crate::connection_setters!(ConnectionOptions, self => self);
+
+fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
+    if timeout.is_zero() {
+        return Err(LockError::invalid(format!(
+            "{what} must be greater than zero"
+        )));
+    }
+    if timeout > MAX_LEASE {
+        return Err(LockError::invalid(format!(
+            "{what} of {timeout:?} is longer than the maximum of {MAX_LEASE:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// The builder methods of [`ConnectionOptions`], for a configuration type
+/// that holds them: `connection_setters!(Type, self => self.field)`
+/// gives `Type` one method per option, each setting it on `self.field`.
+/// Used by `RedisConfig`, `ClusterConfig` and `ConnectionOptions` itself,
+/// so the setters are written (and documented) once; see the
+/// [module docs](crate::options) for why a macro.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! connection_setters {
+    ($ty:ty, $this:ident => $($options:tt)+) => {
+        impl $ty {
+            /// Sets the key prefix ([`ConnectionOptions::key_prefix`](lock_redis::ConnectionOptions#structfield.key_prefix)).
+            #[must_use]
+            pub fn key_prefix(mut $this, prefix: impl Into<String>) -> Self {
+                $($options)+.key_prefix = prefix.into();
+                $this
+            }
+
+            /// Sets the longest one call may take ([`ConnectionOptions::command_timeout`](lock_redis::ConnectionOptions#structfield.command_timeout)).
+            #[must_use]
+            pub fn command_timeout(mut $this, timeout: std::time::Duration) -> Self {
+                $($options)+.command_timeout = timeout;
+                $this
+            }
+
+            /// Sets the longest one connect may take ([`ConnectionOptions::connect_timeout`](lock_redis::ConnectionOptions#structfield.connect_timeout)).
+            #[must_use]
+            pub fn connect_timeout(mut $this, timeout: std::time::Duration) -> Self {
+                $($options)+.connect_timeout = timeout;
+                $this
+            }
+
+            /// Turns on replica sync ([`ConnectionOptions::replica_sync`](lock_redis::ConnectionOptions#structfield.replica_sync)):
+            /// every acquisition waits until `replicas` replicas have it,
+            /// for at most `timeout`.
+            #[must_use]
+            pub fn replica_sync(mut $this, replicas: u32, timeout: std::time::Duration) -> Self {
+                $($options)+.replica_sync = Some($crate::ReplicaSync::new(replicas, timeout));
+                $this
+            }
+
+            /// Sets the TLS options of `rediss://` connections ([`ConnectionOptions::tls`](lock_redis::ConnectionOptions#structfield.tls)).
+            #[must_use]
+            pub fn tls(mut $this, tls: $crate::TlsOptions) -> Self {
+                $($options)+.tls = Some(tls);
+                $this
+            }
+
+            /// Sets the provider asked for the user and password at every
+            /// connect ([`ConnectionOptions::credentials`](lock_redis::ConnectionOptions#structfield.credentials);
+            /// see [`CredentialsProvider`](lock_redis::CredentialsProvider)).
+            #[must_use]
+            pub fn credentials(
+                mut $this,
+                provider: impl $crate::CredentialsProvider + 'static,
+            ) -> Self {
+                $($options)+.credentials = Some(std::sync::Arc::new(provider));
+                $this
+            }
+
+            /// Sets [`ConnectionOptions::lazy_connect`](lock_redis::ConnectionOptions#structfield.lazy_connect):
+            /// `connect` then returns a client at once, whether the
+            /// servers answer or not, instead of failing on a server (or
+            /// a cluster) it cannot reach. Connections are made, scripts
+            /// loaded (one `NOSCRIPT` round trip each) and, on a cluster,
+            /// the slot map and the pub/sub mode read on first use; calls
+            /// fail with retryable errors while the servers are down, and a
+            /// waiting acquisition waits it out. What fails at connect
+            /// without it (wrong credentials, a server that refuses a
+            /// command) fails at the first call instead.
+            ///
+            /// For a service that must start during an outage, and for the
+            /// members of a [`RedLock`](lock_redis::RedLock), which must
+            /// all be built though a minority of the masters is down:
+            ///
+            /// ```no_run
+            /// # use lock_redis::{ClientConfig, RedLock, RedisConfig};
+            /// # async fn demo(urls: Vec<String>) -> lock_redis::Result<()> {
+            /// let mut locks = Vec::new();
+            /// for url in urls {
+            ///     let redis = RedisConfig::new(url).lazy_connect(true);
+            ///     let client = lock_redis::connect(redis, ClientConfig::default()).await?;
+            ///     locks.push(client.lock("reports")?);
+            /// }
+            /// let guard = RedLock::new(locks)?.lock().await?; // a majority suffices
+            /// # drop(guard); Ok(()) }
+            /// ```
+            #[must_use]
+            pub fn lazy_connect(mut $this, lazy: bool) -> Self {
+                $($options)+.lazy_connect = lazy;
+                $this
+            }
+
+            /// Replaces every shared option at once with `options` (built
+            /// once for several deployments, say).
+            #[must_use]
+            pub fn connection(mut $this, options: $crate::ConnectionOptions) -> Self {
+                $($options)+ = options;
+                $this
+            }
+        }
+    };
+}
+
+impl PartialEq for ConnectionOptions {
+    /// Equal when every field is; providers are equal when they are the
+    /// same provider (the same `Arc`).
+    fn eq(&self, other: &Self) -> bool {
+        let same_provider = match (&self.credentials, &other.credentials) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        same_provider
+            && self.key_prefix == other.key_prefix
+            && self.command_timeout == other.command_timeout
+            && self.connect_timeout == other.connect_timeout
+            && self.replica_sync == other.replica_sync
+            && self.tls == other.tls
+            && self.lazy_connect == other.lazy_connect
+    }
+}
+
+impl Eq for ConnectionOptions {}
+
+impl fmt::Debug for ConnectionOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ConnectionOptions")
+            .field("key_prefix", &self.key_prefix)
+            .field("command_timeout", &self.command_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("replica_sync", &self.replica_sync)
+            .field("tls", &self.tls)
+            .field(
+                "credentials",
+                &self.credentials.as_ref().map(|_| "<provider>"),
+            )
+            .field("lazy_connect", &self.lazy_connect)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        let options = ConnectionOptions::new();
+        assert_eq!(options.command_timeout, DEFAULT_COMMAND_TIMEOUT);
+        assert_eq!(options.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
+        assert!(!options.lazy_connect);
+        assert!(options.validate().is_ok());
+    }
+
+    #[test]
+    fn bad_fields_are_named() {
+        let cases = [
+            (
+                ConnectionOptions::new().command_timeout(Duration::ZERO),
+                "command_timeout",
+            ),
+            (
+                ConnectionOptions::new().connect_timeout(Duration::MAX),
+                "connect_timeout",
+            ),
+            (
+                ConnectionOptions::new().replica_sync(0, Duration::from_secs(1)),
+                "replica_sync",
+            ),
+        ];
+        for (options, field) in cases {
+            let e = options.validate().unwrap_err();
+            assert!(e.is_invalid_argument(), "{e}");
+            assert!(e.to_string().contains(field), "{e} should name {field}");
+        }
+    }
+
+    #[test]
+    fn the_longest_call_includes_the_replica_wait() {
+        let options = ConnectionOptions::new().command_timeout(Duration::from_secs(1));
+        assert_eq!(options.longest_call(), Duration::from_secs(1));
+        let options = options.replica_sync(1, Duration::from_millis(200));
+        assert_eq!(options.longest_call(), Duration::from_millis(1200));
+    }
+}
