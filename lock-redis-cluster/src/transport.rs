@@ -155,7 +155,7 @@ impl ClusterTransport {
     /// # Cancel safety
     /// Dropping the future may leave the command run or not.
     pub async fn query_master(&self, addr: &str, cmd: &redis::Cmd) -> Result<Value> {
-        let deadline = Instant::now() + self.inner.config.command_timeout;
+        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
         self.inner
             .nodes
             .query(&Addr::from(addr), cmd, deadline)

@@ -64,7 +64,7 @@ pub(crate) async fn open(global: &Global) -> Result<(LockClient, Keyspace), Fail
         }
         Target::Cluster(cluster) => {
             let layout = cluster.layout();
-            let sync = cluster.replica_sync;
+            let sync = cluster.connection.replica_sync;
             let transport = Arc::new(
                 ClusterTransport::connect(cluster)
                     .await
