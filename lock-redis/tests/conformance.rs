@@ -3,8 +3,9 @@
 //! kind with the checks every lock kind shares in full; the other
 //! deployments run the smoke subset of those, and their kinds' own checks
 //! in full: a key prefix (every key, helper key and channel must follow
-//! it), clients that wait by polling (and never subscribe), and the master
-//! found through Sentinel (failovers are in `sentinel.rs`).
+//! it), clients that wait by polling (and never subscribe), the master
+//! found through Sentinel (failovers are in `sentinel.rs`), and `rediss://`
+//! (with the `tls` feature; refused certificates are in `tls.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +24,13 @@ lock_testkit::conformance_table! {
     prefixed     => with_prefix,       smoke,          [reentrant, read_write, latch, semaphores];
     polling      => polling_clients,   smoke,          [reentrant, fair, handoff];
     sentinel     => through_sentinel,  smoke,          [reentrant, fair];
+}
+
+// TLS is a transport of its own, behind a feature: one lock kind proves it.
+#[cfg(feature = "tls")]
+lock_testkit::conformance_table! {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    tls          => over_tls,          smoke,          [reentrant];
 }
 
 /// A client of `redis` with short timeouts.
@@ -67,6 +75,28 @@ async fn through_sentinel() -> RedisHarness {
         |url, config| connect(RedisConfig::sentinel([url], SENTINEL_MASTER_NAME), config),
     )
     .keeping(group)
+}
+
+/// A server speaking TLS with a CA of its own, which clients trust; the
+/// harness's raw commands use its plain port.
+#[cfg(feature = "tls")]
+async fn over_tls() -> RedisHarness {
+    use lock_redis::TlsOptions;
+    use lock_testkit::fixtures::{RedisServer, TlsCerts};
+
+    let certs = TlsCerts::generate();
+    let server = RedisServer::builder().tls(&certs).start();
+    let raw = server.conn().await;
+    let tls = TlsOptions::new().ca_pem(certs.ca_pem());
+    RedisHarness::over(
+        raw.clone(),
+        vec![raw],
+        false,
+        server.tls_url(),
+        KeyLayout::default(),
+        move |url, config| connect(RedisConfig::new(url).tls(tls.clone()), config),
+    )
+    .keeping(server)
 }
 
 /// Five independent servers.
