@@ -38,10 +38,12 @@ enum Kinds {
 }
 
 /// The cluster's table: deployment × kinds. Every kind runs on sharded
-/// pub/sub, where each kind's channel must share its key's slot; classic
+/// pub/sub, where each kind's channel must share its key's slot (a kind
+/// added to the suite's table runs here without further code). Classic
 /// pub/sub is the transport's, not the kind's, so the reentrant lock
-/// covers it; pub/sub chosen by version, and polling, for the kinds that
-/// ran there before.
+/// covers it; pub/sub chosen by the servers' version is checked with the
+/// fair and read-write locks; polling clients with the plain and the
+/// queued lock, whose waits differ.
 const TABLE: &[(&str, Deployment, Kinds)] = &[
     (
         "sharded",
