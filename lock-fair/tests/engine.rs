@@ -1,6 +1,7 @@
 //! End to end through [`LockClient`]s on fair backends: arrival order across
 //! clients, and waiters that give up leave no trace in the queue.
-//! (The engine-level conformance suite for fair locks runs separately.)
+//! (The conformance checks of the fair kinds on redis-server are rows of
+//! lock-redis's `tests/conformance.rs`.)
 
 use crate::common;
 

@@ -14,9 +14,7 @@
 //! the `[[test]]` targets at the end of Cargo.toml.
 
 mod common;
-mod conformance;
 mod engine;
-mod handoff_conformance;
 mod out_of_memory;
 mod redisson;
 mod scripts;

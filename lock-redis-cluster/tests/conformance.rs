@@ -1,10 +1,13 @@
-//! The conformance suites (reentrant, fair and count-down latch; reentrant
-//! and fair with polling clients too) on a real 6-node cluster, and our slot
-//! function against the cluster's own.
+//! The conformance table on a real 6-node cluster, and our slot function
+//! against the cluster's own.
 //!
-//! All suites run against one cluster (starting one per check would take
+//! Every row runs against one cluster (starting one per check would take
 //! minutes); the checks use unique lock names, so they do not see each
-//! other.
+//! other. The checks every lock kind shares ran in full in memory and on a
+//! single redis-server (lock-redis's `tests/conformance.rs`); here each row
+//! runs their smoke subset, which proves the cluster's wiring (slots,
+//! pub/sub, the watchdog's per-master lanes), and its kinds' own checks in
+//! full.
 
 mod common;
 
@@ -14,129 +17,134 @@ use std::time::Duration;
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::PubSubMode;
 use lock_testkit::conformance::polling::Polling;
-use lock_testkit::conformance::{run_checks, FairSuite, HandoffSuite, Harness};
+use lock_testkit::conformance::{kinds, run_checks, Check, Harness, KindChecks, Shared};
 use lock_testkit::fixtures::RedisCluster;
 
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
 
-/// Every suite against one cluster, in two lanes of suites run side by
-/// side, each lane one check at a time: two checks at once, as the
+/// How clients reach the cluster.
+#[derive(Debug, Clone, Copy)]
+enum Deployment {
+    /// Waiters subscribe, in this pub/sub mode.
+    PubSub(PubSubMode),
+    /// Waiters poll (nothing is subscribed); pub/sub chosen by version.
+    Polling,
+}
+
+/// Which kinds of the suite's table a row runs.
+enum Kinds {
+    All,
+    Only(&'static [&'static str]),
+}
+
+/// The cluster's table: deployment × kinds. Every kind runs on sharded
+/// pub/sub, where each kind's channel must share its key's slot (a kind
+/// added to the suite's table runs here without further code). Classic
+/// pub/sub is the transport's, not the kind's, so the reentrant lock
+/// covers it; pub/sub chosen by the servers' version is checked with the
+/// fair and read-write locks; polling clients with the plain and the
+/// queued lock, whose waits differ.
+const TABLE: &[(&str, Deployment, Kinds)] = &[
+    (
+        "sharded",
+        Deployment::PubSub(PubSubMode::Sharded),
+        Kinds::All,
+    ),
+    (
+        "classic",
+        Deployment::PubSub(PubSubMode::Classic),
+        Kinds::Only(&["reentrant"]),
+    ),
+    (
+        "by version",
+        Deployment::PubSub(PubSubMode::Auto),
+        Kinds::Only(&["fair", "read_write"]),
+    ),
+    (
+        "polling",
+        Deployment::Polling,
+        Kinds::Only(&["reentrant", "fair"]),
+    ),
+];
+
+/// One row's kind: its name, how to reach the cluster, its checks.
+struct Suite {
+    name: String,
+    deployment: Deployment,
+    kind: KindChecks,
+    checks: Vec<(String, Check)>,
+}
+
+/// Every row of the table on one cluster, in two lanes of suites run side
+/// by side, each lane one check at a time: two checks at once, as the
 /// single-node suites run (one test per check, two test threads). More
 /// lanes, or a cluster per suite, would load a 2-core machine enough to
-/// starve the 300 ms watchdog ticks the checks rely on; one lane took
-/// about two minutes. The lanes hold about the same number of checks.
+/// starve the 300 ms watchdog ticks the checks rely on. The lanes get
+/// about the same number of checks.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_suite_on_one_cluster() {
     let cluster = RedisCluster::start();
     slots_match_cluster_keyslot(&cluster).await;
-    let lanes = [
-        vec![
-            (
-                "reentrant, sharded pub/sub",
-                Suite::Reentrant(PubSubMode::Sharded),
-            ),
-            (
-                "fair, pub/sub chosen by version",
-                Suite::Fair(PubSubMode::Auto),
-            ),
-            ("reentrant, polling", Suite::PollingReentrant),
-            ("latch, sharded pub/sub", Suite::Latch(PubSubMode::Sharded)),
-        ],
-        vec![
-            (
-                "reentrant, classic pub/sub",
-                Suite::Reentrant(PubSubMode::Classic),
-            ),
-            (
-                "read-write, pub/sub chosen by version",
-                Suite::ReadWrite(PubSubMode::Auto),
-            ),
-            ("fair, polling", Suite::PollingFair),
-            // The semaphore kinds on sharded pub/sub: their channel
-            // (`redisson_sc:{name}`) shares the count's slot. Classic
-            // pub/sub is the transport's, not the kind's: the reentrant
-            // suite covers it here, and the single-node suites run every
-            // kind on it.
-            (
-                "semaphores, sharded pub/sub",
-                Suite::Semaphores(PubSubMode::Sharded),
-            ),
-            // A grant goes to the waiter's own channel, which shares the
-            // lock's slot like every helper key of the fair lock.
-            (
-                "direct handoff, sharded pub/sub",
-                Suite::Handoff(PubSubMode::Sharded),
-            ),
-        ],
-    ];
-    let [a, b] = lanes.map(|lane| run_lane(&cluster, lane));
+    let [a, b] = lanes(suites()).map(|lane| run_lane(&cluster, lane));
     let (a, b) = tokio::join!(a, b);
     let failed: Vec<String> = a.into_iter().chain(b).collect();
     assert!(failed.is_empty(), "failed checks: {failed:?}");
 }
 
-/// One suite's checks against the cluster, in the given pub/sub mode;
-/// the polling suites poll (nothing is subscribed).
-enum Suite {
-    Reentrant(PubSubMode),
-    Fair(PubSubMode),
-    Handoff(PubSubMode),
-    ReadWrite(PubSubMode),
-    Latch(PubSubMode),
-    Semaphores(PubSubMode),
-    PollingReentrant,
-    PollingFair,
+/// The table's rows as suites, one per deployment and kind.
+fn suites() -> Vec<Suite> {
+    let names: Vec<&str> = kinds().iter().map(|k| k.name).collect();
+    let mut suites = Vec::new();
+    for (row, deployment, kinds_of_row) in TABLE {
+        if let Kinds::Only(only) = kinds_of_row {
+            for name in *only {
+                assert!(names.contains(name), "{row}: no kind {name:?} in {names:?}");
+            }
+        }
+        for kind in kinds() {
+            let runs = match kinds_of_row {
+                Kinds::All => true,
+                Kinds::Only(only) => only.contains(&kind.name),
+            };
+            if runs {
+                suites.push(Suite {
+                    name: format!("{row} {}", kind.name),
+                    deployment: *deployment,
+                    checks: kind.checks(Shared::Smoke),
+                    kind,
+                });
+            }
+        }
+    }
+    suites
+}
+
+/// `suites` in two lanes of about as many checks each, largest first.
+fn lanes(mut suites: Vec<Suite>) -> [Vec<Suite>; 2] {
+    suites.sort_by_key(|s| std::cmp::Reverse(s.checks.len()));
+    let mut lanes: [Vec<Suite>; 2] = [Vec::new(), Vec::new()];
+    let mut load = [0; 2];
+    for suite in suites {
+        let i = usize::from(load[1] < load[0]);
+        load[i] += suite.checks.len();
+        lanes[i].push(suite);
+    }
+    lanes
 }
 
 /// Runs the lane's suites one after another; returns the failed checks as
 /// "suite: check".
-async fn run_lane(cluster: &RedisCluster, lane: Vec<(&str, Suite)>) -> Vec<String> {
+async fn run_lane(cluster: &RedisCluster, lane: Vec<Suite>) -> Vec<String> {
     let mut failed = Vec::new();
-    for (suite, kind) in lane {
-        let (h, checks): (Arc<dyn Harness>, _) = match kind {
-            Suite::Reentrant(mode) => (
-                common::cluster::harness(cluster, mode).await,
-                lock_testkit::conformance_checks!(),
-            ),
-            Suite::Fair(mode) => (
-                Arc::new(FairSuite(
-                    common::cluster::harness(cluster, mode).await as Arc<dyn Harness>,
-                )),
-                lock_testkit::fair_conformance_checks!(),
-            ),
-            Suite::Handoff(mode) => (
-                Arc::new(HandoffSuite(
-                    common::cluster::harness(cluster, mode).await as Arc<dyn Harness>,
-                )),
-                lock_testkit::handoff_conformance_checks!(),
-            ),
-            Suite::ReadWrite(mode) => (
-                common::cluster::harness(cluster, mode).await,
-                lock_testkit::rwlock_conformance_checks!(),
-            ),
-            Suite::Latch(mode) => (
-                common::cluster::harness(cluster, mode).await,
-                lock_testkit::latch_conformance_checks!(),
-            ),
-            Suite::Semaphores(mode) => (
-                common::cluster::harness(cluster, mode).await,
-                lock_testkit::semaphore_conformance_checks!(),
-            ),
-            Suite::PollingReentrant => (
-                Arc::new(Polling::new(
-                    common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn Harness>,
-                )),
-                lock_testkit::conformance_checks!(),
-            ),
-            Suite::PollingFair => (
-                Arc::new(FairSuite(Polling::new(
-                    common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn Harness>,
-                ))),
-                lock_testkit::fair_conformance_checks!(),
-            ),
+    for suite in lane {
+        let h: Arc<dyn Harness> = match suite.deployment {
+            Deployment::PubSub(mode) => common::cluster::harness(cluster, mode).await,
+            Deployment::Polling => Arc::new(Polling::new(
+                common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn Harness>,
+            )),
         };
-        for name in run_checks(h, checks, CHECK_LIMIT).await {
-            failed.push(format!("{suite}: {name}"));
+        for name in run_checks(suite.kind.harness(h), suite.checks, CHECK_LIMIT).await {
+            failed.push(format!("{}: {name}", suite.name));
         }
     }
     failed

@@ -12,21 +12,14 @@
 
 #[cfg(feature = "fixtures")]
 mod cluster_fixture;
+mod conformance;
 mod engine_faults;
 mod fault_fuzz;
 mod live_waits;
 #[cfg(feature = "fixtures")]
 mod lua_vs_redis;
-mod memory_conformance;
-mod memory_fair_conformance;
-mod memory_handoff_conformance;
-mod memory_latch_conformance;
 mod memory_latch_faults;
-mod memory_multi_conformance;
-mod memory_polling_conformance;
 mod memory_redlock_faults;
-mod memory_rwlock_conformance;
-mod memory_semaphore_conformance;
 mod memory_transport;
 mod observability;
 mod outages;

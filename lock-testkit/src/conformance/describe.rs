@@ -1,7 +1,7 @@
 //! [`LockClient::describe`]: what is stored under a name, told apart by
-//! layout on every deployment (it is one kind-neutral script). Run in the
-//! latch suite ([`latch_conformance_tests!`](crate::latch_conformance_tests)),
-//! the suite of the first kind that shares its layout with another.
+//! layout on every deployment (it is one kind-neutral script). Part of the
+//! `latch` row of the suite's table, the first kind that shares its layout
+//! with another.
 //!
 //! Read-write lock hashes (a `mode` field beside counts) are checked by the
 //! decoder's unit tests and by `lockctl/tests/status.rs` on Redis.

@@ -1,6 +1,6 @@
 //! Fair (FIFO) locks: arrival order, the queue, head-only wake-ups, and
-//! eviction of dead waiters. Run by `fair_conformance_tests!` (after the
-//! checks every kind passes) on the same harness as the reentrant suite.
+//! eviction of dead waiters. The `fair` row of the suite's table (after the
+//! checks every lock kind shares).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

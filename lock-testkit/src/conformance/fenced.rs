@@ -1,8 +1,8 @@
 //! Fenced locks ([`lock_core::LockClient::fenced_lock`]), Redisson's
 //! `RFencedLock`: every acquisition takes the next token of the name's
-//! counter, `last_fencing_token()` reads it without acquiring, and a fenced lock is the
-//! plain lock of its name. Run by `conformance_tests!` (the reentrant
-//! suite) on every deployment.
+//! counter, `last_fencing_token()` reads it without acquiring, and a
+//! fenced lock is the plain lock of its name. Part of the `reentrant` row
+//! of the suite's table.
 
 use std::time::Duration;
 

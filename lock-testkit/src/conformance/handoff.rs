@@ -2,8 +2,8 @@
 //! grants the lock to the live queue head, which holds it without asking
 //! again; a grant the waiter missed is taken by its next look, never
 //! entered twice; a wait that gives up gives its grant back; Redisson
-//! waiters and fenced waits are told, never granted. Run by
-//! `handoff_conformance_tests!` (after the checks every kind passes).
+//! waiters and fenced waits are told, never granted. The `handoff` row of
+//! the suite's table (after the checks every lock kind shares).
 
 use std::time::Duration;
 

@@ -3,8 +3,7 @@
 //! wake-ups by notice, Redisson's wire layout and messages, idempotent
 //! retries, typed errors and cancellation.
 //!
-//! Run with [`latch_conformance_tests!`](crate::latch_conformance_tests) or
-//! [`latch_conformance_checks!`](crate::latch_conformance_checks).
+//! The `latch` row of the suite's table.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

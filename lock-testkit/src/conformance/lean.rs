@@ -2,8 +2,7 @@
 //! single-instance pattern, one string key holding the holder's token, as
 //! go-redsync, redis-py, node-redlock and rslock keep it. Written here as
 //! those libraries write it (`SET NX PX`, compare-and-delete) to play their
-//! side. Run by `conformance_tests!` (the reentrant suite) on every
-//! deployment.
+//! side. The `lean` row of the suite's table.
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
 //! Non-reentrant locks ([`lock_core::LockClient::non_reentrant_lock`]),
 //! Redisson's `RedissonNonReentrantLock`: the reentrant lock's layout, but
 //! an owner asking again for a lock it holds is refused at once
-//! ([`LockError::ReentryRefused`]), with its first hold untouched. Run by
-//! `conformance_tests!` (the reentrant suite) on every deployment.
+//! ([`LockError::ReentryRefused`]), with its first hold untouched. Part of
+//! the `reentrant` row of the suite's table.
 
 use std::time::Duration;
 

@@ -20,6 +20,6 @@ impl<H> Polling<H> {
     }
 }
 
-super::wrapping_harness!(Polling, |self| { self.0.kind() }, |self, config| {
+super::wrapping_harness!(Polling.0, |self| { self.0.kind() }, |self, config| {
     self.0.client(config.wait_strategy(self.1)).await
 });

@@ -1,8 +1,8 @@
 //! Read-write locks: readers share, a writer excludes, a writer may read
 //! (downgrade), a reader may not write (fails fast), per-hold timeout keys,
 //! wake-ups on `redisson_rwlock:{name}`, watchdog renewal of read holds,
-//! cancellation. Run by `rwlock_conformance_tests!` on the same harness as
-//! the reentrant suite (its clients hand out every kind).
+//! cancellation. The `read_write` row of the suite's table (on the same
+//! harness as every kind: its clients hand out every kind).
 
 use std::future::Future;
 use std::pin::pin;

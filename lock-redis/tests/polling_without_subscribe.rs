@@ -1,12 +1,10 @@
-//! The whole conformance suite (reentrant and fair) against a real
-//! redis-server with clients that wait by polling, and proof that such
-//! clients never send `SUBSCRIBE`.
+//! Clients that wait by polling never send `SUBSCRIBE` (their conformance
+//! checks are the `polling` row of `conformance.rs`).
 
 use std::time::Duration;
 
-use lock_redis::{ClientConfig, KeyLayout, LockClient, RedisConfig, WaitStrategy};
-use lock_testkit::conformance::polling::Polling;
-use lock_testkit::fixtures::{RedisHarness, RedisServer};
+use lock_redis::{ClientConfig, LockClient, RedisConfig, WaitStrategy};
+use lock_testkit::fixtures::RedisServer;
 
 async fn connect(url: String, config: ClientConfig) -> LockClient {
     let redis = RedisConfig::new(url)
@@ -15,33 +13,6 @@ async fn connect(url: String, config: ClientConfig) -> LockClient {
     lock_redis::connect(redis, config)
         .await
         .expect("connect to the fixture")
-}
-
-async fn harness() -> Polling<RedisHarness> {
-    Polling::new(RedisHarness::start(KeyLayout::default(), connect).await)
-}
-
-lock_testkit::conformance_tests!(
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    harness = harness
-);
-
-mod fair {
-    use super::*;
-
-    lock_testkit::fair_conformance_tests!(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        harness = harness
-    );
-}
-
-mod handoff {
-    use super::*;
-
-    lock_testkit::handoff_conformance_tests!(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        harness = harness
-    );
 }
 
 /// How many calls of each subscribe command the server has run
