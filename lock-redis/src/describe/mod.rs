@@ -124,14 +124,20 @@ fn decode(reply: &Value) -> Option<Description> {
     Some(match (text(kind)?.as_str(), value) {
         ("hash", Value::Array(flat)) => hash(flat, ttl)?,
         ("string", value) => {
-            let counter = text(value)?.parse::<i64>().ok();
+            // Any bytes: another library's lean-lock token may be binary
+            // (rslock writes random bytes), shown as lossy text.
+            let stored = match value {
+                Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+                other => text(other)?,
+            };
+            let counter = stored.parse::<i64>().ok();
             match (counter, leases) {
                 (Some(available), Some(permits)) => Description::PermitExpirableSemaphore(
                     ExpirableSemaphoreInfo::new(available, permits),
                 ),
                 (Some(value), None) => Description::SemaphoreOrLatch(CounterInfo::new(value, ttl)),
                 (None, _) => {
-                    Description::LeanLock(LockInfo::new(vec![Holder::new(text(value)?, 1)], ttl))
+                    Description::LeanLock(LockInfo::new(vec![Holder::new(stored, 1)], ttl))
                 }
             }
         }
@@ -271,6 +277,10 @@ mod tests {
             decode(&reply("string", bulk("-2"), -1, Value::Nil)),
             Some(Description::SemaphoreOrLatch(CounterInfo::new(-2, None)))
         );
+        assert!(matches!(
+            decode(&reply("string", Value::BulkString(vec![0xff, 0xfe, b'x']), 900, Value::Nil)),
+            Some(Description::LeanLock(info)) if info.holders[0].field == "\u{fffd}\u{fffd}x"
+        ));
         assert!(matches!(
             decode(&reply("string", bulk("c1:1"), 900, Value::Nil)),
             Some(Description::LeanLock(info))

@@ -64,6 +64,14 @@
 --     it has more, and 'last' when this is its last hold, which the caller
 --     then deletes and announces (DEL and PUBLISH are never refused for
 --     memory) before recording 1.
+-- held_reply(lock)
+--     the reply {0, pttl} of an acquisition that found `lock` held (or, for
+--     a repeated request, whose first run did): its PTTL, 0 when it is gone
+--     since.
+-- refuse_reentry(lock)
+--     the error "NON_REENTRANT_REACQUIRE ..." (Redisson's code) of a
+--     non-reentrant acquisition by the owner holding `lock`; a repeat of it
+--     finds RECORD_REENTRY in its record.
 -- refuse_if_out_of_memory(zset)
 --     fails the script with Redis's OOM error when the server was out of
 --     memory as the script started, writing nothing: a ZADD XX of the
@@ -194,6 +202,21 @@ local function record(key, value)
         value = '1'
     end
     redis.pcall('set', key, value, 'px', record_px)
+end
+
+local RECORD_REENTRY = 'reentry'
+
+local function held_reply(lock)
+    local pttl = redis.call('pttl', lock)
+    if pttl == -2 then
+        pttl = 0
+    end
+    return {0, pttl}
+end
+
+local function refuse_reentry(lock)
+    return redis.error_reply('NON_REENTRANT_REACQUIRE this owner holds the lock ' .. lock ..
+        ' already and it is not reentrant')
 end
 
 local function refuse_if_out_of_memory(zset)

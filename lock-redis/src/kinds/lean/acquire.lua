@@ -23,36 +23,24 @@
 -- GET fail with WRONGTYPE, and a counter at KEYS[3] that is not an integer
 -- fails a fenced acquisition with BADTOKEN: either way the script aborts
 -- before writing anything.
-local REENTRY = 'reentry'
-local function refuse_reentry()
-    return redis.error_reply('NON_REENTRANT_REACQUIRE this owner holds the lock ' .. KEYS[1] ..
-        ' already and it is not reentrant')
-end
-local function held()
-    local pttl = redis.call('pttl', KEYS[1])
-    if pttl == -2 then
-        pttl = 0
-    end
-    return {0, pttl}
-end
 local first = recorded(KEYS[2], ARGV[4])
 if first == RECORD_HELD then
-    return held()
+    return held_reply(KEYS[1])
 end
-if first == REENTRY then
-    return refuse_reentry()
+if first == RECORD_REENTRY then
+    return refuse_reentry(KEYS[1])
 end
 if first then
     return {1, tonumber(first)}
 end
 local holder = redis.call('get', KEYS[1])
 if holder == ARGV[2] then
-    record(KEYS[2], REENTRY)
-    return refuse_reentry()
+    record(KEYS[2], RECORD_REENTRY)
+    return refuse_reentry(KEYS[1])
 end
 if holder then
     record(KEYS[2], RECORD_HELD)
-    return held()
+    return held_reply(KEYS[1])
 end
 local token = next_token(KEYS[3], ARGV[3])
 redis.call('set', KEYS[1], ARGV[2], 'px', ARGV[1])

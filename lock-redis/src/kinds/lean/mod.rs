@@ -193,13 +193,7 @@ impl ExclusiveKind for Lean {
     /// # Cancel safety
     /// Dropping the future may leave the lock deleted or not.
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
-        let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &FORCE_UNLOCK,
-            vec![layout.lock_key(name), layout.channel(name)],
-            vec![UNLOCK_MESSAGE.to_owned(), self.env.publish_command()],
-        );
-        replies::force_unlock(&self.env.eval(call).await?)
+        reentrant::force_unlock_with(&self.env, &FORCE_UNLOCK, name).await
     }
 
     /// Runs `inspect.lua`: the holder is the key's token, with one hold.
@@ -210,9 +204,7 @@ impl ExclusiveKind for Lean {
     /// # Cancel safety
     /// Read-only: safe to drop.
     async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
-        let call = ScriptCall::new(&INSPECT, vec![self.env.layout().lock_key(name)], vec![])
-            .idempotent(true);
-        replies::inspect(&self.env.eval(call).await?)
+        reentrant::inspect_with(&self.env, &INSPECT, name).await
     }
 
     /// The reentrant kind's `token.lua`: the counter fenced acquisitions
@@ -226,10 +218,7 @@ impl ExclusiveKind for Lean {
     /// # Cancel safety
     /// Read-only: safe to drop.
     async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
-        let counter = self.env.layout().token_key(name);
-        let call =
-            ScriptCall::new(&reentrant::TOKEN, vec![counter.clone()], vec![]).idempotent(true);
-        replies::token(&self.env.eval(call).await?, &counter)
+        reentrant::last_fencing_token(&self.env, name).await
     }
 
     fn kind_name(&self) -> &'static str {

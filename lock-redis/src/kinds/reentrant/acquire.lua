@@ -29,19 +29,10 @@
 -- anything.
 local first = recorded(KEYS[2], ARGV[4])
 if first == RECORD_HELD then
-    local pttl = redis.call('pttl', KEYS[1])
-    if pttl == -2 then
-        pttl = 0
-    end
-    return {0, pttl}
+    return held_reply(KEYS[1])
 end
-local REENTRY = 'reentry'
-local function refuse_reentry()
-    return redis.error_reply('NON_REENTRANT_REACQUIRE this owner holds the lock ' .. KEYS[1] ..
-        ' already and it is not reentrant')
-end
-if first == REENTRY then
-    return refuse_reentry()
+if first == RECORD_REENTRY then
+    return refuse_reentry(KEYS[1])
 end
 if first then
     return {1, tonumber(first)}
@@ -49,8 +40,8 @@ end
 local pttl = redis.call('pttl', KEYS[1])
 local ours = pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if ours and ARGV[5] == '1' then
-    record(KEYS[2], REENTRY)
-    return refuse_reentry()
+    record(KEYS[2], RECORD_REENTRY)
+    return refuse_reentry(KEYS[1])
 end
 if pttl == -2 or ours then
     local token = next_token(KEYS[3], ARGV[3])

@@ -184,13 +184,7 @@ impl ExclusiveKind for Reentrant {
     /// # Cancel safety
     /// Dropping the future may leave the lock deleted or not.
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
-        let layout = self.env.layout();
-        let call = ScriptCall::new(
-            &FORCE_UNLOCK,
-            vec![layout.lock_key(name), layout.channel(name)],
-            vec![UNLOCK_MESSAGE.to_owned(), self.env.publish_command()],
-        );
-        replies::force_unlock(&self.env.eval(call).await?)
+        force_unlock_with(&self.env, &FORCE_UNLOCK, name).await
     }
 
     /// Runs `inspect.lua`.
@@ -201,9 +195,7 @@ impl ExclusiveKind for Reentrant {
     /// # Cancel safety
     /// Read-only: safe to drop.
     async fn inspect(&self, name: &LockName) -> Result<LockInfo> {
-        let call = ScriptCall::new(&INSPECT, vec![self.env.layout().lock_key(name)], vec![])
-            .idempotent(true);
-        replies::inspect(&self.env.eval(call).await?)
+        inspect_with(&self.env, &INSPECT, name).await
     }
 
     /// Runs `token.lua`: the counter `redisson_lock_token:{<name>}` that
@@ -217,9 +209,7 @@ impl ExclusiveKind for Reentrant {
     /// # Cancel safety
     /// Read-only: safe to drop.
     async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
-        let counter = self.env.layout().token_key(name);
-        let call = ScriptCall::new(&TOKEN, vec![counter.clone()], vec![]).idempotent(true);
-        replies::token(&self.env.eval(call).await?, &counter)
+        last_fencing_token(&self.env, name).await
     }
 
     fn kind_name(&self) -> &'static str {
@@ -236,4 +226,41 @@ impl ExclusiveKind for Reentrant {
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
         lock_script::wake(payload)
     }
+}
+
+/// Runs a kind's `force_unlock.lua` (KEYS: the lock, its channel; ARGV:
+/// the unlock message, the publish command), which answers 1 or 0: the
+/// reentrant lock's and the lean lock's.
+pub(super) async fn force_unlock_with(
+    env: &ScriptEnv,
+    script: &'static Script,
+    name: &LockName,
+) -> Result<bool> {
+    let layout = env.layout();
+    let call = ScriptCall::new(
+        script,
+        vec![layout.lock_key(name), layout.channel(name)],
+        vec![UNLOCK_MESSAGE.to_owned(), env.publish_command()],
+    );
+    replies::force_unlock(&env.eval(call).await?)
+}
+
+/// Runs a kind's `inspect.lua` (KEYS: the lock), which answers the
+/// holders as a flat field/count array and the PTTL.
+pub(super) async fn inspect_with(
+    env: &ScriptEnv,
+    script: &'static Script,
+    name: &LockName,
+) -> Result<LockInfo> {
+    let call = ScriptCall::new(script, vec![env.layout().lock_key(name)], vec![]).idempotent(true);
+    replies::inspect(&env.eval(call).await?)
+}
+
+/// Runs `token.lua`: the counter `redisson_lock_token:{<name>}` that
+/// fenced acquisitions of every kind sharing it (ours and Redisson's
+/// `RFencedLock`) `INCR`.
+pub(super) async fn last_fencing_token(env: &ScriptEnv, name: &LockName) -> Result<Option<u64>> {
+    let counter = env.layout().token_key(name);
+    let call = ScriptCall::new(&TOKEN, vec![counter.clone()], vec![]).idempotent(true);
+    replies::token(&env.eval(call).await?, &counter)
 }

@@ -40,11 +40,7 @@
 -- and the script fails with the OOM error, so nothing stays written.
 local first = recorded(KEYS[3], ARGV[4])
 if first == RECORD_HELD then
-    local pttl = redis.call('pttl', KEYS[1])
-    if pttl == -2 then
-        pttl = 0
-    end
-    return {0, pttl}
+    return held_reply(KEYS[1])
 end
 if first then
     return {1, 0}

@@ -39,11 +39,7 @@ local function refuse_upgrade()
 end
 local first = recorded(KEYS[2], ARGV[4])
 if first == RECORD_HELD then
-    local pttl = redis.call('pttl', KEYS[1])
-    if pttl == -2 then
-        pttl = 0
-    end
-    return {0, pttl}
+    return held_reply(KEYS[1])
 end
 if first == RECORD_UPGRADE then
     return refuse_upgrade()
