@@ -218,14 +218,15 @@ pub(crate) enum Command {
 
     /// Show whether the lock is held, by whom, for how long.
     ///
-    /// Shows each holder's hash field with its hold count, the remaining
-    /// time to live, and with --fair the queue of waiters, head first, with
-    /// each one's eviction deadline. Exits 0 whether or not the lock is
-    /// held.
+    /// Shows each holder (a lock's hash field, a lean lock's token) with its
+    /// hold count, the remaining time to live, and with --fair the queue of
+    /// waiters, head first, with each one's eviction deadline. Exits 0
+    /// whether or not the lock is held.
     #[command(after_help = EXIT_CODES)]
     Status(StatusArgs),
 
-    /// List the locks, read-write locks, semaphores and latches by name.
+    /// List the locks, lean locks, read-write locks, semaphores and latches
+    /// by name.
     ///
     /// Every name matching PATTERN (a Redis glob, default `*`; matched
     /// without --prefix) under which one of them is stored, once each:
@@ -237,13 +238,15 @@ pub(crate) enum Command {
     /// a semaphore's free permits or a latch's count. Keys are found with
     /// SCAN, a bounded step at a time (never KEYS), on every master of a
     /// cluster. Kinds are told apart by layout, as status does: an integer
-    /// something else stored shows as a semaphore_or_latch.
+    /// something else stored shows as a semaphore_or_latch, other text as
+    /// a lean_lock.
     #[command(after_help = EXIT_CODES)]
     List(ListArgs),
 
     /// Delete the lock whoever holds it and wake the next waiter.
     ///
-    /// The kind is read from what is stored: a reentrant lock, a read-write
+    /// The kind is read from what is stored: a reentrant lock, a lean lock
+    /// (any text that is not an integer, whoever wrote it), a read-write
     /// lock, or a fair lock (one with waiters queued, or with --fair), each
     /// unlocked and its waiters told on that kind's own channel. A
     /// semaphore is reset with --permits N, or one permit of an
@@ -309,6 +312,14 @@ pub(crate) struct LockArgs {
     /// Use the fair (first come, first served) lock.
     #[arg(long, conflicts_with_all = ["read", "write"])]
     pub(crate) fair: bool,
+
+    /// Take the lean lock NAME instead: the redis.io single-instance
+    /// pattern (one string key holding the holder's token, SET NX PX),
+    /// which go-redsync, redis-py's Lock, node-redlock and rslock keep, so
+    /// their holders of NAME and this one exclude each other. Not
+    /// re-entrant. With --redlock, a RedLock of lean locks.
+    #[arg(long, conflicts_with_all = ["fair", "read", "write", "permits"])]
+    pub(crate) lean: bool,
 
     /// Take the read side of the read-write lock NAME (Redisson's
     /// RReadWriteLock): shared with other --read holders, excluded by a
@@ -434,10 +445,11 @@ pub(crate) struct SuperviseArgs {
 }
 
 /// `lockctl status`: whatever lock kind is stored under the name, detected
-/// from what is stored (a lock, read-write lock, semaphore or latch).
+/// from what is stored (a lock, lean lock, read-write lock, semaphore or
+/// latch).
 #[derive(Debug, Args)]
 pub(crate) struct StatusArgs {
-    /// The name (of a lock, read-write lock, semaphore or latch).
+    /// The name (of a lock, lean lock, read-write lock, semaphore or latch).
     pub(crate) name: String,
 
     /// Look at the fair lock (and show its queue).
@@ -449,6 +461,9 @@ pub(crate) struct StatusArgs {
     /// nothing stored ("none"): {"name", "kind", "locked", "holders":
     /// [{"field", "count"}], "ttl_ms", "queue"}, where "queue" is
     /// [{"field", "timeout_ms"}] with --fair and null without (not read).
+    /// "lean_lock" (text that is not an integer: the holder's token, ours
+    /// or another library's): {"name", "kind", "locked", "holders":
+    /// [{"field", "count"}], "ttl_ms"}.
     /// "read_write_lock": {"name", "kind", "locked", "mode", "writer",
     /// "readers", "ttl_ms"}. One integer, a semaphore (with leased permits
     /// or not) or a count-down latch, "semaphore_or_latch": {"name",
@@ -752,6 +767,42 @@ mod tests {
             &["run", "cfg", "--write", "--fenced", "--", "true"],
         ] {
             assert!(parse_from(args).is_err(), "{args:?}");
+        }
+    }
+
+    #[test]
+    fn lean_picks_the_kind_and_goes_with_fenced_and_redlock() {
+        let Command::Hold(hold) = parse_from(&["hold", "job", "--lean", "--fenced"])
+            .unwrap()
+            .command
+        else {
+            panic!("not hold")
+        };
+        assert!(hold.lock.lean && hold.lock.fenced);
+        let Command::Run(run) = parse_from(&[
+            "run",
+            "job",
+            "--lean",
+            "--redlock",
+            "redis://a,redis://b,redis://c",
+            "--",
+            "true",
+        ])
+        .unwrap()
+        .command
+        else {
+            panic!("not run")
+        };
+        assert!(run.lock.lean && run.lock.redlock.len() == 3);
+        for flag in [
+            &["--fair"][..],
+            &["--read"],
+            &["--write"],
+            &["--permits", "2"],
+        ] {
+            let args = [&["run", "job", "--lean"], flag, &["--", "true"]].concat();
+            let err = parse_from(&args).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::ArgumentConflict, "{flag:?}");
         }
     }
 

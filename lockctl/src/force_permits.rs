@@ -78,12 +78,15 @@ pub(crate) async fn reset(
         Description::Free => Ok(format!(
             "{name}: no semaphore there; nothing to do (--permits creates none)\n"
         )),
-        Description::Lock(_) | Description::ReadWriteLock(_) => Err(Failure::new(
-            DATA,
-            format!(
-                "key {name:?} holds a lock, not a semaphore: force-unlock it without --permits"
-            ),
-        )),
+        Description::Lock(_) | Description::LeanLock(_) | Description::ReadWriteLock(_) => {
+            Err(Failure::new(
+                DATA,
+                format!(
+                    "key {name:?} holds a lock, not a semaphore: force-unlock it without \
+                     --permits"
+                ),
+            ))
+        }
         other => Err(not_a_semaphore(name, &other)),
     }
 }
@@ -123,10 +126,15 @@ pub(crate) async fn release(
             DATA,
             format!("nothing is stored under {name:?}: no permit {id} to release"),
         )),
-        Description::Lock(_) | Description::ReadWriteLock(_) => Err(Failure::new(
-            DATA,
-            format!("key {name:?} holds a lock, not a semaphore: force-unlock it without --permit"),
-        )),
+        Description::Lock(_) | Description::LeanLock(_) | Description::ReadWriteLock(_) => {
+            Err(Failure::new(
+                DATA,
+                format!(
+                    "key {name:?} holds a lock, not a semaphore: force-unlock it without \
+                     --permit"
+                ),
+            ))
+        }
         other => Err(not_a_semaphore(name, &other)),
     }
 }

@@ -1,15 +1,17 @@
 //! `lockctl force-unlock`: delete a lock whoever holds it, and tell its
 //! waiters the way its own kind does.
 //!
-//! Each kind's waiters listen on their kind's channel only (a reentrant
-//! lock's on `redisson_lock__channel:{name}`, a read-write lock's on
+//! Each kind's waiters listen on their kind's channel only (a reentrant or
+//! lean lock's on `redisson_lock__channel:{name}`, a read-write lock's on
 //! `redisson_rwlock:{name}`, a fair lock's queue head on a channel of its
 //! own), so the unlock has to go through the handle of the kind that is
 //! stored: any other publishes where nobody listens, and the waiters only
 //! get in at their next timed look. The kind is read from what is stored
 //! ([`lock_core::LockClient::describe`]); a fair lock's hash looks like a
 //! reentrant lock's, so a lock with a non-empty fair queue (or `--fair`)
-//! is unlocked as a fair lock.
+//! is unlocked as a fair lock. A lean lock (any text that is not an
+//! integer, whoever wrote it) is deleted through its own handle: the
+//! reentrant one refuses a string.
 //!
 //! A semaphore's holds are broken only when asked how (`--permits N`,
 //! `--permit ID`: see `force_permits`); without either, a semaphore or a
@@ -29,6 +31,8 @@ enum Unlocked {
     Fair(bool),
     /// A read-write lock: when it existed, its channel was told.
     ReadWrite(bool),
+    /// A lean lock: when it existed, its channel was told.
+    Lean(bool),
 }
 
 /// Runs `lockctl force-unlock`; returns the exit code: 0 whether or not the
@@ -59,13 +63,16 @@ fn line(name: &LockName, unlocked: Unlocked) -> String {
         Unlocked::ReadWrite(true) => {
             format!("{name}: unlocked the read-write lock (it was held; waiters were woken)\n")
         }
+        Unlocked::Lean(true) => {
+            format!("{name}: unlocked the lean lock (it was held; waiters were woken)\n")
+        }
         Unlocked::Fair(true) => format!(
             "{name}: unlocked the fair lock (it was held; the head of its queue, if any, was woken)\n"
         ),
         Unlocked::Fair(false) => format!(
             "{name}: was not locked; the head of its fair queue, if any, was woken\n"
         ),
-        Unlocked::Lock(false) | Unlocked::ReadWrite(false) => {
+        Unlocked::Lock(false) | Unlocked::ReadWrite(false) | Unlocked::Lean(false) => {
             format!("{name}: was not locked; nothing to do\n")
         }
     }
@@ -75,6 +82,9 @@ async fn unlock(client: &LockClient, name: &LockName, fair: bool) -> Result<Unlo
     match client.describe(name).await? {
         Description::ReadWriteLock(_) => Ok(Unlocked::ReadWrite(
             client.read_write_lock(name)?.force_unlock().await?,
+        )),
+        Description::LeanLock(_) => Ok(Unlocked::Lean(
+            client.lean_lock(name)?.force_unlock().await?,
         )),
         Description::Free | Description::Lock(_) => {
             let fair_lock = client.fair_lock(name)?;

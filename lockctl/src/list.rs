@@ -1,5 +1,5 @@
-//! `lockctl list`: every lock, read-write lock, semaphore and latch whose
-//! name matches a glob, once each.
+//! `lockctl list`: every lock, lean lock, read-write lock, semaphore and
+//! latch whose name matches a glob, once each.
 //!
 //! The keys come from `SCAN` (see `keyspace`), with `MATCH` the key prefix
 //! (glob characters quoted) and the pattern. A kind keeps helper keys
@@ -16,6 +16,8 @@
 //! `status` does) and kept when a kind is stored there: not when the key
 //! vanished meanwhile, holds another type, or is a hash with no hold count
 //! (no lock: a held lock's hash always has one, a free one is deleted).
+//! As `status` does, any text that is not an integer is read as a lean
+//! lock's holder token, whoever wrote it.
 //! A name whose own key is gone but whose helper keys remain (a semaphore
 //! whose count was deleted while permits are leased) is not listed.
 
@@ -148,7 +150,8 @@ fn shown(described: Description) -> Option<Shown> {
     match described {
         Description::Lock(info) if info.holders.is_empty() => None,
         Description::Lock(info) => Some(Shown::Lock(FairLockInfo::new(info, Vec::new()))),
-        kind @ (Description::ReadWriteLock(_)
+        kind @ (Description::LeanLock(_)
+        | Description::ReadWriteLock(_)
         | Description::SemaphoreOrLatch(_)
         | Description::PermitExpirableSemaphore(_)) => Some(Shown::Other(kind)),
         _ => None,
@@ -188,6 +191,12 @@ fn human(items: &[Item]) -> String {
                     "lock",
                     info.lock.holders.len().to_string(),
                     ttl(info.lock.ttl),
+                    NONE.to_owned(),
+                ),
+                Shown::Other(Description::LeanLock(lean)) => (
+                    "lean_lock",
+                    lean.holders.len().to_string(),
+                    ttl(lean.ttl),
                     NONE.to_owned(),
                 ),
                 Shown::Other(Description::ReadWriteLock(rw)) => {
@@ -330,18 +339,30 @@ mod tests {
                 "encode",
                 Shown::Other(Description::SemaphoreOrLatch(CounterInfo::new(3, None))),
             ),
+            item(
+                "export",
+                Shown::Other(Description::LeanLock(LockInfo::new(
+                    vec![holder("qE3vVx0p", 1)],
+                    Some(Duration::from_millis(9_500)),
+                ))),
+            ),
         ];
         assert_eq!(
             human(&items),
             "NAME     KIND                HOLDERS  TTL    VALUE\n\
              backup   lock                1        29.8s  -\n\
              catalog  read_write_lock     2        -      -\n\
-             encode   semaphore_or_latch  -        -      3\n"
+             encode   semaphore_or_latch  -        -      3\n\
+             export   lean_lock           1        9.5s   -\n"
         );
         assert_eq!(human(&[]), "");
         assert_eq!(
             json(&items[..1]).unwrap(),
             "[{\"name\":\"backup\",\"kind\":\"lock\",\"locked\":true,\"holders\":[{\"field\":\"c:1\",\"count\":2}],\"ttl_ms\":29800,\"queue\":null}]\n"
+        );
+        assert_eq!(
+            json(&items[3..]).unwrap(),
+            "[{\"name\":\"export\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{\"field\":\"qE3vVx0p\",\"count\":1}],\"ttl_ms\":9500}]\n"
         );
         assert_eq!(json(&[]).unwrap(), "[]\n");
     }

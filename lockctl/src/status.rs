@@ -3,8 +3,8 @@
 //!
 //! The kind is detected from what is stored ([`lock_core::LockClient::describe`]):
 //! a re-entrant or fair lock is shown here as before (holders, ttl, and with
-//! `--fair` the queue); a read-write lock, a semaphore, a count-down latch
-//! and anything else by the `status_kinds` module.
+//! `--fair` the queue); a lean lock, a read-write lock, a semaphore, a
+//! count-down latch and anything else by the `status_kinds` module.
 
 use std::time::Duration;
 

@@ -1,9 +1,11 @@
-//! `lockctl status` of the kinds that are not plain locks: a read-write
-//! lock, a semaphore or count-down latch (one integer: the two share a
-//! layout), a permit-expirable semaphore, and a value no lock kind stores.
+//! `lockctl status` of the kinds that are not plain locks: a lean lock, a
+//! read-write lock, a semaphore or count-down latch (one integer: the two
+//! share a layout), a permit-expirable semaphore, and a value no lock kind
+//! stores.
 //!
-//! JSON objects start with `name` and `kind` (`read_write_lock`,
-//! `semaphore_or_latch`, `unknown`), then the kind's own keys, in the order
+//! JSON objects start with `name` and `kind` (`lean_lock`,
+//! `read_write_lock`, `semaphore_or_latch`, `unknown`), then the kind's own
+//! keys, in the order
 //! of the structs below: always the same keys for one kind, so a script
 //! reads each key of a kind without first checking it is there.
 //!
@@ -12,9 +14,15 @@
 //! of leases and what is left is one integer, which nothing tells apart
 //! from a plain semaphore's or a latch's. Were it a kind of its own, its
 //! `kind` and keys would change whenever its last holder left.
+//!
+//! A lean lock is any text that is not an integer, read as its holder's
+//! token: ours (`<client-uuid>:<owner-id>`, a lock's hash field) or
+//! another library's (go-redsync, redis-py, rslock write random text).
+//! Its holder is shown as a lock's is, with a hold count of 1 (it is not
+//! re-entrant), so a script reads `holders` of either kind the same way.
 
 use lock_core::{
-    CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LockName, ReadWriteInfo,
+    CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LockInfo, LockName, ReadWriteInfo,
     ReadWriteMode,
 };
 use serde::Serialize;
@@ -32,6 +40,17 @@ pub(crate) struct RwJson<'a> {
     mode: &'static str,
     writer: Option<HolderJson<'a>>,
     readers: Vec<HolderJson<'a>>,
+    ttl_ms: Option<u64>,
+}
+
+/// A lean lock: `locked` is always true (a free one is nothing, `none`),
+/// `holders` its one token; the keys of a lock's object but `queue`.
+#[derive(Debug, Serialize)]
+pub(crate) struct LeanJson<'a> {
+    name: &'a str,
+    kind: &'static str,
+    locked: bool,
+    holders: Vec<HolderJson<'a>>,
     ttl_ms: Option<u64>,
 }
 
@@ -105,6 +124,7 @@ pub(crate) fn json(name: &LockName, d: &Description) -> Result<String, Failure> 
 #[derive(Debug, Serialize)]
 #[serde(untagged)]
 pub(crate) enum KindJson<'a> {
+    Lean(LeanJson<'a>),
     ReadWrite(RwJson<'a>),
     Counter(CounterJson<'a>),
     Unknown(UnknownJson<'a>),
@@ -117,6 +137,13 @@ pub(crate) enum KindJson<'a> {
 pub(crate) fn object<'a>(name: &'a LockName, d: &'a Description) -> Result<KindJson<'a>, Failure> {
     let name = name.as_str();
     Ok(match d {
+        Description::LeanLock(lean) => KindJson::Lean(LeanJson {
+            name,
+            kind: "lean_lock",
+            locked: lean.is_locked(),
+            holders: lean.holders.iter().map(holder).collect(),
+            ttl_ms: lean.ttl.map(millis),
+        }),
         Description::ReadWriteLock(rw) => KindJson::ReadWrite(RwJson {
             name,
             kind: "read_write_lock",
@@ -167,6 +194,7 @@ pub(crate) fn object<'a>(name: &'a LockName, d: &'a Description) -> Result<KindJ
 pub(crate) fn human(name: &LockName, d: &Description) -> String {
     let mut lines = vec![("name", name.to_string())];
     match d {
+        Description::LeanLock(lean) => lean_lock(&mut lines, lean),
         Description::ReadWriteLock(rw) => read_write(&mut lines, rw),
         Description::SemaphoreOrLatch(c) => counter(&mut lines, c, name),
         Description::PermitExpirableSemaphore(s) => expirable(&mut lines, s),
@@ -199,6 +227,25 @@ fn ttl(lines: &mut Vec<(&'static str, String)>, ttl: Option<std::time::Duration>
         "ttl",
         ttl.map_or_else(|| "no expiry".to_owned(), duration::display),
     ));
+}
+
+fn lean_lock(lines: &mut Vec<(&'static str, String)>, lean: &LockInfo) {
+    lines.push(("kind", "lean lock".to_owned()));
+    lines.push((
+        "locked",
+        if lean.is_locked() { "yes" } else { "no" }.to_owned(),
+    ));
+    for h in &lean.holders {
+        // Another library's token is no owner of ours: say whose it may
+        // be, so nobody looks for it among our clients.
+        let whose = if h.owner().is_some() {
+            held(h.count)
+        } else {
+            "another library's token: go-redsync, redis-py, rslock, …".to_owned()
+        };
+        lines.push(("holder", format!("{}  ({whose})", h.field)));
+    }
+    ttl(lines, lean.ttl);
 }
 
 fn read_write(lines: &mut Vec<(&'static str, String)>, rw: &ReadWriteInfo) {
@@ -277,6 +324,39 @@ mod tests {
              reader:    c1:1  (held 2 times)\n\
              reader:    c2:4  (held once)\n\
              ttl:       1.5s\n"
+        );
+    }
+
+    #[test]
+    fn lean_lock_of_ours_and_of_another_library() {
+        let owner = "6f0c2a1e-1c2d-4e5f-9d41-0123456789ab:3";
+        let ours = Description::LeanLock(LockInfo::new(
+            vec![Holder::new(owner, 1)],
+            Some(Duration::from_millis(29_840)),
+        ));
+        assert_eq!(
+            json(&name(), &ours).unwrap(),
+            format!("{{\"name\":\"job\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{{\"field\":\"{owner}\",\"count\":1}}],\"ttl_ms\":29840}}\n")
+        );
+        assert_eq!(
+            human(&name(), &ours),
+            format!(
+                "name:      job\n\
+                 kind:      lean lock\n\
+                 locked:    yes\n\
+                 holder:    {owner}  (held once)\n\
+                 ttl:       29.8s\n"
+            )
+        );
+        let theirs = Description::LeanLock(LockInfo::new(vec![Holder::new("qE3vVx0p", 1)], None));
+        assert_eq!(
+            json(&name(), &theirs).unwrap(),
+            "{\"name\":\"job\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{\"field\":\"qE3vVx0p\",\"count\":1}],\"ttl_ms\":null}\n"
+        );
+        let text = human(&name(), &theirs);
+        assert!(
+            text.contains("holder:    qE3vVx0p  (another library's token: go-redsync, redis-py, rslock, …)\nttl:       no expiry\n"),
+            "{text}"
         );
     }
 

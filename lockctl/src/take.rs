@@ -169,7 +169,8 @@ pub(crate) fn is_lost(code: &Result<u8, Failure>) -> bool {
 }
 
 /// Takes the lock `args` ask for: on the one client, a RedLock over every
-/// client (`--redlock`), or a permit (`--permits`), waiting up to `wait`.
+/// client (`--redlock`, of lean locks with `--lean`), or a permit
+/// (`--permits`), waiting up to `wait`.
 async fn acquire(
     clients: &[LockClient],
     name: &LockName,
@@ -203,7 +204,13 @@ async fn acquire(
     if !args.redlock.is_empty() {
         let locks = clients
             .iter()
-            .map(|client| client.lock(name))
+            .map(|client| {
+                if args.lean {
+                    client.lean_lock(name)
+                } else {
+                    client.lock(name)
+                }
+            })
             .collect::<lock_core::Result<Vec<_>>>()?;
         // Its errors are one member's, given when too many failed for a
         // majority: say so, or it reads as the whole lock's only server.
@@ -216,10 +223,12 @@ async fn acquire(
         return Ok(taken.map(Held::Red));
     }
     let client = &clients[0];
-    // `--fair`, `--read` and `--write` pick the handle's kind; the client
-    // serves them all.
+    // `--fair`, `--lean`, `--read` and `--write` pick the handle's kind;
+    // the client serves them all.
     let lock = if args.fair {
         client.fair_lock(name)?.as_lock().clone()
+    } else if args.lean {
+        client.lean_lock(name)?
     } else if args.read {
         client.read_write_lock(name)?.read().clone()
     } else if args.write {

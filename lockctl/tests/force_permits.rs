@@ -176,6 +176,7 @@ fn semaphore_options_where_they_do_not_apply() {
     server.cmd(&["SET", "plain", "3"]);
     server.cmd(&["HSET", "lock", "c:1", "1"]);
     server.cmd(&["RPUSH", "list", "x"]);
+    server.cmd(&["SET", "lean", "r4nd0m", "PX", "60000"]);
     for (args, code_wanted, says) in [
         (
             &["plain", "--permit", &id][..],
@@ -189,6 +190,16 @@ fn semaphore_options_where_they_do_not_apply() {
         ),
         (
             &["lock", "--permit", &id],
+            65,
+            "holds a lock, not a semaphore",
+        ),
+        (
+            &["lean", "--permits", "2"],
+            65,
+            "holds a lock, not a semaphore",
+        ),
+        (
+            &["lean", "--permit", &id],
             65,
             "holds a lock, not a semaphore",
         ),
@@ -229,6 +240,7 @@ fn semaphore_options_where_they_do_not_apply() {
     assert_eq!(int(&server, &["EXISTS", "none"]), 0);
     assert_eq!(text(&server.cmd(&["GET", "plain"])), "3", "untouched");
     assert_eq!(int(&server, &["HLEN", "lock"]), 1, "untouched");
+    assert_eq!(text(&server.cmd(&["GET", "lean"])), "r4nd0m", "untouched");
 }
 
 /// Without an option, a semaphore or a latch is refused (65), and the

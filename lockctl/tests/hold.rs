@@ -170,6 +170,7 @@ fn hold_takes_every_kind() {
         (&["jobs", "--permits", "2"][..], ["ZCARD", "{jobs}:timeout"]),
         (&["rw", "--read"], ["EXISTS", "rw"]),
         (&["fair", "--fair"], ["EXISTS", "fair"]),
+        (&["lean", "--lean"], ["EXISTS", "lean"]),
     ] {
         let mut holding = Holding::start(&url, &[], args);
         assert_eq!(holding.line(), format!("held {}", args[0]));
@@ -236,4 +237,41 @@ fn a_lost_hold_exits_76() {
             "{stderr}"
         );
     }
+}
+
+/// `hold --lean --fenced`: the lean lock held with a token (the key a
+/// string with our owner, shown so by `status`, refusing a raw `SET NX`),
+/// then force-unlocked: exit 76.
+#[test]
+fn hold_lean_holds_the_lean_lock_until_force_unlocked() {
+    let server = RedisServer::start();
+    let url = server.url();
+    let holding = Holding::start(
+        &url,
+        &["--watchdog-timeout", "1s"],
+        &["job", "--lean", "--fenced"],
+    );
+    let line = holding.line();
+    let (held, token) = line.rsplit_once(' ').expect("a token");
+    assert_eq!(held, "held job", "{line}");
+    token.parse::<u64>().expect("a number");
+    assert_eq!(text(&server.cmd(&["TYPE", "job"])), "string");
+    let owner = text(&server.cmd(&["GET", "job"]));
+    assert!(lock_core::Owner::parse_field(&owner).is_some(), "{owner}");
+    assert_eq!(
+        server.cmd(&["SET", "job", "x", "NX"]),
+        lock_testkit::fixtures::redis::Value::Nil
+    );
+    let status = status_json(&url, &["job"]);
+    assert_eq!(status["kind"], "lean_lock", "{status}");
+    assert_eq!(status["holders"][0]["field"], owner.as_str(), "{status}");
+
+    let output = run(&url, &["force-unlock", "job"]);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    let (status, stderr) = holding.wait(PATIENCE);
+    assert_eq!(code(status), 76, "{stderr}");
+    assert!(
+        stderr.starts_with("lockctl: lock \"job\" was lost while held"),
+        "{stderr}"
+    );
 }

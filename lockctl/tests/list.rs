@@ -88,12 +88,15 @@ fn each_kind_once_and_no_helper_key() {
     let _jobs = Holder::start(&url, &[], &["jobs", "--permits", "2"]);
     server.cmd(&["SET", "plain", "3"]); // a semaphore
     server.cmd(&["SET", "latch", "2"]); // a count-down latch
-                                        // A lock taken and given back: only its request records are left.
+    let _lean = Holder::start(&url, &[], &["lean", "--lean", "--fenced"]);
+    // Another library's lean lock (go-redsync, redis-py): text, with a lease.
+    server.cmd(&["SET", "text", "r4nd0m", "PX", "60000"]);
+    // A lock taken and given back: only its request records are left.
     let output = run(&url, &["run", "gone", "--fenced", "--", "true"]);
     assert_eq!(code(output.status), 0, "{output:?}");
     // Not lock kinds.
     server.cmd(&["RPUSH", "a-list", "x"]);
-    server.cmd(&["SET", "text", "not a number"]);
+    server.cmd(&["SADD", "a-set", "x"]);
     server.cmd(&["HSET", "a-hash", "colour", "blue"]);
 
     let keys = all_keys(&server);
@@ -101,6 +104,7 @@ fn each_kind_once_and_no_helper_key() {
         "redisson_lock_queue:{fair}",
         "redisson_lock_timeout:{fair}",
         "redisson_lock_token:{job}",
+        "redisson_lock_token:{lean}",
         "redisson_lock_token:{gone}",
         "{jobs}:timeout",
     ] {
@@ -120,7 +124,7 @@ fn each_kind_once_and_no_helper_key() {
     let items = list_json(&url, &[], &[]);
     assert_eq!(
         names(&items),
-        ["fair", "job", "jobs", "latch", "plain", "rw"]
+        ["fair", "job", "jobs", "latch", "lean", "plain", "rw", "text"]
     );
     for item in items {
         let name = item["name"].as_str().unwrap().to_owned();
@@ -146,13 +150,18 @@ fn each_kind_once_and_no_helper_key() {
             ["job", "lock", "1"],
             ["jobs", "semaphore_or_latch", "1"],
             ["latch", "semaphore_or_latch", "-"],
+            ["lean", "lean_lock", "1"],
             ["plain", "semaphore_or_latch", "-"],
             ["rw", "read_write_lock", "1"],
+            ["text", "lean_lock", "1"],
         ],
         "{human}"
     );
     assert_eq!(rows[3][4], "1", "one of 2 permits free: {human}");
-    assert_eq!(rows[5][4], "3", "{human}");
+    assert_eq!(rows[6][4], "3", "{human}");
+    // A lean lock's ttl, and no value.
+    assert_ne!(rows[8][3], "-", "{human}");
+    assert_eq!(rows[8][4], "-", "{human}");
 }
 
 /// PATTERN is a glob over names, matched without `--prefix`; `--limit`

@@ -21,6 +21,7 @@ mod errors;
 mod force_permits;
 mod group;
 mod hold;
+mod lean;
 mod list;
 mod outage;
 mod permits;

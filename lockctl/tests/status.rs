@@ -195,14 +195,15 @@ fn status_of_a_permit_expirable_semaphore() {
 }
 
 /// A value no lock kind stores is named by its type, with exit 65 and one
-/// line on stderr; nothing is changed.
+/// line on stderr; nothing is changed. (Text that is not an integer is
+/// a lean lock's token: see `lean.rs`.)
 #[test]
 fn status_of_something_else() {
     let server = RedisServer::start();
     let url = server.url();
     server.cmd(&["RPUSH", "queue", "x"]);
-    server.cmd(&["SET", "note", "hello"]);
-    for (key, store_type) in [("queue", "list"), ("note", "string")] {
+    server.cmd(&["SADD", "tags", "a"]);
+    for (key, store_type) in [("queue", "list"), ("tags", "set")] {
         let output = run(&url, &["status", "--json", key]);
         assert_eq!(code(output.status), 65, "{output:?}");
         assert!(one_error_line(&output).contains("not a lock"), "{output:?}");
@@ -213,7 +214,7 @@ fn status_of_something_else() {
         );
     }
     assert_eq!(strings(&server, &["LRANGE", "queue", "0", "-1"]), vec!["x"]);
-    assert_eq!(text(&server.cmd(&["GET", "note"])), "hello");
+    assert_eq!(strings(&server, &["SMEMBERS", "tags"]), vec!["a"]);
 }
 
 #[test]
@@ -344,6 +345,7 @@ fn status_json_keeps_one_shape_per_kind() {
     ]
     .into();
     let counter: BTreeSet<&str> = ["name", "kind", "value", "ttl_ms", "permits"].into();
+    let lean: BTreeSet<&str> = ["name", "kind", "locked", "holders", "ttl_ms"].into();
 
     // A lock, held then free.
     let holder = Holder::start(&url, &[], &["job"]);
@@ -378,6 +380,27 @@ fn status_json_keeps_one_shape_per_kind() {
         (Some("none"), lock.clone())
     );
     assert_eq!(free["queue"], json!([]), "{free}");
+
+    // A lean lock, ours and another library's, then free.
+    let holder = Holder::start(&url, &[], &["lean", "--lean"]);
+    let held = parsed(&url, &["lean"]);
+    assert_eq!(
+        (held["kind"].as_str(), keys(&held)),
+        (Some("lean_lock"), lean.clone())
+    );
+    let (status, stderr) = holder.finish();
+    assert_eq!(code(status), 0, "{stderr}");
+    let free = parsed(&url, &["lean"]);
+    assert_eq!(
+        (free["kind"].as_str(), keys(&free)),
+        (Some("none"), lock.clone())
+    );
+    server.cmd(&["SET", "lean", "r4nd0m", "PX", "60000"]);
+    let foreign = parsed(&url, &["lean"]);
+    assert_eq!(
+        (foreign["kind"].as_str(), keys(&foreign)),
+        (Some("lean_lock"), lean.clone())
+    );
 
     // A read-write lock, held for reading and for writing.
     for side in ["--read", "--write"] {
