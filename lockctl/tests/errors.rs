@@ -102,7 +102,8 @@ fn bad_arguments_exit_64_before_any_io() {
 #[test]
 fn a_key_that_is_not_a_lock_exits_65_and_is_left_alone() {
     let server = RedisServer::start();
-    server.cmd(&["SET", "job", "not a lock"]);
+    // A list: no lock kind stores one (text would be a lean lock's token).
+    server.cmd(&["RPUSH", "job", "not a lock"]);
     // `status` says it in its words, `run` in the library's.
     for (args, says) in [
         (&["status", "job"][..], "not a lock"),
@@ -116,7 +117,12 @@ fn a_key_that_is_not_a_lock_exits_65_and_is_left_alone() {
         let line = one_error_line(&output);
         assert!(line.contains(says), "{args:?}: {line}");
     }
-    assert_eq!(text(&server.cmd(&["GET", "job"])), "not a lock");
+    assert_eq!(
+        server.cmd(&["LRANGE", "job", "0", "-1"]),
+        lock_testkit::fixtures::redis::Value::Array(vec![
+            lock_testkit::fixtures::redis::Value::BulkString(b"not a lock".to_vec())
+        ])
+    );
 }
 
 #[test]
