@@ -72,6 +72,10 @@
 --     the error "NON_REENTRANT_REACQUIRE ..." (Redisson's code) of a
 --     non-reentrant acquisition by the owner holding `lock`; a repeat of it
 --     finds RECORD_REENTRY in its record.
+-- recorded_acquire(key, deadline, lock)
+--     the first reply of an exclusive acquisition sent again (see
+--     recorded()): held_reply(lock) for "held", refuse_reentry(lock) for a
+--     refused re-entry, {1, token} for a hold; nil when it has not run.
 -- refuse_if_out_of_memory(zset)
 --     fails the script with Redis's OOM error when the server was out of
 --     memory as the script started, writing nothing: a ZADD XX of the
@@ -217,6 +221,20 @@ end
 local function refuse_reentry(lock)
     return redis.error_reply('NON_REENTRANT_REACQUIRE this owner holds the lock ' .. lock ..
         ' already and it is not reentrant')
+end
+
+local function recorded_acquire(key, deadline, lock)
+    local first = recorded(key, deadline)
+    if first == RECORD_HELD then
+        return held_reply(lock)
+    end
+    if first == RECORD_REENTRY then
+        return refuse_reentry(lock)
+    end
+    if first then
+        return {1, tonumber(first)}
+    end
+    return nil
 end
 
 local function refuse_if_out_of_memory(zset)

@@ -23,15 +23,9 @@
 -- GET fail with WRONGTYPE, and a counter at KEYS[3] that is not an integer
 -- fails a fenced acquisition with BADTOKEN: either way the script aborts
 -- before writing anything.
-local first = recorded(KEYS[2], ARGV[4])
-if first == RECORD_HELD then
-    return held_reply(KEYS[1])
-end
-if first == RECORD_REENTRY then
-    return refuse_reentry(KEYS[1])
-end
+local first = recorded_acquire(KEYS[2], ARGV[4], KEYS[1])
 if first then
-    return {1, tonumber(first)}
+    return first
 end
 local holder = redis.call('get', KEYS[1])
 if holder == ARGV[2] then

@@ -24,9 +24,9 @@ use lock_core::backend::{
     AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
     RenewTarget, Wake,
 };
-use lock_core::{LockError, LockInfo, LockName, Owner, Result};
+use lock_core::{LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
-use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
+use lock_script::{replies, with_common, ScriptCall, ScriptEnv};
 use redis::Script;
 
 use super::reentrant;
@@ -85,9 +85,9 @@ impl ExclusiveKind for Lean {
     /// Runs `acquire.lua` (with the replica sync of its [`ScriptEnv`]).
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for a zero lease (before any I/O);
-    /// [`LockError::ReentryRefused`] when the owner holds the lock;
-    /// [`LockError::WrongType`] for a value that is not a string at the
+    /// [`lock_core::LockError::InvalidArgument`] for a zero lease (before any I/O);
+    /// [`lock_core::LockError::ReentryRefused`] when the owner holds the lock;
+    /// [`lock_core::LockError::WrongType`] for a value that is not a string at the
     /// lock key (nothing is written); retryable errors as described in
     /// [`lock_script::error`].
     ///
@@ -95,35 +95,7 @@ impl ExclusiveKind for Lean {
     /// Dropping the future after the script was sent may leave the lock
     /// taken. Repeat the request (same request id) to learn the outcome.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
-        check_lease(req.lease_ms)?;
-        let layout = self.env.layout();
-        let id = req.request_id.to_string();
-        let call = ScriptCall::new(
-            &ACQUIRE,
-            vec![
-                layout.lock_key(&req.name),
-                layout.acquire_record(&req.name, &id),
-                layout.token_key(&req.name),
-            ],
-            vec![
-                req.lease_ms.to_string(),
-                req.owner.field(),
-                if req.fenced { "1" } else { "0" }.to_owned(),
-                req.deadline_ms.to_string(),
-            ],
-        )
-        .idempotent(true);
-        let outcome = self
-            .env
-            .acquire(self, call, req)
-            .await
-            .map_err(|e| match e {
-                // The transport names the key, which carries the prefix.
-                LockError::ReentryRefused { .. } => LockError::ReentryRefused {
-                    name: req.name.to_string(),
-                },
-                other => other,
-            })?;
+        let outcome = reentrant::acquire_with(&self.env, self, &ACQUIRE, req, &[]).await?;
         Ok(match outcome {
             AcquireOutcome::Held { ttl } => AcquireOutcome::Held {
                 ttl: Some(ttl.map_or(FOREIGN_RELEASE_RECHECK, |t| t.min(FOREIGN_RELEASE_RECHECK))),
@@ -187,7 +159,7 @@ impl ExclusiveKind for Lean {
     /// Runs `force_unlock.lua`.
     ///
     /// # Errors
-    /// [`LockError::WrongType`] for a value that is not a string (left
+    /// [`lock_core::LockError::WrongType`] for a value that is not a string (left
     /// untouched); retryable errors as described in [`lock_script::error`].
     ///
     /// # Cancel safety
@@ -211,7 +183,7 @@ impl ExclusiveKind for Lean {
     /// of either kind `INCR`.
     ///
     /// # Errors
-    /// [`LockError::WrongType`] naming the counter when it holds something
+    /// [`lock_core::LockError::WrongType`] naming the counter when it holds something
     /// other than an integer; retryable errors as described in
     /// [`lock_script::error`].
     ///

@@ -27,15 +27,9 @@
 -- counter at KEYS[3] that is not an integer fails a fenced acquisition with
 -- BADTOKEN (see common.lua): either way the script aborts before writing
 -- anything.
-local first = recorded(KEYS[2], ARGV[4])
-if first == RECORD_HELD then
-    return held_reply(KEYS[1])
-end
-if first == RECORD_REENTRY then
-    return refuse_reentry(KEYS[1])
-end
+local first = recorded_acquire(KEYS[2], ARGV[4], KEYS[1])
 if first then
-    return {1, tonumber(first)}
+    return first
 end
 local pttl = redis.call('pttl', KEYS[1])
 local ours = pttl ~= -2 and redis.call('hexists', KEYS[1], ARGV[2]) == 1

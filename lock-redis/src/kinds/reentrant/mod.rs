@@ -93,35 +93,8 @@ impl ExclusiveKind for Reentrant {
     /// taken. Repeat the request (same request id, within its record ttl) to
     /// learn the outcome without taking a second hold.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
-        check_lease(req.lease_ms)?;
-        let layout = self.env.layout();
-        let id = req.request_id.to_string();
-        let call = ScriptCall::new(
-            &ACQUIRE,
-            vec![
-                layout.lock_key(&req.name),
-                layout.acquire_record(&req.name, &id),
-                layout.token_key(&req.name),
-            ],
-            vec![
-                req.lease_ms.to_string(),
-                req.owner.field(),
-                if req.fenced { "1" } else { "0" }.to_owned(),
-                req.deadline_ms.to_string(),
-                if self.refuse_reentry { "1" } else { "0" }.to_owned(),
-            ],
-        )
-        .idempotent(true);
-        self.env
-            .acquire(self, call, req)
-            .await
-            .map_err(|e| match e {
-                // The transport names the key, which carries the prefix.
-                LockError::ReentryRefused { .. } => LockError::ReentryRefused {
-                    name: req.name.to_string(),
-                },
-                other => other,
-            })
+        let refuse = if self.refuse_reentry { "1" } else { "0" };
+        acquire_with(&self.env, self, &ACQUIRE, req, &[refuse]).await
     }
 
     /// Runs `release.lua`; publishes `0` on the lock's channel when the
@@ -263,4 +236,43 @@ pub(super) async fn last_fencing_token(env: &ScriptEnv, name: &LockName) -> Resu
     let counter = env.layout().token_key(name);
     let call = ScriptCall::new(&TOKEN, vec![counter.clone()], vec![]).idempotent(true);
     replies::token(&env.eval(call).await?, &counter)
+}
+
+/// Runs a kind's `acquire.lua` (KEYS: the lock, the request's record, the
+/// fencing counter; ARGV: lease, owner field, fenced, deadline, then
+/// `extra`), with the replica sync of `env`: the reentrant lock's and the
+/// lean lock's. A refused re-entry names the lock, not its prefixed key.
+pub(super) async fn acquire_with(
+    env: &ScriptEnv,
+    kind: &dyn ExclusiveKind,
+    script: &'static Script,
+    req: &AcquireRequest,
+    extra: &[&str],
+) -> Result<AcquireOutcome> {
+    check_lease(req.lease_ms)?;
+    let layout = env.layout();
+    let id = req.request_id.to_string();
+    let mut args = vec![
+        req.lease_ms.to_string(),
+        req.owner.field(),
+        if req.fenced { "1" } else { "0" }.to_owned(),
+        req.deadline_ms.to_string(),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let call = ScriptCall::new(
+        script,
+        vec![
+            layout.lock_key(&req.name),
+            layout.acquire_record(&req.name, &id),
+            layout.token_key(&req.name),
+        ],
+        args,
+    )
+    .idempotent(true);
+    env.acquire(kind, call, req).await.map_err(|e| match e {
+        LockError::ReentryRefused { .. } => LockError::ReentryRefused {
+            name: req.name.to_string(),
+        },
+        other => other,
+    })
 }
