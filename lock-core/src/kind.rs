@@ -386,6 +386,15 @@ pub trait ExclusiveKind: Send + Sync + 'static {
         ""
     }
 
+    /// The longest a waiter sleeps between looks, whatever the holder's
+    /// time to live says: for a kind whose lock others release without a
+    /// notice (another library on the same layout), so only a look sees
+    /// the release. `None` (the default): a notice tells, and the time to
+    /// live bounds what a lost one costs.
+    fn recheck_within(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Whether waiters queue: the engine then asks to join the queue from a
     /// waiter's first attempt ([`AcquireRequest::queue_ms`]), looks again
     /// at least every third of the waiter timeout (which refreshes its

@@ -235,10 +235,14 @@ impl Waiting for LockWait<'_> {
     }
 
     /// A queued waiter looks again (refreshing its place) before the
-    /// place could expire.
+    /// place could expire; a kind others release silently says how soon
+    /// to look again ([`crate::backend::ExclusiveKind::recheck_within`]).
     fn longest_sleep(&self) -> Option<Duration> {
-        self.queue_ms
-            .map(|_| self.lock.inner().config.waiter_timeout / 3)
+        let queued = self
+            .queue_ms
+            .map(|_| self.lock.inner().config.waiter_timeout / 3);
+        let kind = self.lock.kind().recheck_within();
+        queued.into_iter().chain(kind).min()
     }
 
     /// A queued waiter's look keeps its place: never skipped.

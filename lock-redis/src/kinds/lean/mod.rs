@@ -95,13 +95,13 @@ impl ExclusiveKind for Lean {
     /// Dropping the future after the script was sent may leave the lock
     /// taken. Repeat the request (same request id) to learn the outcome.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
-        let outcome = reentrant::acquire_with(&self.env, self, &ACQUIRE, req, &[]).await?;
-        Ok(match outcome {
-            AcquireOutcome::Held { ttl } => AcquireOutcome::Held {
-                ttl: Some(ttl.map_or(FOREIGN_RELEASE_RECHECK, |t| t.min(FOREIGN_RELEASE_RECHECK))),
-            },
-            taken => taken,
-        })
+        reentrant::acquire_with(&self.env, self, &ACQUIRE, req, &[]).await
+    }
+
+    /// [`FOREIGN_RELEASE_RECHECK`]: other libraries release without a
+    /// notice.
+    fn recheck_within(&self) -> Option<Duration> {
+        Some(FOREIGN_RELEASE_RECHECK)
     }
 
     /// Runs `release.lua`; publishes `0` on the lock's channel when it
