@@ -35,6 +35,19 @@ async fn client(server: &RedisServer) -> LockClient {
     .expect("connect to the fixture")
 }
 
+/// redis-py's `Lock.acquire` (and go-redsync's, rslock's): `SET NX PX`.
+fn redis_py_acquire(server: &RedisServer, name: &str, token: &str) -> Value {
+    raw(
+        server,
+        redis::cmd("SET")
+            .arg(name)
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(10_000),
+    )
+}
+
 fn raw(server: &RedisServer, cmd: &mut redis::Cmd) -> Value {
     let mut conn = server.client().get_connection().unwrap();
     cmd.query(&mut conn).unwrap()
@@ -95,18 +108,7 @@ async fn redis_py_and_redsync_commands_see_our_token_and_keep_to_it() {
     );
     assert!(matches!(raw(&server, redis::cmd("PTTL").arg("report")), Value::Int(ms) if ms > 0));
     // redis-py's acquire (`SET NX PX`) finds it taken.
-    assert_eq!(
-        raw(
-            &server,
-            redis::cmd("SET")
-                .arg("report")
-                .arg("py-token")
-                .arg("NX")
-                .arg("PX")
-                .arg(10_000)
-        ),
-        Value::Nil
-    );
+    assert_eq!(redis_py_acquire(&server, "report", "py-token"), Value::Nil);
     // Their release and extension with their own token change nothing …
     let eval = |script: &str, args: &[&str]| {
         let mut cmd = redis::cmd("EVAL");
@@ -127,18 +129,7 @@ async fn redis_py_and_redsync_commands_see_our_token_and_keep_to_it() {
     );
     // … while our unlock deletes the key, so their `SET NX PX` succeeds.
     guard.unlock().await.unwrap();
-    assert_eq!(
-        raw(
-            &server,
-            redis::cmd("SET")
-                .arg("report")
-                .arg("py-token")
-                .arg("NX")
-                .arg("PX")
-                .arg(10_000)
-        ),
-        Value::Okay
-    );
+    assert_eq!(redis_py_acquire(&server, "report", "py-token"), Value::Okay);
     assert!(c
         .lean_lock("report")
         .unwrap()
