@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use lock_core::ClientConfig;
+use lock_redis::ClientConfig;
 use lock_redis::RedisConfig;
 
 #[tokio::main]

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use lock_core::{AcquireOptions, LockClient};
+use lock_redis::{AcquireOptions, LockClient};
 use lock_testkit::InMemoryServer;
 
 #[tokio::main]
@@ -46,7 +46,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // 3. B waits; A releases after 100 ms; B is woken by the unlock notice.
     let waiter = tokio::spawn(async move {
         let g = lock_b.lock().await?;
-        Ok::<_, lock_core::LockError>((g, Instant::now()))
+        Ok::<_, lock_redis::LockError>((g, Instant::now()))
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     let released = Instant::now();
@@ -86,7 +86,7 @@ async fn clients() -> Result<(LockClient, LockClient, String), Box<dyn std::erro
             let connect = || {
                 lock_redis::connect(
                     lock_redis::RedisConfig::new(url.clone()),
-                    lock_core::ClientConfig::default(),
+                    lock_redis::ClientConfig::default(),
                 )
             };
             Ok((

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lock_core::ClientConfig;
+use lock_redis::ClientConfig;
 use lock_redis::RedisConfig;
 use lock_testkit::fixtures::RedisServer;
 

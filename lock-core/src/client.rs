@@ -8,47 +8,44 @@ use uuid::Uuid;
 
 use crate::config::{lease_millis, ClientConfig};
 use crate::connection::Connection;
-use crate::describe::Description;
 use crate::error::{LockError, Result};
-use crate::fair_lock::FairLock;
 use crate::fenced_lock::FencedLock;
-use crate::handoff_lock::HandoffLock;
 use crate::holds::Holds;
-use crate::kinds::Kinds;
+use crate::kind::ExclusiveKind;
 use crate::latch::CountDownLatch;
+use crate::latch_kind::LatchKind;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
 use crate::permit_leases::PermitLeases;
 use crate::permit_semaphore::PermitExpirableSemaphore;
-use crate::rw_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
+use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 use crate::stats::{ClientStats, Stats};
 use crate::store_clock::StoreClock;
 use crate::waiter::WaiterRegistry;
 use crate::watchdog::Watchdog;
 
-/// A lock client: a client id, one connection to a store with every lock
-/// kind bound to it, the registry of waiters and the watchdog. Every kind's
-/// handles share them: [`LockClient::lock`], [`LockClient::fair_lock`] and
-/// [`LockClient::fenced_lock`] on one client use the same connections and
-/// the same watchdog. Cheap to clone; clones share everything.
+/// The engine of one lock client: a client id, one connection to a store,
+/// the registry of waiters and the watchdog, shared by the handles of every
+/// kind. A deployment's client (`lock_redis::LockClient`) wraps one and
+/// binds its kinds to it; the engine itself names no kind: its handle
+/// makers take the kind ([`Engine::lock`], [`Engine::fenced_lock`]). Cheap
+/// to clone; clones share everything.
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use lock_core::{ClientConfig, LockClient};
-/// # use lock_core::backend::{Connection, Kinds};
-/// # async fn demo(connection: Arc<dyn Connection>, kinds: Kinds) -> lock_core::Result<()> {
-/// let client = LockClient::new(connection, kinds, ClientConfig::default())?;
-/// let guard = client.lock("orders:42")?.lock().await?;
+/// # use lock_core::{ClientConfig, Engine};
+/// # use lock_core::backend::{Connection, ExclusiveKind};
+/// # async fn demo(connection: Arc<dyn Connection>, kind: Arc<dyn ExclusiveKind>) -> lock_core::Result<()> {
+/// let engine = Engine::new(connection, ClientConfig::default())?;
+/// let guard = engine.lock("orders:42", kind)?.lock().await?;
 /// // … critical section …
 /// guard.unlock().await?;
-/// let fair = client.fair_lock("printer")?.lock().await?; // first come, first served
-/// fair.unlock().await?;
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct LockClient {
+pub struct Engine {
     pub(crate) inner: Arc<ClientInner>,
 }
 
@@ -56,7 +53,6 @@ pub(crate) struct ClientInner {
     pub(crate) id: Uuid,
     pub(crate) config: ClientConfig,
     pub(crate) connection: Arc<dyn Connection>,
-    pub(crate) kinds: Kinds,
     pub(crate) waiters: Arc<WaiterRegistry>,
     /// Every hold of this client's guards, by (lock name, owner).
     pub(crate) holds: Arc<Holds>,
@@ -110,19 +106,18 @@ impl ClientInner {
     }
 }
 
-impl std::fmt::Debug for LockClient {
+impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LockClient")
+        f.debug_struct("Engine")
             .field("id", &self.inner.id)
             .field("config", &self.inner.config)
             .finish_non_exhaustive()
     }
 }
 
-impl LockClient {
-    /// Creates a client over `connection`, handing out locks of `kinds`
-    /// (bound to that connection), with a fresh client id, and starts its
-    /// watchdog. Must be called inside a tokio runtime; the client's
+impl Engine {
+    /// Creates an engine over `connection`, with a fresh client id, and
+    /// starts its watchdog. Must be called inside a tokio runtime; the client's
     /// background work (watchdog, releases of dropped guards) runs there.
     /// Deployments wrap this in their `connect`.
     ///
@@ -131,14 +126,10 @@ impl LockClient {
     /// [`ClientConfig::validate_for`], checked with the connection's
     /// [command timeout](Connection::command_timeout)) or when called
     /// outside a tokio runtime.
-    pub fn new(
-        connection: Arc<dyn Connection>,
-        kinds: Kinds,
-        config: ClientConfig,
-    ) -> Result<Self> {
+    pub fn new(connection: Arc<dyn Connection>, config: ClientConfig) -> Result<Self> {
         config.validate_for(connection.command_timeout())?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
-            LockError::invalid("LockClient::new must be called inside a tokio runtime")
+            LockError::invalid("a lock client must be created inside a tokio runtime")
         })?;
         let watchdog_ms = lease_millis(config.watchdog_timeout, "watchdog_timeout")?;
         let waiter_ms = lease_millis(config.waiter_timeout, "waiter_timeout")?;
@@ -161,7 +152,6 @@ impl LockClient {
                 id: Uuid::new_v4(),
                 config,
                 connection,
-                kinds,
                 waiters,
                 holds,
                 permits,
@@ -188,262 +178,73 @@ impl LockClient {
         &self.inner.config
     }
 
-    /// A handle on the re-entrant lock called `name`: any waiter may win it
-    /// once it is free. Makes no I/O.
+    /// A handle on the lock called `name` of the exclusive `kind` (a
+    /// deployment's client names its kinds: `client.lock(name)`,
+    /// `client.lean_lock(name)`, …). Makes no I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no reentrant kind.
-    pub fn lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        let kind = self
-            .inner
-            .kinds
-            .reentrant_kind()
-            .ok_or_else(|| LockError::invalid("this client has no reentrant lock kind"))?;
-        Ok(Lock::new(
-            self.clone(),
-            LockName::new(name)?,
-            Arc::clone(kind),
-        ))
+    /// [`LockError::InvalidArgument`] for an empty or over-long name.
+    pub fn lock(&self, name: impl AsRef<str>, kind: Arc<dyn ExclusiveKind>) -> Result<Lock> {
+        Ok(Lock::new(self.clone(), LockName::new(name)?, kind))
     }
 
-    /// A handle on the non-reentrant lock called `name` (Redisson's
-    /// `getNonReentrantLock`): a reentrant lock's layout, shared with Java's
-    /// locks of the same name, but an owner that asks again for a lock it
-    /// holds is refused with [`LockError::ReentryRefused`] instead of
-    /// holding it twice. Makes no I/O.
-    ///
-    /// ```
-    /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-    /// let lock = client.non_reentrant_lock("nightly-report")?;
-    /// let owner = client.new_owner();
-    /// let guard = lock.lock_as(owner).await?;
-    /// let again = lock.lock_as(owner).await.unwrap_err();
-    /// assert!(again.is_reentry_refused());
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
+    /// A handle on the lock called `name` of the exclusive `kind` whose
+    /// every acquisition hands out a fencing token
+    /// ([`crate::FencedGuard::fencing_token`]). Makes no I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no non-reentrant kind.
-    pub fn non_reentrant_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        self.exclusive_lock("non_reentrant", "non-reentrant", name)
+    /// As [`Engine::lock`].
+    pub fn fenced_lock(
+        &self,
+        name: impl AsRef<str>,
+        kind: Arc<dyn ExclusiveKind>,
+    ) -> Result<FencedLock> {
+        Ok(FencedLock::new(self.clone(), LockName::new(name)?, kind))
     }
 
-    /// A handle on the lean lock called `name`: the redis.io
-    /// single-instance pattern (one string key holding its holder's token,
-    /// `SET NX PX` to take it, compare-and-delete to release), the layout
-    /// go-redsync, redis-py's `Lock`, node-redlock and rslock keep, so
-    /// services using those exclude ours on the same name. With the
-    /// watchdog, the lost-lock signal, fencing tokens on request, wake-ups
-    /// by notice of our releases (others' are seen within a bounded
-    /// re-check) and cancellation safety. Not re-entrant: an owner that
-    /// asks again for a lock it holds is refused with
-    /// [`LockError::ReentryRefused`]. Makes no I/O.
-    ///
-    /// ```
-    /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-    /// let lock = client.lean_lock("shared-with-go-services")?;
-    /// let guard = lock.lock().await?;
-    /// // … the Go service's redsync mutex on this name waits meanwhile …
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
+    /// A handle on the semaphore called `name` of `kind`. Makes no I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no lean kind.
-    pub fn lean_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        self.exclusive_lock("lean", "lean", name)
+    /// As [`Engine::lock`].
+    pub fn semaphore(
+        &self,
+        name: impl AsRef<str>,
+        kind: Arc<dyn SemaphoreKind>,
+    ) -> Result<Semaphore> {
+        Ok(Semaphore::new(self.clone(), LockName::new(name)?, kind))
     }
 
-    /// A [`Lock`] of the exclusive kind registered as `kind` (`what` names
-    /// it in the error when there is none).
-    fn exclusive_lock(&self, kind: &str, what: &str, name: impl AsRef<str>) -> Result<Lock> {
-        let kind =
-            self.inner.kinds.exclusive_kind(kind).ok_or_else(|| {
-                LockError::invalid(format!("this client has no {what} lock kind"))
-            })?;
-        Ok(Lock::new(
-            self.clone(),
-            LockName::new(name)?,
-            Arc::clone(kind),
-        ))
-    }
-
-    /// A handle on the fair lock called `name`: handed out in arrival order.
+    /// A handle on the expirable-permit semaphore called `name` of `kind`.
     /// Makes no I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no fair kind.
-    pub fn fair_lock(&self, name: impl AsRef<str>) -> Result<FairLock> {
-        let kind = self
-            .inner
-            .kinds
-            .fair_kind()
-            .ok_or_else(|| LockError::invalid("this client has no fair lock kind"))?;
-        Ok(FairLock::new(
-            self.clone(),
-            LockName::new(name)?,
-            Arc::clone(kind),
-        ))
-    }
-
-    /// A handle on the fair lock called `name` with direct handoff
-    /// ([`HandoffLock`]): a release hands the lock straight to the first
-    /// live waiter of the queue, which takes it without another round trip
-    /// (one notice instead of notice + acquire). It is the fair lock of
-    /// [`LockClient::fair_lock`] (the two are one lock with one queue),
-    /// whose kind also records which queued waits accept a handoff (its
-    /// layout is the kind's: see the `lock-fair` crate). Makes no I/O.
-    ///
-    /// Opt-in, because a grant to a waiter whose process died after its
-    /// last refresh keeps the lock for that waiter's lease (see
-    /// [`HandoffLock`]).
-    ///
-    /// ```
-    /// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-    /// let jobs = client.handoff_lock("jobs")?;
-    /// let guard = jobs.lock().await?; // a release hands it to the next waiter
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no handoff kind.
-    pub fn handoff_lock(&self, name: impl AsRef<str>) -> Result<HandoffLock> {
-        let kind = self
-            .inner
-            .kinds
-            .handoff_kind()
-            .ok_or_else(|| LockError::invalid("this client has no direct-handoff lock kind"))?;
-        Ok(HandoffLock::new(
-            self.clone(),
-            LockName::new(name)?,
-            Arc::clone(kind),
-        ))
-    }
-
-    /// A handle on the lock called `name` whose every acquisition hands out
-    /// a fencing token ([`crate::FencedGuard::fencing_token`]). It is the lock of
-    /// [`LockClient::lock`] with the same name (they exclude each other),
-    /// and its tokens come from the name's one counter. Makes no I/O.
-    ///
-    /// # Errors
-    /// As [`LockClient::lock`].
-    pub fn fenced_lock(&self, name: impl AsRef<str>) -> Result<FencedLock> {
-        let kind = self
-            .inner
-            .kinds
-            .reentrant_kind()
-            .ok_or_else(|| LockError::invalid("this client has no reentrant lock kind"))?;
-        Ok(FencedLock::new(
-            self.clone(),
-            LockName::new(name)?,
-            Arc::clone(kind),
-        ))
-    }
-
-    /// A handle on the count-down latch called `name`. Makes no I/O.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, a
-    /// name this deployment cannot serve as a latch (on a cluster: a name
-    /// with its own hash tag, see the deployment's docs), or when this
-    /// client has no latch kind.
-    pub fn count_down_latch(&self, name: impl AsRef<str>) -> Result<CountDownLatch> {
-        let kind = self
-            .inner
-            .kinds
-            .latch_kind()
-            .ok_or_else(|| LockError::invalid("this client has no count-down latch kind"))?;
-        let name = LockName::new(name)?;
-        kind.check_name(&name)?;
-        Ok(CountDownLatch::new(self.clone(), name, Arc::clone(kind)))
-    }
-
-    /// What is stored under `name`, whatever kind put it there: a lock's
-    /// holders, a read-write lock's readers and writer, a semaphore's
-    /// permits or a latch's count. Writes nothing.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidArgument`] for a bad name or when this client
-    /// has no reader registered; a retryable error when the store could
-    /// not be reached; [`LockError::Closed`].
-    ///
-    /// # Cancel safety
-    /// Read-only: safe to drop.
-    pub async fn describe(&self, name: impl AsRef<str>) -> Result<Description> {
-        let describer = self
-            .inner
-            .kinds
-            .describer()
-            .ok_or_else(|| LockError::invalid("this client cannot describe names"))?;
-        let name = LockName::new(name)?;
-        self.inner.check_open()?;
-        describer.describe(&name).await
-    }
-
-    /// A handle on the semaphore called `name` (a count of free permits
-    /// anyone may take or give back). Makes no I/O.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no semaphore kind.
-    pub fn semaphore(&self, name: impl AsRef<str>) -> Result<Semaphore> {
-        let kind = self
-            .inner
-            .kinds
-            .semaphore_kind()
-            .ok_or_else(|| LockError::invalid("this client has no semaphore kind"))?;
-        Ok(Semaphore::new(
-            self.clone(),
-            LockName::new(name)?,
-            Arc::clone(kind),
-        ))
-    }
-
-    /// A handle on the semaphore called `name` whose taken permits have
-    /// ids and leases, and come back by themselves when a lease ends. Makes
-    /// no I/O.
-    ///
-    /// # Errors
-    /// As [`LockClient::semaphore`].
+    /// As [`Engine::lock`].
     pub fn permit_expirable_semaphore(
         &self,
         name: impl AsRef<str>,
+        kind: Arc<dyn PermitSemaphoreKind>,
     ) -> Result<PermitExpirableSemaphore> {
-        let kind = self.inner.kinds.permit_semaphore_kind().ok_or_else(|| {
-            LockError::invalid("this client has no expirable-permit semaphore kind")
-        })?;
         Ok(PermitExpirableSemaphore::new(
             self.clone(),
             LockName::new(name)?,
-            Arc::clone(kind),
+            kind,
         ))
     }
 
-    /// A handle on the read-write lock called `name`: many readers or one
-    /// writer ([`ReadWriteLock::read`], [`ReadWriteLock::write`]). Makes no
+    /// A handle on the count-down latch called `name` of `kind`. Makes no
     /// I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name, or
-    /// when this client has no read-write kind.
-    pub fn read_write_lock(&self, name: impl AsRef<str>) -> Result<ReadWriteLock> {
-        let kinds = self
-            .inner
-            .kinds
-            .read_write_kinds()
-            .ok_or_else(|| LockError::invalid("this client has no read-write lock kind"))?;
-        Ok(ReadWriteLock::new(
-            self.clone(),
-            LockName::new(name)?,
-            kinds,
-        ))
+    /// As [`Engine::lock`], and a name `kind` cannot serve as a latch
+    /// ([`LatchKind::check_name`]).
+    pub fn count_down_latch(
+        &self,
+        name: impl AsRef<str>,
+        kind: Arc<dyn LatchKind>,
+    ) -> Result<CountDownLatch> {
+        let name = LockName::new(name)?;
+        kind.check_name(&name)?;
+        Ok(CountDownLatch::new(self.clone(), name, kind))
     }
 
     /// A fresh owner of this client, for explicit re-entrant use with
@@ -457,8 +258,8 @@ impl LockClient {
     /// re-enters locks the outer code holds.
     ///
     /// ```
-    /// # use lock_core::LockClient;
-    /// # async fn demo(client: LockClient) -> lock_core::Result<()> {
+    /// # use lock_core::Engine;
+    /// # async fn demo(client: Engine) -> lock_core::Result<()> {
     /// let lock = client.lock("config")?;
     /// client.scope(async {
     ///     let outer = lock.lock().await?;
@@ -485,12 +286,6 @@ impl LockClient {
         &self.inner.connection
     }
 
-    /// The lock kinds bound to this client's connection (their raw store
-    /// operations, for tools and tests).
-    pub fn kinds(&self) -> &Kinds {
-        &self.inner.kinds
-    }
-
     /// Resolves once no acquire or release is in flight, background ones
     /// included (releases of dropped guards, undoing of abandoned
     /// acquisitions). Each is bounded by the backend's timeouts and the
@@ -504,7 +299,7 @@ impl LockClient {
 
     /// Closes the client: later operations fail with [`LockError::Closed`];
     /// requests already in flight — including background releases of guards
-    /// dropped before — finish first ([`LockClient::settle`]); then the
+    /// dropped before — finish first ([`Engine::settle`]); then the
     /// watchdog stops and the connection is closed. Unlock what
     /// you hold first: nothing renews a lock any more once the watchdog
     /// stops, so every guard of a lock it kept alive is told at once that
@@ -523,7 +318,16 @@ impl LockClient {
         }
     }
 
-    /// Whether [`LockClient::close`] was called.
+    /// [`LockError::Closed`] once [`Engine::close`] was called: what a
+    /// kind's handle checks before a call of its own.
+    ///
+    /// # Errors
+    /// [`LockError::Closed`].
+    pub fn check_open(&self) -> Result<()> {
+        self.inner.check_open()
+    }
+
+    /// Whether [`Engine::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }

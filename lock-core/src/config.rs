@@ -112,7 +112,7 @@ impl RetryPolicy {
     }
 }
 
-/// Configuration of a [`crate::LockClient`].
+/// Configuration of a [`crate::Engine`].
 ///
 /// ```
 /// # use std::time::Duration;
@@ -279,7 +279,7 @@ impl ClientConfig {
     /// take at most `command_timeout` (`None`: unknown, only the backoff
     /// is counted). A shorter window would have the last retries of a
     /// request refused as stale.
-    /// [`crate::LockClient::new`] calls this with its backend's
+    /// [`crate::Engine::new`] calls this with its backend's
     /// [`crate::backend::Connection::command_timeout`].
     ///
     /// ```

@@ -120,7 +120,7 @@ pub enum LockError {
         name: String,
     },
     /// The owner asked again for a non-reentrant lock it holds
-    /// ([`crate::LockClient::non_reentrant_lock`]): it would wait for itself.
+    /// (`client.non_reentrant_lock(name)`): it would wait for itself.
     /// Nothing was taken; the first hold is untouched. Java's
     /// `RedissonNonReentrantLock` throws `IllegalMonitorStateException`.
     #[error("lock {name:?} is not reentrant and this owner holds it already (it would wait for itself); release it first")]

@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use crate::client::LockClient;
+use crate::client::Engine;
 use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::kind::ExclusiveKind;
@@ -28,13 +28,12 @@ use crate::options::AcquireOptions;
 use crate::owner::Owner;
 
 /// A handle on one named lock whose every acquisition is fenced
-/// ([`LockClient::fenced_lock`]; see the module docs). Every method of
+/// (`client.fenced_lock(name)`; see the module docs). Every method of
 /// [`Lock`] that does not acquire applies. Cheap to clone; makes no I/O
 /// until used.
 ///
 /// ```
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-/// let lock = client.fenced_lock("ledger")?;
+/// # async fn demo(lock: lock_core::FencedLock) -> lock_core::Result<()> {
 /// let guard = lock.lock().await?;
 /// let token: u64 = guard.fencing_token(); // larger than every token before it
 /// assert_eq!(lock.last_fencing_token().await?, Some(token));
@@ -48,7 +47,7 @@ pub struct FencedLock {
 }
 
 impl FencedLock {
-    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn ExclusiveKind>) -> Self {
+    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn ExclusiveKind>) -> Self {
         Self {
             lock: Lock::new(client, name, kind),
         }

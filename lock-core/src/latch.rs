@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::LockClient;
+use crate::client::Engine;
 use crate::condition;
 use crate::error::{LockError, Result};
 use crate::latch_kind::{LatchKind, LatchRequest};
@@ -36,12 +36,11 @@ use crate::op;
 pub const MAX_COUNT: u64 = i64::MAX as u64;
 
 /// A handle on one named count-down latch
-/// ([`LockClient::count_down_latch`]; see the module docs). Cheap to
+/// (`client.count_down_latch(name)`; see the module docs). Cheap to
 /// clone; makes no I/O until used.
 ///
 /// ```
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-/// let latch = client.count_down_latch("batch:7")?;
+/// # async fn demo(latch: lock_core::CountDownLatch) -> lock_core::Result<()> {
 /// latch.try_set_count(3).await?;
 /// // … three workers each call `latch.count_down().await?` when done …
 /// # for _ in 0..3 { latch.count_down().await?; }
@@ -50,7 +49,7 @@ pub const MAX_COUNT: u64 = i64::MAX as u64;
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {
-    client: LockClient,
+    client: Engine,
     name: LockName,
     kind: Arc<dyn LatchKind>,
 }
@@ -65,7 +64,7 @@ impl std::fmt::Debug for CountDownLatch {
 }
 
 impl CountDownLatch {
-    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn LatchKind>) -> Self {
+    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn LatchKind>) -> Self {
         Self { client, name, kind }
     }
 

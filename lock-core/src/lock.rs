@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::{ClientInner, LockClient};
+use crate::client::{ClientInner, Engine};
 use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::kind::{ExclusiveKind, LockInfo, ReleaseOutcome, ReleaseRequest};
@@ -14,17 +14,17 @@ use crate::owner::Owner;
 use crate::wait;
 
 /// A handle on one named, re-entrant, exclusive lock
-/// ([`crate::LockClient::lock`]). Cheap to clone; makes no I/O until used.
+/// (`client.lock(name)`). Cheap to clone; makes no I/O until used.
 ///
 /// Waiting is event-driven (see the `waiter` module docs): a waiter sleeps
 /// until an unlock notice or the holder's remaining time to live, never on a
 /// fixed poll interval. Once the lock is free any waiter may win it; a
-/// [`crate::FairLock`] hands it out in arrival order instead, with the same
+/// fair lock hands it out in arrival order instead, with the same
 /// methods; a [`crate::FencedLock`] is this lock with every acquisition
 /// fenced.
 #[derive(Clone)]
 pub struct Lock {
-    client: LockClient,
+    client: Engine,
     name: LockName,
     kind: Arc<dyn ExclusiveKind>,
 }
@@ -39,7 +39,7 @@ impl std::fmt::Debug for Lock {
 }
 
 impl Lock {
-    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn ExclusiveKind>) -> Self {
+    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn ExclusiveKind>) -> Self {
         Self { client, name, kind }
     }
 

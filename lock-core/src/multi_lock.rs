@@ -50,9 +50,10 @@ use crate::wait;
 /// clone; makes no I/O until used.
 ///
 /// ```
-/// # async fn demo(orders: lock_core::LockClient, stock: lock_core::LockClient) -> lock_core::Result<()> {
+/// # async fn demo(order: lock_core::Lock, sku: lock_core::Lock) -> lock_core::Result<()> {
 /// use lock_core::MultiLock;
-/// let both = MultiLock::new([orders.lock("order:42")?, stock.lock("sku:7")?])?;
+/// // e.g. `orders.lock("order:42")?` and `stock.lock("sku:7")?`, of two clients
+/// let both = MultiLock::new([order, sku])?;
 /// let guard = both.lock().await?; // holds both, or waits
 /// // … change the order and the stock together …
 /// guard.unlock().await?;

@@ -16,7 +16,7 @@
 //!   fixed lease ran out;
 //! - this client releases it by id ([`crate::PermitExpirableSemaphore::release`]),
 //!   or sets a lease the store says it no longer has;
-//! - the watchdog stops ([`crate::LockClient::close`]) while it renews it.
+//! - the watchdog stops ([`crate::Engine::close`]) while it renews it.
 //!
 //! Once reported, a loss stays: a renewal landing later does not revive it.
 

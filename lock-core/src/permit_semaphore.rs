@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{ClientInner, LockClient};
+use crate::client::{ClientInner, Engine};
 use crate::config::lease_millis;
 use crate::counting;
 use crate::error::{LockError, Result};
@@ -56,13 +56,12 @@ mod many;
 mod totals;
 
 /// A handle on one named semaphore with expirable permits
-/// ([`LockClient::permit_expirable_semaphore`]). Cheap to clone; makes no
+/// (`client.permit_expirable_semaphore(name)`). Cheap to clone; makes no
 /// I/O until used. See the module docs for its promise.
 ///
 /// ```
 /// # use std::time::Duration;
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-/// let slots = client.permit_expirable_semaphore("slots")?;
+/// # async fn demo(slots: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
 /// slots.try_set_permits(2).await?;
 /// let permit = slots.acquire().await?; // renewed while held
 /// // … work, stopping if permit.lost() fires …
@@ -73,7 +72,7 @@ mod totals;
 /// ```
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
-    client: LockClient,
+    client: Engine,
     name: LockName,
     kind: Arc<dyn PermitSemaphoreKind>,
 }
@@ -126,11 +125,7 @@ impl Leasing {
 }
 
 impl PermitExpirableSemaphore {
-    pub(crate) fn new(
-        client: LockClient,
-        name: LockName,
-        kind: Arc<dyn PermitSemaphoreKind>,
-    ) -> Self {
+    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn PermitSemaphoreKind>) -> Self {
         Self { client, name, kind }
     }
 

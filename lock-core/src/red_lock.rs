@@ -98,10 +98,9 @@ use crate::wait;
 /// clone; makes no I/O until used.
 ///
 /// ```
-/// # async fn demo(clients: Vec<lock_core::LockClient>) -> lock_core::Result<()> {
+/// # async fn demo(locks: Vec<lock_core::Lock>) -> lock_core::Result<()> {
 /// use lock_core::RedLock;
-/// // One client per independent Redis master.
-/// let locks = clients.iter().map(|c| c.lock("reports")).collect::<Result<Vec<_>, _>>()?;
+/// // `locks`: the lock "reports" of one client per independent Redis master.
 /// let red = RedLock::new(locks)?;
 /// let guard = red.lock().await?; // held on a majority of the stores
 /// // … guard.lost() resolves once fewer than a majority hold it …

@@ -47,7 +47,7 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::client::{ClientInner, LockClient};
+use crate::client::{ClientInner, Engine};
 use crate::config::lease_millis;
 use crate::counting;
 use crate::error::{LockError, Result};
@@ -56,12 +56,11 @@ use crate::semaphore_kind::{check_change, check_permits, PermitRequest, Semaphor
 use crate::stats::InFlight;
 use crate::wait_loop::Look;
 
-/// A handle on one named semaphore ([`LockClient::semaphore`]). Cheap to
+/// A handle on one named semaphore (`client.semaphore(name)`). Cheap to
 /// clone; makes no I/O until used. See the module docs for its promise.
 ///
 /// ```
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-/// let jobs = client.semaphore("jobs")?;
+/// # async fn demo(jobs: lock_core::Semaphore) -> lock_core::Result<()> {
 /// jobs.try_set_permits(4).await?;           // at most 4 at once
 /// let permit = jobs.acquire().await?;       // waits for a free permit
 /// // … one of at most 4 …
@@ -70,7 +69,7 @@ use crate::wait_loop::Look;
 /// ```
 #[derive(Clone)]
 pub struct Semaphore {
-    client: LockClient,
+    client: Engine,
     name: LockName,
     kind: Arc<dyn SemaphoreKind>,
 }
@@ -84,7 +83,7 @@ impl std::fmt::Debug for Semaphore {
 }
 
 impl Semaphore {
-    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn SemaphoreKind>) -> Self {
+    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn SemaphoreKind>) -> Self {
         Self { client, name, kind }
     }
 
@@ -449,7 +448,7 @@ pub struct PermitGuard {
     permits: u64,
     armed: bool,
     /// Counts the permits as in flight until a caller owns the guard, so
-    /// [`LockClient::settle`] cannot slip between an abandoned acquisition
+    /// [`Engine::settle`] cannot slip between an abandoned acquisition
     /// and its undoing.
     in_flight: Option<InFlight>,
 }

@@ -82,7 +82,7 @@ pub struct ClientStats {
     /// Waiters woken by an unlock notice (not by a time-to-live timeout).
     pub wakeups: u64,
     /// Locks a release handed straight to a waiter of this client, taken
-    /// without asking again ([`crate::LockClient::handoff_lock`]). A grant
+    /// without asking again (`client.handoff_lock(name)`). A grant
     /// the waiter took at its next look instead (its periodic look ran
     /// before the notice was read, as a loaded machine may have it) is
     /// held just the same but not counted here: this counts a path, not

@@ -2,10 +2,12 @@
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, FairKind, ReleaseOutcome,
-    ReleaseRequest, RenewTarget, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
+    RenewTarget, Wake,
 };
-use lock_core::{FairLockInfo, LockInfo, LockName, Owner, Result};
+use lock_core::{LockInfo, LockName, Owner, Result};
+
+use crate::handle::FairLockInfo;
 use lock_script::layout::UNLOCK_MESSAGE;
 use lock_script::{check_lease, replies as shared, KeyLayout, ScriptCall, ScriptEnv};
 
@@ -18,7 +20,7 @@ use lock_script::Transport;
 /// The fair (FIFO) lock kind on Redis: runs the fair scripts (see the crate
 /// docs) through a [`Transport`], with the replica sync of its
 /// [`ScriptEnv`]. Registered on every client by `lock-redis`; reached with
-/// [`lock_core::LockClient::fair_lock`].
+/// `client.fair_lock(name)`.
 ///
 /// Renewal is the shared batch renewal of lock hashes
 /// ([`ScriptEnv::renew`]): the lock hash of a fair lock is the reentrant
@@ -40,7 +42,7 @@ impl Fair {
     }
 
     /// The direct-handoff kind over `env`
-    /// ([`lock_core::LockClient::handoff_lock`]): the fair lock, whose
+    /// (`client.handoff_lock(name)`): the fair lock, whose
     /// waiters also accept a handoff, so a release grants the lock to the
     /// queue head instead of telling it to try again. Both kinds run the
     /// same scripts on the same keys: a release through either grants to a
@@ -200,7 +202,7 @@ impl ExclusiveKind for Fair {
     }
 
     /// Runs the fair `inspect.lua`; the lock's half of
-    /// [`FairKind::inspect_fair`].
+    /// [`Fair::inspect_fair`].
     ///
     /// # Errors
     /// As [`Fair::force_unlock`](ExclusiveKind::force_unlock).
@@ -281,8 +283,7 @@ impl ExclusiveKind for Fair {
     }
 }
 
-#[async_trait]
-impl FairKind for Fair {
+impl Fair {
     /// Runs the fair `inspect.lua`: holders, time to live, and the queue
     /// with the time each waiter has left (its deadline less the server's
     /// clock, both read by the script), head first. Read-only: stale
@@ -293,7 +294,7 @@ impl FairKind for Fair {
     ///
     /// # Cancel safety
     /// Read-only: safe to drop.
-    async fn inspect_fair(&self, name: &LockName) -> Result<FairLockInfo> {
+    pub async fn inspect_fair(&self, name: &LockName) -> Result<FairLockInfo> {
         let layout = self.layout();
         let call = ScriptCall::new(
             &scripts::INSPECT,

@@ -1,9 +1,10 @@
 //! # lock-fair: the fair (FIFO) lock's script set
 //!
-//! [`Fair`] implements [`FairKind`] over any [`lock_script::Transport`]:
-//! every client made by `lock_redis::connect` or
-//! `lock_redis_cluster::connect` registers it, and
-//! [`LockClient::fair_lock`] hands its locks out in arrival order. It uses
+//! [`Fair`] is the kind (its store operations over any
+//! [`lock_script::Transport`]) and [`FairLock`] / [`HandoffLock`] its
+//! handles: every client made by `lock_redis::connect` or
+//! `lock_redis_cluster::connect` hands them out (`client.fair_lock(name)`,
+//! `client.handoff_lock(name)`) in arrival order. It uses
 //! the key layout of Redisson 4.x's `RedissonFairLock`, so Java services
 //! using Redisson's fair lock and Rust services using this crate can share
 //! a queue. It depends on the engine ([`lock_core`]) and the kind/transport
@@ -11,8 +12,9 @@
 //! `lock-redis-cluster`), not on this crate.
 //!
 //! ```no_run
-//! # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-//! let guard = client.fair_lock("orders:42")?.lock().await?; // first come, first served
+//! # async fn demo(orders: lock_fair::FairLock) -> lock_core::Result<()> {
+//! // `orders`: `client.fair_lock("orders:42")?` of a `lock_redis::LockClient`
+//! let guard = orders.lock().await?; // first come, first served
 //! guard.unlock().await?;
 //! # Ok(()) }
 //! ```
@@ -73,7 +75,7 @@
 //!
 //! ## Direct handoff
 //! [`Fair::with_handoff`] is the kind of
-//! [`lock_core::LockClient::handoff_lock`]: its waits carry a ticket and
+//! [`HandoffLock`]: its waits carry a ticket and
 //! register in the handoff hash when they queue, and every release that
 //! frees the lock (through either kind) grants it to the queue head when
 //! the head is so registered: one hold with the lease it asked for, out of
@@ -177,15 +179,19 @@
 //! [`LockError::Unavailable`].
 #![deny(missing_docs)]
 
+mod handle;
+mod handoff;
 mod kind;
 mod replies;
 // The scripts, for the test suites and lock-bench; not an API.
 #[doc(hidden)]
 pub mod scripts;
 
+pub use handle::{FairLock, FairLockInfo, QueuedWaiter};
+pub use handoff::HandoffLock;
 pub use kind::Fair;
 
 #[cfg(doc)]
-use lock_core::backend::{ExclusiveKind, FairKind};
+use lock_core::backend::ExclusiveKind;
 #[cfg(doc)]
-use lock_core::{ClientConfig, LockClient, LockError};
+use lock_core::{ClientConfig, LockError};

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use lock_core::{FairLockInfo, LockError, QueuedWaiter, Result};
+use lock_core::{LockError, Result};
+
+use crate::handle::{FairLockInfo, QueuedWaiter};
 use lock_script::redis::Value;
 
 fn bad(script: &str, reply: &Value) -> LockError {

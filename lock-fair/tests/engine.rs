@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::*;
-use lock_core::{ClientConfig, LockClient};
+use lock_redis::{ClientConfig, LockClient};
 use lock_testkit::fixtures::RedisServer;
 use lock_testkit::ExclusionChecker;
 

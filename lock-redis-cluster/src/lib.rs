@@ -155,7 +155,11 @@ use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
 pub use lock_core::*;
-pub use lock_redis::TlsOptions;
+pub use lock_redis::{
+    CounterInfo, Description, ExpirableSemaphoreInfo, FairLock, FairLockInfo, HandoffLock,
+    LeasedPermit, LockClient, QueuedWaiter, ReadWriteInfo, ReadWriteLock, ReadWriteMode,
+    TlsOptions,
+};
 pub use lock_script::KeyLayout;
 #[doc(hidden)]
 pub use lock_script::Transport;

@@ -159,6 +159,7 @@
 // configurations.
 extern crate self as lock_redis;
 
+mod client;
 pub mod config;
 pub mod credentials;
 #[cfg(feature = "serde")]
@@ -186,8 +187,14 @@ pub mod tls;
 
 /// For implementing [`CredentialsProvider`] (an async trait).
 pub use async_trait::async_trait;
+pub use client::LockClient;
 pub use config::{redact_url, RedisConfig, DEFAULT_POOL_SIZE};
 pub use credentials::{Credentials, CredentialsError, CredentialsProvider, StaticCredentials};
+pub use describe::{
+    CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo, ReadWriteMode,
+};
+pub use kinds::rwlock::ReadWriteLock;
+pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};
 pub use options::{ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use sentinel::SentinelConfig;
 pub use single::SingleNode;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, ClientConfig, LockClient, RetryPolicy};
+use lock_redis::{AcquireOptions, ClientConfig, LockClient, RetryPolicy};
 use lock_testkit::conformance::{config, WATCHDOG};
 use lock_testkit::InMemoryServer;
 use tokio::time::Instant;
@@ -60,7 +60,7 @@ async fn lean_acquire_retried_after_lost_reply_is_not_refused() {
     let lock = c.lean_lock("lean-lost-reply").unwrap();
     server.lose_next_replies(1);
     let g = lock
-        .acquire(lock_core::AcquireOptions::new().fenced())
+        .acquire(lock_redis::AcquireOptions::new().fenced())
         .await
         .unwrap()
         .unwrap();
@@ -97,7 +97,7 @@ async fn fenced_acquire_retried_keeps_its_token() {
     let lock = c.lock("lost-token").unwrap();
     server.lose_next_replies(1);
     let g = lock
-        .acquire(lock_core::AcquireOptions::new().fenced())
+        .acquire(lock_redis::AcquireOptions::new().fenced())
         .await
         .unwrap()
         .unwrap();
@@ -398,7 +398,7 @@ async fn cancellation_matrix_leaves_nothing_behind() {
             );
             let ch = server
                 .layout()
-                .channel(&lock_core::LockName::new("contended").unwrap());
+                .channel(&lock_redis::LockName::new("contended").unwrap());
             assert_eq!(server.subscribers(&ch), 0, "{ctx}");
             drop(held);
         }

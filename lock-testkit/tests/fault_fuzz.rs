@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use lock_core::{
+use lock_redis::{
     ExpirablePermit, Guard, Lock, LockClient, PermitExpirableSemaphore, PermitGuard, RedGuard,
     RedLock, Result, Semaphore,
 };

@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{ClientConfig, Guard, Lock, LockClient};
+use lock_redis::{ClientConfig, Guard, Lock, LockClient};
 use lock_testkit::InMemoryServer;
 use tokio::time::Instant;
 

@@ -3,7 +3,7 @@
 //! `tests/redlock_faults.rs` (a store that is down fails every call; one
 //! that "restarted empty" lost the lock's key).
 
-use lock_core::{LockClient, RedLock};
+use lock_redis::{LockClient, RedLock};
 use lock_testkit::conformance::{config, multi::STORES, unique, WATCHDOG};
 use lock_testkit::InMemoryServer;
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lock_core::{ClientConfig, LockError};
+use lock_redis::{ClientConfig, LockError};
 use lock_script::{ReplicaSync, ScriptCall, Transport};
 use lock_testkit::conformance::{config, kind_lock, Kind};
 use lock_testkit::InMemoryServer;

@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lock_core::telemetry::{
+use lock_redis::telemetry::{
     ACQUIRE_SECONDS, HOLDS, LOST, RENEWALS, RETRIES, WAITERS, WAIT_SECONDS,
 };
-use lock_core::ClientConfig;
+use lock_redis::ClientConfig;
 use lock_testkit::InMemoryServer;
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 use metrics_util::MetricKind;
@@ -271,7 +271,7 @@ async fn every_kind_is_measured_once_under_its_own_label() {
     let members = stores
         .iter()
         .map(|s| s.client().unwrap().lock("red").unwrap());
-    let red = lock_core::RedLock::new(members).unwrap();
+    let red = lock_redis::RedLock::new(members).unwrap();
     red.lock().await.unwrap().unlock().await.unwrap();
 
     let semaphore = a.semaphore("sem").unwrap();

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_core::{LockClient, RetryPolicy};
+use lock_redis::{LockClient, RetryPolicy};
 use lock_testkit::conformance::config;
 use lock_testkit::InMemoryServer;
 use tokio::time::Instant;

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{ExpirablePermit, LockClient, PermitExpirableSemaphore, PermitId, Semaphore};
+use lock_redis::{ExpirablePermit, LockClient, PermitExpirableSemaphore, PermitId, Semaphore};
 use lock_testkit::InMemoryServer;
 use tokio::time::{sleep, Instant};
 

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{ClientConfig, RedLock};
+use lock_redis::{ClientConfig, RedLock};
 use lock_testkit::{ExclusionChecker, InMemoryServer};
 use tokio::time::Instant;
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{ClientConfig, LockClient, LockError, MultiLock, RedLock};
+use lock_redis::{ClientConfig, LockClient, LockError, MultiLock, RedLock};
 use lock_testkit::InMemoryServer;
 use tokio::time::Instant;
 
@@ -106,7 +106,7 @@ async fn a_lock_found_gone_by_the_unlock_is_reported_lost() {
 async fn a_failed_unlock_is_returned() {
     let server = InMemoryServer::new();
     let a = server
-        .client_with(config().retry(lock_core::RetryPolicy::none()))
+        .client_with(config().retry(lock_redis::RetryPolicy::none()))
         .unwrap();
     let lock = a.lock("run-unlock-fails").unwrap();
     let err = lock

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use lock_core::{ClientConfig, RetryPolicy};
+use lock_redis::{ClientConfig, RetryPolicy};
 use lock_testkit::InMemoryServer;
 
 #[tokio::test(start_paused = true)]

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::{ClientConfig, WaitStrategy};
+use lock_redis::{ClientConfig, WaitStrategy};
 use lock_testkit::InMemoryServer;
 use tracing::span::{Attributes, Id, Record};
 use tracing::Subscriber;

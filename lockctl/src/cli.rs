@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
-use lock_core::PermitId;
+use lock_redis::PermitId;
 
 use crate::{duration, exit, output};
 
@@ -563,7 +563,7 @@ pub(crate) struct ForceUnlockArgs {
 /// Parses `--permit ID`.
 fn permit_id(text: &str) -> Result<PermitId, String> {
     text.parse()
-        .map_err(|e: lock_core::LockError| e.to_string())
+        .map_err(|e: lock_redis::LockError| e.to_string())
 }
 
 /// Parses the command line. `Err` carries the exit code when there is

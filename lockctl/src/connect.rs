@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_core::{ClientConfig, LockClient, LockError};
+use lock_redis::{ClientConfig, LockClient, LockError};
 use lock_redis::{RedisConfig, TlsOptions};
 use lock_redis_cluster::ClusterConfig;
 use tokio::time::Instant;

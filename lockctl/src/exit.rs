@@ -10,7 +10,7 @@ use std::error::Error as _;
 use std::fmt;
 use std::process::ExitStatus;
 
-use lock_core::LockError;
+use lock_redis::LockError;
 
 /// Bad arguments: unknown flag, bad duration, bad URL, bad lock name, or
 /// arguments the store contradicts (`run --permits N` on a semaphore of

@@ -25,7 +25,7 @@
 //! nothing is stored is left alone: `--permits` creates no semaphore.
 
 use futures::stream::{self, StreamExt as _, TryStreamExt as _};
-use lock_core::{Description, LockClient, LockName, PermitExpirableSemaphore, PermitId};
+use lock_redis::{Description, LockClient, LockName, PermitExpirableSemaphore, PermitId};
 
 use crate::exit::{Failure, DATA, SOFTWARE};
 

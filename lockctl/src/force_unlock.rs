@@ -7,7 +7,7 @@
 //! own), so the unlock has to go through the handle of the kind that is
 //! stored: any other publishes where nobody listens, and the waiters only
 //! get in at their next timed look. The kind is read from what is stored
-//! ([`lock_core::LockClient::describe`]); a fair lock's hash looks like a
+//! ([`lock_redis::LockClient::describe`]); a fair lock's hash looks like a
 //! reentrant lock's, so a lock with a non-empty fair queue (or `--fair`)
 //! is unlocked as a fair lock. A lean lock (any text that is not an
 //! integer, whoever wrote it) is deleted through its own handle: the
@@ -17,7 +17,7 @@
 //! `--permit ID`: see `force_permits`); without either, a semaphore or a
 //! latch is refused, and the message names the option that applies.
 
-use lock_core::{Description, LockClient, LockName};
+use lock_redis::{Description, LockClient, LockName};
 
 use crate::cli::{ForceUnlockArgs, Global};
 use crate::exit::{Failure, DATA};

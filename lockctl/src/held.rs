@@ -3,7 +3,7 @@
 //! semaphore (`--permits N`). All end the same ways (released, lost, their
 //! lease over), so `run` treats them alike.
 
-use lock_core::{ExpirablePermit, Guard, LockName, RedGuard, Result};
+use lock_redis::{ExpirablePermit, Guard, LockName, RedGuard, Result};
 use tokio::time::Instant;
 
 /// A held lock of any shape.

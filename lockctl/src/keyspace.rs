@@ -12,8 +12,8 @@
 
 use std::sync::{Arc, LazyLock};
 
-use lock_core::{LockClient, LockError};
 use lock_redis::redis::{self, Script, Value};
+use lock_redis::{LockClient, LockError};
 use lock_redis::{ScriptCall, ScriptEnv};
 use lock_redis_cluster::ClusterTransport;
 
@@ -43,7 +43,7 @@ pub(crate) enum Keyspace {
 /// As [`connect::client`]; exit 64 with `--slot-checking-proxy`, whose
 /// proxy hides the cluster's masters behind one address.
 pub(crate) async fn open(global: &Global) -> Result<(LockClient, Keyspace), Failure> {
-    let config = connect::client_config(global, lock_core::ClientConfig::default())?;
+    let config = connect::client_config(global, lock_redis::ClientConfig::default())?;
     match connect::target(global)? {
         Target::Node { redis, server } => {
             if redis.slot_checking_proxy {

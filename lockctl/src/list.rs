@@ -12,7 +12,7 @@
 //! | `{X}:timeout` | an expirable-permit semaphore's leases |
 //! | `…:rwlock_timeout:<n>` | a read-write lock's read holds (`{X}:<owner>:rwlock_timeout:<n>`) |
 //!
-//! Each name left is described ([`lock_core::LockClient::describe`], as
+//! Each name left is described ([`lock_redis::LockClient::describe`], as
 //! `status` does) and kept when a kind is stored there: not when the key
 //! vanished meanwhile, holds another type, or is a hash with no hold count
 //! (no lock: a held lock's hash always has one, a free one is deleted).
@@ -24,7 +24,7 @@
 use std::collections::HashSet;
 
 use futures::stream::{self, StreamExt as _};
-use lock_core::{Description, FairLockInfo, LockClient, LockName};
+use lock_redis::{Description, FairLockInfo, LockClient, LockName};
 use serde::Serialize;
 
 use crate::cli::{Global, ListArgs};
@@ -256,7 +256,7 @@ fn human(items: &[Item]) -> String {
 mod tests {
     use std::time::Duration;
 
-    use lock_core::{CounterInfo, Holder, LockInfo, ReadWriteInfo, ReadWriteMode};
+    use lock_redis::{CounterInfo, Holder, LockInfo, ReadWriteInfo, ReadWriteMode};
 
     use super::*;
 

@@ -1,14 +1,14 @@
 //! `lockctl status`: one snapshot of whatever lock kind is stored under a
 //! name, for people or as JSON.
 //!
-//! The kind is detected from what is stored ([`lock_core::LockClient::describe`]):
+//! The kind is detected from what is stored ([`lock_redis::LockClient::describe`]):
 //! a re-entrant or fair lock is shown here as before (holders, ttl, and with
 //! `--fair` the queue); a lean lock, a read-write lock, a semaphore, a
 //! count-down latch and anything else by the `status_kinds` module.
 
 use std::time::Duration;
 
-use lock_core::{Description, FairLockInfo, LockName};
+use lock_redis::{Description, FairLockInfo, LockName};
 use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
@@ -199,7 +199,7 @@ pub(crate) fn millis(d: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lock_core::{Holder, LockInfo, QueuedWaiter};
+    use lock_redis::{Holder, LockInfo, QueuedWaiter};
 
     fn held() -> FairLockInfo {
         FairLockInfo::new(

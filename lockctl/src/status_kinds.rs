@@ -21,7 +21,7 @@
 //! Its holder is shown as a lock's is, with a hold count of 1 (it is not
 //! re-entrant), so a script reads `holders` of either kind the same way.
 
-use lock_core::{
+use lock_redis::{
     CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LockInfo, LockName, ReadWriteInfo,
     ReadWriteMode,
 };
@@ -295,7 +295,7 @@ fn expirable(lines: &mut Vec<(&'static str, String)>, s: &ExpirableSemaphoreInfo
 mod tests {
     use std::time::Duration;
 
-    use lock_core::LeasedPermit;
+    use lock_redis::LeasedPermit;
 
     use super::*;
 

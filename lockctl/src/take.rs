@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use lock_core::{
+use lock_redis::{
     AcquireOptions, ClientConfig, LockClient, LockName, PermitExpirableSemaphore, RedLock,
 };
 use nix::sys::signal::Signal;
@@ -56,7 +56,7 @@ impl Session {
         if let Some(lease) = args.lease {
             // The library checks it too, but only after connecting: a usage
             // error should not depend on Redis being up.
-            lock_core::lease_millis(lease, "--lease").map_err(Failure::from)?;
+            lock_redis::lease_millis(lease, "--lease").map_err(Failure::from)?;
         }
         let mut signals = Signals::install()?;
         // Loss is reported `grace` (plus the drift allowance) before the
@@ -211,7 +211,7 @@ async fn acquire(
                     client.lock(name)
                 }
             })
-            .collect::<lock_core::Result<Vec<_>>>()?;
+            .collect::<lock_redis::Result<Vec<_>>>()?;
         // Its errors are one member's, given when too many failed for a
         // majority: say so, or it reads as the whole lock's only server.
         let taken = RedLock::new(locks)?.acquire(opts).await.map_err(|e| {

@@ -257,7 +257,7 @@ fn hold_lean_holds_the_lean_lock_until_force_unlocked() {
     token.parse::<u64>().expect("a number");
     assert_eq!(text(&server.cmd(&["TYPE", "job"])), "string");
     let owner = text(&server.cmd(&["GET", "job"]));
-    assert!(lock_core::Owner::parse_field(&owner).is_some(), "{owner}");
+    assert!(lock_redis::Owner::parse_field(&owner).is_some(), "{owner}");
     assert_eq!(
         server.cmd(&["SET", "job", "x", "NX"]),
         lock_testkit::fixtures::redis::Value::Nil

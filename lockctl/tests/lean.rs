@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::*;
-use lock_core::Owner;
+use lock_redis::Owner;
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 use serde_json::json;

@@ -9,11 +9,12 @@ use futures::StreamExt;
 use std::sync::Arc;
 
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, FairKind, NoticeSink,
-    ReleaseOutcome, ReleaseRequest,
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, NoticeSink, ReleaseOutcome,
+    ReleaseRequest,
 };
-use lock_core::{FairLockInfo, LockName, Owner, Result};
+use lock_core::{LockName, Owner, Result};
 use lock_fair::Fair;
+use lock_fair::FairLockInfo;
 use lock_redis::{KeyLayout, RedisConfig, ScriptConnection, ScriptEnv};
 
 /// The fair kind and the connection it is bound to, as a client has them:

@@ -1,6 +1,6 @@
 //! [`Describer`]: what is stored under a name, read with one kind-neutral
 //! script (`describe.lua`) and told apart by Redisson's layouts
-//! (`SPEC.md` §3, §8), for [`lock_core::LockClient::describe`].
+//! (the layouts of `docs/redis-layout.md`), for [`crate::LockClient::describe`].
 //!
 //! | stored under `<name>` | described as |
 //! | --- | --- |
@@ -17,15 +17,15 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use async_trait::async_trait;
-use lock_core::backend::Describe;
-use lock_core::{
-    CounterInfo, Description, ExpirableSemaphoreInfo, Holder, LeasedPermit, LockInfo, LockName,
-    ReadWriteInfo, ReadWriteMode, Result,
-};
+use lock_core::{Holder, LockInfo, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
+
+mod info;
+pub use info::{
+    CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo, ReadWriteMode,
+};
 
 /// Reads what is stored under a name (`describe.lua`).
 pub static DESCRIBE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("describe.lua")));
@@ -74,8 +74,7 @@ pub fn leases_key(layout: &lock_script::KeyLayout, name: &LockName) -> String {
     }
 }
 
-#[async_trait]
-impl Describe for Describer {
+impl Describer {
     /// Runs `describe.lua` and reads its reply by the table in the module
     /// docs.
     ///
@@ -85,7 +84,7 @@ impl Describe for Describer {
     ///
     /// # Cancel safety
     /// Read-only: safe to drop.
-    async fn describe(&self, name: &LockName) -> Result<Description> {
+    pub async fn describe(&self, name: &LockName) -> Result<Description> {
         let layout = self.env.layout();
         let key = layout.lock_key(name);
         let leases = leases_key(layout, name);

@@ -1,17 +1,20 @@
-//! The lock kinds, and the one place that registers every kind's script
-//! set on a client ([`client`]), used by every deployment's `connect`.
+//! The lock kinds, and the one place that binds every kind to a
+//! deployment ([`Kinds`]), used by every deployment's `connect` through
+//! [`client`].
 //!
-//! A kind is its Lua scripts plus one module assembling keys/args and
-//! decoding replies: [`reentrant`] and [`rwlock`] here, the fair lock in
-//! `lock-fair`. A
-//! new kind adds its folder and one line in [`client`] (and [`scripts`]).
+//! A kind is one folder: its Lua scripts, its store operations (keys,
+//! arguments, replies) and its handle; the fair lock's is the `lock-fair`
+//! crate. A new kind adds its folder, a field in [`Kinds`] (and its
+//! scripts in [`scripts`]) and its handle's constructor on
+//! [`LockClient`].
 
 use std::sync::Arc;
 
-use lock_core::backend::Kinds;
-use lock_core::{ClientConfig, LockClient, Result};
-use lock_script::{ScriptConnection, ScriptEnv};
+use lock_core::{ClientConfig, Result};
+use lock_script::ScriptEnv;
 use redis::Script;
+
+use crate::LockClient;
 
 pub mod latch;
 pub mod lean;
@@ -27,32 +30,63 @@ pub use permit_semaphore::PermitSemaphore;
 pub use reentrant::Reentrant;
 pub use semaphore::Semaphore;
 
+/// Every kind's store operations, bound to one deployment's transport,
+/// key layout and replica sync: what a [`LockClient`] hands out handles
+/// of. For tools and tests that drive a kind's store operations directly;
+/// a service uses the client's handles.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Kinds {
+    /// Redisson's reentrant lock ([`LockClient::lock`],
+    /// [`LockClient::fenced_lock`]).
+    pub reentrant: Arc<Reentrant>,
+    /// Redisson's non-reentrant lock over the same layout
+    /// ([`LockClient::non_reentrant_lock`]).
+    pub non_reentrant: Arc<Reentrant>,
+    /// The lean lock ([`LockClient::lean_lock`]).
+    pub lean: Arc<lean::Lean>,
+    /// The fair lock ([`LockClient::fair_lock`]).
+    pub fair: Arc<Fair>,
+    /// The fair lock with direct handoff ([`LockClient::handoff_lock`]).
+    pub handoff: Arc<Fair>,
+    /// Both sides of the read-write lock ([`LockClient::read_write_lock`]).
+    pub read_write: rwlock::ReadWriteKinds,
+    /// The count-down latch ([`LockClient::count_down_latch`]).
+    pub latch: Arc<Latch>,
+    /// The semaphore ([`LockClient::semaphore`]).
+    pub semaphore: Arc<Semaphore>,
+    /// The expirable-permit semaphore
+    /// ([`LockClient::permit_expirable_semaphore`]).
+    pub permit_semaphore: Arc<PermitSemaphore>,
+    /// The kind-neutral reader of [`LockClient::describe`].
+    pub describer: Arc<crate::describe::Describer>,
+}
+
+impl Kinds {
+    /// Every kind over `env`.
+    pub fn new(env: &ScriptEnv) -> Self {
+        Self {
+            reentrant: Arc::new(Reentrant::new(env.clone())),
+            non_reentrant: Arc::new(non_reentrant::kind(env.clone())),
+            lean: Arc::new(lean::Lean::new(env.clone())),
+            fair: Arc::new(Fair::new(env.clone())),
+            handoff: Arc::new(Fair::with_handoff(env.clone())),
+            read_write: rwlock::kinds(env.clone()),
+            latch: Arc::new(Latch::new(env.clone())),
+            semaphore: Arc::new(Semaphore::new(env.clone())),
+            permit_semaphore: Arc::new(PermitSemaphore::new(env.clone())),
+            describer: Arc::new(crate::describe::Describer::new(env.clone())),
+        }
+    }
+}
+
 /// A client over `env` (one deployment's transport, key layout and replica
-/// sync) with every kind registered: [`LockClient::lock`] (reentrant),
-/// [`LockClient::fair_lock`] (fair), [`LockClient::read_write_lock`],
-/// [`LockClient::count_down_latch`], [`LockClient::semaphore`] and
-/// [`LockClient::permit_expirable_semaphore`] share its connection and
-/// watchdog.
+/// sync) with every kind: what every deployment's `connect` returns.
 ///
 /// # Errors
 /// As [`LockClient::new`].
 pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
-    let connection = Arc::new(ScriptConnection::new(env.clone()));
-    let kinds = Kinds::new()
-        .reentrant(Arc::new(Reentrant::new(env.clone())))
-        .exclusive(
-            non_reentrant::NAME,
-            Arc::new(non_reentrant::kind(env.clone())),
-        )
-        .exclusive(lean::NAME, Arc::new(lean::Lean::new(env.clone())))
-        .fair(Arc::new(Fair::new(env.clone())))
-        .handoff(Arc::new(Fair::with_handoff(env.clone())))
-        .read_write(rwlock::kinds(env.clone()))
-        .latch(Arc::new(Latch::new(env.clone())))
-        .semaphore(Arc::new(Semaphore::new(env.clone())))
-        .permit_semaphore(Arc::new(PermitSemaphore::new(env.clone())))
-        .describe(Arc::new(crate::describe::Describer::new(env)));
-    LockClient::new(connection, kinds, config)
+    LockClient::new(env, config)
 }
 
 /// Every script of every registered kind, for preloading at connect.

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, Owner};
+use lock_redis::{AcquireOptions, Owner};
 
 use super::{client, leftover_keys, unique, Harness};
 use crate::ExclusionChecker;

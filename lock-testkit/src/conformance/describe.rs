@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use lock_core::{Description, LockClient, LockName};
+use lock_redis::{Description, LockClient, LockName};
 
 use super::{client, key, unique, Harness};
 

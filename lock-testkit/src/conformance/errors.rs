@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, LockError, MAX_LEASE, MAX_NAME_LEN};
+use lock_redis::{AcquireOptions, LockError, MAX_LEASE, MAX_NAME_LEN};
 
 use super::{client, key, leftover_keys, token_key, unique, Harness};
 

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_core::backend::{AcquireOutcome, AcquireRequest};
-use lock_core::{LockName, Owner};
+use lock_redis::backend::{AcquireOutcome, AcquireRequest, ExclusiveKind};
+use lock_redis::{LockName, Owner};
 use tokio::time::Instant;
 
 use super::{client, contended, eventually, subscribes, unique, Contended, Harness};
@@ -34,11 +34,11 @@ pub(crate) async fn queued(h: &dyn Harness, name: &str, n: usize) {
 /// which they held it, after checking that they held it one at a time.
 pub(crate) async fn queue_and_hand_on(
     h: &dyn Harness,
-    (b, c): (&lock_core::LockClient, &lock_core::LockClient),
+    (b, c): (&lock_redis::LockClient, &lock_redis::LockClient),
     name: &str,
-    held: lock_core::Guard,
+    held: lock_redis::Guard,
     n: usize,
-    handle: fn(&lock_core::LockClient, &str) -> lock_core::Lock,
+    handle: fn(&lock_redis::LockClient, &str) -> lock_redis::Lock,
 ) -> Vec<usize> {
     let order = Arc::new(Mutex::new(Vec::new()));
     let checker = ExclusionChecker::new();
@@ -277,10 +277,10 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
 /// answers "held" and nothing is written (issue 10, item 2).
 pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "late-queue").await;
-    let backend = b.kinds().fair_kind().expect("a fair kind").as_ref();
+    let backend = b.kinds().fair.as_ref();
     let waiter = b.new_owner();
     let lock_name = LockName::new(&name).unwrap();
-    let attempt = lock_core::backend::AcquireRequest::new(
+    let attempt = lock_redis::backend::AcquireRequest::new(
         lock_name.clone(),
         waiter,
         10_000,
@@ -290,7 +290,7 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
     .queue(Some(10_000));
     let is_held = |o| {
         assert!(
-            matches!(o, lock_core::backend::AcquireOutcome::Held { .. }),
+            matches!(o, lock_redis::backend::AcquireOutcome::Held { .. }),
             "{o:?}"
         )
     };
@@ -336,7 +336,7 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
         .lock_with_lease(lease)
         .await
         .unwrap();
-    let backend = hc.kinds().fair_kind().expect("a fair kind").as_ref();
+    let backend = hc.kinds().fair.as_ref();
     let a = hc.new_owner();
     let a_attempt = || {
         let lease_ms = lease.as_millis() as u64;
@@ -400,7 +400,7 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
 /// lease (issue 16).
 pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Harness) {
     let c = client(h).await;
-    let backend = c.kinds().fair_kind().expect("a fair kind").as_ref();
+    let backend = c.kinds().fair.as_ref();
     let name = LockName::new(unique("recheck")).unwrap();
     let attempt = |owner| {
         AcquireRequest::new(
@@ -423,7 +423,7 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
             .await
             .unwrap();
     }
-    let release = lock_core::backend::ReleaseRequest::new(
+    let release = lock_redis::backend::ReleaseRequest::new(
         name.clone(),
         holder,
         10_000,
@@ -515,10 +515,10 @@ pub async fn a_take_over_tells_the_next_waiter(h: &dyn Harness) {
 /// A waiter on `name` (leases of `lease`) that returns its guard and when
 /// it got the lock; the issue-16 checks expect it well within 20 s.
 fn waiter_noting_when_it_holds(
-    client: &lock_core::LockClient,
+    client: &lock_redis::LockClient,
     name: &str,
     lease: Duration,
-) -> tokio::task::JoinHandle<(lock_core::Guard, Instant)> {
+) -> tokio::task::JoinHandle<(lock_redis::Guard, Instant)> {
     let lock = client.fair_lock(name).unwrap();
     tokio::spawn(async move {
         let g = lock

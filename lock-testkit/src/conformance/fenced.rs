@@ -1,4 +1,4 @@
-//! Fenced locks ([`lock_core::LockClient::fenced_lock`]), Redisson's
+//! Fenced locks ([`lock_redis::LockClient::fenced_lock`]), Redisson's
 //! `RFencedLock`: every acquisition takes the next token of the name's
 //! counter, `last_fencing_token()` reads it without acquiring, and a
 //! fenced lock is the plain lock of its name. Part of the `reentrant` row
@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, Guard, LockError};
+use lock_redis::{AcquireOptions, Guard, LockError};
 
 use super::{client, key, token_key, unique, Harness};
 

@@ -1,4 +1,4 @@
-//! Direct handoff ([`lock_core::LockClient::handoff_lock`]): a release
+//! Direct handoff ([`lock_redis::LockClient::handoff_lock`]): a release
 //! grants the lock to the live queue head, which holds it without asking
 //! again; a grant the waiter missed is taken by its next look, never
 //! entered twice; a wait that gives up gives its grant back; Redisson
@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use lock_core::backend::{
+use lock_redis::backend::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 };
-use lock_core::{AcquireOptions, LockClient, LockName, Owner};
+use lock_redis::{AcquireOptions, LockClient, LockName, Owner};
 
 use super::fair::{queue_and_hand_on, queue_key, queued, timeout_key};
 use super::{
@@ -26,11 +26,11 @@ const RECORD_MS: u64 = 3_600_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_redis::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 
 fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {
-    c.kinds().handoff_kind().expect("a handoff kind").as_ref()
+    c.kinds().handoff.as_ref()
 }
 
 /// A waiting attempt of `owner` for `name` in the wait with `ticket`.
@@ -98,7 +98,7 @@ async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
 /// to the queued waiter: one hold, not the releaser's. The release itself
 /// wrote it, whichever way the waiter then learns of it (the grant's
 /// notice, or its own next look at the store, which a loaded machine may
-/// run first: [`lock_core::ClientStats::grants`] counts only the former).
+/// run first: [`lock_redis::ClientStats::grants`] counts only the former).
 async fn granted_by_the_release(h: &dyn Harness, name: &str, releaser: &str) {
     let now = holders(h, name).await;
     assert!(

@@ -3,7 +3,7 @@
 //! (`polling.rs`).
 
 use async_trait::async_trait;
-use lock_core::{ClientConfig, LockClient};
+use lock_redis::{ClientConfig, LockClient};
 use lock_script::KeyLayout;
 
 use super::Kind;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lock_core::AcquireOptions;
+use lock_redis::AcquireOptions;
 
 use super::{client, unique, Harness, WATCHDOG};
 

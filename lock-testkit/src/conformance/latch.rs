@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::LatchRequest;
-use lock_core::{CountDownLatch, LockClient, LockName};
+use lock_redis::backend::LatchKind;
+use lock_redis::backend::LatchRequest;
+use lock_redis::{CountDownLatch, LockClient, LockName};
 use tokio::time::Instant;
 
 use super::{client, config, eventually, key, unique, Harness};
@@ -316,7 +317,7 @@ pub async fn layout_is_redissons(h: &dyn Harness) {
 /// delete a newer count.
 pub async fn repeated_writes_count_once(h: &dyn Harness) {
     let c = client(h).await;
-    let kind = c.kinds().latch_kind().unwrap().clone();
+    let kind = c.kinds().latch.clone();
     let name = unique("latch-repeat");
     let n = LockName::new(&name).unwrap();
     let ttl = super::request_deadline();
@@ -345,17 +346,17 @@ pub async fn invalid_counts_fail_before_io(h: &dyn Harness) {
     let c = client(h).await;
     let name = unique("latch-invalid");
     let l = latch(&c, &name);
-    for bad in [0, lock_core::MAX_COUNT + 1, u64::MAX] {
+    for bad in [0, lock_redis::MAX_COUNT + 1, u64::MAX] {
         let err = l.try_set_count(bad).await.unwrap_err();
         assert!(err.is_invalid_argument(), "{bad}: {err}");
     }
     assert!(h.get_string(&key(h, &name)).await.is_none());
     assert!(c.count_down_latch("").unwrap_err().is_invalid_argument());
-    assert!(l.try_set_count(lock_core::MAX_COUNT).await.unwrap());
-    assert_eq!(l.count().await.unwrap(), lock_core::MAX_COUNT);
+    assert!(l.try_set_count(lock_redis::MAX_COUNT).await.unwrap());
+    assert_eq!(l.count().await.unwrap(), lock_redis::MAX_COUNT);
 }
 
-/// A latch set at [`lock_core::MAX_COUNT`] counts down exactly (the count
+/// A latch set at [`lock_redis::MAX_COUNT`] counts down exactly (the count
 /// never passes through a Lua number, a double, on its way), a count above
 /// it is refused with nothing written, and a count another client stored
 /// beyond the 64-bit range is reported, not misread.
@@ -364,25 +365,28 @@ pub async fn counts_down_exactly_from_the_maximum(h: &dyn Harness) {
     let name = unique("latch-max");
     let k = key(h, &name);
     let l = latch(&c, &name);
-    let err = l.try_set_count(lock_core::MAX_COUNT + 1).await.unwrap_err();
+    let err = l
+        .try_set_count(lock_redis::MAX_COUNT + 1)
+        .await
+        .unwrap_err();
     assert!(err.is_invalid_argument(), "{err}");
     assert!(h.get_string(&k).await.is_none(), "nothing written");
 
-    assert!(l.try_set_count(lock_core::MAX_COUNT).await.unwrap());
-    assert_eq!(l.count_down().await.unwrap(), lock_core::MAX_COUNT - 1);
-    assert_eq!(l.count().await.unwrap(), lock_core::MAX_COUNT - 1);
+    assert!(l.try_set_count(lock_redis::MAX_COUNT).await.unwrap());
+    assert_eq!(l.count_down().await.unwrap(), lock_redis::MAX_COUNT - 1);
+    assert_eq!(l.count().await.unwrap(), lock_redis::MAX_COUNT - 1);
     assert_eq!(
         h.get_string(&k).await.as_deref(),
-        Some((lock_core::MAX_COUNT - 1).to_string().as_str())
+        Some((lock_redis::MAX_COUNT - 1).to_string().as_str())
     );
-    assert_eq!(l.count_down().await.unwrap(), lock_core::MAX_COUNT - 2);
+    assert_eq!(l.count_down().await.unwrap(), lock_redis::MAX_COUNT - 2);
 
     // One past the largest integer the store counts in: not a count.
     h.del(&k).await;
     h.set_string(&k, "9223372036854775808").await;
     assert!(matches!(
         l.count_down().await,
-        Err(lock_core::LockError::WrongType { .. })
+        Err(lock_redis::LockError::WrongType { .. })
     ));
     assert_eq!(
         h.get_string(&k).await.as_deref(),
@@ -427,7 +431,7 @@ async fn assert_wrong_type(l: &CountDownLatch, k: &str) {
     ];
     for err in errors {
         assert!(
-            matches!(&err, lock_core::LockError::WrongType { key } if key == k),
+            matches!(&err, lock_redis::LockError::WrongType { key } if key == k),
             "{err}"
         );
     }
@@ -494,16 +498,19 @@ pub async fn closed_client_rejects_latch_operations(h: &dyn Harness) {
     c.close().await;
     assert!(matches!(
         l.try_set_count(1).await,
-        Err(lock_core::LockError::Closed)
+        Err(lock_redis::LockError::Closed)
     ));
     assert!(matches!(
         l.count_down().await,
-        Err(lock_core::LockError::Closed)
+        Err(lock_redis::LockError::Closed)
     ));
-    assert!(matches!(l.count().await, Err(lock_core::LockError::Closed)));
-    assert!(matches!(l.wait().await, Err(lock_core::LockError::Closed)));
+    assert!(matches!(
+        l.count().await,
+        Err(lock_redis::LockError::Closed)
+    ));
+    assert!(matches!(l.wait().await, Err(lock_redis::LockError::Closed)));
     assert!(matches!(
         l.delete().await,
-        Err(lock_core::LockError::Closed)
+        Err(lock_redis::LockError::Closed)
     ));
 }

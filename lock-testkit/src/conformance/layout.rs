@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, LockName};
+use lock_redis::{AcquireOptions, LockName};
 use tokio::time::Instant;
 
 use super::{channel, client, eventually, key, unique, Harness, WATCHDOG};

@@ -1,4 +1,4 @@
-//! Lean locks ([`lock_core::LockClient::lean_lock`]): the redis.io
+//! Lean locks ([`lock_redis::LockClient::lean_lock`]): the redis.io
 //! single-instance pattern, one string key holding the holder's token, as
 //! go-redsync, redis-py, node-redlock and rslock keep it. Written here as
 //! those libraries write it (`SET NX PX`, compare-and-delete) to play their
@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, LockError};
+use lock_redis::{AcquireOptions, LockError};
 use tokio::time::Instant;
 
 use super::{client, key, token_key, unique, Harness, WATCHDOG};

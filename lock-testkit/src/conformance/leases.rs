@@ -232,7 +232,7 @@ pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
     let g = lock.lock().await.unwrap();
     let leased = lock
         .acquire(
-            lock_core::AcquireOptions::new()
+            lock_redis::AcquireOptions::new()
                 .owner(g.owner())
                 .lease(Duration::from_secs(20)),
         )
@@ -257,7 +257,7 @@ pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
     let g = lock.lock_with_lease(Duration::from_secs(3)).await.unwrap();
     let inner = lock
         .acquire(
-            lock_core::AcquireOptions::new()
+            lock_redis::AcquireOptions::new()
                 .owner(g.owner())
                 .lease(Duration::from_millis(200)),
         )
@@ -297,7 +297,7 @@ pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness)
     let g = lock.lock().await.unwrap();
     let inner = lock
         .acquire(
-            lock_core::AcquireOptions::new()
+            lock_redis::AcquireOptions::new()
                 .owner(g.owner())
                 .lease(Duration::from_millis(100)),
         )

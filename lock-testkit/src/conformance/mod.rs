@@ -23,7 +23,7 @@
 //! can keep to the kinds' own checks with `--skip ::shared::`.
 //!
 //! `multi.rs` and `redlock.rs` check the locks composed over several
-//! stores ([`lock_core::MultiLock`], [`lock_core::RedLock`]); they take a
+//! stores ([`lock_redis::MultiLock`], [`lock_redis::RedLock`]); they take a
 //! set of independent stores instead of one harness, and run with
 //! [`multi_conformance_tests!`](crate::multi_conformance_tests).
 //!
@@ -35,7 +35,7 @@
 use std::future::Future;
 use std::time::Duration;
 
-use lock_core::{ClientConfig, Lock, LockClient, LockName};
+use lock_redis::{ClientConfig, Lock, LockClient, LockName};
 
 pub mod basics;
 pub mod cancellation;
@@ -123,7 +123,7 @@ pub fn config() -> ClientConfig {
 }
 
 /// Whether `c`'s waiters subscribe to unlock notices (the default), rather
-/// than poll ([`lock_core::WaitStrategy::Poll`]): checks of how a waiter
+/// than poll ([`lock_redis::WaitStrategy::Poll`]): checks of how a waiter
 /// learns of an unlock assert the mechanism of the client's strategy.
 pub fn subscribes(c: &LockClient) -> bool {
     c.config().wait_strategy.subscribes()
@@ -201,7 +201,7 @@ pub struct Contended {
     /// The lock's (unique) name.
     pub name: String,
     /// `a`'s guard.
-    pub held: lock_core::Guard,
+    pub held: lock_redis::Guard,
 }
 
 /// Sets up [`Contended`] for a lock named after `prefix`.
@@ -230,5 +230,5 @@ pub async fn waiting(c: &LockClient, waiters: u64) {
 /// paused-time advance of a check, so only the checks about deadlines meet
 /// one.
 pub fn request_deadline() -> u64 {
-    lock_core::backend::deadline_in(std::time::Duration::from_secs(3600))
+    lock_redis::backend::deadline_in(std::time::Duration::from_secs(3600))
 }

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, Lock, LockClient, MultiLock, RedLock};
+use lock_redis::{AcquireOptions, Lock, LockClient, MultiLock, RedLock};
 use tokio::time::Instant;
 
 use super::{channel, client, eventually, leftover_keys, unique, Harness, WATCHDOG};

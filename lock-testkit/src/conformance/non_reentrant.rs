@@ -1,4 +1,4 @@
-//! Non-reentrant locks ([`lock_core::LockClient::non_reentrant_lock`]),
+//! Non-reentrant locks ([`lock_redis::LockClient::non_reentrant_lock`]),
 //! Redisson's `RedissonNonReentrantLock`: the reentrant lock's layout, but
 //! an owner asking again for a lock it holds is refused at once
 //! ([`LockError::ReentryRefused`]), with its first hold untouched. Part of
@@ -6,11 +6,11 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, LockError};
+use lock_redis::{AcquireOptions, LockError};
 
 use super::{client, key, unique, Harness};
 
-fn refused(result: lock_core::Result<impl std::fmt::Debug>, name: &str) {
+fn refused(result: lock_redis::Result<impl std::fmt::Debug>, name: &str) {
     match result {
         Err(LockError::ReentryRefused { name: refused }) => assert_eq!(refused, name),
         other => panic!("a re-acquisition by the holder was not refused: {other:?}"),

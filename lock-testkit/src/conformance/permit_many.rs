@@ -1,16 +1,17 @@
 //! The expirable-permit semaphore's totals and many-permit operations
-//! ([`lock_core::PermitExpirableSemaphore::set_permits`],
-//! [`permits`](lock_core::PermitExpirableSemaphore::permits),
-//! [`acquired_permits`](lock_core::PermitExpirableSemaphore::acquired_permits),
-//! [`lease_time`](lock_core::PermitExpirableSemaphore::lease_time),
-//! [`acquire_many`](lock_core::PermitExpirableSemaphore::acquire_many),
-//! [`release_many`](lock_core::PermitExpirableSemaphore::release_many)):
+//! ([`lock_redis::PermitExpirableSemaphore::set_permits`],
+//! [`permits`](lock_redis::PermitExpirableSemaphore::permits),
+//! [`acquired_permits`](lock_redis::PermitExpirableSemaphore::acquired_permits),
+//! [`lease_time`](lock_redis::PermitExpirableSemaphore::lease_time),
+//! [`acquire_many`](lock_redis::PermitExpirableSemaphore::acquire_many),
+//! [`release_many`](lock_redis::PermitExpirableSemaphore::release_many)):
 //! Redisson's semantics, retries that count once, typed errors.
 
 use std::time::Duration;
 
-use lock_core::backend::{LeasesRelease, LeasesRequest, PermitRequest};
-use lock_core::{
+use lock_redis::backend::PermitSemaphoreKind;
+use lock_redis::backend::{LeasesRelease, LeasesRequest, PermitRequest};
+use lock_redis::{
     ExpirablePermit, LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId,
     MAX_PERMITS,
 };
@@ -174,7 +175,7 @@ pub async fn lease_time_tells_what_is_left(h: &dyn Harness) {
 /// answer their first outcome and count once.
 pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().permit_semaphore_kind().unwrap().clone();
+    let kind = a.kinds().permit_semaphore.clone();
     let name = unique("psem-many-record");
     let s = sem(&a, &name);
     let n = LockName::new(&name).unwrap();
@@ -186,7 +187,7 @@ pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
     for _ in 0..2 {
         assert_eq!(
             kind.try_acquire_many(&take).await.unwrap(),
-            lock_core::backend::LeaseOutcome::Acquired
+            lock_redis::backend::LeaseOutcome::Acquired
         );
     }
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");

@@ -1,14 +1,15 @@
 //! The expirable-permit semaphore's behaviours
-//! ([`lock_core::PermitExpirableSemaphore`]): ids, leases that end by
+//! ([`lock_redis::PermitExpirableSemaphore`]): ids, leases that end by
 //! themselves and wake waiters, releases by id that count once,
-//! cancellation, typed errors; and its guard ([`lock_core::ExpirablePermit`]):
+//! cancellation, typed errors; and its guard ([`lock_redis::ExpirablePermit`]):
 //! renewed by the watchdog, told when the permit is lost, giving it back
 //! when dropped.
 
 use std::time::Duration;
 
-use lock_core::backend::LeaseRelease;
-use lock_core::{LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId};
+use lock_redis::backend::LeaseRelease;
+use lock_redis::backend::PermitSemaphoreKind;
+use lock_redis::{LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId};
 use tokio::time::Instant;
 
 use super::{client, key, unique, waiting, Harness};
@@ -204,19 +205,19 @@ pub async fn add_permits_wakes_waiters(h: &dyn Harness) {
 /// gives back once; an acquisition repeated with its permit id takes one.
 pub async fn repeated_requests_count_once(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().permit_semaphore_kind().unwrap().clone();
+    let kind = a.kinds().permit_semaphore.clone();
     let name = unique("psem-record");
     let s = sem(&a, &name);
     s.try_set_permits(2).await.unwrap();
     let n = LockName::new(&name).unwrap();
-    let take = lock_core::backend::LeaseRequest::new(n.clone(), None);
+    let take = lock_redis::backend::LeaseRequest::new(n.clone(), None);
     assert_eq!(
         kind.try_acquire(&take).await.unwrap(),
-        lock_core::backend::LeaseOutcome::Acquired
+        lock_redis::backend::LeaseOutcome::Acquired
     );
     assert_eq!(
         kind.try_acquire(&take).await.unwrap(),
-        lock_core::backend::LeaseOutcome::Acquired
+        lock_redis::backend::LeaseOutcome::Acquired
     );
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
     let ttl = super::request_deadline();
@@ -275,7 +276,7 @@ pub async fn bad_input_is_refused(h: &dyn Harness) {
             .is_invalid_argument());
     }
     assert!(s
-        .try_set_permits(lock_core::MAX_PERMITS + 1)
+        .try_set_permits(lock_redis::MAX_PERMITS + 1)
         .await
         .unwrap_err()
         .is_invalid_argument());

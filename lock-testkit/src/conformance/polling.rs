@@ -1,7 +1,7 @@
 //! The polling deployment variant: every check, with clients that wait by
 //! polling ([`WaitStrategy::Poll`]) and never subscribe.
 
-use lock_core::{ClientConfig, LockClient, WaitStrategy};
+use lock_redis::{ClientConfig, LockClient, WaitStrategy};
 use lock_script::KeyLayout;
 
 use super::{Harness, Kind};

@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use lock_core::backend::{
+use lock_redis::backend::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 };
-use lock_core::{LockClient, LockName, Owner};
+use lock_redis::{LockClient, LockName, Owner};
 
 use super::{client, unique, Harness, Kind};
 
@@ -22,7 +22,7 @@ const RECORD_MS: u64 = 3_600_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_redis::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 const LEASE_MS: u64 = 20_000;
 /// Fair locks queue with this waiter timeout; other kinds ignore it.
@@ -44,11 +44,9 @@ fn release(name: &str, owner: Owner) -> ReleaseRequest {
 fn kind_of(h: &dyn Harness, c: &LockClient) -> Arc<dyn ExclusiveKind> {
     let kinds = c.kinds();
     match h.kind() {
-        Kind::Reentrant => Arc::clone(kinds.reentrant_kind().expect("a reentrant kind")),
-        Kind::Fair => Arc::clone(kinds.fair_kind().expect("a fair kind")) as Arc<dyn ExclusiveKind>,
-        Kind::Handoff => {
-            Arc::clone(kinds.handoff_kind().expect("a handoff kind")) as Arc<dyn ExclusiveKind>
-        }
+        Kind::Reentrant => kinds.reentrant.clone(),
+        Kind::Fair => kinds.fair.clone() as Arc<dyn ExclusiveKind>,
+        Kind::Handoff => kinds.handoff.clone() as Arc<dyn ExclusiveKind>,
     }
 }
 

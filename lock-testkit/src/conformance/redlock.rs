@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use lock_core::{AcquireOptions, Lock, RedGuard, RedLock};
+use lock_redis::{AcquireOptions, Lock, RedGuard, RedLock};
 use tokio::time::Instant;
 
 use super::multi::{clients, locked, on_each, Stores, STORES};

@@ -9,7 +9,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use lock_core::{LockClient, LockError, ReadWriteLock};
+use lock_redis::{LockClient, LockError, ReadWriteLock};
 use tokio::time::Instant;
 
 use super::{client, eventually, key, unique, waiting, Harness, WATCHDOG};
@@ -34,7 +34,7 @@ fn braced(h: &dyn Harness, name: &str) -> String {
 }
 
 /// The key of hold `n` of `owner` on read-write lock `name`.
-fn hold_key(h: &dyn Harness, name: &str, owner: lock_core::Owner, n: u64) -> String {
+fn hold_key(h: &dyn Harness, name: &str, owner: lock_redis::Owner, n: u64) -> String {
     format!("{}:{}:rwlock_timeout:{n}", braced(h, name), owner.field())
 }
 
@@ -153,7 +153,7 @@ pub async fn read_holds_have_their_own_timeout_keys(h: &dyn Harness) {
     let short = lock
         .read()
         .acquire(
-            lock_core::AcquireOptions::new()
+            lock_redis::AcquireOptions::new()
                 .owner(owner)
                 .lease(Duration::from_secs(5)),
         )
@@ -294,7 +294,7 @@ pub async fn reader_cannot_upgrade(h: &dyn Harness) {
     assert!(started.elapsed() < PROMPT);
     let err = lock
         .write()
-        .acquire(lock_core::AcquireOptions::new().owner(r.owner()).no_wait())
+        .acquire(lock_redis::AcquireOptions::new().owner(r.owner()).no_wait())
         .await
         .unwrap_err();
     assert!(err.is_upgrade_refused());
@@ -413,7 +413,7 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
         h.get_string(&key(h, &name)).await.as_deref(),
         Some("not a lock")
     );
-    let fenced = lock_core::AcquireOptions::new().fenced().no_wait();
+    let fenced = lock_redis::AcquireOptions::new().fenced().no_wait();
     assert!(lock
         .read()
         .acquire(fenced)

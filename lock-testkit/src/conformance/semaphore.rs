@@ -1,4 +1,4 @@
-//! The semaphore's behaviours ([`lock_core::Semaphore`]): counting, waking
+//! The semaphore's behaviours ([`lock_redis::Semaphore`]): counting, waking
 //! by the new count, the Redisson style of releasing by name, retries that
 //! never count twice, cancellation, typed errors.
 
@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::PermitRequest;
-use lock_core::{LockClient, LockError, Semaphore, MAX_PERMITS};
+use lock_redis::backend::PermitRequest;
+use lock_redis::backend::SemaphoreKind;
+use lock_redis::{LockClient, LockError, Semaphore, MAX_PERMITS};
 use tokio::time::Instant;
 
 use super::{client, eventually, key, unique, waiting, Harness};
@@ -18,7 +19,7 @@ fn sem(c: &LockClient, name: &str) -> Semaphore {
 
 fn sem_channel(h: &dyn Harness, name: &str) -> String {
     h.layout()
-        .semaphore_channel(&lock_core::LockName::new(name).unwrap())
+        .semaphore_channel(&lock_redis::LockName::new(name).unwrap())
 }
 
 /// A waiter is woken by a notice well before the engine's recheck
@@ -248,11 +249,11 @@ pub async fn ttl_is_kept_by_acquire_and_release_dropped_by_add(h: &dyn Harness) 
 /// late duplicate) returns its first outcome and counts once.
 pub async fn repeated_changes_count_once(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().semaphore_kind().unwrap().clone();
+    let kind = a.kinds().semaphore.clone();
     let name = unique("sem-record");
     let s = sem(&a, &name);
     s.try_set_permits(1).await.unwrap();
-    let n = lock_core::LockName::new(&name).unwrap();
+    let n = lock_redis::LockName::new(&name).unwrap();
     let ttl = super::request_deadline();
     let take = PermitRequest::new(n.clone(), 1, ttl);
     assert!(kind.try_acquire(&take).await.unwrap());
@@ -465,9 +466,9 @@ pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn 
 /// `true` for the request that created the semaphore, even once it exists.
 pub async fn repeated_try_set_answers_its_first_reply(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().semaphore_kind().unwrap().clone();
+    let kind = a.kinds().semaphore.clone();
     let name = unique("sem-set-record");
-    let n = lock_core::LockName::new(&name).unwrap();
+    let n = lock_redis::LockName::new(&name).unwrap();
     let ttl = super::request_deadline();
     let create = PermitRequest::new(n.clone(), 2, ttl);
     assert!(kind.try_set_permits(&create, None).await.unwrap());

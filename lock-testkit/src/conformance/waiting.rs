@@ -183,7 +183,7 @@ pub async fn one_unlock_wakes_one_waiter(h: &dyn Harness) {
 /// look, nothing subscribed).
 pub async fn waiter_joining_a_live_subscription_tries_once(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "live-join").await;
-    let take_and_give_back = |lock: lock_core::Lock| async move {
+    let take_and_give_back = |lock: lock_redis::Lock| async move {
         let g = lock
             .try_lock_for(Duration::from_secs(5))
             .await

@@ -1,7 +1,7 @@
 //! The in-memory server as a conformance [`Harness`].
 
 use async_trait::async_trait;
-use lock_core::{ClientConfig, LockClient};
+use lock_redis::{ClientConfig, LockClient};
 use lock_script::KeyLayout;
 
 use super::InMemoryServer;

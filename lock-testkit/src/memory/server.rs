@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use lock_core::{ClientConfig, LockClient, LockError, Result};
+use lock_redis::{ClientConfig, LockClient, LockError, Result};
 use lock_script::{KeyLayout, PubSubEvent, PubSubHandler, ScriptEnv};
 
 use super::commands::{self, Ctx, Published};
@@ -167,7 +167,7 @@ fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
 /// Redis).
 ///
 /// ```
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_core::Result<()> {
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> lock_redis::Result<()> {
 /// use lock_testkit::InMemoryServer;
 /// let server = InMemoryServer::new();
 /// let a = server.client()?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
-use lock_core::{LockError, Result};
+use lock_redis::{LockError, Result};
 use lock_script::error::from_redis;
 use lock_script::{PubSubHandler, ScriptCall, Transport};
 use redis::Value;

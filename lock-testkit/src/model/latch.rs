@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{LatchKind, LatchRequest};
-use lock_core::{LockClient, LockName, MAX_COUNT};
+use lock_redis::backend::{LatchKind, LatchRequest};
+use lock_redis::{LockClient, LockName, MAX_COUNT};
 use proptest::prelude::*;
 
 use super::{answer, name, request_deadline, Answer, Ids, Model, CLIENTS, RECORD_TTLS_MS};
@@ -89,7 +89,7 @@ enum Write {
 
 /// A run of the latch: each client's kind, and the last write sent.
 pub struct LatchState {
-    kinds: Vec<Arc<dyn LatchKind>>,
+    kinds: Vec<Arc<lock_redis::kinds::Latch>>,
     last: Option<(Write, usize, LatchRequest)>,
 }
 
@@ -97,7 +97,7 @@ fn latch_name(latch: usize) -> LockName {
     name("latch", latch)
 }
 
-async fn write(kind: &dyn LatchKind, what: Write, req: &LatchRequest) -> Answer {
+async fn write(kind: &lock_redis::kinds::Latch, what: Write, req: &LatchRequest) -> Answer {
     match what {
         Write::Set(count) => answer(kind.try_set_count(req, count).await),
         Write::CountDown => answer(kind.count_down(req).await),
@@ -121,10 +121,7 @@ impl Model for Latch {
 
     fn start(self, clients: &[LockClient]) -> LatchState {
         LatchState {
-            kinds: clients
-                .iter()
-                .map(|c| Arc::clone(c.kinds().latch_kind().expect("a latch kind")))
-                .collect(),
+            kinds: clients.iter().map(|c| c.kinds().latch.clone()).collect(),
             last: None,
         }
     }

@@ -7,11 +7,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, FairKind, ReleaseOutcome, ReleaseRequest,
-    RenewTarget,
+use lock_redis::backend::{
+    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
 };
-use lock_core::{LockClient, LockName};
+use lock_redis::{LockClient, LockName};
 use proptest::prelude::*;
 
 use super::{name, owner, request_deadline, Ids, Kind, Model, CLIENTS, DURATIONS_MS};
@@ -150,18 +149,16 @@ pub(crate) enum Sent {
 /// One client's kind under test: its raw store operations.
 pub(crate) enum Handle {
     Plain(Arc<dyn ExclusiveKind>),
-    Fair(Arc<dyn FairKind>),
+    Fair(Arc<lock_redis::kinds::Fair>),
 }
 
 impl Handle {
     fn of(client: &LockClient, kind: Kind) -> Self {
         let kinds = client.kinds();
         match kind {
-            Kind::Reentrant => Self::Plain(Arc::clone(
-                kinds.reentrant_kind().expect("a reentrant kind"),
-            )),
-            Kind::Fair => Self::Fair(Arc::clone(kinds.fair_kind().expect("a fair kind"))),
-            Kind::Handoff => Self::Fair(Arc::clone(kinds.handoff_kind().expect("a handoff kind"))),
+            Kind::Reentrant => Self::Plain(kinds.reentrant.clone()),
+            Kind::Fair => Self::Fair(kinds.fair.clone()),
+            Kind::Handoff => Self::Fair(kinds.handoff.clone()),
         }
     }
 

@@ -76,8 +76,8 @@ mod tests;
 use std::fmt::Debug;
 
 use async_trait::async_trait;
-use lock_core::backend::RequestId;
-use lock_core::{LockClient, LockName, Owner, PermitId};
+use lock_redis::backend::RequestId;
+use lock_redis::{LockClient, LockName, Owner, PermitId};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
@@ -111,7 +111,7 @@ pub(crate) const RECORD_TTLS_MS: [u64; 3] = [600_000, 1_800_000, 3_600_000];
 
 /// The deadline of a request made now with window `RECORD_TTLS_MS[i]`.
 pub(crate) fn request_deadline(i: usize) -> u64 {
-    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_TTLS_MS[i]))
+    lock_redis::backend::deadline_in(std::time::Duration::from_millis(RECORD_TTLS_MS[i]))
 }
 /// The seed of [`config`] when `PROPTEST_RNG_SEED` does not give one.
 pub const SEED: u64 = 0x6d6f_6465_6c5f_3132;
@@ -243,7 +243,7 @@ impl Ids {
 /// whose answers carry no times) or its error's message.
 pub type Answer = Result<String, String>;
 
-pub(crate) fn answer<T: Debug>(result: lock_core::Result<T>) -> Answer {
+pub(crate) fn answer<T: Debug>(result: lock_redis::Result<T>) -> Answer {
     result.map(|v| format!("{v:?}")).map_err(|e| e.to_string())
 }
 

@@ -10,10 +10,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{
+use lock_redis::backend::{
     LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest, PermitSemaphoreKind,
 };
-use lock_core::{LockClient, LockName, PermitId};
+use lock_redis::{LockClient, LockName, PermitId};
 use proptest::prelude::*;
 
 use super::{
@@ -115,7 +115,7 @@ const PICKS: usize = 8;
 /// A run of the expirable-permit semaphore: each client's kind, the permit
 /// ids taken so far, and the last request sent.
 pub struct PermitState {
-    kinds: Vec<Arc<dyn PermitSemaphoreKind>>,
+    kinds: Vec<Arc<lock_redis::kinds::PermitSemaphore>>,
     taken: Vec<PermitId>,
     last: Option<Sent>,
 }
@@ -139,14 +139,14 @@ fn lease_ms(lease: Option<usize>) -> Option<u64> {
 
 /// An acquisition's answer; the wait hint by presence only (its value
 /// differs by the real run's lag).
-async fn acquire(kind: &dyn PermitSemaphoreKind, req: &LeaseRequest) -> Answer {
+async fn acquire(kind: &lock_redis::kinds::PermitSemaphore, req: &LeaseRequest) -> Answer {
     match kind.try_acquire(req).await {
         Ok(LeaseOutcome::Busy { retry_in }) => Ok(format!("Busy(waits: {})", retry_in.is_some())),
         other => answer(other),
     }
 }
 
-async fn send(kinds: &[Arc<dyn PermitSemaphoreKind>], sent: &Sent) -> Answer {
+async fn send(kinds: &[Arc<lock_redis::kinds::PermitSemaphore>], sent: &Sent) -> Answer {
     match sent {
         Sent::Add(client, req) => answer(kinds[*client].add_permits(req).await),
         Sent::Acquire(client, req) => acquire(kinds[*client].as_ref(), req).await,
@@ -172,13 +172,7 @@ impl Model for PermitSemaphore {
         PermitState {
             kinds: clients
                 .iter()
-                .map(|c| {
-                    Arc::clone(
-                        c.kinds()
-                            .permit_semaphore_kind()
-                            .expect("an expirable-permit semaphore kind"),
-                    )
-                })
+                .map(|c| c.kinds().permit_semaphore.clone())
                 .collect(),
             taken: Vec::new(),
             last: None,

@@ -4,8 +4,8 @@
 //! comparison a property test makes.
 
 use async_trait::async_trait;
-use lock_core::{ClientConfig, LockClient};
 use lock_redis::RedisConfig;
+use lock_redis::{ClientConfig, LockClient};
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use redis::aio::MultiplexedConnection;
 

@@ -5,7 +5,7 @@ use std::fmt::Debug;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::LockClient;
+use lock_redis::LockClient;
 
 use super::{Ids, Keyspace, Model, Step, CLIENTS, CLOBBERS, GRID_MARGIN_MS, TOLERANCE_MS};
 use crate::memory::ScriptReply;

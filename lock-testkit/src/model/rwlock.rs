@@ -3,13 +3,13 @@
 //! unlocks of either side, downgrades, waiting writers giving up, renewals
 //! of either side, force unlocks and inspections of either side, and
 //! repeated requests, by several clients and owners on one lock, on the
-//! two sides' raw store operations ([`lock_core::backend::ReadWriteKinds`]).
+//! two sides' raw store operations ([`lock_redis::kinds::rwlock::ReadWriteKinds`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{AcquireRequest, ExclusiveKind, ReleaseRequest};
-use lock_core::{LockClient, LockName};
+use lock_redis::backend::{AcquireRequest, ExclusiveKind, ReleaseRequest};
+use lock_redis::{LockClient, LockName};
 use proptest::prelude::*;
 
 use super::locks::{
@@ -219,20 +219,17 @@ impl Model for ReadWrite {
     }
 
     fn start(self, clients: &[LockClient]) -> RwState {
-        let of = |pick: fn(&lock_core::backend::ReadWriteKinds) -> &Arc<dyn ExclusiveKind>| {
-            clients
-                .iter()
-                .map(|c| {
-                    Arc::clone(pick(
-                        c.kinds().read_write_kinds().expect("a read-write kind"),
-                    ))
-                })
-                .collect()
-        };
+        let of =
+            |pick: fn(&lock_redis::kinds::rwlock::ReadWriteKinds) -> &Arc<dyn ExclusiveKind>| {
+                clients
+                    .iter()
+                    .map(|c| Arc::clone(pick(&c.kinds().read_write)))
+                    .collect()
+            };
         RwState {
             sides: [
-                of(lock_core::backend::ReadWriteKinds::read),
-                of(lock_core::backend::ReadWriteKinds::write),
+                of(lock_redis::kinds::rwlock::ReadWriteKinds::read),
+                of(lock_redis::kinds::rwlock::ReadWriteKinds::write),
             ],
             last: None,
         }

@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{PermitRequest, SemaphoreKind};
-use lock_core::{LockClient, LockName, MAX_PERMITS};
+use lock_redis::backend::{PermitRequest, SemaphoreKind};
+use lock_redis::{LockClient, LockName, MAX_PERMITS};
 use proptest::prelude::*;
 
 use super::{
@@ -112,7 +112,7 @@ enum Change {
 
 /// A run of the semaphore: each client's kind, and the last change sent.
 pub struct SemState {
-    kinds: Vec<Arc<dyn SemaphoreKind>>,
+    kinds: Vec<Arc<lock_redis::kinds::Semaphore>>,
     last: Option<(Change, usize, PermitRequest)>,
 }
 
@@ -120,7 +120,7 @@ fn sem_name() -> LockName {
     name("sem", 0)
 }
 
-async fn change(kind: &dyn SemaphoreKind, what: Change, req: &PermitRequest) -> Answer {
+async fn change(kind: &lock_redis::kinds::Semaphore, what: Change, req: &PermitRequest) -> Answer {
     match what {
         Change::Add => answer(kind.add_permits(req).await),
         Change::Acquire => answer(kind.try_acquire(req).await),
@@ -147,7 +147,7 @@ impl Model for Semaphore {
         SemState {
             kinds: clients
                 .iter()
-                .map(|c| Arc::clone(c.kinds().semaphore_kind().expect("a semaphore kind")))
+                .map(|c| c.kinds().semaphore.clone())
                 .collect(),
             last: None,
         }

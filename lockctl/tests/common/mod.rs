@@ -12,8 +12,8 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use lock_core::LockName;
 use lock_redis::KeyLayout;
+use lock_redis::LockName;
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 use nix::sys::signal::{kill, Signal};

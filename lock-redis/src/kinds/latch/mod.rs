@@ -71,7 +71,7 @@ pub fn channel(layout: &lock_script::KeyLayout, name: &LockName) -> String {
 }
 
 /// The count-down latch kind, reached with
-/// [`lock_core::LockClient::count_down_latch`].
+/// [`crate::LockClient::count_down_latch`].
 #[derive(Debug, Clone)]
 pub struct Latch {
     env: ScriptEnv,

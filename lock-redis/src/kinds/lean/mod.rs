@@ -55,7 +55,7 @@ pub static FORCE_UNLOCK: LazyLock<Script> =
 /// Reads its holder and time to live (`inspect.lua`).
 pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
 
-/// The lean lock kind. Reached with [`lock_core::LockClient::lean_lock`].
+/// The lean lock kind. Reached with [`crate::LockClient::lean_lock`].
 #[derive(Debug, Clone)]
 pub struct Lean {
     env: ScriptEnv,

@@ -64,7 +64,7 @@ pub static AVAILABLE: LazyLock<Script> =
     LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("available.lua")]));
 
 /// The expirable-permit semaphore kind
-/// ([`lock_core::LockClient::permit_expirable_semaphore`]).
+/// ([`crate::LockClient::permit_expirable_semaphore`]).
 #[derive(Debug, Clone)]
 pub struct PermitSemaphore {
     env: ScriptEnv,

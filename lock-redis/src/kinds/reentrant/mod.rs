@@ -35,7 +35,7 @@ pub static TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("
 
 /// The reentrant lock kind: any waiter may win a free lock; every waiter
 /// of a lock listens on its one channel, and an unlock wakes one waiter per
-/// client. Reached with [`lock_core::LockClient::lock`].
+/// client. Reached with [`crate::LockClient::lock`].
 #[derive(Debug, Clone)]
 pub struct Reentrant {
     env: ScriptEnv,

@@ -42,10 +42,13 @@
 
 use std::sync::LazyLock;
 
+mod handle;
+pub use handle::{ReadWriteKinds, ReadWriteLock};
+
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReadWriteKinds, ReleaseOutcome,
-    ReleaseRequest, RenewTarget, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
+    RenewTarget, Wake,
 };
 use lock_core::{Holder, LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
@@ -75,8 +78,7 @@ pub static WRITE_LEAVE: LazyLock<Script> =
 pub static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
 
-/// Both sides of the read-write lock over `env`, for
-/// [`lock_core::backend::Kinds::read_write`].
+/// Both sides of the read-write lock over `env`.
 pub fn kinds(env: ScriptEnv) -> ReadWriteKinds {
     ReadWriteKinds::new(Arc::new(Read { env: env.clone() }), Arc::new(Write { env }))
 }
@@ -197,7 +199,7 @@ async fn force_unlock(env: &ScriptEnv, name: &LockName, mode: &str, message: &st
 
 /// The read side: many owners at once, none while a writer of another
 /// owner holds the lock. Reached with
-/// [`lock_core::LockClient::read_write_lock`]`(name).read()`.
+/// [`crate::LockClient::read_write_lock`]`(name).read()`.
 #[derive(Debug, Clone)]
 pub struct Read {
     env: ScriptEnv,
@@ -345,7 +347,7 @@ impl ExclusiveKind for Read {
 }
 
 /// The write side: one owner, and no reader but that owner. Reached with
-/// [`lock_core::LockClient::read_write_lock`]`(name).write()`.
+/// [`crate::LockClient::read_write_lock`]`(name).write()`.
 #[derive(Debug, Clone)]
 pub struct Write {
     env: ScriptEnv,

@@ -46,7 +46,7 @@ pub static DRAIN: LazyLock<Script> =
 pub static AVAILABLE: LazyLock<Script> =
     LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("available.lua")]));
 
-/// The semaphore kind ([`lock_core::LockClient::semaphore`]).
+/// The semaphore kind ([`crate::LockClient::semaphore`]).
 #[derive(Debug, Clone)]
 pub struct Semaphore {
     env: ScriptEnv,

@@ -1,6 +1,5 @@
 //! [`Description`]: what is stored under a name, read without knowing
-//! which kind put it there (for tools such as `lockctl status`), and
-//! [`Describe`], the read-only store operation behind
+//! which kind put it there (for tools such as `lockctl status`):
 //! [`crate::LockClient::describe`].
 //!
 //! The kinds are told apart by their layouts alone; where two kinds share
@@ -9,12 +8,7 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::error::Result;
-use crate::kind::{Holder, LockInfo};
-use crate::name::LockName;
-use crate::semaphore_kind::PermitId;
+use lock_core::{Holder, LockInfo, PermitId};
 
 /// What is stored under one name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,21 +145,11 @@ impl LeasedPermit {
     }
 }
 
-/// Reads what is stored under a name, whatever kind put it there.
-#[async_trait]
-pub trait Describe: Send + Sync + 'static {
-    /// Describes what is stored under `name`. Writes nothing.
-    ///
-    /// # Errors
-    /// A retryable error when the store could not be reached.
-    async fn describe(&self, name: &LockName) -> Result<Description>;
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fair_lock::QueuedWaiter;
-    use crate::owner::Owner;
+    use lock_core::Owner;
+    use lock_fair::QueuedWaiter;
 
     /// Holders, waiters and permits keep the stored text and parse it the
     /// same way: ours and Java's parse, other shapes stay raw.

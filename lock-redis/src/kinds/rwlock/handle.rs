@@ -5,7 +5,7 @@
 //! writer's own owner (a writer may read: take the read side, then release
 //! the write side, to downgrade). While readers hold it, any owner may read
 //! and nobody may write. A reader asking for the write side fails at once
-//! with [`LockError::UpgradeRefused`](crate::LockError::UpgradeRefused):
+//! with [`LockError::UpgradeRefused`](lock_core::LockError::UpgradeRefused):
 //! the write side waits for every reader to leave, itself included, so it
 //! would wait forever.
 //!
@@ -22,7 +22,7 @@
 //! the lock free. Writers first: the write side is a kind whose waiters
 //! queue ([`ExclusiveKind::queues_waiters`]), so a waiting writer is known
 //! to the store, refreshed every third of
-//! [`crate::ClientConfig::waiter_timeout`] and forgotten when it gives up;
+//! [`lock_core::ClientConfig::waiter_timeout`] and forgotten when it gives up;
 //! while one waits, owners that do not read the lock yet wait too, so a
 //! steady stream of readers cannot starve it. Re-entry by a reader and
 //! reads by the writer's own owner never wait (they would deadlock). The
@@ -31,14 +31,10 @@
 
 use std::sync::Arc;
 
-use crate::client::LockClient;
-use crate::error::Result;
-use crate::kind::ExclusiveKind;
-use crate::lock::Lock;
-use crate::name::LockName;
+use lock_core::backend::ExclusiveKind;
+use lock_core::{Engine, Lock, LockName, Result};
 
-/// The two sides of a read-write lock kind, as one client registers them
-/// ([`crate::backend::Kinds::read_write`]): each an [`ExclusiveKind`] over the same
+/// The two sides of the read-write lock kind ([`super::kinds`]): each an [`ExclusiveKind`] over the same
 /// store value, naming different [`ExclusiveKind::hold_side`]s.
 #[derive(Clone)]
 pub struct ReadWriteKinds {
@@ -73,11 +69,11 @@ impl ReadWriteKinds {
 }
 
 /// A handle on one named read-write lock
-/// ([`LockClient::read_write_lock`]); see the module docs. Cheap to clone;
+/// ([`crate::LockClient::read_write_lock`]); see the module docs. Cheap to clone;
 /// makes no I/O until used.
 ///
 /// ```
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
+/// # async fn demo(client: lock_redis::LockClient) -> lock_redis::Result<()> {
 /// let config = client.read_write_lock("config")?;
 /// let r1 = config.read().lock().await?;
 /// let r2 = config.read().lock().await?;     // readers share
@@ -95,11 +91,15 @@ pub struct ReadWriteLock {
 }
 
 impl ReadWriteLock {
-    pub(crate) fn new(client: LockClient, name: LockName, kinds: &ReadWriteKinds) -> Self {
-        Self {
-            read: Lock::new(client.clone(), name.clone(), Arc::clone(&kinds.read)),
-            write: Lock::new(client, name, Arc::clone(&kinds.write)),
-        }
+    pub(crate) fn new(
+        engine: &Engine,
+        name: impl AsRef<str>,
+        kinds: &ReadWriteKinds,
+    ) -> Result<Self> {
+        Ok(Self {
+            read: engine.lock(name.as_ref(), Arc::clone(&kinds.read))?,
+            write: engine.lock(name, Arc::clone(&kinds.write))?,
+        })
     }
 
     /// The lock's name.
@@ -115,7 +115,7 @@ impl ReadWriteLock {
 
     /// The write side: exclusive. Its [`Lock::info`] lists the writer.
     /// Asking for it while the same owner reads fails with
-    /// [`crate::LockError::UpgradeRefused`].
+    /// [`lock_core::LockError::UpgradeRefused`].
     pub fn write(&self) -> &Lock {
         &self.write
     }
@@ -125,7 +125,7 @@ impl ReadWriteLock {
     /// their guards' lost signal, as with [`Lock::force_unlock`].
     ///
     /// # Errors
-    /// [`crate::LockError::WrongType`]; backend errors.
+    /// [`lock_core::LockError::WrongType`]; backend errors.
     ///
     /// # Cancel safety
     /// Dropping the future may or may not have deleted the lock.

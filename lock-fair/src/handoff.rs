@@ -1,7 +1,7 @@
 //! [`HandoffLock`]: the fair lock with direct handoff.
 //!
 //! # Promise
-//! The fair lock's ([`crate::FairLock`]): waiters get the lock in the order
+//! The fair lock's ([`FairLock`]): waiters get the lock in the order
 //! they joined its queue, and the two are one lock with one queue. On top of
 //! that, a release hands the freed lock straight to the first live waiter
 //! of the queue that accepts a handoff (a wait of a [`HandoffLock`]), which
@@ -12,31 +12,29 @@
 //! it takes its token itself.
 //!
 //! What it costs: a grant to a waiter whose process died after its last
-//! refresh (at most a third of [`crate::ClientConfig::waiter_timeout`]
+//! refresh (at most a third of [`lock_core::ClientConfig::waiter_timeout`]
 //! before) keeps the lock for that waiter's lease, as a holder that died
 //! would. That is why it is a type of its own, asked for by name
-//! ([`LockClient::handoff_lock`]), and not the fair lock's default.
+//! (`client.handoff_lock(name)`), and not the fair lock's default.
 //!
 //! It is the shared wait loop of [`Lock`] over a kind that hands over
-//! ([`crate::backend::ExclusiveKind::hands_over`]); every method of
+//! ([`lock_core::backend::ExclusiveKind::hands_over`]); every method of
 //! [`Lock`] applies (through `Deref`), and [`HandoffLock::info`] adds the
 //! queue.
 
 use std::sync::Arc;
 
-use crate::client::LockClient;
-use crate::error::Result;
-use crate::fair_lock::{FairKind, FairLock, FairLockInfo};
-use crate::lock::Lock;
-use crate::name::LockName;
+use lock_core::{Engine, Lock, Result};
+
+use crate::handle::{FairLock, FairLockInfo};
+use crate::kind::Fair;
 
 /// A handle on one named fair lock with direct handoff
-/// ([`LockClient::handoff_lock`]; see the module docs). Every method of
+/// (`client.handoff_lock(name)`; see the module docs). Every method of
 /// [`Lock`] applies. Cheap to clone; makes no I/O until used.
 ///
 /// ```
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-/// let jobs = client.handoff_lock("jobs")?;
+/// # async fn demo(jobs: lock_fair::HandoffLock) -> lock_core::Result<()> {
 /// let guard = jobs.lock().await?; // a release hands it to the next waiter
 /// assert!(jobs.info().await?.is_locked());
 /// guard.unlock().await?;
@@ -50,10 +48,16 @@ pub struct HandoffLock {
 }
 
 impl HandoffLock {
-    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn FairKind>) -> Self {
-        Self {
-            fair: FairLock::new(client, name, kind),
-        }
+    /// The lock called `name` of the handoff `kind`
+    /// ([`Fair::with_handoff`]), on `engine`: what a client's
+    /// `handoff_lock(name)` returns.
+    ///
+    /// # Errors
+    /// As [`FairLock::new`].
+    pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<Fair>) -> Result<Self> {
+        Ok(Self {
+            fair: FairLock::new(engine, name, kind)?,
+        })
     }
 
     /// A snapshot of the lock: holders with hold counts, remaining time to

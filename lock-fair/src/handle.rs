@@ -4,39 +4,22 @@
 //! While every waiter is alive, the lock goes to waiters in the order they
 //! joined its queue; a holder's re-entry never waits. A waiter queues from
 //! its first attempt (a try never queues), looks again — refreshing its
-//! place — at least every third of [`crate::ClientConfig::waiter_timeout`],
+//! place — at least every third of [`lock_core::ClientConfig::waiter_timeout`],
 //! and leaves the queue when it gives up or its future is dropped. One that
 //! dies stops refreshing and is evicted within the waiter timeout. An unlock
 //! tells only the queue head, on its own channel: no thundering herd.
 //!
-//! It is the shared wait loop of [`Lock`] over a kind whose waiters queue
-//! ([`FairKind`]); every method of [`Lock`] applies (through `Deref`), and
-//! [`FairLock::info`] adds the queue.
+//! It is the engine's shared wait loop of [`Lock`] over the [`Fair`] kind,
+//! whose waiters queue; every method of [`Lock`] applies (through `Deref`),
+//! and [`FairLock::info`] adds the queue.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
+use lock_core::backend::ExclusiveKind;
+use lock_core::{Engine, Lock, LockInfo, Owner, Result};
 
-use crate::client::LockClient;
-use crate::error::Result;
-use crate::kind::{ExclusiveKind, LockInfo};
-use crate::lock::Lock;
-use crate::name::LockName;
-use crate::owner::Owner;
-
-/// The store operations of a fair lock kind: an [`ExclusiveKind`] whose
-/// waiters queue, which can also show its queue.
-#[async_trait]
-pub trait FairKind: ExclusiveKind {
-    /// Reads the lock's holders, time to live, and queue (each waiter's
-    /// time left by the store's clock). Read-only: stale waiters are
-    /// reported, with no time left, not evicted.
-    ///
-    /// # Errors
-    /// As [`ExclusiveKind::inspect`].
-    async fn inspect_fair(&self, name: &LockName) -> Result<FairLockInfo>;
-}
+use crate::kind::Fair;
 
 /// One waiter in a fair lock's queue.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +32,7 @@ pub struct QueuedWaiter {
     /// How long the waiter keeps its place when the snapshot was read, by
     /// the store's clock: it is evicted after this unless it looks again
     /// (which a live waiter does every third of
-    /// [`crate::ClientConfig::waiter_timeout`]). Zero for a waiter already
+    /// [`lock_core::ClientConfig::waiter_timeout`]). Zero for a waiter already
     /// due, which the next writing operation evicts (reading evicts
     /// nobody).
     pub timeout: Duration,
@@ -66,7 +49,7 @@ impl QueuedWaiter {
 
     /// The waiter, when its field has the `<client-uuid>:<owner-id>` shape
     /// (ours, and Java's `<client-uuid>:<thread-id>`), as
-    /// [`crate::Holder::owner`].
+    /// [`lock_core::Holder::owner`].
     pub fn owner(&self) -> Option<Owner> {
         Owner::parse_field(&self.field)
     }
@@ -98,14 +81,13 @@ impl std::ops::Deref for FairLockInfo {
     }
 }
 
-/// A handle on one named fair lock ([`LockClient::fair_lock`]): a
+/// A handle on one named fair lock (`client.fair_lock(name)`): a
 /// re-entrant exclusive lock handed out in arrival order (see the module
 /// docs). Every method of [`Lock`] applies. Cheap to clone; makes no I/O
 /// until used.
 ///
 /// ```
-/// # async fn demo(client: lock_core::LockClient) -> lock_core::Result<()> {
-/// let printer = client.fair_lock("printer")?;
+/// # async fn demo(printer: lock_fair::FairLock) -> lock_core::Result<()> {
 /// let guard = printer.lock().await?; // first come, first served
 /// assert!(printer.info().await?.lock.is_locked());
 /// guard.unlock().await?;
@@ -114,21 +96,23 @@ impl std::ops::Deref for FairLockInfo {
 #[derive(Clone, Debug)]
 pub struct FairLock {
     lock: Lock,
-    kind: Arc<dyn FairKind>,
-}
-
-impl std::fmt::Debug for dyn FairKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("FairKind")
-    }
+    engine: Engine,
+    kind: Arc<Fair>,
 }
 
 impl FairLock {
-    pub(crate) fn new(client: LockClient, name: LockName, kind: Arc<dyn FairKind>) -> Self {
-        Self {
-            lock: Lock::new(client, name, Arc::clone(&kind) as Arc<dyn ExclusiveKind>),
+    /// The fair lock called `name` of `kind` (the fair or the handoff
+    /// kind), on `engine`: what a client's `fair_lock(name)` returns.
+    ///
+    /// # Errors
+    /// [`lock_core::LockError::InvalidArgument`] for an empty or over-long
+    /// name.
+    pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<Fair>) -> Result<Self> {
+        Ok(Self {
+            lock: engine.lock(name, Arc::clone(&kind) as Arc<dyn ExclusiveKind>)?,
+            engine: engine.clone(),
             kind,
-        }
+        })
     }
 
     /// A snapshot of the lock: holders with hold counts, remaining time to
@@ -140,7 +124,7 @@ impl FairLock {
     /// # Cancel safety
     /// Read-only; safe to drop.
     pub async fn info(&self) -> Result<FairLockInfo> {
-        self.lock.inner().check_open()?;
+        self.engine.check_open()?;
         self.kind.inspect_fair(self.lock.name()).await
     }
 
