@@ -12,15 +12,10 @@ use crate::error::{LockError, Result};
 use crate::fenced_lock::FencedLock;
 use crate::holds::Holds;
 use crate::kind::ExclusiveKind;
-use crate::latch::CountDownLatch;
-use crate::latch_kind::LatchKind;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
 use crate::permit_leases::PermitLeases;
-use crate::permit_semaphore::PermitExpirableSemaphore;
-use crate::semaphore::Semaphore;
-use crate::semaphore_kind::{PermitSemaphoreKind, SemaphoreKind};
 use crate::stats::{ClientStats, Stats};
 use crate::store_clock::StoreClock;
 use crate::waiter::WaiterRegistry;
@@ -202,51 +197,6 @@ impl Engine {
         Ok(FencedLock::new(self.clone(), LockName::new(name)?, kind))
     }
 
-    /// A handle on the semaphore called `name` of `kind`. Makes no I/O.
-    ///
-    /// # Errors
-    /// As [`Engine::lock`].
-    pub fn semaphore(
-        &self,
-        name: impl AsRef<str>,
-        kind: Arc<dyn SemaphoreKind>,
-    ) -> Result<Semaphore> {
-        Ok(Semaphore::new(self.clone(), LockName::new(name)?, kind))
-    }
-
-    /// A handle on the expirable-permit semaphore called `name` of `kind`.
-    /// Makes no I/O.
-    ///
-    /// # Errors
-    /// As [`Engine::lock`].
-    pub fn permit_expirable_semaphore(
-        &self,
-        name: impl AsRef<str>,
-        kind: Arc<dyn PermitSemaphoreKind>,
-    ) -> Result<PermitExpirableSemaphore> {
-        Ok(PermitExpirableSemaphore::new(
-            self.clone(),
-            LockName::new(name)?,
-            kind,
-        ))
-    }
-
-    /// A handle on the count-down latch called `name` of `kind`. Makes no
-    /// I/O.
-    ///
-    /// # Errors
-    /// As [`Engine::lock`], and a name `kind` cannot serve as a latch
-    /// ([`LatchKind::check_name`]).
-    pub fn count_down_latch(
-        &self,
-        name: impl AsRef<str>,
-        kind: Arc<dyn LatchKind>,
-    ) -> Result<CountDownLatch> {
-        let name = LockName::new(name)?;
-        kind.check_name(&name)?;
-        Ok(CountDownLatch::new(self.clone(), name, kind))
-    }
-
     /// A fresh owner of this client, for explicit re-entrant use with
     /// [`Lock::lock_as`] or [`Owner::scope`].
     pub fn new_owner(&self) -> Owner {
@@ -258,9 +208,9 @@ impl Engine {
     /// re-enters locks the outer code holds.
     ///
     /// ```
-    /// # use lock_core::Engine;
-    /// # async fn demo(client: Engine) -> lock_core::Result<()> {
-    /// let lock = client.lock("config")?;
+    /// # use lock_core::{Engine, Lock};
+    /// # async fn demo(client: Engine, lock: Lock) -> lock_core::Result<()> {
+    /// // `lock`: a lock of this client, e.g. `client.lock("config")` of its deployment's client
     /// client.scope(async {
     ///     let outer = lock.lock().await?;
     ///     let inner = lock.lock().await?; // re-enters: same owner
@@ -325,6 +275,25 @@ impl Engine {
     /// [`LockError::Closed`].
     pub fn check_open(&self) -> Result<()> {
         self.inner.check_open()
+    }
+
+    /// The deadline of a request made now, in the store's clock's
+    /// milliseconds: it may run until then
+    /// ([`ClientConfig::record_ttl`]), and its record is kept past it.
+    pub fn request_deadline(&self) -> u64 {
+        self.inner.request_deadline()
+    }
+
+    /// The table of leased permits this client's guards hold, which the
+    /// watchdog renews: a permit kind registers each permit it hands out.
+    pub fn permits(&self) -> &crate::permit_leases::PermitLeases {
+        &self.inner.permits
+    }
+
+    /// Whether the watchdog stopped ([`Engine::close`]): a permit
+    /// registered now would never be renewed.
+    pub fn watchdog_stopped(&self) -> bool {
+        self.inner.watchdog.is_stopped()
     }
 
     /// Whether [`Engine::close`] was called.

@@ -1,7 +1,8 @@
-//! The counting kinds' (semaphores') store calls and wait, on the locks'
-//! machinery: the one retried call ([`op::call`]), the one background
-//! settling ([`op::until_answered`]) and the one wait loop
-//! ([`wait_loop::wait`]).
+//! The engine's seams for kinds whose handles are not a [`crate::Lock`]
+//! (semaphores, the latch): their store calls and waits, on the locks'
+//! machinery — the one retried call, the one background settling and the
+//! one wait loop. A kind's handle calls these with its client's
+//! [`Engine`]; a service needs none of them.
 //!
 //! # Store calls
 //! Every call is retried with backoff on transient failures, reusing its
@@ -16,7 +17,7 @@
 //!
 //! # Waiting
 //! [`wait_for`]: a first attempt, then the wait loop, each look a fresh
-//! attempt. A kind that knows no time to look again (no lease ends)
+//! attempt; [`wait_until`]: the same for a condition that takes nothing. A kind that knows no time to look again (no lease ends)
 //! falls back to [`crate::ClientConfig::no_ttl_recheck`].
 
 use std::future::Future;
@@ -26,49 +27,90 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use crate::client::ClientInner;
+use crate::client::Engine;
 use crate::connection::Channel;
 use crate::error::Result;
 use crate::name::LockName;
-use crate::op::{self, Redate};
-use crate::stats::InFlight;
+use crate::op;
 use crate::telemetry::{self, Timed};
-use crate::wait_loop::{self, Look, Waiting};
-use crate::waiter::WakeReader;
+use crate::wait_loop::{self, Waiting};
 use tracing::Instrument;
 
-/// A retried call of a counting kind ([`op::call`]): it finishes even
-/// when the caller goes away.
-pub(crate) async fn call<T, F, Fut>(
-    inner: &Arc<ClientInner>,
+pub use crate::op::Redate;
+pub use crate::stats::InFlight;
+pub use crate::wait_loop::Look;
+pub use crate::waiter::WakeReader;
+
+/// Runs `op` with the client's retry policy, in the caller's task: for
+/// reads, and writes that carry their request id (safe to repeat).
+/// `what` and `kind` name it in logs and metrics.
+///
+/// # Errors
+/// [`crate::LockError::Closed`]; `op`'s last error after the retry policy.
+pub async fn retried<T, F, Fut>(
+    engine: &Engine,
     what: &'static str,
+    kind: &'static str,
     op: F,
 ) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    engine.check_open()?;
+    op::retried(&engine.inner, what, kind, op).await
+}
+
+/// Runs `fut` on the client's runtime, counted as in flight until it ends
+/// (so [`Engine::settle`] waits for it): a release of a dropped guard.
+pub fn spawn<F>(engine: &Engine, fut: F)
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    let in_flight = InFlight::start(&engine.inner.stats);
+    engine.inner.runtime.spawn(async move {
+        let _in_flight = in_flight;
+        fut.await;
+    });
+}
+
+/// A mark that counts as in flight for [`Engine::settle`] until dropped:
+/// an acquisition's outcome not yet the caller's.
+pub fn in_flight(engine: &Engine) -> InFlight {
+    InFlight::start(&engine.inner.stats)
+}
+
+/// A retried call of a counting kind: it finishes even when the caller
+/// goes away (in the client's runtime).
+///
+/// # Errors
+/// `op`'s last error after the retry policy.
+pub async fn call<T, F, Fut>(engine: &Engine, what: &'static str, op: F) -> Result<T>
 where
     T: Send + 'static,
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<T>> + Send,
 {
-    op::call(inner, what, "semaphore", op).await
+    op::call(&engine.inner, what, "semaphore", op).await
 }
 
 /// One acquisition attempt (with retries) through `op`, which is the same
 /// request every time it is called (same request id). When its outcome
 /// stays unknown after the last retry, the request is repeated in the
-/// background until the store answers ([`op::until_answered`]: its record
+/// background until the store answers (the `op` module's `until_answered`: its record
 /// gives the first outcome, or the repeat runs it, or refuses it as stale:
 /// it never ran), and what it got is dropped, which gives the permits
 /// back. "Busy" means it took none, and a late original finds the record
 /// and takes none either.
-pub(crate) async fn acquire<P, F>(
-    inner: &Arc<ClientInner>,
-    what: &'static str,
-    op: F,
-) -> Result<Look<P>>
+///
+/// # Errors
+/// [`crate::LockError::Closed`]; `op`'s last error after the retry policy.
+pub async fn acquire<P, F>(engine: &Engine, what: &'static str, op: F) -> Result<Look<P>>
 where
     P: Send + 'static,
     F: Fn() -> BoxFuture<'static, Result<Look<P>>> + Send + Sync + 'static,
 {
+    let inner = &engine.inner;
     inner.check_open()?;
     inner.stats.tries.incr();
     let op = Arc::new(op);
@@ -99,12 +141,16 @@ where
 /// transient fault. Retried as [`call`] is (a request refused as stale is
 /// made again as a new one); when the outcome is still unknown after the
 /// retry policy, the caller gets the error and the release goes on in a
-/// task of its own until the store answers ([`op::until_answered`]), as a
+/// task of its own until the store answers (`until_answered`), as a
 /// new request whenever the last was refused as stale, until the client is
 /// closed. So a caller who sees an error must not give the permits back
 /// again: they will be.
-pub(crate) async fn give_back<R, T, F, Fut>(
-    inner: &Arc<ClientInner>,
+///
+/// # Errors
+/// [`crate::LockError::Closed`]; `op`'s error: a retryable one means the
+/// release goes on in the background.
+pub async fn give_back<R, T, F, Fut>(
+    engine: &Engine,
     what: &'static str,
     req: R,
     op: F,
@@ -115,6 +161,7 @@ where
     F: Fn(R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<T>> + Send,
 {
+    let inner = &engine.inner;
     inner.check_open()?;
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
@@ -151,13 +198,15 @@ where
 }
 
 /// The wait of counting kinds and conditions (see the module docs): a
-/// first attempt, then the one wait loop ([`wait_loop::wait`]). `attempt`
+/// first attempt, then the one wait loop (the `wait_loop` module). `attempt`
 /// makes and runs one fresh acquisition request; `Ok(None)` when the
 /// deadline passed first. Traced and timed as every kind's acquisitions
 /// are (spans `lock.acquire` and `lock.wait`, label `kind`).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn wait_for<P, A, Fut>(
-    inner: &Arc<ClientInner>,
+///
+/// # Errors
+/// `attempt`'s errors; a subscription the store refused.
+pub async fn wait_for<P, A, Fut>(
+    engine: &Engine,
     kind: &'static str,
     name: &LockName,
     channel: Channel,
@@ -169,6 +218,7 @@ where
     A: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<P>>>,
 {
+    let inner = &engine.inner;
     let waited = async {
         let mut waiting = Attempts(attempt);
         let first = match waiting.look().await? {
@@ -213,10 +263,55 @@ where
 }
 
 /// The deadline `wait` from now (`None`: forever).
-pub(crate) fn deadline(wait: Option<Duration>) -> Option<Instant> {
+pub fn deadline(wait: Option<Duration>) -> Option<Instant> {
     wait.map(|w| {
         Instant::now()
             .checked_add(w)
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600))
     })
+}
+
+/// Waits until `check` answers `true` (then `Ok(true)`) or `deadline`
+/// passes (`Ok(false)`): the wait of kinds whose waiters take nothing,
+/// such as a count-down latch's. Check; when that fails, join the
+/// channel's shared subscription, then loop: check again (a notice sent
+/// between the first check and the subscription is not lost), and sleep
+/// until a notice, the deadline, or
+/// [`crate::ClientConfig::no_ttl_recheck`] — whichever is first. Nothing
+/// in the store expires on its own here, so that interval bounds what a
+/// lost notice costs; it is not a poll of the condition's progress.
+/// Dropping the future leaves no subscription behind.
+///
+/// # Errors
+/// `check`'s errors; a subscription the store refused;
+/// [`crate::LockError::Closed`].
+pub async fn wait_until<F, Fut>(
+    engine: &Engine,
+    kind: &'static str,
+    name: &LockName,
+    channel: Channel,
+    read: WakeReader,
+    deadline: Option<Instant>,
+    mut check: F,
+) -> Result<bool>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<bool>>,
+{
+    engine.check_open()?;
+    let attempt = || {
+        let checked = check();
+        async move {
+            Ok(if checked.await? {
+                Look::Got(())
+            } else {
+                Look::Busy(None)
+            })
+        }
+    };
+    Ok(
+        wait_for(engine, kind, name, channel, read, deadline, attempt)
+            .await?
+            .is_some(),
+    )
 }

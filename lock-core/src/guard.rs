@@ -134,7 +134,7 @@ impl Guard {
     }
 
     /// Whether the watchdog renews the lock while this guard lives (taken
-    /// without a lease), as [`crate::ExpirablePermit::is_renewed`] tells of
+    /// without a lease), as an expirable permit's guard tells of
     /// a permit.
     pub fn is_renewed(&self) -> bool {
         self.watchdog()

@@ -11,7 +11,7 @@ use std::future::Future;
 use crate::error::{LockError, Result};
 
 /// A held lock or permit: it can be lost, checked and released.
-pub(crate) trait Held: Send + Sync + Sized {
+pub trait Held: Send + Sync + Sized {
     /// Resolves when the lock is known lost; cancel-safe, it only observes.
     fn lost(&self) -> impl Future<Output = ()> + Send;
 
@@ -30,7 +30,11 @@ pub(crate) trait Held: Send + Sync + Sized {
 
 /// Runs `work` while `guard` is held, then releases it: the body of every
 /// guard's `run_locked` (their docs say what it promises).
-pub(crate) async fn run_locked<G: Held, T>(guard: G, work: impl AsyncFnOnce(&G) -> T) -> Result<T> {
+///
+/// # Errors
+/// [`LockError::LockLost`] when the guard was lost before `work` ended;
+/// the release's errors.
+pub async fn run_locked<G: Held, T>(guard: G, work: impl AsyncFnOnce(&G) -> T) -> Result<T> {
     let finished = {
         let work = work(&guard);
         tokio::select! {

@@ -47,9 +47,10 @@ use tokio::time::Instant;
 use crate::kind::{ExclusiveKind, ReleaseOutcome, RenewTarget};
 use crate::telemetry;
 
-/// Until when a hold lasts, as far as this client knows.
+/// Until when a hold (or a leased permit) lasts, as far as this client
+/// knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Deadline {
+pub struct Deadline {
     /// When the store may expire the hold: after this instant another
     /// client may hold the lock.
     pub(crate) expires: Instant,
@@ -60,12 +61,17 @@ pub(crate) struct Deadline {
 impl Deadline {
     /// The deadline of a lease of `lease` sent at `sent`, reported lost
     /// `margin` before it ends.
-    pub(crate) fn new(sent: Instant, lease: Duration, margin: Duration) -> Self {
+    pub fn new(sent: Instant, lease: Duration, margin: Duration) -> Self {
         let expires = sent + lease;
         Self {
             expires,
             lost_at: expires.checked_sub(margin).unwrap_or(sent),
         }
+    }
+
+    /// When the store may expire the hold.
+    pub fn expires(&self) -> Instant {
+        self.expires
     }
 }
 

@@ -17,8 +17,10 @@
 //! - [`MultiLock`]: several locks (of any clients) held as one, all or
 //!   nothing; [`RedLock`]: one lock over N independent stores, held by a
 //!   majority (Redlock). Both compose [`Lock`] handles.
-//! - [`Semaphore`] ([`PermitGuard`]), [`PermitExpirableSemaphore`] and
-//!   [`CountDownLatch`]: counting kinds on the same wait loop.
+//! - The counting kinds (semaphores, the latch) live in their kind
+//!   folders and wait and retry through [`counting`], the same wait loop;
+//!   the watchdog renews leased permits through
+//!   [`PermitRenewal`](backend::PermitRenewal).
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -50,19 +52,15 @@
 #![deny(missing_docs)]
 
 mod client;
-mod condition;
 pub mod config;
 mod connection;
-mod counting;
+pub mod counting;
 pub mod error;
-mod expirable_permit;
 mod fenced_lock;
 mod guard;
 mod held;
 mod holds;
 mod kind;
-mod latch;
-mod latch_kind;
 mod lock;
 mod multi_lock;
 pub mod name;
@@ -71,9 +69,7 @@ mod options;
 mod outage;
 pub mod owner;
 mod permit_leases;
-mod permit_semaphore;
 mod red_lock;
-mod semaphore;
 mod semaphore_kind;
 mod shorthands;
 mod stats;
@@ -88,19 +84,15 @@ mod watchdog;
 pub use client::Engine;
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE};
 pub use error::{LockError, Result};
-pub use expirable_permit::ExpirablePermit;
 pub use fenced_lock::{FencedGuard, FencedLock};
 pub use guard::Guard;
 pub use kind::{Holder, LockInfo};
-pub use latch::{CountDownLatch, MAX_COUNT};
 pub use lock::Lock;
 pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait};
 pub use owner::Owner;
-pub use permit_semaphore::PermitExpirableSemaphore;
 pub use red_lock::{RedGuard, RedLock};
-pub use semaphore::{PermitGuard, Semaphore};
 pub use semaphore_kind::{PermitId, MAX_PERMITS};
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};
@@ -111,17 +103,22 @@ pub use wait_strategy::{PollBackoff, WaitStrategy};
 /// A deployment implements [`Connection`](backend::Connection) (what a
 /// client's kinds share: notices, closing); a kind implements
 /// [`ExclusiveKind`](backend::ExclusiveKind) for every lock whose handle
-/// is a [`Lock`], and the counting kinds' seams for the semaphores and
-/// the latch.
+/// is a [`Lock`]; the semaphores and the latch wait and retry through
+/// [`crate::counting`], and an expirable permit's kind registers its
+/// permits ([`PermitLeases`](backend::PermitLeases)) for the watchdog to
+/// renew ([`PermitRenewal`](backend::PermitRenewal)).
 pub mod backend {
     pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
+    pub use crate::held::{run_locked, Held};
+    pub use crate::holds::Deadline;
     pub use crate::kind::{
         deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
         RenewTarget, RequestId,
     };
-    pub use crate::latch_kind::{LatchKind, LatchRequest};
+    pub use crate::permit_leases::{PermitHold, PermitLeases};
     pub use crate::semaphore_kind::{
-        check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest,
-        PermitCounts, PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, SemaphoreKind,
+        check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,
+        LeasesRequest, PermitCounts, PermitLease, PermitRenewal, PermitRequest, PermitTarget,
     };
+    pub use crate::wait::fixed_lease_millis;
 }

@@ -201,7 +201,7 @@ where
 
 /// A request that can be made again as a new one (fresh id, new deadline)
 /// after the store refused it as stale (it never ran).
-pub(crate) trait Redate: Clone {
+pub trait Redate: Clone {
     /// The same operation as a new request with deadline `deadline_ms`.
     fn redated(self, deadline_ms: u64) -> Self;
 }

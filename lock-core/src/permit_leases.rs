@@ -1,5 +1,5 @@
 //! The client's table of leased permits: one entry per permit its
-//! [`crate::ExpirablePermit`]s hold, what the watchdog renews besides locks.
+//! permit guards hold, what the watchdog renews besides locks.
 //!
 //! # What an entry knows
 //! Until when the store keeps the permit at least — its [`Deadline`]: the
@@ -14,7 +14,7 @@
 //!   elsewhere, its semaphore deleted);
 //! - its deadline passes: renewals could not be confirmed in time, or its
 //!   fixed lease ran out;
-//! - this client releases it by id ([`crate::PermitExpirableSemaphore::release`]),
+//! - this client releases it by id (a release by id),
 //!   or sets a lease the store says it no longer has;
 //! - the watchdog stops ([`crate::Engine::close`]) while it renews it.
 //!
@@ -29,14 +29,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::holds::Deadline;
-use crate::semaphore_kind::{PermitSemaphoreKind, PermitTarget};
+use crate::semaphore_kind::{PermitRenewal, PermitTarget};
 use crate::telemetry;
 
-/// One leased permit of one guard.
-pub(crate) struct PermitLease {
+/// One leased permit of one guard, in its client's table: what the
+/// watchdog renews and reports lost ([`PermitLeases::register`]).
+pub struct PermitHold {
     pub(crate) target: PermitTarget,
     /// The semaphore kind it was taken through: it renews it.
-    pub(crate) kind: Arc<dyn PermitSemaphoreKind>,
+    pub(crate) kind: Arc<dyn PermitRenewal>,
     /// Whether the watchdog renews it (no fixed lease).
     pub(crate) watched: bool,
     lost: CancellationToken,
@@ -45,9 +46,9 @@ pub(crate) struct PermitLease {
     deadline: Mutex<Deadline>,
 }
 
-impl std::fmt::Debug for PermitLease {
+impl std::fmt::Debug for PermitHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PermitLease")
+        f.debug_struct("PermitHold")
             .field("semaphore", &self.target.name)
             .field("id", &self.target.id)
             .field("lost", &self.lost.is_cancelled())
@@ -55,13 +56,28 @@ impl std::fmt::Debug for PermitLease {
     }
 }
 
-impl PermitLease {
+impl PermitHold {
     fn deadline_guard(&self) -> MutexGuard<'_, Deadline> {
         self.deadline.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The permit: its semaphore and id.
+    pub fn target(&self) -> &PermitTarget {
+        &self.target
+    }
+
+    /// Whether the watchdog renews it (no fixed lease).
+    pub fn is_watched(&self) -> bool {
+        self.watched
+    }
+
+    /// The short name of its kind, for metric labels.
+    pub fn kind_name(&self) -> &'static str {
+        self.kind.kind_name()
+    }
+
     /// The permit's current deadline.
-    pub(crate) fn deadline(&self) -> Deadline {
+    pub fn deadline(&self) -> Deadline {
         *self.deadline_guard()
     }
 
@@ -71,7 +87,7 @@ impl PermitLease {
 
     /// Whether the permit is known lost or past its deadline (then marked
     /// lost for good). Makes no I/O.
-    pub(crate) fn is_lost(&self) -> bool {
+    pub fn is_lost(&self) -> bool {
         let lost = self.overdue();
         if lost {
             self.finish(Some("expired"));
@@ -81,7 +97,7 @@ impl PermitLease {
 
     /// Resolves once the permit is lost: told, or past its deadline (which
     /// renewals may move later meanwhile).
-    pub(crate) async fn lost(&self) {
+    pub async fn lost(&self) {
         while !self.is_lost() {
             let lost_at = self.deadline().lost_at;
             tokio::select! {
@@ -123,9 +139,9 @@ impl PermitLease {
     }
 }
 
-/// Every leased permit of one client's guards.
-pub(crate) struct PermitLeases {
-    table: Mutex<HashMap<PermitTarget, Arc<PermitLease>>>,
+/// Every leased permit of one client's guards ([`crate::Engine::permits`]).
+pub struct PermitLeases {
+    table: Mutex<HashMap<PermitTarget, Arc<PermitHold>>>,
     /// Entries the watchdog renews.
     watched: AtomicUsize,
     /// Woken when a watched entry registers.
@@ -141,21 +157,21 @@ impl PermitLeases {
         }
     }
 
-    fn table(&self) -> MutexGuard<'_, HashMap<PermitTarget, Arc<PermitLease>>> {
+    fn table(&self) -> MutexGuard<'_, HashMap<PermitTarget, Arc<PermitHold>>> {
         // Every update is one map operation: consistent across a panic.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Registers the guard of a permit just taken through `kind`, whose
     /// acquisition gives `deadline`; `watched` when the watchdog renews it.
-    pub(crate) fn register(
+    pub fn register(
         &self,
         target: PermitTarget,
-        kind: Arc<dyn PermitSemaphoreKind>,
+        kind: Arc<dyn PermitRenewal>,
         deadline: Deadline,
         watched: bool,
-    ) -> Arc<PermitLease> {
-        let lease = Arc::new(PermitLease {
+    ) -> Arc<PermitHold> {
+        let lease = Arc::new(PermitHold {
             target: target.clone(),
             kind,
             watched,
@@ -173,7 +189,7 @@ impl PermitLeases {
     }
 
     /// Removes `lease`'s entry if it is still there; whether it was.
-    fn remove(&self, lease: &Arc<PermitLease>) -> bool {
+    fn remove(&self, lease: &Arc<PermitHold>) -> bool {
         let mut table = self.table();
         let present = table
             .get(&lease.target)
@@ -192,7 +208,7 @@ impl PermitLeases {
     /// should be sent: not when the permit is known lost (it may be taken
     /// again by then, under the same id only by a late duplicate, but
     /// never this guard's to give back).
-    pub(crate) fn unregister(&self, lease: &Arc<PermitLease>) -> bool {
+    pub fn unregister(&self, lease: &Arc<PermitHold>) -> bool {
         self.remove(lease);
         let send = !lease.is_lost();
         lease.finish(None);
@@ -201,19 +217,19 @@ impl PermitLeases {
 
     /// `lease` is lost for `reason`: its guard is told, and the entry
     /// leaves the table.
-    pub(crate) fn end(&self, lease: &Arc<PermitLease>, reason: &'static str) {
+    pub fn end(&self, lease: &Arc<PermitHold>, reason: &'static str) {
         self.remove(lease);
         lease.finish(Some(reason));
     }
 
     /// The entry of `target`, if a guard of this client holds it.
-    fn get(&self, target: &PermitTarget) -> Option<Arc<PermitLease>> {
+    fn get(&self, target: &PermitTarget) -> Option<Arc<PermitHold>> {
         self.table().get(target).map(Arc::clone)
     }
 
     /// The permit `target` was given back, or found not taken, by a call
     /// that is not its guard's: the guard (if any) is told.
-    pub(crate) fn gone(&self, target: &PermitTarget, reason: &'static str) {
+    pub fn gone(&self, target: &PermitTarget, reason: &'static str) {
         if let Some(lease) = self.get(target) {
             tracing::warn!(semaphore = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
             self.end(&lease, reason);
@@ -221,15 +237,15 @@ impl PermitLeases {
     }
 
     /// The lease of `target` was set to end at `deadline` by a call that
-    /// is not its guard's ([`crate::PermitExpirableSemaphore::update_lease_time`]).
-    pub(crate) fn updated(&self, target: &PermitTarget, deadline: Deadline) {
+    /// is not its guard's (a lease update by id).
+    pub fn updated(&self, target: &PermitTarget, deadline: Deadline) {
         if let Some(lease) = self.get(target) {
             lease.reset(deadline);
         }
     }
 
     /// The permits the watchdog renews, not known lost.
-    pub(crate) fn watched_leases(&self) -> Vec<Arc<PermitLease>> {
+    pub(crate) fn watched_leases(&self) -> Vec<Arc<PermitHold>> {
         self.table()
             .values()
             .filter(|lease| lease.watched && !lease.lost.is_cancelled())
@@ -248,7 +264,7 @@ impl PermitLeases {
 
     /// Ends every permit past its deadline.
     pub(crate) fn end_overdue(&self) {
-        let overdue: Vec<Arc<PermitLease>> = self
+        let overdue: Vec<Arc<PermitHold>> = self
             .table()
             .values()
             .filter(|lease| lease.overdue())
@@ -264,7 +280,7 @@ impl PermitLeases {
 
     /// Ends every permit the watchdog renews: it stopped.
     pub(crate) fn end_watched(&self) {
-        let watched: Vec<Arc<PermitLease>> = self
+        let watched: Vec<Arc<PermitHold>> = self
             .table()
             .values()
             .filter(|lease| lease.watched)

@@ -1,6 +1,6 @@
-//! The seams between the engine and the counting kinds' store operations:
-//! [`SemaphoreKind`] (a counter of free permits) and [`PermitSemaphoreKind`]
-//! (the same counter, with each taken permit named and leased).
+//! What the engine and the semaphore kinds share: permit counts and their
+//! checks, the requests that change a count or lease a permit, and the
+//! watchdog's seam for leased permits ([`PermitRenewal`]).
 //!
 //! # Contract
 //! - Each operation is atomic on the store.
@@ -16,9 +16,8 @@
 //!   under that id and answers "acquired" again without taking another.
 //! - Every increase of the free count (a release, a positive addition,
 //!   setting the permits, an expired lease reclaimed) is announced on the
-//!   kind's channel ([`SemaphoreKind::channel`]) with a payload that
-//!   [`SemaphoreKind::wake`] reads; acquisitions and drains announce
-//!   nothing.
+//!   kind's channel with a payload its wake reader reads; acquisitions
+//!   and drains announce nothing.
 //! - Counts stay within ±[`MAX_PERMITS`]: an operation that would leave the
 //!   count outside fails with [`crate::LockError::InvalidArgument`] and
 //!   writes nothing.
@@ -29,7 +28,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::connection::{Channel, Wake};
 use crate::error::{LockError, Result};
 use crate::kind::RequestId;
 use crate::name::LockName;
@@ -62,7 +60,7 @@ pub fn check_permits(n: u64, what: &str) -> Result<()> {
 ///
 /// # Errors
 /// [`LockError::InvalidArgument`] naming `what`.
-pub(crate) fn check_change(delta: i128, what: &str) -> Result<()> {
+pub fn check_change(delta: i128, what: &str) -> Result<()> {
     if delta.unsigned_abs() > u128::from(MAX_PERMITS) {
         return Err(LockError::invalid(format!(
             "{what}: {delta} is more than a semaphore can hold (±{MAX_PERMITS})"
@@ -107,73 +105,7 @@ impl PermitRequest {
     }
 }
 
-/// The store operations of a semaphore: a counter of free permits that
-/// anyone may take from or give back to. See the module docs for the
-/// contract.
-#[async_trait]
-pub trait SemaphoreKind: Send + Sync + 'static {
-    /// Sets the count to `req.permits` when the semaphore does not exist
-    /// yet, with a time to live when `ttl_ms` is given; `false` when it
-    /// existed (left as it was). Recorded by `req.request_id`: a repeat
-    /// answers the first reply (`true` when the first run created it).
-    ///
-    /// # Errors
-    /// [`LockError::WrongType`] when the key holds something that is not a
-    /// count (left untouched); a retryable error when the store could not
-    /// be reached.
-    async fn try_set_permits(&self, req: &PermitRequest, ttl_ms: Option<u64>) -> Result<bool>;
-
-    /// Adds `req.permits` (negative: removes) to the count, creating it at
-    /// 0 first when missing. Drops the count's time to live.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`]; [`LockError::InvalidArgument`]
-    /// when the count would leave ±[`MAX_PERMITS`].
-    async fn add_permits(&self, req: &PermitRequest) -> Result<()>;
-
-    /// The free permits now (0 for a semaphore that does not exist; may be
-    /// negative after permits were removed while taken).
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn available_permits(&self, name: &LockName) -> Result<i64>;
-
-    /// Takes `req.permits` if that many are free; `false` otherwise.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn try_acquire(&self, req: &PermitRequest) -> Result<bool>;
-
-    /// Gives back `req.permits` (whoever took them), creating the count when
-    /// missing, and announces the new count.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::add_permits`].
-    async fn release(&self, req: &PermitRequest) -> Result<()>;
-
-    /// Gives back `req.permits` when the semaphore exists, as
-    /// [`SemaphoreKind::release`]; `false` (nothing written, nothing
-    /// announced) when it does not.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::add_permits`].
-    async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool>;
-
-    /// Takes every free permit; returns how many that was (0 when none or
-    /// the count is negative, which it leaves alone).
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn drain_permits(&self, req: &PermitRequest) -> Result<i64>;
-
-    /// The channel on which waiters of `name` are told of freed permits.
-    fn channel(&self, name: &LockName) -> Channel;
-
-    /// What a message on the channel asks of its waiters; `None` to ignore.
-    fn wake(&self, payload: &[u8]) -> Option<Wake>;
-}
-
-/// The id of one taken permit of a [`crate::PermitExpirableSemaphore`]: 16
+/// The id of one taken permit of an expirable-permit semaphore: 16
 /// random bytes, shown (and parsed) as 32 lower-case hexadecimal
 /// characters.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
@@ -261,7 +193,6 @@ impl LeaseRequest {
 
 /// What an attempt at a leased permit found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum LeaseOutcome {
     /// The permit is taken under the request's id.
     Acquired,
@@ -334,7 +265,7 @@ impl LeasesRelease {
     }
 }
 
-/// A semaphore's permits as counted by [`PermitSemaphoreKind::counts`].
+/// A semaphore's permits as the expirable-permit semaphore kind counts them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PermitCounts {
@@ -369,9 +300,8 @@ impl PermitCounts {
     }
 }
 
-/// What is left of one permit's lease ([`PermitSemaphoreKind::lease_time`]).
+/// What is left of one permit's lease (the expirable-permit semaphore kind's `lease_time`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PermitLease {
     /// The permit is not taken (never was, released, or its lease ended).
     NotTaken,
@@ -417,7 +347,7 @@ impl LeaseRelease {
     }
 }
 
-/// One leased permit to renew in a batch ([`PermitSemaphoreKind::renew`]).
+/// One leased permit to renew in a batch ([`PermitRenewal::renew`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PermitTarget {
     /// The semaphore.
@@ -426,94 +356,14 @@ pub struct PermitTarget {
     pub id: PermitId,
 }
 
-/// The store operations of a semaphore whose taken permits have ids and
-/// leases; expired permits come back by themselves (every operation
-/// reclaims them first and announces the new count). See the module docs
-/// for the contract.
+/// The watchdog's seam for leased permits: renews a batch of them. The
+/// expirable-permit semaphore's kind implements it and registers each
+/// permit a guard holds with the client ([`crate::Engine::permits`]).
 #[async_trait]
-pub trait PermitSemaphoreKind: Send + Sync + 'static {
-    /// As [`SemaphoreKind::try_set_permits`], without a time to live.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn try_set_permits(&self, req: &PermitRequest) -> Result<bool>;
-
-    /// Sets the total number of permits (free and taken) to `req.permits`:
-    /// the free count moves by the difference (and may go negative while
-    /// permits are taken); creates the count when missing. Announced unless
-    /// the total was already that. Recorded by `req.request_id`.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::add_permits`].
-    async fn set_permits(&self, req: &PermitRequest) -> Result<()>;
-
-    /// The free and the taken permits now, after reclaiming expired ones.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn counts(&self, name: &LockName) -> Result<PermitCounts>;
-
-    /// How long the lease of the permit `id` still runs.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn lease_time(&self, name: &LockName, id: PermitId) -> Result<PermitLease>;
-
-    /// Takes `req.ids.len()` permits at once, one under each id, if that
-    /// many are free; idempotent through the ids as
-    /// [`PermitSemaphoreKind::try_acquire`].
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn try_acquire_many(&self, req: &LeasesRequest) -> Result<LeaseOutcome>;
-
-    /// Gives back every permit of `req.ids`, all or none: the number given
-    /// back, 0 when one of them is not taken. Recorded by `req.request_id`.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn release_many(&self, req: &LeasesRelease) -> Result<u64>;
-
-    /// As [`SemaphoreKind::add_permits`].
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::add_permits`].
-    async fn add_permits(&self, req: &PermitRequest) -> Result<()>;
-
-    /// The free permits now, after reclaiming expired ones.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn available_permits(&self, name: &LockName) -> Result<i64>;
-
-    /// Takes one permit under `req.id` if one is free.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn try_acquire(&self, req: &LeaseRequest) -> Result<LeaseOutcome>;
-
-    /// Gives back the permit `req.id`; `false` when it is not taken (never
-    /// was, released, or its lease ended).
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn release(&self, req: &LeaseRelease) -> Result<bool>;
-
-    /// Sets the lease of the taken permit `id` to `lease_ms` from now
-    /// (`None`: no expiry); `false` when it is not taken.
-    ///
-    /// # Errors
-    /// As [`SemaphoreKind::try_set_permits`].
-    async fn update_lease(
-        &self,
-        name: &LockName,
-        id: PermitId,
-        lease_ms: Option<u64>,
-    ) -> Result<bool>;
-
+pub trait PermitRenewal: Send + Sync + 'static {
     /// Extends the lease of every target permit still taken to at least
     /// `lease_ms` from now, never shortening it (a permit without a lease
-    /// keeps none): the watchdog's renewal of [`crate::ExpirablePermit`]s.
+    /// keeps none): the watchdog's renewal of permit guards.
     /// Returns one entry per target, in order: `Ok(true)` renewed,
     /// `Ok(false)` not taken any more (released, expired, or its semaphore
     /// deleted), `Err` not known (the batch holding that target failed).
@@ -534,10 +384,4 @@ pub trait PermitSemaphoreKind: Send + Sync + 'static {
     fn kind_name(&self) -> &'static str {
         "permit_semaphore"
     }
-
-    /// The channel on which waiters of `name` are told of freed permits.
-    fn channel(&self, name: &LockName) -> Channel;
-
-    /// What a message on the channel asks of its waiters; `None` to ignore.
-    fn wake(&self, payload: &[u8]) -> Option<Wake>;
 }

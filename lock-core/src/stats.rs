@@ -54,8 +54,10 @@ impl Drop for Parked {
     }
 }
 
-/// Counts one backend operation as in flight until dropped.
-pub(crate) struct InFlight(Arc<Stats>);
+/// Counts one backend operation as in flight until dropped
+/// ([`crate::counting::in_flight`]).
+#[derive(Debug)]
+pub struct InFlight(Arc<Stats>);
 
 impl InFlight {
     pub(crate) fn start(stats: &Arc<Stats>) -> Self {

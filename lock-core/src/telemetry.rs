@@ -113,8 +113,8 @@ impl Drop for Timed {
     }
 }
 
-/// One more (or one fewer) guard of `kind` alive.
-pub(crate) fn guard_held(kind: &'static str, held: bool) {
+/// One more (or one fewer) guard of `kind` alive: the `lock_holds` gauge.
+pub fn guard_held(kind: &'static str, held: bool) {
     let gauge = metrics::gauge!(HOLDS, "kind" => kind);
     if held {
         gauge.increment(1.0);

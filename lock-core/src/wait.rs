@@ -267,11 +267,10 @@ fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<Owner> 
 /// A fixed lease in milliseconds, refused when it is not longer than its
 /// safety margin: its guard would be lost before it was handed out. `what`
 /// names it in errors (`"lease"`, `"permit lease"`).
-pub(crate) fn fixed_lease_millis(
-    config: &ClientConfig,
-    lease: Duration,
-    what: &str,
-) -> Result<u64> {
+///
+/// # Errors
+/// [`LockError::InvalidArgument`] for a zero, over-long or too short lease.
+pub fn fixed_lease_millis(config: &ClientConfig, lease: Duration, what: &str) -> Result<u64> {
     let ms = lease_millis(lease, what)?;
     let lease = Duration::from_millis(ms);
     let margin = config.safety_margin(lease);

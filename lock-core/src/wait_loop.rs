@@ -43,7 +43,7 @@ use crate::waiter::{disarm, Subscription, WakeBaton};
 
 /// What one look at the store found.
 #[derive(Debug)]
-pub(crate) enum Look<T> {
+pub enum Look<T> {
     /// Taken: the wait is over.
     Got(T),
     /// Not now; look again after this long at the latest (`None`: the kind

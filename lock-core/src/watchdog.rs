@@ -95,7 +95,7 @@ use tracing::Instrument;
 use crate::config::RetryPolicy;
 use crate::holds::{Deadline, Hold, Holds};
 use crate::kind::RenewTarget;
-use crate::permit_leases::{PermitLease, PermitLeases};
+use crate::permit_leases::{PermitHold, PermitLeases};
 use crate::semaphore_kind::PermitTarget;
 use crate::stats::Stats;
 use crate::telemetry;
@@ -363,11 +363,11 @@ impl Task {
 
     /// Renews `leases` (one lane of one kind) once, as
     /// [`Task::renew_locks`] does locks.
-    async fn renew_permits(&self, leases: &[Arc<PermitLease>]) -> bool {
+    async fn renew_permits(&self, leases: &[Arc<PermitHold>]) -> bool {
         let Some(kind) = leases.first().map(|lease| lease.kind.as_ref()) else {
             return true;
         };
-        in_slices(leases, move |slice: &[Arc<PermitLease>]| {
+        in_slices(leases, move |slice: &[Arc<PermitHold>]| {
             let targets: Vec<PermitTarget> =
                 slice.iter().map(|lease| lease.target.clone()).collect();
             let sent = Instant::now();
@@ -607,10 +607,10 @@ impl Watched for Hold {
     }
 }
 
-impl Watched for PermitLease {
+impl Watched for PermitHold {
     const NOUN: &'static str = "permit";
     fn extend(&self, until: Deadline) -> bool {
-        PermitLease::extend(self, until)
+        PermitHold::extend(self, until)
     }
     fn name(&self) -> &crate::LockName {
         &self.target.name

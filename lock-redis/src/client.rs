@@ -3,16 +3,16 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use lock_core::{
-    ClientConfig, ClientStats, CountDownLatch, Engine, FencedLock, Lock, Owner,
-    PermitExpirableSemaphore, Result, Semaphore,
-};
+use lock_core::{ClientConfig, ClientStats, Engine, FencedLock, Lock, Owner, Result};
 use lock_fair::{FairLock, HandoffLock};
 use lock_script::{ScriptConnection, ScriptEnv};
 use uuid::Uuid;
 
 use crate::describe::Description;
+use crate::kinds::latch::CountDownLatch;
+use crate::kinds::permit_semaphore::PermitExpirableSemaphore;
 use crate::kinds::rwlock::ReadWriteLock;
+use crate::kinds::semaphore::Semaphore;
 use crate::kinds::Kinds;
 
 /// A lock client: a client id, connections to one deployment (a server,
@@ -211,7 +211,7 @@ impl LockClient {
     /// name, or a name this deployment cannot serve as a latch (on a
     /// cluster: a name with its own hash tag, see the deployment's docs).
     pub fn count_down_latch(&self, name: impl AsRef<str>) -> Result<CountDownLatch> {
-        self.engine.count_down_latch(name, self.kinds.latch.clone())
+        CountDownLatch::new(&self.engine, name, self.kinds.latch.clone())
     }
 
     /// A handle on the semaphore called `name` (a count of free permits
@@ -220,7 +220,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn semaphore(&self, name: impl AsRef<str>) -> Result<Semaphore> {
-        self.engine.semaphore(name, self.kinds.semaphore.clone())
+        Semaphore::new(&self.engine, name, self.kinds.semaphore.clone())
     }
 
     /// A handle on the semaphore called `name` whose taken permits have
@@ -233,8 +233,7 @@ impl LockClient {
         &self,
         name: impl AsRef<str>,
     ) -> Result<PermitExpirableSemaphore> {
-        self.engine
-            .permit_expirable_semaphore(name, self.kinds.permit_semaphore.clone())
+        PermitExpirableSemaphore::new(&self.engine, name, self.kinds.permit_semaphore.clone())
     }
 
     /// What is stored under `name`, whatever kind put it there: a lock's

@@ -193,7 +193,10 @@ pub use credentials::{Credentials, CredentialsError, CredentialsProvider, Static
 pub use describe::{
     CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo, ReadWriteMode,
 };
+pub use kinds::latch::{CountDownLatch, MAX_COUNT};
+pub use kinds::permit_semaphore::{ExpirablePermit, PermitExpirableSemaphore};
 pub use kinds::rwlock::ReadWriteLock;
+pub use kinds::semaphore::{PermitGuard, Semaphore};
 pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};
 pub use options::{ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use sentinel::SentinelConfig;

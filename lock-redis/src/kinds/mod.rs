@@ -28,7 +28,7 @@ pub use latch::Latch;
 pub use lock_fair::Fair;
 pub use permit_semaphore::PermitSemaphore;
 pub use reentrant::Reentrant;
-pub use semaphore::Semaphore;
+pub use semaphore::SemaphoreStore;
 
 /// Every kind's store operations, bound to one deployment's transport,
 /// key layout and replica sync: what a [`LockClient`] hands out handles
@@ -54,7 +54,7 @@ pub struct Kinds {
     /// The count-down latch ([`LockClient::count_down_latch`]).
     pub latch: Arc<Latch>,
     /// The semaphore ([`LockClient::semaphore`]).
-    pub semaphore: Arc<Semaphore>,
+    pub semaphore: Arc<SemaphoreStore>,
     /// The expirable-permit semaphore
     /// ([`LockClient::permit_expirable_semaphore`]).
     pub permit_semaphore: Arc<PermitSemaphore>,
@@ -73,7 +73,7 @@ impl Kinds {
             handoff: Arc::new(Fair::with_handoff(env.clone())),
             read_write: rwlock::kinds(env.clone()),
             latch: Arc::new(Latch::new(env.clone())),
-            semaphore: Arc::new(Semaphore::new(env.clone())),
+            semaphore: Arc::new(SemaphoreStore::new(env.clone())),
             permit_semaphore: Arc::new(PermitSemaphore::new(env.clone())),
             describer: Arc::new(crate::describe::Describer::new(env.clone())),
         }
@@ -97,7 +97,7 @@ pub fn scripts() -> Vec<&'static Script> {
         .chain(lean::Lean::scripts())
         .chain(rwlock::scripts())
         .chain(Latch::scripts())
-        .chain(Semaphore::scripts())
+        .chain(SemaphoreStore::scripts())
         .chain(PermitSemaphore::scripts());
     for script in others.chain(crate::describe::Describer::scripts()) {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {

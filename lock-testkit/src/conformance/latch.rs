@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_redis::backend::LatchKind;
-use lock_redis::backend::LatchRequest;
+use lock_redis::kinds::latch::LatchRequest;
 use lock_redis::{CountDownLatch, LockClient, LockName};
 use tokio::time::Instant;
 

@@ -9,7 +9,6 @@
 
 use std::time::Duration;
 
-use lock_redis::backend::PermitSemaphoreKind;
 use lock_redis::backend::{LeasesRelease, LeasesRequest, PermitRequest};
 use lock_redis::{
     ExpirablePermit, LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId,

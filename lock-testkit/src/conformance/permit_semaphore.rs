@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use lock_redis::backend::LeaseRelease;
-use lock_redis::backend::PermitSemaphoreKind;
 use lock_redis::{LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId};
 use tokio::time::Instant;
 

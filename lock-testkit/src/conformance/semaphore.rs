@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_redis::backend::PermitRequest;
-use lock_redis::backend::SemaphoreKind;
 use lock_redis::{LockClient, LockError, Semaphore, MAX_PERMITS};
 use tokio::time::Instant;
 

@@ -2,12 +2,12 @@
 //! and ones past what a Lua number holds exactly, up to `i64::MAX`),
 //! counting down, reading the count, deleting, and repeated requests, by
 //! several clients on two latches, on their raw store operations
-//! ([`LatchKind`]).
+//! ([`lock_redis::kinds::Latch`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_redis::backend::{LatchKind, LatchRequest};
+use lock_redis::kinds::latch::LatchRequest;
 use lock_redis::{LockClient, LockName, MAX_COUNT};
 use proptest::prelude::*;
 

@@ -5,14 +5,12 @@
 //! never taken: `release` and `try_release` are this one store operation),
 //! changing a lease, reading the count, and repeated requests, by several
 //! clients on one semaphore, on its raw store operations
-//! ([`PermitSemaphoreKind`]).
+//! ([`lock_redis::kinds::PermitSemaphore`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_redis::backend::{
-    LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest, PermitSemaphoreKind,
-};
+use lock_redis::backend::{LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest};
 use lock_redis::{LockClient, LockName, PermitId};
 use proptest::prelude::*;
 

@@ -2,12 +2,12 @@
 //! without a time to live), adding or removing some (up to the bound, and
 //! past it), taking and giving back `n`, draining, reading the count, and
 //! repeated requests, by several clients on one semaphore, on its raw store
-//! operations ([`SemaphoreKind`]).
+//! operations ([`lock_redis::kinds::SemaphoreStore`]).
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_redis::backend::{PermitRequest, SemaphoreKind};
+use lock_redis::backend::PermitRequest;
 use lock_redis::{LockClient, LockName, MAX_PERMITS};
 use proptest::prelude::*;
 
@@ -112,7 +112,7 @@ enum Change {
 
 /// A run of the semaphore: each client's kind, and the last change sent.
 pub struct SemState {
-    kinds: Vec<Arc<lock_redis::kinds::Semaphore>>,
+    kinds: Vec<Arc<lock_redis::kinds::SemaphoreStore>>,
     last: Option<(Change, usize, PermitRequest)>,
 }
 
@@ -120,7 +120,11 @@ fn sem_name() -> LockName {
     name("sem", 0)
 }
 
-async fn change(kind: &lock_redis::kinds::Semaphore, what: Change, req: &PermitRequest) -> Answer {
+async fn change(
+    kind: &lock_redis::kinds::SemaphoreStore,
+    what: Change,
+    req: &PermitRequest,
+) -> Answer {
     match what {
         Change::Add => answer(kind.add_permits(req).await),
         Change::Acquire => answer(kind.try_acquire(req).await),

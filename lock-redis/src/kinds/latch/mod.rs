@@ -16,18 +16,22 @@
 //! its own hash tag puts the channel in another hash slot than the key; on
 //! a cluster the scripts, which publish on that channel, cannot run there.
 //! [`Latch`] refuses such a name when the handle is made
-//! ([`LatchKind::check_name`]), asking the transport which keys may share
+//! ([`Latch::check_name`]), asking the transport which keys may share
 //! a call ([`lock_script::Transport::key_group`]), so the transport needs
 //! to know nothing about latches.
 
 use std::sync::LazyLock;
 
-use async_trait::async_trait;
-use lock_core::backend::{Channel, LatchKind, LatchRequest, Wake};
+use lock_core::backend::{Channel, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::{with_common, ScriptCall, ScriptEnv};
 use redis::{Script, Value};
+
+mod handle;
+mod request;
+pub use handle::{CountDownLatch, MAX_COUNT};
+pub use request::LatchRequest;
 
 /// The check every latch script starts with (`counter.lua`).
 const COUNTER_LUA: &str = include_str!("counter.lua");
@@ -92,7 +96,7 @@ impl Latch {
         self.env.layout().lock_key(name)
     }
 
-    fn channel(&self, name: &LockName) -> String {
+    fn channel_name(&self, name: &LockName) -> String {
         channel(self.env.layout(), name)
     }
 
@@ -101,24 +105,23 @@ impl Latch {
         let id = req.request_id.to_string();
         vec![
             self.key(&req.name),
-            self.channel(&req.name),
+            self.channel_name(&req.name),
             self.env.layout().unlock_record(&req.name, &id),
         ]
     }
 }
 
-#[async_trait]
-impl LatchKind for Latch {
+impl Latch {
     /// Refuses a name whose key, channel and request record would not share
     /// one [`key_group`](lock_script::Transport::key_group) (one hash slot
     /// on a cluster): a name with its own hash tag, or with a `}` that
     /// Redisson's brace-wrapped channel turns into one. Any name works on
     /// one node and in memory.
-    fn check_name(&self, name: &LockName) -> Result<()> {
+    pub fn check_name(&self, name: &LockName) -> Result<()> {
         let transport = self.env.transport();
         let key = self.key(name);
         let group = transport.key_group(&key);
-        let channel = self.channel(name);
+        let channel = self.channel_name(name);
         let request_record = self.env.layout().unlock_record(name, "0");
         if transport.key_group(&channel) == group && transport.key_group(&request_record) == group {
             return Ok(());
@@ -142,11 +145,11 @@ impl LatchKind for Latch {
     /// # Cancel safety
     /// Dropping the future may leave the count set or not; repeat the
     /// request to learn which.
-    async fn try_set_count(&self, req: &LatchRequest, count: u64) -> Result<bool> {
-        if count == 0 || count > lock_core::MAX_COUNT {
+    pub async fn try_set_count(&self, req: &LatchRequest, count: u64) -> Result<bool> {
+        if count == 0 || count > MAX_COUNT {
             return Err(LockError::invalid(format!(
                 "a latch count must be between 1 and {}, not {count}",
-                lock_core::MAX_COUNT
+                MAX_COUNT
             )));
         }
         let call = ScriptCall::new(
@@ -166,14 +169,14 @@ impl LatchKind for Latch {
     /// Runs `count_down.lua`; publishes `0` when the count reaches zero.
     ///
     /// # Errors
-    /// As [`Latch::try_set_count`](LatchKind::try_set_count), but for the
+    /// As [`Latch::try_set_count`], but for the
     /// count checks.
     ///
     /// # Cancel safety
     /// Dropping the future may leave the count-down done or not; repeat
     /// the request (same id, within its record ttl) to learn its outcome
     /// without counting twice.
-    async fn count_down(&self, req: &LatchRequest) -> Result<u64> {
+    pub async fn count_down(&self, req: &LatchRequest) -> Result<u64> {
         let call = ScriptCall::new(
             &COUNT_DOWN,
             self.write_keys(req),
@@ -198,11 +201,11 @@ impl LatchKind for Latch {
     /// Runs `count.lua`.
     ///
     /// # Errors
-    /// As [`Latch::count_down`](LatchKind::count_down).
+    /// As [`Latch::count_down`].
     ///
     /// # Cancel safety
     /// Read-only: safe to drop.
-    async fn count(&self, name: &LockName) -> Result<u64> {
+    pub async fn count(&self, name: &LockName) -> Result<u64> {
         let call = ScriptCall::new(&COUNT, vec![self.key(name)], vec![]).idempotent(true);
         match self.env.eval(call).await? {
             Value::Nil => Ok(0),
@@ -222,11 +225,11 @@ impl LatchKind for Latch {
     /// of the request (same id) answers its first outcome.
     ///
     /// # Errors
-    /// As [`Latch::count_down`](LatchKind::count_down).
+    /// As [`Latch::count_down`].
     ///
     /// # Cancel safety
     /// Dropping the future may leave the latch deleted or not.
-    async fn delete(&self, req: &LatchRequest) -> Result<bool> {
+    pub async fn delete(&self, req: &LatchRequest) -> Result<bool> {
         let call = ScriptCall::new(
             &DELETE,
             self.write_keys(req),
@@ -240,12 +243,13 @@ impl LatchKind for Latch {
         flag("delete", &self.env.eval(call).await?)
     }
 
-    fn channel(&self, name: &LockName) -> Channel {
-        Channel::new(Latch::channel(self, name))
+    /// The channel its waiters listen on.
+    pub fn channel(&self, name: &LockName) -> Channel {
+        Channel::new(self.channel_name(name))
     }
 
     /// Both messages wake every waiter: `0` (open) and `1` (look again).
-    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+    pub fn wake(&self, payload: &[u8]) -> Option<Wake> {
         match payload {
             b"0" | b"1" => Some(Wake::All),
             _ => None,

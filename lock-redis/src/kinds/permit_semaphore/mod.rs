@@ -22,7 +22,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use lock_core::backend::{
     Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts,
-    PermitLease, PermitRequest, PermitSemaphoreKind, PermitTarget, Wake,
+    PermitLease, PermitRenewal, PermitRequest, PermitTarget, Wake,
 };
 use lock_core::{LockName, PermitId, Result};
 use lock_script::error::bad_reply;
@@ -31,6 +31,11 @@ use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 use super::semaphore::{change_reply, int_reply, try_set, COUNT_LUA, TRY_SET};
+
+mod handle;
+mod permit;
+pub use handle::PermitExpirableSemaphore;
+pub use permit::ExpirablePermit;
 
 /// The helpers of the expirable-permit scripts (`leases.lua`).
 pub const LEASES_LUA: &str = include_str!("leases.lua");
@@ -174,8 +179,7 @@ fn lease_arg(lease_ms: Option<u64>) -> String {
     lease_ms.unwrap_or(0).to_string()
 }
 
-#[async_trait]
-impl PermitSemaphoreKind for PermitSemaphore {
+impl PermitSemaphore {
     /// Runs the semaphore's `try_set.lua` (Redisson shares it too).
     ///
     /// # Errors
@@ -185,7 +189,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Dropping the future may leave the semaphore created or not.
-    async fn try_set_permits(&self, req: &PermitRequest) -> Result<bool> {
+    pub async fn try_set_permits(&self, req: &PermitRequest) -> Result<bool> {
         try_set(&self.env, req, None).await
     }
 
@@ -196,7 +200,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn set_permits(&self, req: &PermitRequest) -> Result<()> {
+    pub async fn set_permits(&self, req: &PermitRequest) -> Result<()> {
         let call = self.announced_change(&SET, req);
         change_reply("set", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
     }
@@ -208,7 +212,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Safe to drop: it only reclaims expired permits besides reading.
-    async fn counts(&self, name: &LockName) -> Result<PermitCounts> {
+    pub async fn counts(&self, name: &LockName) -> Result<PermitCounts> {
         let call = ScriptCall::new(&COUNTS, self.keys(name), vec![self.env.publish_command()])
             .idempotent(true);
         let reply = self.env.eval(call).await?;
@@ -230,7 +234,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// As [`PermitSemaphore::counts`](PermitSemaphoreKind::counts).
-    async fn lease_time(&self, name: &LockName, id: PermitId) -> Result<PermitLease> {
+    pub async fn lease_time(&self, name: &LockName, id: PermitId) -> Result<PermitLease> {
         let call = ScriptCall::new(
             &LEASE_TIME,
             self.keys(name),
@@ -252,7 +256,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Repeat the request (same permit ids) to learn its outcome.
-    async fn try_acquire_many(&self, req: &LeasesRequest) -> Result<LeaseOutcome> {
+    pub async fn try_acquire_many(&self, req: &LeasesRequest) -> Result<LeaseOutcome> {
         self.acquire(&req.name, &req.ids, req.lease_ms).await
     }
 
@@ -264,7 +268,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn release_many(&self, req: &LeasesRelease) -> Result<u64> {
+    pub async fn release_many(&self, req: &LeasesRelease) -> Result<u64> {
         let request_id = req.request_id.to_string();
         self.release_ids(&req.name, &request_id, req.deadline_ms, "given", &req.ids)
             .await
@@ -278,7 +282,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
+    pub async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
         let call = self.announced_change(&ADD, req);
         change_reply("add", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
     }
@@ -290,7 +294,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Safe to drop: it only reclaims expired permits besides reading.
-    async fn available_permits(&self, name: &LockName) -> Result<i64> {
+    pub async fn available_permits(&self, name: &LockName) -> Result<i64> {
         let call = ScriptCall::new(
             &AVAILABLE,
             self.keys(name),
@@ -307,7 +311,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Repeat the request (same permit id) to learn its outcome.
-    async fn try_acquire(&self, req: &LeaseRequest) -> Result<LeaseOutcome> {
+    pub async fn try_acquire(&self, req: &LeaseRequest) -> Result<LeaseOutcome> {
         self.acquire(&req.name, &[req.id], req.lease_ms).await
     }
 
@@ -319,7 +323,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn release(&self, req: &LeaseRelease) -> Result<bool> {
+    pub async fn release(&self, req: &LeaseRelease) -> Result<bool> {
         let request_id = req.request_id.to_string();
         let n = self
             .release_ids(&req.name, &request_id, req.deadline_ms, "count", &[req.id])
@@ -341,7 +345,7 @@ impl PermitSemaphoreKind for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Idempotent: repeat it.
-    async fn update_lease(
+    pub async fn update_lease(
         &self,
         name: &LockName,
         id: PermitId,
@@ -360,6 +364,19 @@ impl PermitSemaphoreKind for PermitSemaphore {
         Ok(int_reply("update_lease", &self.env.eval(call).await?)? == 1)
     }
 
+    /// `redisson_sc:{<name>}`, as the semaphore's.
+    pub fn channel(&self, name: &LockName) -> Channel {
+        Channel::new(self.env.layout().semaphore_channel(name))
+    }
+
+    /// The payload is the new count: wakes up to that many waiters.
+    pub fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        super::semaphore::wake(payload)
+    }
+}
+
+#[async_trait]
+impl PermitRenewal for PermitSemaphore {
     /// Runs `renew.lua` in batches ([`ScriptEnv::renew_with`]).
     ///
     /// # Errors
@@ -383,15 +400,5 @@ impl PermitSemaphoreKind for PermitSemaphore {
     /// ([`ScriptEnv::renew_lane`]).
     fn renew_lane(&self, target: &PermitTarget) -> u64 {
         self.env.renew_lane(&target.name)
-    }
-
-    /// `redisson_sc:{<name>}`, as the semaphore's.
-    fn channel(&self, name: &LockName) -> Channel {
-        Channel::new(self.env.layout().semaphore_channel(name))
-    }
-
-    /// The payload is the new count: wakes up to that many waiters.
-    fn wake(&self, payload: &[u8]) -> Option<Wake> {
-        super::semaphore::wake(payload)
     }
 }

@@ -15,14 +15,16 @@
 
 use std::sync::LazyLock;
 
-use async_trait::async_trait;
-use lock_core::backend::{Channel, PermitRequest, SemaphoreKind, Wake};
+use lock_core::backend::{Channel, PermitRequest, Wake};
 use lock_core::MAX_PERMITS;
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::with_common;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
+
+mod handle;
+pub use handle::{PermitGuard, Semaphore};
 
 /// The helpers of every semaphore script (`count.lua`).
 pub const COUNT_LUA: &str = include_str!("count.lua");
@@ -46,13 +48,14 @@ pub static DRAIN: LazyLock<Script> =
 pub static AVAILABLE: LazyLock<Script> =
     LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("available.lua")]));
 
-/// The semaphore kind ([`crate::LockClient::semaphore`]).
+/// The semaphore kind's store operations (its handle is [`Semaphore`],
+/// from [`crate::LockClient::semaphore`]).
 #[derive(Debug, Clone)]
-pub struct Semaphore {
+pub struct SemaphoreStore {
     env: ScriptEnv,
 }
 
-impl Semaphore {
+impl SemaphoreStore {
     /// The semaphore kind over `env`.
     pub fn new(env: ScriptEnv) -> Self {
         Self { env }
@@ -153,8 +156,7 @@ pub(crate) fn wake(payload: &[u8]) -> Option<Wake> {
     Some(Wake::Up(u64::try_from(count).unwrap_or(0)))
 }
 
-#[async_trait]
-impl SemaphoreKind for Semaphore {
+impl SemaphoreStore {
     /// Runs `try_set.lua`.
     ///
     /// # Errors
@@ -163,19 +165,19 @@ impl SemaphoreKind for Semaphore {
     ///
     /// # Cancel safety
     /// Dropping the future may leave the semaphore created or not.
-    async fn try_set_permits(&self, req: &PermitRequest, ttl_ms: Option<u64>) -> Result<bool> {
+    pub async fn try_set_permits(&self, req: &PermitRequest, ttl_ms: Option<u64>) -> Result<bool> {
         try_set(&self.env, req, ttl_ms).await
     }
 
     /// Runs `add.lua`.
     ///
     /// # Errors
-    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits);
+    /// As [`SemaphoreStore::try_set_permits`];
     /// [`LockError::InvalidArgument`] past [`MAX_PERMITS`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
+    pub async fn add_permits(&self, req: &PermitRequest) -> Result<()> {
         let call = self.announced_change(&ADD, req);
         change_reply("add", &self.env.eval(call).await?, &req.name, req.permits).map(drop)
     }
@@ -183,11 +185,11 @@ impl SemaphoreKind for Semaphore {
     /// Runs `available.lua`.
     ///
     /// # Errors
-    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits).
+    /// As [`SemaphoreStore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Read-only: safe to drop.
-    async fn available_permits(&self, name: &LockName) -> Result<i64> {
+    pub async fn available_permits(&self, name: &LockName) -> Result<i64> {
         let call = ScriptCall::new(&AVAILABLE, vec![self.env.layout().lock_key(name)], vec![])
             .idempotent(true);
         int_reply("available", &self.env.eval(call).await?)
@@ -196,11 +198,11 @@ impl SemaphoreKind for Semaphore {
     /// Runs `acquire.lua`.
     ///
     /// # Errors
-    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits).
+    /// As [`SemaphoreStore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn try_acquire(&self, req: &PermitRequest) -> Result<bool> {
+    pub async fn try_acquire(&self, req: &PermitRequest) -> Result<bool> {
         let layout = self.env.layout();
         let call = ScriptCall::new(
             &ACQUIRE,
@@ -217,11 +219,11 @@ impl SemaphoreKind for Semaphore {
     /// Runs `release.lua`.
     ///
     /// # Errors
-    /// As [`Semaphore::add_permits`](SemaphoreKind::add_permits).
+    /// As [`SemaphoreStore::add_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn release(&self, req: &PermitRequest) -> Result<()> {
+    pub async fn release(&self, req: &PermitRequest) -> Result<()> {
         let mut call = self.announced_change(&RELEASE, req);
         call.args.push("0".to_owned());
         change_reply(
@@ -236,11 +238,11 @@ impl SemaphoreKind for Semaphore {
     /// Runs `release.lua`, only if the semaphore exists.
     ///
     /// # Errors
-    /// As [`Semaphore::add_permits`](SemaphoreKind::add_permits).
+    /// As [`SemaphoreStore::add_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool> {
+    pub async fn release_if_exists(&self, req: &PermitRequest) -> Result<bool> {
         let mut call = self.announced_change(&RELEASE, req);
         call.args.push("1".to_owned());
         let reply = self.env.eval(call).await?;
@@ -255,11 +257,11 @@ impl SemaphoreKind for Semaphore {
     /// Runs `drain.lua`.
     ///
     /// # Errors
-    /// As [`Semaphore::try_set_permits`](SemaphoreKind::try_set_permits).
+    /// As [`SemaphoreStore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
-    async fn drain_permits(&self, req: &PermitRequest) -> Result<i64> {
+    pub async fn drain_permits(&self, req: &PermitRequest) -> Result<i64> {
         let layout = self.env.layout();
         let call = ScriptCall::new(
             &DRAIN,
@@ -274,12 +276,12 @@ impl SemaphoreKind for Semaphore {
     }
 
     /// `redisson_sc:{<name>}`.
-    fn channel(&self, name: &LockName) -> Channel {
+    pub fn channel(&self, name: &LockName) -> Channel {
         Channel::new(self.env.layout().semaphore_channel(name))
     }
 
     /// The payload is the new count: wakes up to that many waiters.
-    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+    pub fn wake(&self, payload: &[u8]) -> Option<Wake> {
         wake(payload)
     }
 }

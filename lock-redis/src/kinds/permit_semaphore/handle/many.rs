@@ -11,18 +11,11 @@ use futures::FutureExt;
 
 use tokio::time::Instant;
 
+use super::super::ExpirablePermit;
 use super::{Leasing, PermitExpirableSemaphore};
-use crate::client::ClientInner;
-use crate::counting;
-use crate::error::{LockError, Result};
-use crate::expirable_permit::ExpirablePermit;
-use crate::holds::Deadline;
-use crate::name::LockName;
-use crate::semaphore_kind::{
-    check_permits, LeaseOutcome, LeasesRelease, LeasesRequest, PermitId, PermitSemaphoreKind,
-};
-use crate::stats::InFlight;
-use crate::wait_loop::Look;
+use lock_core::backend::{check_permits, Deadline, LeaseOutcome, LeasesRelease, LeasesRequest};
+use lock_core::counting::{self, InFlight, Look, WakeReader};
+use lock_core::{Engine, LockError, LockName, PermitId, Result};
 
 impl PermitExpirableSemaphore {
     /// Takes `n` permits at once, waiting as long as it takes: one guard
@@ -32,7 +25,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `n` = 0 or above
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O); otherwise as
+    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O); otherwise as
     /// [`PermitExpirableSemaphore::acquire`].
     ///
     /// # Cancel safety
@@ -41,7 +34,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// let permits = sem.acquire_many(3).await?;
     /// assert_eq!(permits.len(), 3);
     /// let ids: Vec<_> = permits.into_iter().map(|p| p.into_id()).collect();
@@ -162,7 +155,7 @@ impl PermitExpirableSemaphore {
         inner.check_open()?;
         let deadline = counting::deadline(wait);
         let kind = Arc::clone(&self.kind);
-        let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
+        let reader: WakeReader = Arc::new(move |p| kind.wake(p));
         let channel = self.kind.channel(&self.name);
         let this = self.clone();
         let pending = counting::wait_for(
@@ -178,7 +171,7 @@ impl PermitExpirableSemaphore {
                 // The store starts the lease no earlier than the first send of
                 // these ids; retries repeat them without restarting it.
                 let sent = Instant::now();
-                let inner = Arc::clone(sem.inner());
+                let inner = sem.inner().clone();
                 async move {
                     counting::acquire(&inner, "acquire permits", move || {
                         let (sem, req) = (sem.clone(), req.clone());
@@ -262,8 +255,8 @@ fn check_ids(ids: &[PermitId]) -> Result<()> {
 }
 
 async fn release_many(
-    inner: &Arc<ClientInner>,
-    kind: &Arc<dyn PermitSemaphoreKind>,
+    inner: &Engine,
+    kind: &Arc<super::super::PermitSemaphore>,
     name: &LockName,
     ids: Vec<PermitId>,
 ) -> Result<u64> {
@@ -295,7 +288,7 @@ impl PendingPermits {
         deadline: Deadline,
         leasing: Leasing,
     ) -> Self {
-        let in_flight = InFlight::start(&semaphore.inner().stats);
+        let in_flight = counting::in_flight(semaphore.inner());
         Self {
             semaphore,
             ids,
@@ -323,13 +316,11 @@ impl Drop for PendingPermits {
         if !self.armed || self.semaphore.inner().is_closed() {
             return;
         }
-        let inner = Arc::clone(self.semaphore.inner());
+        let inner = self.semaphore.inner().clone();
         let kind = Arc::clone(&self.semaphore.kind);
         let (name, ids) = (self.semaphore.name.clone(), std::mem::take(&mut self.ids));
-        let in_flight = InFlight::start(&inner.stats);
         tracing::debug!(semaphore = %name, "permits abandoned by their caller; giving them back");
-        inner.runtime.clone().spawn(async move {
-            let _in_flight = in_flight;
+        counting::spawn(self.semaphore.inner(), async move {
             if let Err(e) = release_many(&inner, &kind, &name, ids).await {
                 tracing::warn!(%e, semaphore = %name, "giving back abandoned permits failed; they come back when their lease ends");
             }

@@ -5,17 +5,17 @@
 //! The store keeps one count of free permits per name. An acquisition
 //! takes one permit (`acquire`, `try_acquire`, `try_acquire_for`), or `n`
 //! at once or none: "if free ≥ n, take n", atomically (the `_many` forms,
-//! `n` first, named as on [`crate::PermitExpirableSemaphore`]). A
+//! `n` first, named as on [`lock_core::PermitExpirableSemaphore`]). A
 //! release gives `n` back — anyone may release, the store does not know who
 //! took what — and tells waiters how many are free, which wakes up to that
 //! many waiters of each client. Waiting is the engine's wait loop: no
 //! polling; without a notice (one lost with a dropped connection) a waiter
-//! looks again after [`crate::ClientConfig::no_ttl_recheck`]. There is no
+//! looks again after [`lock_core::ClientConfig::no_ttl_recheck`]. There is no
 //! queue: a waiter asking for many permits can be overtaken by ones asking
 //! for few.
 //!
 //! Permits have no lease: a holder that dies keeps its permits taken until
-//! someone releases them (use a [`crate::PermitExpirableSemaphore`] for
+//! someone releases them (use a [`lock_core::PermitExpirableSemaphore`] for
 //! permits that come back by themselves).
 //!
 //! Retried changes (after a lost reply) never count twice: each carries a
@@ -47,20 +47,18 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
-use crate::client::{ClientInner, Engine};
-use crate::config::lease_millis;
-use crate::counting;
-use crate::error::{LockError, Result};
-use crate::name::LockName;
-use crate::semaphore_kind::{check_change, check_permits, PermitRequest, SemaphoreKind};
-use crate::stats::InFlight;
-use crate::wait_loop::Look;
+use lock_core::backend::{check_change, check_permits, PermitRequest};
+use lock_core::counting::{self, InFlight, Look, WakeReader};
+use lock_core::{lease_millis, Engine, LockError, LockName, Result};
+
+use super::SemaphoreStore;
 
 /// A handle on one named semaphore (`client.semaphore(name)`). Cheap to
 /// clone; makes no I/O until used. See the module docs for its promise.
 ///
 /// ```
-/// # async fn demo(jobs: lock_core::Semaphore) -> lock_core::Result<()> {
+/// # async fn demo(client: lock_redis::LockClient) -> lock_redis::Result<()> {
+/// let jobs = client.semaphore("jobs")?;
 /// jobs.try_set_permits(4).await?;           // at most 4 at once
 /// let permit = jobs.acquire().await?;       // waits for a free permit
 /// // … one of at most 4 …
@@ -71,7 +69,7 @@ use crate::wait_loop::Look;
 pub struct Semaphore {
     client: Engine,
     name: LockName,
-    kind: Arc<dyn SemaphoreKind>,
+    kind: Arc<SemaphoreStore>,
 }
 
 impl std::fmt::Debug for Semaphore {
@@ -83,18 +81,23 @@ impl std::fmt::Debug for Semaphore {
 }
 
 impl Semaphore {
-    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn SemaphoreKind>) -> Self {
-        Self { client, name, kind }
-    }
-
-    fn inner(&self) -> &Arc<ClientInner> {
-        &self.client.inner
+    /// The semaphore called `name` of `kind`, on `engine`: what a
+    /// client's `semaphore(name)` returns.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name.
+    pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<SemaphoreStore>) -> Result<Self> {
+        Ok(Self {
+            client: engine.clone(),
+            name: LockName::new(name)?,
+            kind,
+        })
     }
 
     fn request(&self, permits: u64) -> PermitRequest {
         // Checked against MAX_PERMITS, so it fits.
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
-        PermitRequest::new(self.name.clone(), n, self.inner().request_deadline())
+        PermitRequest::new(self.name.clone(), n, self.client.request_deadline())
     }
 
     /// The semaphore's name.
@@ -106,7 +109,7 @@ impl Semaphore {
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when the key holds something else
     /// (left untouched); store errors after the retry policy;
     /// [`LockError::Closed`].
@@ -116,7 +119,7 @@ impl Semaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::Semaphore) -> lock_redis::Result<()> {
     /// assert!(sem.try_set_permits(3).await?);
     /// assert!(!sem.try_set_permits(5).await?); // exists already
     /// assert_eq!(sem.available_permits().await?, 3);
@@ -148,7 +151,7 @@ impl Semaphore {
         // answers whether the first attempt created the semaphore.
         let req = self.request(permits);
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "try_set_permits", move || {
+        counting::call(&self.client, "try_set_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
             async move { kind.try_set_permits(&req, ttl_ms).await }
         })
@@ -161,8 +164,8 @@ impl Semaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -172,7 +175,7 @@ impl Semaphore {
         let mut req = self.request(0);
         req.permits = delta;
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "add_permits", move || {
+        counting::call(&self.client, "add_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
             async move { kind.add_permits(&req).await }
         })
@@ -189,7 +192,7 @@ impl Semaphore {
     /// Read-only; safe to drop.
     pub async fn available_permits(&self) -> Result<i64> {
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(self.inner(), "available_permits", move || {
+        counting::call(&self.client, "available_permits", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
             async move { kind.available_permits(&name).await }
         })
@@ -207,7 +210,7 @@ impl Semaphore {
     pub async fn drain_permits(&self) -> Result<i64> {
         let req = self.request(0);
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "drain_permits", move || {
+        counting::call(&self.client, "drain_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
             async move { kind.drain_permits(&req).await }
         })
@@ -225,7 +228,7 @@ impl Semaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::Semaphore) -> lock_redis::Result<()> {
     /// let permit = sem.acquire().await?;
     /// assert_eq!(permit.permits(), 1);
     /// permit.release().await?;
@@ -238,7 +241,7 @@ impl Semaphore {
     /// Takes `n` permits at once, waiting as long as it takes.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
     /// (before any I/O); otherwise as [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -248,7 +251,7 @@ impl Semaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::Semaphore) -> lock_redis::Result<()> {
     /// let permits = sem.acquire_many(2).await?;
     /// assert_eq!(permits.permits(), 2);
     /// permits.release().await?;
@@ -316,15 +319,14 @@ impl Semaphore {
 
     async fn acquire_within(&self, n: u64, wait: Option<Duration>) -> Result<Option<PermitGuard>> {
         check_permits(n, "acquire")?;
-        let inner = self.inner();
-        inner.check_open()?;
+        self.client.check_open()?;
         let deadline = counting::deadline(wait);
         let this = self.clone();
         let kind = Arc::clone(&self.kind);
-        let reader: crate::waiter::WakeReader = Arc::new(move |p| kind.wake(p));
+        let reader: WakeReader = Arc::new(move |p| kind.wake(p));
         let channel = self.kind.channel(&self.name);
         let pending = counting::wait_for(
-            inner,
+            &self.client,
             "semaphore",
             &self.name,
             channel,
@@ -333,10 +335,10 @@ impl Semaphore {
             move || {
                 let this = this.clone();
                 let req = this.request(n);
-                let inner = Arc::clone(this.inner());
+                let engine = this.client.clone();
                 async move {
                     let sem = this.clone();
-                    counting::acquire(&inner, "acquire permits", move || {
+                    counting::acquire(&engine, "acquire permits", move || {
                         let (sem, req) = (sem.clone(), req.clone());
                         async move {
                             let got = sem.kind.try_acquire(&req).await?;
@@ -366,9 +368,9 @@ impl Semaphore {
     /// does not know who took what. Waiters are told the new count.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
     /// (before any I/O), or when the count would rise above
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// A retryable error means the release did not finish in time: it goes
@@ -380,7 +382,7 @@ impl Semaphore {
     /// retry never gives back twice.
     pub async fn release(&self, n: u64) -> Result<()> {
         check_permits(n, "release")?;
-        release(self.inner(), &self.kind, self.request(n)).await
+        release(&self.client, &self.kind, self.request(n)).await
     }
 
     /// Gives back `n` permits as [`Semaphore::release`] does, but only when
@@ -396,7 +398,7 @@ impl Semaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::Semaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::Semaphore) -> lock_redis::Result<()> {
     /// assert!(!sem.release_if_exists(1).await?); // never set: stays absent
     /// sem.try_set_permits(0).await?;
     /// assert!(sem.release_if_exists(1).await?);
@@ -408,7 +410,7 @@ impl Semaphore {
         let req = self.request(n);
         let kind = Arc::clone(&self.kind);
         counting::give_back(
-            self.inner(),
+            &self.client,
             "release permits if the semaphore exists",
             req,
             move |req| {
@@ -420,13 +422,9 @@ impl Semaphore {
     }
 }
 
-async fn release(
-    inner: &Arc<ClientInner>,
-    kind: &Arc<dyn SemaphoreKind>,
-    req: PermitRequest,
-) -> Result<()> {
+async fn release(engine: &Engine, kind: &Arc<SemaphoreStore>, req: PermitRequest) -> Result<()> {
     let kind = Arc::clone(kind);
-    counting::give_back(inner, "release permits", req, move |req| {
+    counting::give_back(engine, "release permits", req, move |req| {
         let kind = Arc::clone(&kind);
         async move { kind.release(&req).await }
     })
@@ -448,7 +446,7 @@ pub struct PermitGuard {
     permits: u64,
     armed: bool,
     /// Counts the permits as in flight until a caller owns the guard, so
-    /// [`Engine::settle`] cannot slip between an abandoned acquisition
+    /// [`lock_core::Engine::settle`] cannot slip between an abandoned acquisition
     /// and its undoing.
     in_flight: Option<InFlight>,
 }
@@ -464,7 +462,7 @@ impl std::fmt::Debug for PermitGuard {
 
 impl PermitGuard {
     fn new(semaphore: Semaphore, permits: u64) -> Self {
-        let in_flight = Some(InFlight::start(&semaphore.inner().stats));
+        let in_flight = Some(counting::in_flight(&semaphore.client));
         Self {
             semaphore,
             permits,
@@ -494,7 +492,7 @@ impl PermitGuard {
         self.armed = false;
         self.in_flight = None;
         let req = self.semaphore.request(self.permits);
-        release(self.semaphore.inner(), &self.semaphore.kind, req).await
+        release(&self.semaphore.client, &self.semaphore.kind, req).await
     }
 
     /// Keeps the permits taken without a guard (Redisson's style, where
@@ -511,17 +509,15 @@ impl Drop for PermitGuard {
         // A guard handed out is the caller's; it no longer counts as in
         // flight once its release is on its way (or forgotten).
         let _in_flight = self.in_flight.take();
-        if !self.armed || self.semaphore.inner().is_closed() {
+        if !self.armed || self.semaphore.client.is_closed() {
             return;
         }
-        let inner = Arc::clone(self.semaphore.inner());
+        let engine = self.semaphore.client.clone();
         let kind = Arc::clone(&self.semaphore.kind);
         let req = self.semaphore.request(self.permits);
         let name = self.semaphore.name.clone();
-        let in_flight = InFlight::start(&inner.stats);
-        inner.runtime.clone().spawn(async move {
-            let _in_flight = in_flight;
-            if let Err(e) = release(&inner, &kind, req).await {
+        counting::spawn(&self.semaphore.client, async move {
+            if let Err(e) = release(&engine, &kind, req).await {
                 tracing::warn!(%e, semaphore = %name, "giving back dropped permits failed");
             }
         });

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::PermitExpirableSemaphore;
-use crate::counting;
-use crate::error::{LockError, Result};
-use crate::semaphore_kind::{check_change, PermitCounts, PermitId, PermitLease};
+use lock_core::backend::{check_change, PermitCounts, PermitLease};
+use lock_core::counting;
+use lock_core::{LockError, PermitId, Result};
 
 impl PermitExpirableSemaphore {
     /// Sets the total number of permits, free and taken, to `permits`:
@@ -19,9 +19,9 @@ impl PermitExpirableSemaphore {
     /// was already `permits`.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
     /// (before any I/O) or when the free count would pass
-    /// −[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
+    /// −[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -30,7 +30,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// sem.set_permits(5).await?;
     /// let permit = sem.acquire().await?;
     /// sem.set_permits(3).await?; // one is taken: 2 stay free
@@ -42,7 +42,7 @@ impl PermitExpirableSemaphore {
         check_change(i128::from(permits), "set_permits")?;
         let req = self.request(permits);
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "set_permits", move || {
+        counting::call(&self.client, "set_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
             async move { kind.set_permits(&req).await }
         })
@@ -51,7 +51,7 @@ impl PermitExpirableSemaphore {
 
     async fn counts(&self) -> Result<PermitCounts> {
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(self.inner(), "count permits", move || {
+        counting::call(&self.client, "count permits", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
             async move { kind.counts(&name).await }
         })
@@ -96,14 +96,14 @@ impl PermitExpirableSemaphore {
     /// # Examples
     /// ```
     /// # use std::time::Duration;
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// let permit = sem.acquire_with_lease(Duration::from_secs(30)).await?;
     /// assert!(sem.lease_time(permit.id()).await?.unwrap() <= Duration::from_secs(30));
     /// # Ok(()) }
     /// ```
     pub async fn lease_time(&self, id: PermitId) -> Result<Option<Duration>> {
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        let lease = counting::call(self.inner(), "lease_time", move || {
+        let lease = counting::call(&self.client, "lease_time", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
             async move { kind.lease_time(&name, id).await }
         })

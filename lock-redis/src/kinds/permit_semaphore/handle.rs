@@ -10,7 +10,7 @@
 //! permit free sleeps until a notice or until the earliest lease ends,
 //! whichever is first — so it never needs anyone's help to see an expired
 //! permit. Never a poll: with no lease running and no notice, a waiter
-//! looks again after [`crate::ClientConfig::no_ttl_recheck`].
+//! looks again after [`lock_core::ClientConfig::no_ttl_recheck`].
 //!
 //! Lease ends are measured by the store's clock (on Redis, the server's
 //! `TIME`), so this client's clock does not matter. Java clients sharing
@@ -21,7 +21,7 @@
 //! An acquisition hands out a [`ExpirablePermit`], a guard like a lock's: taken
 //! without a lease, the client's watchdog renews the permit while the guard
 //! lives (its lease never runs out under a live holder, and comes back
-//! within [`crate::ClientConfig::watchdog_timeout`] of a holder's death);
+//! within [`lock_core::ClientConfig::watchdog_timeout`] of a holder's death);
 //! with a lease, it comes back when the lease ends. Either way the guard
 //! tells its holder when the permit is lost ([`ExpirablePermit::lost`]), gives
 //! it back when dropped, and hands out its id for the Redisson style where
@@ -40,17 +40,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::{ClientInner, Engine};
-use crate::config::lease_millis;
-use crate::counting;
-use crate::error::{LockError, Result};
-use crate::expirable_permit::ExpirablePermit;
-use crate::holds::Deadline;
-use crate::name::LockName;
-use crate::semaphore_kind::{
-    check_change, LeaseRelease, PermitId, PermitRequest, PermitSemaphoreKind, PermitTarget,
+use lock_core::backend::{
+    check_change, Deadline, LeaseRelease, PermitRenewal, PermitRequest, PermitTarget,
 };
-use crate::stats::InFlight;
+use lock_core::counting;
+use lock_core::{lease_millis, Engine, LockError, LockName, PermitId, Result};
+
+use super::{ExpirablePermit, PermitSemaphore};
 
 mod many;
 mod totals;
@@ -61,7 +57,7 @@ mod totals;
 ///
 /// ```
 /// # use std::time::Duration;
-/// # async fn demo(slots: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+/// # async fn demo(slots: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
 /// slots.try_set_permits(2).await?;
 /// let permit = slots.acquire().await?; // renewed while held
 /// // … work, stopping if permit.lost() fires …
@@ -74,7 +70,7 @@ mod totals;
 pub struct PermitExpirableSemaphore {
     client: Engine,
     name: LockName,
-    kind: Arc<dyn PermitSemaphoreKind>,
+    kind: Arc<PermitSemaphore>,
 }
 
 impl std::fmt::Debug for PermitExpirableSemaphore {
@@ -100,14 +96,14 @@ struct Leasing {
 impl Leasing {
     /// `lease` (`None`: the watchdog's), refused before any I/O when it is
     /// not longer than its safety margin: its guard would be lost at once.
-    fn of(inner: &ClientInner, lease: Option<Duration>) -> Result<Self> {
+    fn of(inner: &Engine, lease: Option<Duration>) -> Result<Self> {
         let Some(lease) = lease else {
             return Ok(Self {
-                lease: Duration::from_millis(inner.watchdog_ms),
+                lease: inner.config().watchdog_timeout,
                 watched: true,
             });
         };
-        let ms = crate::wait::fixed_lease_millis(&inner.config, lease, "permit lease")?;
+        let ms = lock_core::backend::fixed_lease_millis(inner.config(), lease, "permit lease")?;
         Ok(Self {
             lease: Duration::from_millis(ms),
             watched: false,
@@ -119,18 +115,27 @@ impl Leasing {
     }
 
     /// The deadline of this lease when its acquisition was sent at `sent`.
-    fn deadline(self, inner: &ClientInner, sent: Instant) -> Deadline {
-        Deadline::new(sent, self.lease, inner.config.safety_margin(self.lease))
+    fn deadline(self, inner: &Engine, sent: Instant) -> Deadline {
+        Deadline::new(sent, self.lease, inner.config().safety_margin(self.lease))
     }
 }
 
 impl PermitExpirableSemaphore {
-    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn PermitSemaphoreKind>) -> Self {
-        Self { client, name, kind }
+    /// The semaphore called `name` of `kind`, on `engine`: what a client's
+    /// `permit_expirable_semaphore(name)` returns.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name.
+    pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<PermitSemaphore>) -> Result<Self> {
+        Ok(Self {
+            client: engine.clone(),
+            name: LockName::new(name)?,
+            kind,
+        })
     }
 
-    pub(crate) fn inner(&self) -> &Arc<ClientInner> {
-        &self.client.inner
+    pub(crate) fn inner(&self) -> &Engine {
+        &self.client
     }
 
     /// The semaphore's name.
@@ -139,7 +144,7 @@ impl PermitExpirableSemaphore {
     }
 
     /// A change of `permits` (checked by the caller against
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS)) under a fresh request id.
+    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS)) under a fresh request id.
     fn request(&self, permits: u64) -> PermitRequest {
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
         PermitRequest::new(self.name.clone(), n, self.inner().request_deadline())
@@ -149,7 +154,7 @@ impl PermitExpirableSemaphore {
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when a key of the semaphore holds
     /// something else (left untouched); store errors after the retry
     /// policy; [`LockError::Closed`].
@@ -162,7 +167,7 @@ impl PermitExpirableSemaphore {
         // answers whether the first attempt created the semaphore.
         let req = self.request(permits);
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "try_set_permits", move || {
+        counting::call(&self.client, "try_set_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
             async move { kind.try_set_permits(&req).await }
         })
@@ -175,8 +180,8 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -186,7 +191,7 @@ impl PermitExpirableSemaphore {
         check_change(i128::from(delta), "add_permits")?;
         let req = PermitRequest::new(self.name.clone(), delta, self.inner().request_deadline());
         let kind = Arc::clone(&self.kind);
-        counting::call(self.inner(), "add_permits", move || {
+        counting::call(&self.client, "add_permits", move || {
             let (kind, req) = (Arc::clone(&kind), req.clone());
             async move { kind.add_permits(&req).await }
         })
@@ -202,7 +207,7 @@ impl PermitExpirableSemaphore {
     /// Safe to drop (reclaiming expired permits is harmless either way).
     pub async fn available_permits(&self) -> Result<i64> {
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(self.inner(), "available_permits", move || {
+        counting::call(&self.client, "available_permits", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
             async move { kind.available_permits(&name).await }
         })
@@ -222,7 +227,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Examples
     /// ```
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// let permit = sem.acquire().await?;
     /// assert!(permit.is_renewed());
     /// permit.release().await?;
@@ -235,7 +240,7 @@ impl PermitExpirableSemaphore {
     /// Takes a permit for `lease` at most, waiting as long as it takes. No
     /// renewal: it comes back by itself when the lease ends. The guard
     /// reports the loss a safety margin before
-    /// ([`crate::ClientConfig::safety_margin`]).
+    /// ([`lock_core::ClientConfig::safety_margin`]).
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a zero or over-long lease, or one
@@ -248,7 +253,7 @@ impl PermitExpirableSemaphore {
     /// # Examples
     /// ```
     /// # use std::time::Duration;
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// let permit = sem.acquire_with_lease(Duration::from_secs(10)).await?;
     /// assert_eq!(permit.id().to_string().len(), 32);
     /// permit.release().await?;
@@ -363,7 +368,7 @@ impl PermitExpirableSemaphore {
         let released = release(self.inner(), &self.kind, &self.name, id).await?;
         // A guard of this client holding the permit loses it.
         let reason = if released { "released" } else { "not_held" };
-        self.inner().permits.gone(&self.target(id), reason);
+        self.inner().permits().gone(&self.target(id), reason);
         Ok(released)
     }
 
@@ -380,9 +385,9 @@ impl PermitExpirableSemaphore {
     /// The guard of the permit `id`, taken with `leasing` and valid until
     /// `deadline`: registered with the client's table (and its watchdog).
     fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> ExpirablePermit {
-        let lease = self.inner().permits.register(
+        let lease = self.inner().permits().register(
             self.target(id),
-            Arc::clone(&self.kind),
+            Arc::clone(&self.kind) as Arc<dyn PermitRenewal>,
             deadline,
             leasing.watched,
         );
@@ -390,12 +395,10 @@ impl PermitExpirableSemaphore {
     }
 
     pub(crate) fn release_in_background(&self, id: PermitId) {
-        let inner = Arc::clone(self.inner());
+        let inner = self.inner().clone();
         let kind = Arc::clone(&self.kind);
         let name = self.name.clone();
-        let in_flight = InFlight::start(&inner.stats);
-        inner.runtime.clone().spawn(async move {
-            let _in_flight = in_flight;
+        counting::spawn(self.inner(), async move {
             if let Err(e) = release(&inner, &kind, &name, id).await {
                 tracing::warn!(%e, semaphore = %name, "giving back a permit failed; it comes back when its lease ends");
             }
@@ -420,7 +423,7 @@ impl PermitExpirableSemaphore {
     /// # Examples
     /// ```
     /// # use std::time::Duration;
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// let id = sem.acquire().await?.into_id();
     /// // Handed on by id: give whoever gets it ten minutes.
     /// assert!(sem.update_lease_time(id, Duration::from_secs(600)).await?);
@@ -452,20 +455,20 @@ impl PermitExpirableSemaphore {
         let lease_ms = lease_ms(lease)?;
         let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
         let sent = Instant::now();
-        let updated = counting::call(self.inner(), "update_lease_time", move || {
+        let updated = counting::call(&self.client, "update_lease_time", move || {
             let (kind, name) = (Arc::clone(&kind), name.clone());
             async move { kind.update_lease(&name, id, lease_ms).await }
         })
         .await?;
-        let permits = &self.inner().permits;
+        let permits = self.inner().permits();
         if !updated {
             permits.gone(&self.target(id), "not_held");
             return Ok(false);
         }
         let deadline = match lease {
-            Some(lease) => Deadline::new(sent, lease, self.inner().config.safety_margin(lease)),
+            Some(lease) => Deadline::new(sent, lease, self.inner().config().safety_margin(lease)),
             // No expiry: only a renewal finding it gone, or a release, ends it.
-            None => Deadline::new(sent, crate::config::MAX_LEASE, Duration::ZERO),
+            None => Deadline::new(sent, lock_core::MAX_LEASE, Duration::ZERO),
         };
         permits.updated(&self.target(id), deadline);
         Ok(true)
@@ -473,8 +476,8 @@ impl PermitExpirableSemaphore {
 }
 
 async fn release(
-    inner: &Arc<ClientInner>,
-    kind: &Arc<dyn PermitSemaphoreKind>,
+    inner: &Engine,
+    kind: &Arc<PermitSemaphore>,
     name: &LockName,
     id: PermitId,
 ) -> Result<bool> {

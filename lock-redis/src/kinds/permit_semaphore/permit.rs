@@ -5,19 +5,18 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use crate::error::{LockError, Result};
-use crate::name::LockName;
-use crate::permit_leases::PermitLease;
-use crate::permit_semaphore::PermitExpirableSemaphore;
-use crate::semaphore_kind::PermitId;
-use crate::telemetry;
+use lock_core::backend::PermitHold;
+use lock_core::telemetry;
+use lock_core::{LockError, LockName, PermitId, Result};
+
+use super::PermitExpirableSemaphore;
 
 /// A taken permit of a [`PermitExpirableSemaphore`]. Give it back with
 /// [`ExpirablePermit::release`]; dropping it gives it back in the background.
 ///
 /// Taken without a lease, the client's watchdog keeps the permit alive
 /// while the guard lives, in the same batched tick that renews locks
-/// (every third of [`crate::ClientConfig::watchdog_timeout`], extending the
+/// (every third of [`lock_core::ClientConfig::watchdog_timeout`], extending the
 /// lease to the watchdog timeout from then, never shortening it); with a
 /// lease it comes back when the lease ends, whatever happens.
 ///
@@ -26,7 +25,7 @@ use crate::telemetry;
 /// `true`, when the permit may no longer be this guard's: a renewal found
 /// it not taken (its lease ended, it was released by id elsewhere, its
 /// semaphore was deleted), renewals could not be confirmed until a safety
-/// margin before its lease ends ([`crate::ClientConfig::safety_margin`]),
+/// margin before its lease ends ([`lock_core::ClientConfig::safety_margin`]),
 /// its fixed lease (less the margin) ran out, this client gave it back by
 /// id or was closed while the watchdog kept it. A fixed-lease permit is not
 /// renewed, so only its lease end and this client's own calls tell it.
@@ -42,16 +41,16 @@ use crate::telemetry;
 #[derive(Debug)]
 pub struct ExpirablePermit {
     semaphore: PermitExpirableSemaphore,
-    lease: Arc<PermitLease>,
+    lease: Arc<PermitHold>,
     done: bool,
 }
 
 impl ExpirablePermit {
-    pub(crate) fn new(semaphore: PermitExpirableSemaphore, lease: Arc<PermitLease>) -> Self {
-        telemetry::guard_held(lease.kind.kind_name(), true);
-        if lease.watched && semaphore.inner().watchdog.is_stopped() {
+    pub(crate) fn new(semaphore: PermitExpirableSemaphore, lease: Arc<PermitHold>) -> Self {
+        telemetry::guard_held(lease.kind_name(), true);
+        if lease.is_watched() && semaphore.inner().watchdog_stopped() {
             // Closed meanwhile: nothing will renew it.
-            semaphore.inner().permits.end(&lease, "closed");
+            semaphore.inner().permits().end(&lease, "closed");
         }
         Self {
             semaphore,
@@ -63,27 +62,27 @@ impl ExpirablePermit {
     /// The permit's id: what [`PermitExpirableSemaphore::release`] and
     /// Redisson's `release(id)` take.
     pub fn id(&self) -> PermitId {
-        self.lease.target.id
+        self.lease.target().id
     }
 
     /// The semaphore's name.
     pub fn name(&self) -> &LockName {
-        &self.lease.target.name
+        &self.lease.target().name
     }
 
     /// Whether the watchdog renews the permit (taken without a lease).
     pub fn is_renewed(&self) -> bool {
-        self.lease.watched
+        self.lease.is_watched()
     }
 
     /// When the store may take the permit back: after this instant another
     /// holder may have it. Under the watchdog it moves later with each
     /// successful renewal; with a fixed lease it is when the acquisition
     /// was sent plus the lease. The guard reports the loss a safety margin
-    /// earlier ([`ExpirablePermit::lost`]). As for [`crate::Guard::lease_deadline`],
+    /// earlier ([`ExpirablePermit::lost`]). As for [`lock_core::Guard::lease_deadline`],
     /// measured on this client's clock from when the request was sent.
     pub fn lease_deadline(&self) -> Instant {
-        self.lease.deadline().expires
+        self.lease.deadline().expires()
     }
 
     /// Whether the permit is known lost (see the type's docs). Once
@@ -93,7 +92,7 @@ impl ExpirablePermit {
         if lost {
             // Leaves the table at once (the watchdog would at its next
             // wake-up).
-            self.semaphore.inner().permits.end(&self.lease, "expired");
+            self.semaphore.inner().permits().end(&self.lease, "expired");
         }
         lost
     }
@@ -103,7 +102,7 @@ impl ExpirablePermit {
     ///
     /// ```
     /// # async fn work() {}
-    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_core::Result<()> {
+    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_redis::Result<()> {
     /// tokio::select! {
     ///     _ = work() => permit.release().await?,
     ///     _ = permit.lost() => eprintln!("permit lost; work aborted"),
@@ -122,7 +121,7 @@ impl ExpirablePermit {
     /// loops in the work the permit allows.
     ///
     /// ```
-    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_core::Result<()> {
+    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_redis::Result<()> {
     /// for batch in 0..10 {
     ///     permit.check()?; // stop once the permit is gone
     ///     // … process batch …
@@ -154,7 +153,7 @@ impl ExpirablePermit {
     pub async fn release(mut self) -> Result<()> {
         self.done = true;
         let not_held = || LockError::permit_not_held(self.name().as_str(), self.id());
-        if !self.semaphore.inner().permits.unregister(&self.lease) {
+        if !self.semaphore.inner().permits().unregister(&self.lease) {
             return Err(not_held());
         }
         // Runs to completion on the client's runtime even if dropped.
@@ -166,28 +165,28 @@ impl ExpirablePermit {
     }
 
     /// Runs `work` while the permit is held, then gives it back; as
-    /// [`crate::Guard::run_locked`].
+    /// [`lock_core::Guard::run_locked`].
     ///
     /// # Errors
-    /// As [`crate::Guard::run_locked`].
+    /// As [`lock_core::Guard::run_locked`].
     ///
     /// # Cancel safety
-    /// As [`crate::Guard::run_locked`].
+    /// As [`lock_core::Guard::run_locked`].
     pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
-        crate::held::run_locked(self, work).await
+        lock_core::backend::run_locked(self, work).await
     }
 
     /// Stops renewing the permit and hands back its id, leaving it taken:
     /// the Redisson style, where another process (or a later call) gives it
     /// back by id ([`PermitExpirableSemaphore::release`]). The permit
     /// comes back by itself when its lease ends; a permit the watchdog
-    /// renewed has at most [`crate::ClientConfig::watchdog_timeout`] left,
+    /// renewed has at most [`lock_core::ClientConfig::watchdog_timeout`] left,
     /// so set a longer lease first when the id is handed on
     /// ([`PermitExpirableSemaphore::update_lease_time`]).
     ///
     /// ```
     /// # use std::time::Duration;
-    /// # async fn demo(sem: lock_core::PermitExpirableSemaphore) -> lock_core::Result<()> {
+    /// # async fn demo(sem: lock_redis::PermitExpirableSemaphore) -> lock_redis::Result<()> {
     /// let permit = sem.acquire_with_lease(Duration::from_secs(600)).await?;
     /// let id = permit.into_id(); // released later, by id, by whoever gets it
     /// sem.release(id).await?;
@@ -195,19 +194,19 @@ impl ExpirablePermit {
     /// ```
     pub fn into_id(mut self) -> PermitId {
         self.done = true;
-        self.semaphore.inner().permits.unregister(&self.lease);
+        self.semaphore.inner().permits().unregister(&self.lease);
         self.id()
     }
 }
 
 impl Drop for ExpirablePermit {
     fn drop(&mut self) {
-        telemetry::guard_held(self.lease.kind.kind_name(), false);
+        telemetry::guard_held(self.lease.kind_name(), false);
         if self.done {
             return;
         }
         let inner = self.semaphore.inner();
-        let send = inner.permits.unregister(&self.lease);
+        let send = inner.permits().unregister(&self.lease);
         if inner.is_closed() {
             tracing::debug!(semaphore = %self.name(), "permit guard dropped after close; the permit comes back with its lease");
             return;
@@ -220,7 +219,7 @@ impl Drop for ExpirablePermit {
     }
 }
 
-impl crate::held::Held for ExpirablePermit {
+impl lock_core::backend::Held for ExpirablePermit {
     async fn lost(&self) {
         ExpirablePermit::lost(self).await;
     }

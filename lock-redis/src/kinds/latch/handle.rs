@@ -9,7 +9,7 @@
 //! once. Once open it can be set again (a new round).
 //!
 //! Waiters are woken by the notice of the count-down that reached zero,
-//! through the engine's shared wait loop (the `condition` module): read the
+//! through the engine's shared wait loop ([`counting::wait_until`]): read the
 //! count, subscribe, read again, sleep until a notice. A notice that the
 //! count was set or the latch deleted makes them read the count again.
 //!
@@ -21,12 +21,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::Engine;
-use crate::condition;
-use crate::error::{LockError, Result};
-use crate::latch_kind::{LatchKind, LatchRequest};
-use crate::name::LockName;
-use crate::op;
+use lock_core::counting;
+use lock_core::{Engine, LockError, LockName, Result};
+
+use super::{Latch, LatchRequest};
 
 /// The largest count a latch takes: counts are signed 64-bit integers in
 /// the store, and kept exact up to this one (the store's scripts never
@@ -40,7 +38,8 @@ pub const MAX_COUNT: u64 = i64::MAX as u64;
 /// clone; makes no I/O until used.
 ///
 /// ```
-/// # async fn demo(latch: lock_core::CountDownLatch) -> lock_core::Result<()> {
+/// # async fn demo(client: lock_redis::LockClient) -> lock_redis::Result<()> {
+/// let latch = client.count_down_latch("batch:7")?;
 /// latch.try_set_count(3).await?;
 /// // … three workers each call `latch.count_down().await?` when done …
 /// # for _ in 0..3 { latch.count_down().await?; }
@@ -51,7 +50,7 @@ pub const MAX_COUNT: u64 = i64::MAX as u64;
 pub struct CountDownLatch {
     client: Engine,
     name: LockName,
-    kind: Arc<dyn LatchKind>,
+    kind: Arc<Latch>,
 }
 
 impl std::fmt::Debug for CountDownLatch {
@@ -64,8 +63,20 @@ impl std::fmt::Debug for CountDownLatch {
 }
 
 impl CountDownLatch {
-    pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn LatchKind>) -> Self {
-        Self { client, name, kind }
+    /// The latch called `name` of `kind`, on `engine`: what a client's
+    /// `count_down_latch(name)` returns.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name, or a
+    /// name this deployment cannot serve as a latch ([`Latch::check_name`]).
+    pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<Latch>) -> Result<Self> {
+        let name = LockName::new(name)?;
+        kind.check_name(&name)?;
+        Ok(Self {
+            client: engine.clone(),
+            name,
+            kind,
+        })
     }
 
     /// The latch's name.
@@ -170,8 +181,8 @@ impl CountDownLatch {
     async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
         let kind = Arc::clone(&self.kind);
         let read = Arc::new(move |payload: &[u8]| kind.wake(payload));
-        condition::wait_until(
-            &self.client.inner,
+        counting::wait_until(
+            &self.client,
             "latch",
             &self.name,
             self.kind.channel(&self.name),
@@ -184,10 +195,10 @@ impl CountDownLatch {
 
     /// A write with a fresh request id, recorded for the client's record ttl.
     fn request(&self) -> LatchRequest {
-        LatchRequest::new(self.name.clone(), self.client.inner.request_deadline())
+        LatchRequest::new(self.name.clone(), self.client.request_deadline())
     }
 
-    /// Runs `op` with the client's retry policy ([`op::retried`]; every
+    /// Runs `op` with the client's retry policy ([`counting::retried`]; every
     /// operation here is safe to repeat: reads, and writes that carry
     /// their request id).
     async fn retrying<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T>
@@ -195,9 +206,7 @@ impl CountDownLatch {
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
-        let inner = &self.client.inner;
-        inner.check_open()?;
-        op::retried(inner, what, "latch", op).await
+        counting::retried(&self.client, what, "latch", op).await
     }
 }
 
