@@ -154,11 +154,9 @@ mod transport;
 use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
-pub use lock_core::*;
+pub use lock_redis::users::*;
 pub use lock_redis::{
-    CounterInfo, Description, ExpirableSemaphoreInfo, FairLock, FairLockInfo, HandoffLock,
-    LeasedPermit, LockClient, QueuedWaiter, ReadWriteInfo, ReadWriteLock, ReadWriteMode,
-    TlsOptions,
+    Credentials, CredentialsError, CredentialsProvider, StaticCredentials, TlsOptions,
 };
 pub use lock_script::KeyLayout;
 #[doc(hidden)]

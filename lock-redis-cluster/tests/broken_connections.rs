@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::fake_node::{FakeNode, HANG_UP};
+use lock_core::backend::{ExclusiveKind, ReleaseOutcome, ReleaseRequest};
 use lock_redis::kinds::Reentrant;
-use lock_redis_cluster::backend::{ExclusiveKind, ReleaseOutcome, ReleaseRequest};
 use lock_redis_cluster::{ClusterConfig, ClusterTransport, KeyLayout, LockName, Owner, PubSubMode};
 use lock_script::ScriptEnv;
 

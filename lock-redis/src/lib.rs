@@ -187,24 +187,14 @@ pub mod tls;
 
 /// For implementing [`CredentialsProvider`] (an async trait).
 pub use async_trait::async_trait;
-pub use client::LockClient;
 pub use config::{redact_url, RedisConfig, DEFAULT_POOL_SIZE};
 pub use credentials::{Credentials, CredentialsError, CredentialsProvider, StaticCredentials};
-pub use describe::{
-    CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo, ReadWriteMode,
-};
-pub use kinds::latch::{CountDownLatch, MAX_COUNT};
-pub use kinds::permit_semaphore::{ExpirablePermit, PermitExpirableSemaphore};
-pub use kinds::rwlock::ReadWriteLock;
-pub use kinds::semaphore::{PermitGuard, Semaphore};
-pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};
 pub use options::{ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use sentinel::SentinelConfig;
 pub use single::SingleNode;
 pub use tls::TlsOptions;
 
 pub use lock_core;
-pub use lock_core::*;
 pub use lock_script;
 pub use lock_script::{KeyLayout, ReplicaSync};
 #[doc(hidden)]
@@ -212,6 +202,35 @@ pub use lock_script::{
     PubSubEvent, PubSubHandler, ScriptCall, ScriptConnection, ScriptEnv, Transport,
 };
 pub use redis;
+pub use users::*;
+
+/// Every item a service uses, whatever its deployment: the client, every
+/// kind's handle and guard, the options, errors and what `describe`
+/// returns. Re-exported at this crate's root and at `lock_redis_cluster`'s,
+/// from this one list.
+#[doc(hidden)]
+pub mod users {
+    pub use crate::client::LockClient;
+    pub use crate::describe::{
+        CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo,
+        ReadWriteMode,
+    };
+    pub use crate::kinds::latch::{CountDownLatch, MAX_COUNT};
+    pub use crate::kinds::permit_semaphore::{ExpirablePermit, PermitExpirableSemaphore};
+    pub use crate::kinds::rwlock::ReadWriteLock;
+    pub use crate::kinds::semaphore::{PermitGuard, Semaphore};
+    pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};
+    // The engine's user-facing items, and nothing of its seams for kinds
+    // (`lock_core::backend`, `lock_core::counting`, `lock_core::Engine`):
+    // reach those through `lock_core` when building a kind or a transport.
+    pub use lock_core::telemetry;
+    pub use lock_core::{
+        lease_millis, AcquireOptions, ClientConfig, ClientStats, FencedGuard, FencedLock, Guard,
+        Holder, Lock, LockError, LockInfo, LockName, MultiGuard, MultiLock, Owner, PermitId,
+        PollBackoff, RedGuard, RedLock, Result, RetryPolicy, Wait, WaitStrategy, MAX_LEASE,
+        MAX_NAME_LEN, MAX_PERMITS,
+    };
+}
 
 use std::sync::Arc;
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::backend::ExclusiveKind;
+use lock_core::backend::ExclusiveKind;
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 
@@ -119,7 +119,7 @@ async fn many_tasks_share_few_connections() {
                     must_acquire(&backend, &acquire(&name, owner, 10_000)).await;
                     assert_eq!(
                         must_release(&backend, &release(&name, owner, 10_000)).await,
-                        lock_redis::backend::ReleaseOutcome::Released
+                        lock_core::backend::ReleaseOutcome::Released
                     );
                 }
             })

@@ -6,7 +6,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lock_redis::backend::{ExclusiveKind, RenewTarget};
+use lock_core::backend::{ExclusiveKind, RenewTarget};
 use lock_redis::{LockError, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
 

@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::backend::{ExclusiveKind, ReleaseOutcome, RenewTarget};
+use lock_core::backend::{ExclusiveKind, ReleaseOutcome, RenewTarget};
 use lock_redis::{ClientConfig, KeyLayout, LockError};
 use lock_testkit::fixtures::redis::Value;
 

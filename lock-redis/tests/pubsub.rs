@@ -6,7 +6,7 @@ use crate::common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use lock_redis::backend::{Channel, ExclusiveKind, Notice};
+use lock_core::backend::{Channel, ExclusiveKind, Notice};
 use lock_redis::LockError;
 use lock_testkit::fixtures::redis::Value;
 

@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::backend::{AcquireOutcome, ExclusiveKind, ReleaseOutcome, Wake};
+use lock_core::backend::{AcquireOutcome, ExclusiveKind, ReleaseOutcome, Wake};
 use lock_testkit::fixtures::redis::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,7 +8,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::backend::Channel;
+use lock_core::backend::Channel;
 use lock_redis::{ClientConfig, LockClient, PermitId};
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;

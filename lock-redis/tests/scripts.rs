@@ -6,7 +6,7 @@ use crate::common;
 use std::time::Duration;
 
 use common::*;
-use lock_redis::backend::{
+use lock_core::backend::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, RenewTarget,
 };
 use lock_redis::{Holder, KeyLayout, LockError, LockInfo};

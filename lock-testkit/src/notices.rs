@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_redis::backend::{Notice, NoticeSink};
+use lock_core::backend::{Notice, NoticeSink};
 use tokio::sync::mpsc;
 
 /// Records every notice delivered to its sink.
@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use std::time::Duration;
-/// use lock_redis::backend::Notice;
+/// use lock_core::backend::Notice;
 /// let (sink, mut notices) = lock_testkit::NoticeRecorder::new();
 /// sink.deliver(Notice::Reset);
 /// assert_eq!(notices.next(Duration::from_millis(10)).await, Some(Notice::Reset));

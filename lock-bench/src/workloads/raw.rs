@@ -3,8 +3,8 @@
 //! the standalone server or to the cluster master owning the lock.
 
 use anyhow::{bail, Context, Result};
-use lock_redis::backend::deadline_in;
-use lock_redis::backend::RequestId;
+use lock_core::backend::deadline_in;
+use lock_core::backend::RequestId;
 use lock_redis::kinds::reentrant::{ACQUIRE, RELEASE};
 use lock_redis::lock_script::layout::UNLOCK_MESSAGE;
 use lock_redis::scripts;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use std::sync::Arc;
 
-use lock_redis::backend::{
+use lock_core::backend::{
     AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, NoticeSink, ReleaseOutcome,
     ReleaseRequest,
 };
@@ -75,13 +75,13 @@ impl std::ops::Deref for RedisBackend {
 }
 
 /// What an unlock notice on `channel` looks like (message `0`).
-pub fn unlocked(channel: &Channel) -> lock_redis::backend::Notice {
+pub fn unlocked(channel: &Channel) -> lock_core::backend::Notice {
     message(channel, "0")
 }
 
 /// A notice of `payload` on `channel`.
-pub fn message(channel: &Channel, payload: &str) -> lock_redis::backend::Notice {
-    lock_redis::backend::Notice::Message {
+pub fn message(channel: &Channel, payload: &str) -> lock_core::backend::Notice {
+    lock_core::backend::Notice::Message {
         channel: channel.clone(),
         payload: payload.as_bytes().to_vec(),
     }

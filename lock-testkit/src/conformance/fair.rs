@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use lock_redis::backend::{AcquireOutcome, AcquireRequest, ExclusiveKind};
+use lock_core::backend::{AcquireOutcome, AcquireRequest, ExclusiveKind};
 use lock_redis::{LockName, Owner};
 use tokio::time::Instant;
 
@@ -280,7 +280,7 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
     let backend = b.kinds().fair.as_ref();
     let waiter = b.new_owner();
     let lock_name = LockName::new(&name).unwrap();
-    let attempt = lock_redis::backend::AcquireRequest::new(
+    let attempt = lock_core::backend::AcquireRequest::new(
         lock_name.clone(),
         waiter,
         10_000,
@@ -290,7 +290,7 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
     .queue(Some(10_000));
     let is_held = |o| {
         assert!(
-            matches!(o, lock_redis::backend::AcquireOutcome::Held { .. }),
+            matches!(o, lock_core::backend::AcquireOutcome::Held { .. }),
             "{o:?}"
         )
     };
@@ -423,7 +423,7 @@ pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Ha
             .await
             .unwrap();
     }
-    let release = lock_redis::backend::ReleaseRequest::new(
+    let release = lock_core::backend::ReleaseRequest::new(
         name.clone(),
         holder,
         10_000,

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use lock_redis::backend::{
+use lock_core::backend::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 };
 use lock_redis::{AcquireOptions, LockClient, LockName, Owner};
@@ -26,7 +26,7 @@ const RECORD_MS: u64 = 3_600_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_redis::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 
 fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {

@@ -230,5 +230,5 @@ pub async fn waiting(c: &LockClient, waiters: u64) {
 /// paused-time advance of a check, so only the checks about deadlines meet
 /// one.
 pub fn request_deadline() -> u64 {
-    lock_redis::backend::deadline_in(std::time::Duration::from_secs(3600))
+    lock_core::backend::deadline_in(std::time::Duration::from_secs(3600))
 }

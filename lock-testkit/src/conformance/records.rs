@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use lock_redis::backend::{
+use lock_core::backend::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
 };
 use lock_redis::{LockClient, LockName, Owner};
@@ -22,7 +22,7 @@ const RECORD_MS: u64 = 3_600_000;
 /// The deadline of a request made now (by the wall clock) that may run for
 /// `RECORD_MS`.
 fn deadline() -> u64 {
-    lock_redis::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 const LEASE_MS: u64 = 20_000;
 /// Fair locks queue with this waiter timeout; other kinds ignore it.

@@ -76,7 +76,7 @@ mod tests;
 use std::fmt::Debug;
 
 use async_trait::async_trait;
-use lock_redis::backend::RequestId;
+use lock_core::backend::RequestId;
 use lock_redis::{LockClient, LockName, Owner, PermitId};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
@@ -111,7 +111,7 @@ pub(crate) const RECORD_TTLS_MS: [u64; 3] = [600_000, 1_800_000, 3_600_000];
 
 /// The deadline of a request made now with window `RECORD_TTLS_MS[i]`.
 pub(crate) fn request_deadline(i: usize) -> u64 {
-    lock_redis::backend::deadline_in(std::time::Duration::from_millis(RECORD_TTLS_MS[i]))
+    lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_TTLS_MS[i]))
 }
 /// The seed of [`config`] when `PROPTEST_RNG_SEED` does not give one.
 pub const SEED: u64 = 0x6d6f_6465_6c5f_3132;

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_redis::backend::{LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest};
+use lock_core::backend::{LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest};
 use lock_redis::{LockClient, LockName, PermitId};
 use proptest::prelude::*;
 

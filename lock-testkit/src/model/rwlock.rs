@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_redis::backend::{AcquireRequest, ExclusiveKind, ReleaseRequest};
+use lock_core::backend::{AcquireRequest, ExclusiveKind, ReleaseRequest};
 use lock_redis::{LockClient, LockName};
 use proptest::prelude::*;
 
