@@ -102,7 +102,7 @@ impl ExpirablePermit {
     ///
     /// ```
     /// # async fn work() {}
-    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_redis::Result<()> {
+    /// # async fn demo(permit: lock_redis::ExpirablePermit) -> lock_redis::Result<()> {
     /// tokio::select! {
     ///     _ = work() => permit.release().await?,
     ///     _ = permit.lost() => eprintln!("permit lost; work aborted"),
@@ -121,7 +121,7 @@ impl ExpirablePermit {
     /// loops in the work the permit allows.
     ///
     /// ```
-    /// # async fn demo(permit: lock_core::ExpirablePermit) -> lock_redis::Result<()> {
+    /// # async fn demo(permit: lock_redis::ExpirablePermit) -> lock_redis::Result<()> {
     /// for batch in 0..10 {
     ///     permit.check()?; // stop once the permit is gone
     ///     // … process batch …

@@ -5,7 +5,7 @@
 //! The store keeps one count of free permits per name. An acquisition
 //! takes one permit (`acquire`, `try_acquire`, `try_acquire_for`), or `n`
 //! at once or none: "if free ≥ n, take n", atomically (the `_many` forms,
-//! `n` first, named as on [`lock_core::PermitExpirableSemaphore`]). A
+//! `n` first, named as on [`lock_redis::PermitExpirableSemaphore`]). A
 //! release gives `n` back — anyone may release, the store does not know who
 //! took what — and tells waiters how many are free, which wakes up to that
 //! many waiters of each client. Waiting is the engine's wait loop: no
@@ -15,7 +15,7 @@
 //! for few.
 //!
 //! Permits have no lease: a holder that dies keeps its permits taken until
-//! someone releases them (use a [`lock_core::PermitExpirableSemaphore`] for
+//! someone releases them (use a [`lock_redis::PermitExpirableSemaphore`] for
 //! permits that come back by themselves).
 //!
 //! Retried changes (after a lost reply) never count twice: each carries a
