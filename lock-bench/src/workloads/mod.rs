@@ -26,6 +26,7 @@ mod latch;
 mod many_locks;
 mod masters;
 mod raw;
+mod redisson;
 mod redlock;
 mod redlock_handoff;
 mod rwlock;
