@@ -83,6 +83,8 @@ pub(crate) enum Workload {
     W5,
     /// W1 with a RedLock over 3 and 5 masters, against 1.
     W1Redlock,
+    /// W2H with a RedLock over 3 masters, against 1.
+    W2hRedlock,
     /// 16 tasks on a semaphore with 4 permits.
     S1,
     /// 32 readers and one writer on one read-write lock.
@@ -153,6 +155,7 @@ impl Workload {
             Self::W5 => "W5",
             Self::Latch => "latch",
             Self::W1Redlock => "W1-redlock",
+            Self::W2hRedlock => "W2H-redlock",
             Self::S1 => "S1",
             Self::Rw1 => "RW1",
         };
@@ -184,6 +187,14 @@ mod tests {
         let a = Args::try_parse_from(["lock-bench", "--only", "RW1"]).unwrap();
         assert_eq!(a.only, [Workload::Rw1]);
         assert_eq!(Workload::Rw1.label(), "RW1");
+    }
+
+    #[test]
+    fn the_redlock_workloads_are_selectable_by_their_report_names() {
+        let a = Args::try_parse_from(["lock-bench", "--only", "W1-redlock,w2h-REDLOCK"]).unwrap();
+        assert_eq!(a.only, [Workload::W1Redlock, Workload::W2hRedlock]);
+        assert_eq!(Workload::W2hRedlock.label(), "W2H-redlock");
+        assert_eq!(Workload::W2hRedlock.of(Kind::Fair), Workload::W2hRedlock);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! comparison with a peer measured in the same run.
 //!
 //! Each goal is a ratio to something measured in the same run (the
-//! baseline, or rslock), except the server time per W1 pair: that one is
+//! baseline, the raw Redisson-protocol pair, or rslock), except the server time per W1 pair: that one is
 //! absolute (µs), so it depends on how fast this machine runs Redis.
 
 use crate::report::{Goal, Report, Unit};
@@ -14,6 +14,9 @@ pub(crate) const W1_P50_VS_RAW_PAIR: Goal = Goal::AtMost(1.05);
 pub(crate) const W1_P50_VS_RSLOCK: Goal = Goal::AtMost(1.0);
 /// W1: server time in scripts per pair ≤ 35 µs. Absolute, not a ratio.
 pub(crate) const W1_SERVER_US_PER_PAIR: Goal = Goal::AtMost(35.0);
+/// W1: server time per pair ≤ the raw Redisson-protocol pair's in the
+/// same run (Redisson's own lock and unlock scripts as bare `EVALSHA`s).
+pub(crate) const W1_SERVER_US_VS_REDISSON_RAW: Goal = Goal::AtMost(1.0);
 /// W2: fewest acquisitions of a task / most ≥ 0.25 (kept from before).
 pub(crate) const W2_FAIRNESS: Goal = Goal::AtLeast(0.25);
 /// W2H: handoff p50 ≤ 2 × PING p50 (a notice, then one acquire round
@@ -21,6 +24,9 @@ pub(crate) const W2_FAIRNESS: Goal = Goal::AtLeast(0.25);
 pub(crate) const W2H_P50_VS_PING: Goal = Goal::AtMost(2.0);
 /// W2H: handoff p99 ≤ 6 × PING p50.
 pub(crate) const W2H_P99_VS_PING: Goal = Goal::AtMost(6.0);
+/// W2H-redlock: a RedLock's handoff p50 over 3 masters ≤ 3 × a single
+/// master's plain lock's in the same run (within a few round trips).
+pub(crate) const W2H_REDLOCK_VS_SINGLE: Goal = Goal::AtMost(3.0);
 /// W3: acquisitions/s ≥ 0.8 × rslock's in the same run.
 pub(crate) const W3_RATE_VS_RSLOCK: Goal = Goal::AtLeast(0.8);
 /// Lean lock, W1: pair p50 ≤ rslock's pair p50 in the same run (the same
@@ -160,8 +166,12 @@ mod tests {
         assert!(W1_P50_VS_RAW_PAIR.is_met(1.05) && !W1_P50_VS_RAW_PAIR.is_met(1.06));
         assert!(W1_P50_VS_RSLOCK.is_met(1.0) && !W1_P50_VS_RSLOCK.is_met(1.01));
         assert!(W1_SERVER_US_PER_PAIR.is_met(35.0) && !W1_SERVER_US_PER_PAIR.is_met(35.1));
+        assert!(
+            W1_SERVER_US_VS_REDISSON_RAW.is_met(1.0) && !W1_SERVER_US_VS_REDISSON_RAW.is_met(1.01)
+        );
         assert!(W2H_P50_VS_PING.is_met(2.0) && !W2H_P50_VS_PING.is_met(2.01));
         assert!(W2H_P99_VS_PING.is_met(6.0) && !W2H_P99_VS_PING.is_met(6.01));
+        assert!(W2H_REDLOCK_VS_SINGLE.is_met(3.0) && !W2H_REDLOCK_VS_SINGLE.is_met(3.01));
         assert!(W3_RATE_VS_RSLOCK.is_met(0.8) && !W3_RATE_VS_RSLOCK.is_met(0.79));
         assert!(W4_BYTES_PER_LOCK.is_met(300.0) && !W4_BYTES_PER_LOCK.is_met(301.0));
         assert!(W2_FAIRNESS.is_met(0.25) && !W2_FAIRNESS.is_met(0.24));

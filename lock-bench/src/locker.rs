@@ -2,9 +2,10 @@
 //! the same code against each lock of our library and against `rslock`.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use lock_redis::{Guard, LockClient};
+use lock_redis::{Guard, LockClient, RedGuard, RedLock};
 
 use crate::target::Kind;
 use crate::LOCK_TIMEOUT;
@@ -93,15 +94,63 @@ impl Locker for Lib {
 
     fn close(&self) -> impl Future<Output = ()> + Send {
         let client = self.client.clone();
+        async move { close_client(&client).await }
+    }
+}
+
+/// Closes `client`, warning (and going on) when that takes over
+/// [`crate::CLOSE_TIMEOUT`].
+pub(crate) async fn close_client(client: &LockClient) {
+    if tokio::time::timeout(crate::CLOSE_TIMEOUT, client.close())
+        .await
+        .is_err()
+    {
+        eprintln!(
+            "lock-bench: warning: closing a lock client took over {:?}",
+            crate::CLOSE_TIMEOUT
+        );
+    }
+}
+
+/// Our library's `RedLock` over one client per master:
+/// `RedLock::new(members)?.lock()` and `guard.unlock()`.
+#[derive(Clone, Debug)]
+pub(crate) struct Red {
+    /// One client per master, in the same order for every locker, so
+    /// contenders queue on the same member first.
+    pub(crate) members: Arc<[LockClient]>,
+}
+
+impl Locker for Red {
+    type Held = RedGuard;
+
+    fn name(&self) -> &'static str {
+        "lock-core RedLock"
+    }
+
+    fn client_commands(&self) -> &'static [&'static str] {
+        Kind::Reentrant.client_commands()
+    }
+
+    fn lock(&self, name: &str) -> impl Future<Output = Result<RedGuard>> + Send {
+        let red = self
+            .members
+            .iter()
+            .map(|c| c.lock(name))
+            .collect::<lock_redis::Result<Vec<_>>>()
+            .and_then(RedLock::new);
+        async move { Ok(red?.lock().await?) }
+    }
+
+    async fn unlock(&self, guard: RedGuard) -> Result<()> {
+        Ok(guard.unlock().await?)
+    }
+
+    fn close(&self) -> impl Future<Output = ()> + Send {
+        let members = Arc::clone(&self.members);
         async move {
-            if tokio::time::timeout(crate::CLOSE_TIMEOUT, client.close())
-                .await
-                .is_err()
-            {
-                eprintln!(
-                    "lock-bench: warning: closing a lock client took over {:?}",
-                    crate::CLOSE_TIMEOUT
-                );
+            for member in members.iter() {
+                close_client(member).await;
             }
         }
     }

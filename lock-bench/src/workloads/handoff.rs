@@ -10,26 +10,20 @@
 //! variants are also compared with the reentrant lock's W2H on the
 //! standalone server (goal for the fair lock: p50 ≤ 1.2×).
 
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use futures::StreamExt;
-use tokio::sync::Barrier;
-use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use super::close_all;
+use super::contention::{contend, Contention, CLIENTS, TASKS};
 use super::raw::{RawLock, Site};
 use crate::goals;
 use crate::latency::Latencies;
 use crate::locker::Locker;
 use crate::report::{Goal, Report, Unit};
 use crate::target::{Kind, Target};
-
-const CLIENTS: usize = 4;
-const TASKS: usize = 8;
-const HOLD: Duration = Duration::from_millis(1);
 
 /// W2H with `t`'s lock (and with rslock next to the reentrant lock).
 pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
@@ -158,27 +152,6 @@ async fn floor(t: &Target<'_>) -> Result<Report> {
     Ok(r)
 }
 
-/// Who released the lock last, and when (just before calling `unlock()`).
-type LastRelease = Arc<Mutex<Option<(usize, Instant)>>>;
-
-/// Which task holds the lock (set when its `lock()` returned, cleared when
-/// its `unlock()` returned: a `lock()` called while a release is on the
-/// wire must wait too, the lock is held until the release runs), and how
-/// many acquisitions there were. A `lock()` waited when another task held
-/// the lock as it was called, or took it before the call returned.
-type Holder = Arc<Mutex<(Option<usize>, u64)>>;
-
-#[derive(Default)]
-struct TaskResult {
-    handoffs: Latencies,
-    /// `lock()` calls that started while another task held the lock: call
-    /// to return.
-    waits: Latencies,
-    acquisitions: u64,
-    /// Acquisitions right after the same task's own release.
-    again: u64,
-}
-
 async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     let bench = t.bench;
     let workload = t.workload("W2H");
@@ -188,67 +161,13 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
     bench.progress(&format!(
         "{workload} handoff ({implementation}): {TASKS} tasks ({CLIENTS} clients) holding one lock ~1 ms each, {window:?}"
     ));
-    let name = Arc::new(t.pinned_name(&format!("w2h:{implementation}"))?);
-    let last: LastRelease = Arc::default();
-    let holder: Holder = Arc::default();
-    let barrier = Arc::new(Barrier::new(TASKS + 1));
-    let mut set = JoinSet::new();
-    for me in 0..TASKS {
-        let locker = lockers[me % lockers.len()].clone();
-        let (name, last, barrier) = (Arc::clone(&name), Arc::clone(&last), Arc::clone(&barrier));
-        let holder = Arc::clone(&holder);
-        set.spawn(async move {
-            barrier.wait().await;
-            let deadline = Instant::now() + window;
-            let mut out = TaskResult::default();
-            loop {
-                let called = Instant::now();
-                let (held_by, taken) = *lock(&holder);
-                let held_by_other = held_by.is_some_and(|h| h != me);
-                let Ok(held) = tokio::time::timeout_at(deadline, locker.lock(&name)).await else {
-                    break;
-                };
-                let held = held?;
-                let now = Instant::now();
-                let waited = {
-                    let mut holder = lock(&holder);
-                    let waited = held_by_other || holder.1 != taken;
-                    *holder = (Some(me), holder.1 + 1);
-                    waited
-                };
-                if waited {
-                    out.waits.push(now - called);
-                }
-                let previous = lock(&last).take();
-                match previous {
-                    Some((who, released)) if who != me => out.handoffs.push(now - released),
-                    Some(_) => out.again += 1,
-                    None => {}
-                }
-                out.acquisitions += 1;
-                tokio::time::sleep(HOLD).await;
-                *lock(&last) = Some((me, Instant::now()));
-                locker.unlock_bounded(held).await?;
-                lock(&holder).0 = None;
-                if Instant::now() >= deadline {
-                    break;
-                }
-            }
-            anyhow::Ok(out)
-        });
-    }
-    t.reset_stats().await?;
-    barrier.wait().await;
-    let mut handoffs = Latencies::default();
-    let mut waits = Latencies::default();
-    let (mut acquisitions, mut again) = (0, 0);
-    while let Some(result) = set.join_next().await {
-        let result = result.context("a W2H task panicked")??;
-        handoffs.extend(result.handoffs);
-        waits.extend(result.waits);
-        acquisitions += result.acquisitions;
-        again += result.again;
-    }
+    let name = t.pinned_name(&format!("w2h:{implementation}"))?;
+    let Contention {
+        handoffs,
+        waits,
+        acquisitions,
+        again,
+    } = contend(lockers, &name, window, t.reset_stats()).await?;
     let commands = t.command_stats().await?;
 
     let count = handoffs.len() as f64;
@@ -384,8 +303,4 @@ async fn measure<L: Locker>(t: &Target<'_>, lockers: &[L]) -> Result<Report> {
         vs_ping.map_or_else(|| "n/a".to_owned(), |v| format!("{v:.2}")),
     ));
     Ok(r)
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
 }

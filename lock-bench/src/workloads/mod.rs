@@ -20,11 +20,15 @@ use crate::target::{Kind, Target};
 
 mod baseline;
 mod contended;
+mod contention;
 mod handoff;
 mod latch;
 mod many_locks;
+mod masters;
 mod raw;
+mod redisson;
 mod redlock;
+mod redlock_handoff;
 mod rwlock;
 mod semaphore;
 mod uncontended;
@@ -219,6 +223,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::W1Redlock) {
         emit(&bounded(limit, "W1-redlock", redlock::run(bench)).await?);
+    }
+    if wants(Workload::W2hRedlock) {
+        emit(&bounded(limit, "W2H-redlock", redlock_handoff::run(bench)).await?);
     }
     if wants(Workload::S1) {
         emit(&bounded(limit, "S1", semaphore::run(bench)).await?);

@@ -9,21 +9,21 @@
 //! shared by the servers and the client that is well above one round trip,
 //! and the ratio of the PINGs says how much of the RedLock's ratio is that.
 //!
-//! The masters are five throw-away redis-servers on loopback (independent
-//! masters are what a RedLock needs, and a `--url` names one). Each round
-//! runs one pair of each of the three, one after the other, so drift in
-//! the shared machine's noise affects all three alike. Every client has
+//! The masters are five throw-away redis-servers (`super::masters`).
+//! Each round runs one pair of each of the three, one after the other, so
+//! drift in the shared machine's noise affects all three alike. Every client has
 //! the default configuration, as in W1.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use lock_core::{Lock, RedLock};
-use lock_redis::{ClientConfig, LockClient, RedisConfig};
-use lock_testkit::fixtures::RedisServer;
+use lock_redis::LockClient;
 use redis::aio::MultiplexedConnection;
 
+use super::masters::Masters;
 use crate::latency::Latencies;
+use crate::locker::close_client;
 use crate::report::{Goal, Report, Unit};
 use crate::workloads::Bench;
 use crate::LOCK_TIMEOUT;
@@ -37,25 +37,12 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     bench.progress(&format!(
         "W1-redlock: starting {MASTERS} redis-servers; {pairs} pairs each of 1, 3 and 5 masters"
     ));
-    let servers: Vec<RedisServer> = (0..MASTERS).map(|_| RedisServer::start()).collect();
-    let mut clients = Vec::with_capacity(MASTERS);
-    let mut raw = Vec::with_capacity(MASTERS);
-    for server in &servers {
-        raw.push(
-            server
-                .client()
-                .get_multiplexed_async_connection()
-                .await
-                .context("cannot connect to a RedLock master")?,
-        );
-        let client = lock_redis::connect(RedisConfig::new(server.url()), ClientConfig::default())
-            .await
-            .context("cannot connect a lock client to a RedLock master")?;
-        clients.push(client);
-    }
+    let masters = Masters::start(MASTERS);
+    let raw = masters.connections().await?;
+    let clients = masters.clients().await?;
     let result = measure(bench, &clients, &raw, pairs).await;
     for client in &clients {
-        let _ = tokio::time::timeout(Duration::from_secs(3), client.close()).await;
+        close_client(client).await;
     }
     result
 }

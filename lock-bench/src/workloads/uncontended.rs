@@ -5,7 +5,10 @@
 //! right after it (not evaluated without feature `rslock`), and at most
 //! 35 µs of server time in scripts per pair (an absolute goal). The fair
 //! and cluster variants are also compared with the reentrant lock's W1 on
-//! the standalone server (goal for the cluster: p50 ≤ 1.1×).
+//! the standalone server (goal for the cluster: p50 ≤ 1.1×). The
+//! reentrant lock is also compared with the Redisson-protocol raw pair
+//! (`super::redisson`) measured right after it: its server time per pair
+//! should be at most that pair's.
 //!
 //! On the cluster, each pair alternates with a pair of the reentrant lock
 //! on the standalone server, and the goal compares those: the two
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::close_all;
+use super::{close_all, redisson};
 use crate::goals;
 use crate::latency::Latencies;
 use crate::locker::{Lib, Locker};
@@ -40,6 +43,15 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     close_all(&lib).await;
     close_all(&alongside).await;
     let mut ours = result?;
+    // The Redisson-protocol raw pair runs right after the reentrant lock,
+    // whose protocol it is.
+    let redisson = if t.kind == Kind::Reentrant {
+        let redisson = redisson::run(t).await?;
+        compare_with_redisson(&mut ours, &redisson);
+        Some(redisson)
+    } else {
+        None
+    };
     // rslock runs right after the reentrant lock and after the lean lock,
     // which keeps rslock's layout.
     let goal = match t.kind {
@@ -59,7 +71,31 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
         "pair p50 / rslock pair p50 (same run)",
         goal,
     );
-    Ok([ours].into_iter().chain(peer).collect())
+    Ok([ours].into_iter().chain(redisson).chain(peer).collect())
+}
+
+/// Adds to the reentrant lock's W1 its pair p50 and its server time per
+/// pair as ratios to the Redisson-protocol raw pair's (the latter with
+/// its goal).
+fn compare_with_redisson(ours: &mut Report, redisson: &Report) {
+    let ratio = |key: &str| match (ours.value(key), redisson.value(key)) {
+        (Some(mine), Some(theirs)) if theirs > 0.0 => Some(mine / theirs),
+        _ => None,
+    };
+    let (p50, server) = (ratio("p50_us"), ratio("server_us_per_pair"));
+    ours.add(
+        "p50_vs_redisson_raw",
+        "pair p50 / raw Redisson-protocol pair p50 (same run)",
+        p50,
+        Unit::Ratio,
+    )
+    .add_goal(
+        "server_us_vs_redisson_raw",
+        "server time per pair / raw Redisson-protocol pair's (same run)",
+        server,
+        Unit::Ratio,
+        goals::W1_SERVER_US_VS_REDISSON_RAW,
+    );
 }
 
 /// One `lock()` + `unlock()` of a free lock, bounded; how long it took.
@@ -170,6 +206,12 @@ async fn measure<L: Locker>(t: &Target<'_>, locker: &L, alongside: Option<&Lib>)
         "requests_per_pair",
         "client requests per pair (raw: 2)",
         per_pair(commands.sum_of(locker.client_commands())),
+        Unit::Count,
+    )
+    .add(
+        "commands_per_pair",
+        "Redis commands per pair (incl. inside scripts)",
+        per_pair(commands.total()),
         Unit::Count,
     )
     .add(
