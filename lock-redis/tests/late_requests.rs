@@ -21,9 +21,14 @@ const WINDOW: Duration = Duration::from_millis(1500);
 /// Longer than the window plus the record's grace past it.
 const HELD: Duration = Duration::from_millis(3000);
 
+/// Lazily connected: the connect-time script loading would run under the
+/// tests' short command timeout, which a loaded machine can miss; the
+/// first call loads what it needs under the retry policy instead.
 async fn through(proxy: &FaultProxy, config: ClientConfig) -> lock_redis::LockClient {
     lock_redis::connect(
-        RedisConfig::new(proxy.url()).command_timeout(Duration::from_millis(200)),
+        RedisConfig::new(proxy.url())
+            .command_timeout(Duration::from_millis(200))
+            .lazy_connect(true),
         config,
     )
     .await

@@ -8,7 +8,12 @@ use lock_redis::{ClientConfig, LockClient, LockError, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
 
 async fn client(url: String, replicas: u32) -> LockClient {
-    let redis = RedisConfig::new(url).replica_sync(replicas, Duration::from_millis(100));
+    client_waiting(url, replicas, Duration::from_millis(100)).await
+}
+
+/// A client whose `WAIT` gives the replicas `wait` to acknowledge.
+async fn client_waiting(url: String, replicas: u32, wait: Duration) -> LockClient {
+    let redis = RedisConfig::new(url).replica_sync(replicas, wait);
     lock_redis::connect(redis, ClientConfig::default())
         .await
         .unwrap()
@@ -72,7 +77,9 @@ async fn with_a_replica_in_sync_acquisitions_succeed() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let c = client(primary.url(), 1).await;
+    // A live replica acknowledges in well under a second even on a loaded
+    // machine; the frozen one below never does, whatever the wait.
+    let c = client_waiting(primary.url(), 1, Duration::from_secs(1)).await;
     let lock = c.lock("replicated").unwrap();
     let guard = lock.lock().await.unwrap();
     let again = lock.lock_as(guard.owner()).await.unwrap();
