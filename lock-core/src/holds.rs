@@ -185,10 +185,8 @@ impl Hold {
     /// ended it.
     fn finish(&self, loss: Option<&'static str>) -> bool {
         let ended = !self.lost.swap(true, Ordering::AcqRel);
-        if ended {
-            if let Some(reason) = loss {
-                telemetry::lost(self.kind.kind_name(), reason);
-            }
+        if ended && let Some(reason) = loss {
+            telemetry::lost(self.kind.kind_name(), reason);
         }
         ended
     }

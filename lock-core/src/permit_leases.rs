@@ -109,10 +109,10 @@ impl PermitHold {
 
     /// Ends the entry; `loss` says why when it is a loss (counted once).
     fn finish(&self, loss: Option<&'static str>) {
-        if !self.ended.swap(true, Ordering::AcqRel) {
-            if let Some(reason) = loss {
-                telemetry::lost(self.kind.kind_name(), reason);
-            }
+        if !self.ended.swap(true, Ordering::AcqRel)
+            && let Some(reason) = loss
+        {
+            telemetry::lost(self.kind.kind_name(), reason);
         }
         self.lost.cancel();
     }

@@ -96,10 +96,10 @@ pub(crate) async fn wait<W: Waiting>(
         WaitStrategy::Poll(backoff) => Some(backoff.steps()),
     };
     let subscription = poll.is_none().then(subscribe);
-    if let Some(subscription) = &subscription {
-        if !subscription.confirmed_by(deadline).await? {
-            return Ok(None);
-        }
+    if let Some(subscription) = &subscription
+        && !subscription.confirmed_by(deadline).await?
+    {
+        return Ok(None);
     }
     let notify = subscription.as_ref().map(|s| Arc::clone(&s.notify));
     let mut baton = notify.clone().map(WakeBaton::new);

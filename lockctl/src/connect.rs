@@ -163,10 +163,10 @@ fn sentinel(global: &Global, master: &str) -> Result<RedisConfig, Failure> {
     }
     // The password is the master's (the sentinels' own, if any, goes in
     // their URLs).
-    if let Ok(password) = std::env::var(PASSWORD_VAR) {
-        if !password.is_empty() {
-            redis = redis.sentinel_master_auth(None, password);
-        }
+    if let Ok(password) = std::env::var(PASSWORD_VAR)
+        && !password.is_empty()
+    {
+        redis = redis.sentinel_master_auth(None, password);
     }
     if let Err(e) = redis.validate() {
         return Err(Failure::lock("bad --sentinel or --master", &e));

@@ -158,10 +158,10 @@ impl Manager {
                 self.assign(&channel);
             }
             SubscriptionCommand::Unsubscribe { channel } => {
-                if let Some(d) = self.desired.remove(&channel) {
-                    if let Some(node) = d.node {
-                        self.send(&node, NodeCmd::Unsubscribe(channel));
-                    }
+                if let Some(d) = self.desired.remove(&channel)
+                    && let Some(node) = d.node
+                {
+                    self.send(&node, NodeCmd::Unsubscribe(channel));
                 }
             }
             SubscriptionCommand::Close { .. } => {}
@@ -194,12 +194,12 @@ impl Manager {
                 }
             }
             NodeEvent::Lost { addr, channel } => {
-                if let Some(d) = self.desired.get_mut(&channel) {
-                    if d.node.as_ref() == Some(&addr) {
-                        d.node = None;
-                        mark_lost(d);
-                        self.inner.refresh_soon();
-                    }
+                if let Some(d) = self.desired.get_mut(&channel)
+                    && d.node.as_ref() == Some(&addr)
+                {
+                    d.node = None;
+                    mark_lost(d);
+                    self.inner.refresh_soon();
                 }
             }
             NodeEvent::Refused { channel, message } => {

@@ -65,8 +65,8 @@ pub(crate) async fn queue_and_hand_on(
         w.await.unwrap();
     }
     assert!(checker.violations().is_empty());
-    let order = order.lock().unwrap().clone();
-    order
+
+    order.lock().unwrap().clone()
 }
 
 /// Twenty waiters from two clients get the lock in exactly their arrival

@@ -234,10 +234,10 @@ impl Model for PermitSemaphore {
             }
         };
         let seen = send(&state.kinds, &sent).await;
-        if let (Sent::Acquire(_, req), Ok(outcome)) = (&sent, &seen) {
-            if outcome == "Acquired" {
-                state.taken.push(req.id);
-            }
+        if let (Sent::Acquire(_, req), Ok(outcome)) = (&sent, &seen)
+            && outcome == "Acquired"
+        {
+            state.taken.push(req.id);
         }
         state.last = Some(sent);
         Some(seen)

@@ -246,10 +246,10 @@ impl SemaphoreStore {
         let mut call = self.announced_change(&RELEASE, req);
         call.args.push("1".to_owned());
         let reply = self.env.eval(call).await?;
-        if let Value::Array(items) = &reply {
-            if let [Value::Int(2), Value::Int(0)] = items.as_slice() {
-                return Ok(false);
-            }
+        if let Value::Array(items) = &reply
+            && let [Value::Int(2), Value::Int(0)] = items.as_slice()
+        {
+            return Ok(false);
         }
         change_reply("release_if_exists", &reply, &req.name, req.permits).map(|_| true)
     }
