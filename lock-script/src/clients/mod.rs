@@ -81,6 +81,27 @@ pub fn record_key(layout: &KeyLayout, id: Uuid) -> String {
     format!("{}:{id}", registry_key(layout))
 }
 
+/// Whether `key` is a client record or the registry, under any prefix:
+/// for tools that list locks by their keys (they are no lock).
+///
+/// ```
+/// # use lock_script::clients::is_client_key;
+/// assert!(is_client_key("{app:lock_redis_clients}"));
+/// assert!(is_client_key("{lock_redis_clients}:6f0c9d1e-6b7a-4a44-9d0e-1c2b3a4d5e6f"));
+/// assert!(!is_client_key("lock_redis_clients"));
+/// assert!(!is_client_key("{job}:timeout"));
+/// ```
+pub fn is_client_key(key: &str) -> bool {
+    const TAG_END: &str = "lock_redis_clients}";
+    key.starts_with('{')
+        && key.split_once(TAG_END).is_some_and(|(_, rest)| {
+            rest.is_empty()
+                || rest
+                    .strip_prefix(':')
+                    .is_some_and(|id| id.parse::<Uuid>().is_ok())
+        })
+}
+
 /// The client records of one deployment (see the module docs).
 #[derive(Debug, Clone)]
 pub struct ClientRecords {
