@@ -6,9 +6,10 @@
 //! One task per client writes the record when the client starts and again
 //! every third of the watchdog timeout (as the watchdog renews locks), with
 //! a time to live of the whole watchdog timeout: a client that dies without
-//! closing loses its record within that, as it loses its locks. A failed
-//! write (a lazy-connect client before its server is up, an outage) is
-//! tried again within a second. The task holds the engine only weakly:
+//! closing loses its record within that, as it loses its locks. A write
+//! that failed for a passing reason (a lazy-connect client before its
+//! server is up, an outage) is tried again within a second; one refused
+//! (an ACL without the records' keys) at the next period, logged once. The task holds the engine only weakly:
 //! it ends at its next tick once nothing (no client clone, no guard) holds
 //! the engine, and at once when the client closes, whose close removes the
 //! record after the last release and before the connections close.
@@ -83,6 +84,10 @@ struct Refresher {
 
 impl Refresher {
     async fn run(self) {
+        // Refusals are told once: a user whose ACL leaves out the records'
+        // keys has working locks and no records, and a log full of it
+        // would hide everything else.
+        let mut refused_before = false;
         loop {
             // The engine is held only while reading its permits, never
             // across a write or a sleep.
@@ -101,9 +106,15 @@ impl Refresher {
                 .await
             {
                 Ok(()) => self.period,
-                Err(error) => {
+                Err(error) if error.is_retryable() => {
                     tracing::debug!(%error, client = %self.id, "client record not written; trying again");
                     self.period.min(RETRY_AFTER)
+                }
+                Err(error) => {
+                    if !std::mem::replace(&mut refused_before, true) {
+                        tracing::warn!(%error, client = %self.id, "client record refused (an ACL without its keys?); locks work, but tools cannot name this client");
+                    }
+                    self.period
                 }
             };
             tokio::time::sleep(next).await;
