@@ -79,6 +79,14 @@ fn a_lockctl_holder_shows_its_service() {
     let who = status_json(&url, &["job"])["holders"][0]["client"].clone();
     assert_eq!(who["service"], "nightly-report", "{who}");
     assert_eq!(who["executable"], "lockctl", "{who}");
+    // `list --json` prints the same object per lock, and no client record
+    // as a name of its own.
+    let output = run(&url, &["list", "--json", "*"]);
+    assert_eq!(code(output.status), 0, "{output:?}");
+    let listed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let listed = listed.as_array().expect("a list");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["holders"][0]["client"], who);
     let (status, _) = holder.finish();
     assert_eq!(code(status), 0);
 }
