@@ -261,11 +261,30 @@ impl Engine {
     /// The client is marked closed at once; dropping the future skips the
     /// wait for requests in flight and the closing of connections.
     pub async fn close(&self) {
+        self.close_with(async {}).await;
+    }
+
+    /// [`Engine::close`], running `last` after the watchdog stopped and
+    /// before the connection closes: for a client's own last writes (such
+    /// as removing the record it keeps of itself), which must follow every
+    /// release and still have a connection. `last` runs only on the first
+    /// close.
+    ///
+    /// # Cancel safety
+    /// As [`Engine::close`]; dropping the future may skip `last`.
+    pub async fn close_with<F: Future<Output = ()>>(&self, last: F) {
         if !self.inner.closed.swap(true, Ordering::AcqRel) {
             self.settle().await;
             self.inner.watchdog.stop();
+            last.await;
             self.inner.connection.close().await;
         }
+    }
+
+    /// A handle that does not keep this engine alive: for background work
+    /// of a client that must end with it ([`WeakEngine::upgrade`]).
+    pub fn downgrade(&self) -> WeakEngine {
+        WeakEngine(Arc::downgrade(&self.inner))
     }
 
     /// [`LockError::Closed`] once [`Engine::close`] was called: what a
@@ -299,5 +318,24 @@ impl Engine {
     /// Whether [`Engine::close`] was called.
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
+    }
+}
+
+/// An [`Engine`] that does not keep it alive ([`Engine::downgrade`]).
+#[derive(Clone)]
+pub struct WeakEngine(std::sync::Weak<ClientInner>);
+
+impl std::fmt::Debug for WeakEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeakEngine")
+            .field("alive", &(self.0.strong_count() > 0))
+            .finish()
+    }
+}
+
+impl WeakEngine {
+    /// The engine, while anything else (a client, a guard) still holds it.
+    pub fn upgrade(&self) -> Option<Engine> {
+        self.0.upgrade().map(|inner| Engine { inner })
     }
 }

@@ -130,6 +130,7 @@ impl RetryPolicy {
 /// waiter_timeout = "5s"
 /// wait_strategy = { poll = { max = "64ms" } }
 /// retry = { attempts = 3, base_backoff = "20ms" }
+/// service_name = "billing-worker"
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -175,7 +176,17 @@ pub struct ClientConfig {
     /// How waiters wait between attempts: for unlock notices (the default)
     /// or by polling, for stores without pub/sub. Every kind honours it.
     pub wait_strategy: WaitStrategy,
+    /// The name of the service this client works for, shown to operators
+    /// beside every lock, waiter and permit the client holds (with its
+    /// host, process id and start time: the client's record, see
+    /// [`crate::ClientInfo`]). At most [`MAX_SERVICE_NAME_LEN`] bytes, not
+    /// empty, no control characters. Default none: the record still names
+    /// the host, the process and its executable.
+    pub service_name: Option<String>,
 }
+
+/// The longest [`ClientConfig::service_name`], in bytes.
+pub const MAX_SERVICE_NAME_LEN: usize = 128;
 
 impl Default for ClientConfig {
     fn default() -> Self {
@@ -187,6 +198,7 @@ impl Default for ClientConfig {
             waiter_timeout: Duration::from_secs(5),
             loss_margin: Duration::ZERO,
             wait_strategy: WaitStrategy::Subscribe,
+            service_name: None,
         }
     }
 }
@@ -231,6 +243,20 @@ impl ClientConfig {
     /// Sets [`ClientConfig::wait_strategy`].
     pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
         self.wait_strategy = strategy;
+        self
+    }
+
+    /// Sets [`ClientConfig::service_name`] (checked by
+    /// [`ClientConfig::validate`]).
+    ///
+    /// ```
+    /// # use lock_core::ClientConfig;
+    /// let config = ClientConfig::default().service_name("billing-worker");
+    /// assert!(config.validate().is_ok());
+    /// assert!(ClientConfig::default().service_name("").validate().unwrap_err().is_invalid_argument());
+    /// ```
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = Some(name.into());
         self
     }
 
@@ -343,13 +369,52 @@ impl ClientConfig {
                 "waiter_timeout must be at least 3 ms (waiters refresh every third of it)",
             ));
         }
+        if let Some(service) = &self.service_name {
+            check_service_name(service)?;
+        }
         self.wait_strategy.validate()
     }
+}
+
+/// A service name is shown to operators on one line: not empty, short, no
+/// control characters (a newline would forge a line of `lockctl status`).
+fn check_service_name(service: &str) -> Result<()> {
+    if service.is_empty() {
+        return Err(LockError::invalid("service_name must not be empty"));
+    }
+    if service.len() > MAX_SERVICE_NAME_LEN {
+        return Err(LockError::invalid(format!(
+            "service_name is {} bytes long; at most {MAX_SERVICE_NAME_LEN} are allowed",
+            service.len()
+        )));
+    }
+    if service.chars().any(char::is_control) {
+        return Err(LockError::invalid(
+            "service_name must not contain control characters",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn service_names_are_checked() {
+        let named = |s: &str| ClientConfig::default().service_name(s).validate();
+        assert!(named("billing").is_ok());
+        assert!(named(&"s".repeat(MAX_SERVICE_NAME_LEN)).is_ok());
+        for bad in [
+            String::new(),
+            "s".repeat(MAX_SERVICE_NAME_LEN + 1),
+            "two\nlines".to_owned(),
+        ] {
+            let error = named(&bad).unwrap_err();
+            assert!(error.is_invalid_argument(), "{bad:?}: {error}");
+            assert!(error.to_string().contains("service_name"), "{error}");
+        }
+    }
 
     #[test]
     fn lease_millis_bounds() {

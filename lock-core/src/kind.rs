@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::client_info::ClientInfo;
 use crate::connection::{Channel, Wake};
 use crate::error::Result;
 use crate::name::LockName;
@@ -236,15 +237,27 @@ pub struct Holder {
     pub field: String,
     /// How many times this holder has entered the lock.
     pub count: u64,
+    /// The record of the client that holds it, when one was joined to the
+    /// snapshot and its client keeps one (see [`ClientInfo`]): `None` for
+    /// a holder of another library, a client gone for a few watchdog
+    /// periods, and snapshots that do not join records.
+    pub client: Option<ClientInfo>,
 }
 
 impl Holder {
-    /// The holder `field`, holding `count` times.
+    /// The holder `field`, holding `count` times, with no client record.
     pub fn new(field: impl Into<String>, count: u64) -> Self {
         Self {
             field: field.into(),
             count,
+            client: None,
         }
+    }
+
+    /// With this client record.
+    pub fn with_client(mut self, client: Option<ClientInfo>) -> Self {
+        self.client = client;
+        self
     }
 
     /// The owner, when the field has the `<client-uuid>:<owner-id>` shape:

@@ -52,6 +52,7 @@
 #![deny(missing_docs)]
 
 mod client;
+mod client_info;
 pub mod config;
 mod connection;
 pub mod counting;
@@ -81,8 +82,9 @@ mod wait_strategy;
 mod waiter;
 mod watchdog;
 
-pub use client::Engine;
-pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE};
+pub use client::{Engine, WeakEngine};
+pub use client_info::ClientInfo;
+pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE, MAX_SERVICE_NAME_LEN};
 pub use error::{LockError, Result};
 pub use fenced_lock::{FencedGuard, FencedLock};
 pub use guard::Guard;

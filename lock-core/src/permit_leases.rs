@@ -291,6 +291,16 @@ impl PermitLeases {
         }
     }
 
+    /// Every permit this client's guards hold (renewed or not), not known
+    /// lost: what a client's record names as its permits.
+    pub fn targets(&self) -> Vec<PermitTarget> {
+        self.table()
+            .values()
+            .filter(|lease| !lease.lost.is_cancelled())
+            .map(|lease| lease.target.clone())
+            .collect()
+    }
+
     /// How many permits the watchdog renews.
     pub(crate) fn watched_len(&self) -> usize {
         self.watched.load(Ordering::Acquire)

@@ -20,6 +20,7 @@ fn toml_example_sets_every_field_in_human_durations() {
         loss_margin = "250ms"
         wait_strategy = { poll = { initial = "2ms", max = "64ms" } }
         retry = { attempts = 3, base_backoff = "20ms", max_backoff = "500ms" }
+        service_name = "billing-worker"
         "#,
     )
     .unwrap();
@@ -36,7 +37,8 @@ fn toml_example_sets_every_field_in_human_durations() {
         .wait_strategy(WaitStrategy::Poll(
             PollBackoff::default().initial(ms(2)).max(ms(64)),
         ))
-        .retry(retry);
+        .retry(retry)
+        .service_name("billing-worker");
     assert_eq!(config, expected);
     assert!(config.validate().is_ok());
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::backend::ExclusiveKind;
-use lock_core::{Engine, Lock, LockInfo, Owner, Result};
+use lock_core::{ClientInfo, Engine, Lock, LockInfo, Owner, Result};
 
 use crate::kind::Fair;
 
@@ -36,15 +36,25 @@ pub struct QueuedWaiter {
     /// due, which the next writing operation evicts (reading evicts
     /// nobody).
     pub timeout: Duration,
+    /// The record of the waiter's client, when that client keeps one
+    /// (see [`lock_core::Holder::client`]); filled by [`FairLock::info`].
+    pub client: Option<ClientInfo>,
 }
 
 impl QueuedWaiter {
-    /// A waiter `field` with `timeout` left.
+    /// A waiter `field` with `timeout` left, with no client record.
     pub fn new(field: impl Into<String>, timeout: Duration) -> Self {
         Self {
             field: field.into(),
             timeout,
+            client: None,
         }
+    }
+
+    /// With this client record.
+    pub fn with_client(mut self, client: Option<ClientInfo>) -> Self {
+        self.client = client;
+        self
     }
 
     /// The waiter, when its field has the `<client-uuid>:<owner-id>` shape
@@ -116,7 +126,9 @@ impl FairLock {
     }
 
     /// A snapshot of the lock: holders with hold counts, remaining time to
-    /// live, and the queue with the time each waiter has left, head first.
+    /// live, and the queue with the time each waiter has left, head first;
+    /// each holder and waiter with its client's record when that client
+    /// keeps one ([`lock_core::Holder::client`], [`QueuedWaiter::client`]).
     ///
     /// # Errors
     /// [`crate::LockError::WrongType`]; store errors.
@@ -125,7 +137,7 @@ impl FairLock {
     /// Read-only; safe to drop.
     pub async fn info(&self) -> Result<FairLockInfo> {
         self.engine.check_open()?;
-        self.kind.inspect_fair(self.lock.name()).await
+        self.kind.inspect_with_clients(self.lock.name()).await
     }
 
     /// This lock as a plain [`Lock`] handle (same lock, same queue).

@@ -8,6 +8,7 @@ use lock_core::backend::{
 use lock_core::{LockInfo, LockName, Owner, Result};
 
 use crate::handle::FairLockInfo;
+use lock_script::clients::ClientRecords;
 use lock_script::layout::UNLOCK_MESSAGE;
 use lock_script::{check_lease, replies as shared, KeyLayout, ScriptCall, ScriptEnv};
 
@@ -307,5 +308,27 @@ impl Fair {
         )
         .idempotent(true);
         replies::inspect(&self.env.eval(call).await?)
+    }
+
+    /// [`Fair::inspect_fair`], with the record of each holder's and each
+    /// waiter's client joined, when that client keeps one
+    /// (`lock_script::clients`; best effort: a record that cannot be read
+    /// is left out).
+    ///
+    /// # Errors
+    /// As [`Fair::inspect_fair`].
+    ///
+    /// # Cancel safety
+    /// Read-only: safe to drop.
+    pub async fn inspect_with_clients(&self, name: &LockName) -> Result<FairLockInfo> {
+        let mut info = self.inspect_fair(name).await?;
+        let fields = info.lock.holders.iter().map(|h| h.field.as_str());
+        let fields = fields.chain(info.queue.iter().map(|w| w.field.as_str()));
+        let records = ClientRecords::new(self.env.clone()).of_fields(fields).await;
+        records.join_holders(&mut info.lock.holders);
+        for waiter in &mut info.queue {
+            waiter.client = records.of_field(&waiter.field).cloned();
+        }
+        Ok(info)
     }
 }

@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use lock_core::{ClientConfig, ClientStats, Engine, FencedLock, Lock, Owner, Result};
+use lock_core::{ClientConfig, ClientInfo, ClientStats, Engine, FencedLock, Lock, Owner, Result};
 use lock_fair::{FairLock, HandoffLock};
 use lock_script::{ScriptConnection, ScriptEnv};
 use uuid::Uuid;
@@ -14,6 +14,7 @@ use crate::kinds::permit_semaphore::PermitExpirableSemaphore;
 use crate::kinds::rwlock::ReadWriteLock;
 use crate::kinds::semaphore::Semaphore;
 use crate::kinds::Kinds;
+use crate::registration::Registration;
 
 /// A lock client: a client id, connections to one deployment (a server,
 /// a Sentinel-watched master, a cluster), the registry of waiters and the
@@ -39,6 +40,7 @@ use crate::kinds::Kinds;
 pub struct LockClient {
     engine: Engine,
     kinds: Arc<Kinds>,
+    registration: Arc<Registration>,
 }
 
 impl std::fmt::Debug for LockClient {
@@ -62,9 +64,11 @@ impl LockClient {
     /// runtime.
     pub fn new(env: ScriptEnv, config: ClientConfig) -> Result<Self> {
         let engine = Engine::new(Arc::new(ScriptConnection::new(env.clone())), config)?;
+        let registration = Arc::new(Registration::start(&engine, env.clone()));
         Ok(Self {
             engine,
             kinds: Arc::new(Kinds::new(&env)),
+            registration,
         })
     }
 
@@ -76,6 +80,19 @@ impl LockClient {
     /// The configuration the client was made with.
     pub fn config(&self) -> &ClientConfig {
         self.engine.config()
+    }
+
+    /// What this client's record on the store says of it (host, process
+    /// id, [`ClientConfig::service_name`], start time): what
+    /// [`LockClient::describe`] and `lockctl status` show beside every
+    /// lock, waiter and permit it holds. The record is written when the
+    /// client starts (for a lazily connecting client: once its server
+    /// answers), refreshed every third of
+    /// [`ClientConfig::watchdog_timeout`] and removed by
+    /// [`LockClient::close`]; a client that dies loses it within the
+    /// watchdog timeout. Its layout: `docs/redis-layout.md`.
+    pub fn client_info(&self) -> &ClientInfo {
+        self.registration.info()
     }
 
     /// A handle on the re-entrant lock called `name` (Redisson's `RLock`):
@@ -298,7 +315,8 @@ impl LockClient {
     /// [`lock_core::LockError::Closed`]; requests already in flight —
     /// including background releases of guards dropped before — finish
     /// first ([`LockClient::settle`]); then the watchdog stops and the
-    /// connections are closed. Unlock what you hold first: nothing renews a
+    /// connections are closed, after the client's record
+    /// ([`LockClient::client_info`]) is removed. Unlock what you hold first: nothing renews a
     /// lock any more once the watchdog stops, so every guard of a lock it
     /// kept alive is told at once that its lock is lost
     /// ([`lock_core::Guard::lost`]; the lock itself expires within
@@ -308,7 +326,9 @@ impl LockClient {
     /// The client is marked closed at once; dropping the future skips the
     /// wait for requests in flight and the closing of connections.
     pub async fn close(&self) {
-        self.engine.close().await;
+        // The record goes after the last release, while a connection is
+        // still open to remove it.
+        self.engine.close_with(self.registration.remove()).await;
     }
 
     /// Whether [`LockClient::close`] was called.

@@ -177,6 +177,7 @@ pub mod describe;
 #[doc(hidden)]
 pub mod kinds;
 mod pubsub;
+mod registration;
 #[doc(hidden)]
 pub mod scripts;
 pub mod sentinel;

@@ -39,6 +39,7 @@
 #![deny(missing_docs)]
 
 mod call;
+pub mod clients;
 mod connection;
 mod env;
 pub mod error;

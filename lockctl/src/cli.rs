@@ -145,6 +145,13 @@ pub(crate) struct Global {
     /// frees its lock within this long.
     #[arg(long, global = true, value_name = "DUR", default_value = "30s", value_parser = duration::parse)]
     pub(crate) watchdog_timeout: Duration,
+
+    /// The service name this lockctl's client shows beside the locks,
+    /// waits and permits it holds (`status` of them names it, with host
+    /// and pid), e.g. the cron job it guards. Default: none (host, pid and
+    /// `lockctl` are still shown).
+    #[arg(long, global = true, value_name = "NAME", env = "LOCKCTL_SERVICE")]
+    pub(crate) service: Option<String>,
 }
 
 /// What to do.

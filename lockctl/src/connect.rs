@@ -64,18 +64,24 @@ pub(crate) async fn client_with(
     }
 }
 
-/// `config` with the global watchdog timeout, checked.
+/// `config` with the global watchdog timeout and service name, checked.
 ///
 /// # Errors
-/// Exit 64 for a watchdog timeout the library refuses.
+/// Exit 64 for a watchdog timeout or service name the library refuses.
 pub(crate) fn client_config(
     global: &Global,
     config: ClientConfig,
 ) -> Result<ClientConfig, Failure> {
-    let config = config.watchdog_timeout(global.watchdog_timeout);
+    let mut config = config.watchdog_timeout(global.watchdog_timeout);
     config
         .validate()
         .map_err(|e| Failure::lock("bad --watchdog-timeout", &e))?;
+    if let Some(service) = &global.service {
+        config = config.service_name(service);
+        config
+            .validate()
+            .map_err(|e| Failure::lock("bad --service", &e))?;
+    }
     Ok(config)
 }
 

@@ -11,6 +11,7 @@
 //! | `redisson_<word>:…` | fair-lock queue and deadlines (`redisson_lock_queue:{X}`, `redisson_lock_timeout:{X}`), fencing counter (`redisson_lock_token:{X}`), request records (`redisson_unlock_latch:{X}:<id>`, `redisson_lock_latch:{X}:<id>`), handoff entries, waiting writers: Redisson's helper names all start so |
 //! | `{X}:timeout` | an expirable-permit semaphore's leases |
 //! | `…:rwlock_timeout:<n>` | a read-write lock's read holds (`{X}:<owner>:rwlock_timeout:<n>`) |
+//! | `{<prefix>lock_redis_clients}`, `{<prefix>lock_redis_clients}:<client-uuid>` | the clients' records of themselves (who holds what; shown beside holders, waiters and permits) |
 //!
 //! Each name left is described ([`lock_redis::LockClient::describe`], as
 //! `status` does) and kept when a kind is stored there: not when the key
@@ -142,7 +143,7 @@ fn is_helper(key: &str) -> bool {
         .rsplit_once(":rwlock_timeout:")
         .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
     let leases = key.starts_with('{') && key.ends_with("}:timeout");
-    redisson || read_hold || leases
+    redisson || read_hold || leases || lock_redis::lock_script::clients::is_client_key(key)
 }
 
 /// What to show of a description; `None` for what is no lock kind.
@@ -272,6 +273,8 @@ mod tests {
             "{jobs}:timeout",
             "{rw}:6f0c2a1e-1c2d-4e5f-9d41-0123456789ab:1:rwlock_timeout:2",
             "{t}rw:6f0c2a1e-1c2d-4e5f-9d41-0123456789ab:1:rwlock_timeout:1",
+            "{lock_redis_clients}",
+            "{lock_redis_clients}:6f0c2a1e-1c2d-4e5f-9d41-0123456789ab",
         ] {
             assert!(name_of(key, "").is_none(), "{key}");
         }
@@ -281,6 +284,8 @@ mod tests {
             "redisson_x",
             "a:timeout",
             "rwlock_timeout:1x",
+            "lock_redis_clients",
+            "{lock_redis_clients}:x",
         ] {
             assert_eq!(name_of(key, "").unwrap().as_str(), key);
         }
@@ -358,11 +363,11 @@ mod tests {
         assert_eq!(human(&[]), "");
         assert_eq!(
             json(&items[..1]).unwrap(),
-            "[{\"name\":\"backup\",\"kind\":\"lock\",\"locked\":true,\"holders\":[{\"field\":\"c:1\",\"count\":2}],\"ttl_ms\":29800,\"queue\":null}]\n"
+            "[{\"name\":\"backup\",\"kind\":\"lock\",\"locked\":true,\"holders\":[{\"field\":\"c:1\",\"count\":2,\"client\":null}],\"ttl_ms\":29800,\"queue\":null}]\n"
         );
         assert_eq!(
             json(&items[3..]).unwrap(),
-            "[{\"name\":\"export\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{\"field\":\"qE3vVx0p\",\"count\":1}],\"ttl_ms\":9500}]\n"
+            "[{\"name\":\"export\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{\"field\":\"qE3vVx0p\",\"count\":1,\"client\":null}],\"ttl_ms\":9500}]\n"
         );
         assert_eq!(json(&[]).unwrap(), "[]\n");
     }

@@ -25,6 +25,7 @@ mod status;
 mod status_kinds;
 mod supervise;
 mod take;
+mod who;
 
 use std::panic::{self, AssertUnwindSafe};
 use std::process::ExitCode;

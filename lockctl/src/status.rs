@@ -8,11 +8,12 @@
 
 use std::time::Duration;
 
-use lock_redis::{Description, FairLockInfo, LockName};
+use lock_redis::{Description, FairLockInfo, LockInfo, LockName};
 use serde::Serialize;
 
 use crate::cli::{Global, StatusArgs};
 use crate::exit::Failure;
+use crate::who::{self, ClientJson, HolderJson};
 use crate::{connect, duration, output, status_kinds};
 
 /// What `status --json` prints for a lock (or nothing): one object, keys in
@@ -32,17 +33,13 @@ pub(crate) struct Report<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct HolderJson<'a> {
-    field: &'a str,
-    count: u64,
-}
-
-#[derive(Debug, Serialize)]
 struct WaiterJson<'a> {
     field: &'a str,
     /// How long the waiter keeps its place unless it looks again, by the
     /// Redis server's clock at the read; 0 for one already due.
     timeout_ms: u64,
+    /// The record of the waiter's client (see `who`); `null` when none.
+    client: Option<ClientJson<'a>>,
 }
 
 /// Runs `lockctl status`; returns the exit code (0 whether or not the lock
@@ -58,9 +55,11 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
             return Err(e.into());
         }
     };
-    let kind = match described {
-        Description::Free => "none",
-        Description::Lock(_) => "lock",
+    // A lock's holders come from the description, which joined their
+    // clients' records; with --fair the queue is read (and joined) too.
+    let (kind, lock) = match described {
+        Description::Free => ("none", LockInfo::default()),
+        Description::Lock(lock) => ("lock", lock),
         other => {
             client.close().await;
             let text = if args.json {
@@ -80,15 +79,10 @@ pub(crate) async fn run(global: &Global, args: StatusArgs) -> Result<u8, Failure
             return Ok(0);
         }
     };
-    // One client, either kind's handle: a plain lock shows no queue.
     let info = if args.fair {
         client.fair_lock(&name)?.info().await
     } else {
-        client
-            .lock(&name)?
-            .info()
-            .await
-            .map(|lock| FairLockInfo::new(lock, Vec::new()))
+        Ok(FairLockInfo::new(lock, Vec::new()))
     };
     client.close().await;
     let info = info?;
@@ -125,14 +119,7 @@ pub(crate) fn report<'a>(
         name: name.as_str(),
         kind,
         locked: info.is_locked(),
-        holders: info
-            .holders
-            .iter()
-            .map(|h| HolderJson {
-                field: &h.field,
-                count: h.count,
-            })
-            .collect(),
+        holders: info.holders.iter().map(HolderJson::of).collect(),
         ttl_ms: info.ttl.map(millis),
         queue: queue_read.then(|| {
             queue
@@ -140,6 +127,7 @@ pub(crate) fn report<'a>(
                 .map(|w| WaiterJson {
                     field: &w.field,
                     timeout_ms: millis(w.timeout),
+                    client: who::client(w.client.as_ref()),
                 })
                 .collect()
         }),
@@ -161,6 +149,9 @@ fn human(name: &LockName, info: &FairLockInfo, fair: bool) -> String {
                 format!("{} ", holder.count)
             };
             lines.push(("holder", format!("{}  (held {count}{times})", holder.field)));
+            if let Some(c) = &holder.client {
+                lines.push(("client", who::line(c)));
+            }
         }
         let ttl = info
             .ttl
@@ -188,6 +179,9 @@ fn human(name: &LockName, info: &FairLockInfo, fair: bool) -> String {
             format!("deadline in {}", duration::display(waiter.timeout))
         };
         text.push_str(&format!("{:>6}. {}  {deadline}\n", place + 1, waiter.field));
+        if let Some(c) = &waiter.client {
+            text.push_str(&format!("        client: {}\n", who::line(c)));
+        }
     }
     text
 }
@@ -219,7 +213,7 @@ mod tests {
         let name = LockName::new("job").unwrap();
         assert_eq!(
             json(&name, "lock", &held(), true).unwrap(),
-            r#"{"name":"job","kind":"lock","locked":true,"holders":[{"field":"c1:7","count":2}],"ttl_ms":29840,"queue":[{"field":"c2:1","timeout_ms":5000},{"field":"c3:4","timeout_ms":0}]}"#
+            r#"{"name":"job","kind":"lock","locked":true,"holders":[{"field":"c1:7","count":2,"client":null}],"ttl_ms":29840,"queue":[{"field":"c2:1","timeout_ms":5000,"client":null},{"field":"c3:4","timeout_ms":0,"client":null}]}"#
                 .to_owned()
                 + "\n"
         );

@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::duration;
 use crate::exit::Failure;
 use crate::status::millis;
+use crate::who::{self, ClientJson, HolderJson};
 
 #[derive(Debug, Serialize)]
 pub(crate) struct RwJson<'a> {
@@ -55,12 +56,6 @@ pub(crate) struct LeanJson<'a> {
 }
 
 #[derive(Debug, Serialize)]
-struct HolderJson<'a> {
-    field: &'a str,
-    count: u64,
-}
-
-#[derive(Debug, Serialize)]
 pub(crate) struct CounterJson<'a> {
     name: &'a str,
     kind: &'static str,
@@ -81,6 +76,9 @@ struct PermitJson<'a> {
     /// How long the lease still ran at the read, by the Redis server's
     /// clock; `null` for a permit without a lease.
     lease_time_ms: Option<u64>,
+    /// The record of the client whose guard holds it (see `who`); `null`
+    /// when not found.
+    client: Option<ClientJson<'a>>,
 }
 
 #[derive(Debug, Serialize)]
@@ -102,10 +100,7 @@ pub(crate) fn to_json(value: &impl Serialize) -> Result<String, Failure> {
 }
 
 fn holder(h: &Holder) -> HolderJson<'_> {
-    HolderJson {
-        field: &h.field,
-        count: h.count,
-    }
+    HolderJson::of(h)
 }
 
 fn mode(mode: ReadWriteMode) -> &'static str {
@@ -171,6 +166,7 @@ pub(crate) fn object<'a>(name: &'a LockName, d: &'a Description) -> Result<KindJ
                 .map(|p| PermitJson {
                     id: &p.id,
                     lease_time_ms: p.lease_time.map(millis),
+                    client: who::client(p.client.as_ref()),
                 })
                 .collect(),
         }),
@@ -244,6 +240,7 @@ fn lean_lock(lines: &mut Vec<(&'static str, String)>, lean: &LockInfo) {
             "another library's token: go-redsync, redis-py, rslock, …".to_owned()
         };
         lines.push(("holder", format!("{}  ({whose})", h.field)));
+        client_line(lines, h);
     }
     ttl(lines, lean.ttl);
 }
@@ -252,7 +249,10 @@ fn read_write(lines: &mut Vec<(&'static str, String)>, rw: &ReadWriteInfo) {
     lines.push(("kind", "read-write lock".to_owned()));
     lines.push(("mode", mode(rw.mode).to_owned()));
     match &rw.writer {
-        Some(w) => lines.push(("writer", format!("{}  ({})", w.field, held(w.count)))),
+        Some(w) => {
+            lines.push(("writer", format!("{}  ({})", w.field, held(w.count))));
+            client_line(lines, w);
+        }
         None => lines.push(("writer", "none".to_owned())),
     }
     if rw.readers.is_empty() {
@@ -260,6 +260,7 @@ fn read_write(lines: &mut Vec<(&'static str, String)>, rw: &ReadWriteInfo) {
     }
     for r in &rw.readers {
         lines.push(("reader", format!("{}  ({})", r.field, held(r.count))));
+        client_line(lines, r);
     }
     ttl(lines, rw.ttl);
 }
@@ -288,6 +289,16 @@ fn expirable(lines: &mut Vec<(&'static str, String)>, s: &ExpirableSemaphoreInfo
             Some(left) => format!("lease ends in {}", duration::display(left)),
         };
         lines.push(("permit", format!("{}  ({lease})", p.id)));
+        if let Some(c) = &p.client {
+            lines.push(("client", who::line(c)));
+        }
+    }
+}
+
+/// The `client:` line under a holder whose client's record was found.
+fn client_line(lines: &mut Vec<(&'static str, String)>, h: &Holder) {
+    if let Some(c) = &h.client {
+        lines.push(("client", who::line(c)));
     }
 }
 
@@ -313,7 +324,7 @@ mod tests {
         ));
         assert_eq!(
             json(&name(), &d).unwrap(),
-            "{\"name\":\"job\",\"kind\":\"read_write_lock\",\"locked\":true,\"mode\":\"read\",\"writer\":null,\"readers\":[{\"field\":\"c1:1\",\"count\":2},{\"field\":\"c2:4\",\"count\":1}],\"ttl_ms\":1500}\n"
+            "{\"name\":\"job\",\"kind\":\"read_write_lock\",\"locked\":true,\"mode\":\"read\",\"writer\":null,\"readers\":[{\"field\":\"c1:1\",\"count\":2,\"client\":null},{\"field\":\"c2:4\",\"count\":1,\"client\":null}],\"ttl_ms\":1500}\n"
         );
         assert_eq!(
             human(&name(), &d),
@@ -336,7 +347,7 @@ mod tests {
         ));
         assert_eq!(
             json(&name(), &ours).unwrap(),
-            format!("{{\"name\":\"job\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{{\"field\":\"{owner}\",\"count\":1}}],\"ttl_ms\":29840}}\n")
+            format!("{{\"name\":\"job\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{{\"field\":\"{owner}\",\"count\":1,\"client\":null}}],\"ttl_ms\":29840}}\n")
         );
         assert_eq!(
             human(&name(), &ours),
@@ -351,7 +362,7 @@ mod tests {
         let theirs = Description::LeanLock(LockInfo::new(vec![Holder::new("qE3vVx0p", 1)], None));
         assert_eq!(
             json(&name(), &theirs).unwrap(),
-            "{\"name\":\"job\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{\"field\":\"qE3vVx0p\",\"count\":1}],\"ttl_ms\":null}\n"
+            "{\"name\":\"job\",\"kind\":\"lean_lock\",\"locked\":true,\"holders\":[{\"field\":\"qE3vVx0p\",\"count\":1,\"client\":null}],\"ttl_ms\":null}\n"
         );
         let text = human(&name(), &theirs);
         assert!(
@@ -378,7 +389,7 @@ mod tests {
         let id = "ab".repeat(16);
         assert_eq!(
             json(&name(), &s).unwrap(),
-            format!("{{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":1,\"ttl_ms\":null,\"permits\":[{{\"id\":\"{id}\",\"lease_time_ms\":3000}},{{\"id\":\"{}\",\"lease_time_ms\":null}}]}}\n", "cd".repeat(16))
+            format!("{{\"name\":\"job\",\"kind\":\"semaphore_or_latch\",\"value\":1,\"ttl_ms\":null,\"permits\":[{{\"id\":\"{id}\",\"lease_time_ms\":3000,\"client\":null}},{{\"id\":\"{}\",\"lease_time_ms\":null,\"client\":null}}]}}\n", "cd".repeat(16))
         );
         let text = human(&name(), &s);
         assert!(

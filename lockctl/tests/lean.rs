@@ -58,6 +58,16 @@ fn status_of_a_lean_lock_held_by_run_lean() {
         ttl <= pttl_before + 5 && ttl > pttl_before - 5_000,
         "PTTL {pttl_before}, status said {ttl}"
     );
+    // Ours: its client's record (once written) names lockctl (`who`).
+    let client = status["holders"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("client")
+        .expect("a client key");
+    assert!(
+        client.is_null() || client["executable"] == "lockctl",
+        "{client}"
+    );
     assert_eq!(
         status,
         json!({"name": "job", "kind": "lean_lock", "locked": true,
@@ -68,10 +78,11 @@ fn status_of_a_lean_lock_held_by_run_lean() {
     let human = String::from_utf8(human.stdout).unwrap();
     assert!(
         human.starts_with(&format!(
-            "name:      job\nkind:      lean lock\nlocked:    yes\nholder:    {token}  (held once)\nttl:       "
+            "name:      job\nkind:      lean lock\nlocked:    yes\nholder:    {token}  (held once)\n"
         )),
         "{human}"
     );
+    assert!(human.contains("\nttl:       "), "{human}");
 
     let (status, stderr) = holder.finish();
     assert_eq!(code(status), 0, "{stderr}");
@@ -96,7 +107,7 @@ fn status_of_a_foreign_lean_lock() {
     assert_eq!(
         status,
         json!({"name": "job", "kind": "lean_lock", "locked": true,
-               "holders": [{"field": FOREIGN_TOKEN, "count": 1}]})
+               "holders": [{"field": FOREIGN_TOKEN, "count": 1, "client": null}]})
     );
     let human = run(&url, &["status", "job"]);
     assert_eq!(code(human.status), 0, "{human:?}");

@@ -33,6 +33,7 @@ mod sentinel;
 mod slot_checking_proxy;
 mod status;
 mod tls;
+mod who;
 
 /// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
 /// target): cargo builds no file it is not told about.

@@ -31,9 +31,16 @@ fn status_shows_what_redis_shows() {
     assert_eq!(status["name"], "job");
     assert_eq!(status["kind"], "lock");
     assert_eq!(status["locked"], true);
+    assert_eq!(status["holders"][0]["field"], json!(field));
     assert_eq!(
-        status["holders"],
-        json!([{"field": field, "count": count.parse::<u64>().unwrap()}])
+        status["holders"][0]["count"],
+        json!(count.parse::<u64>().unwrap())
+    );
+    // Ours: its client's record (once written) names lockctl (`who`).
+    let client = &status["holders"][0]["client"];
+    assert!(
+        client.is_null() || client["executable"] == "lockctl",
+        "{client}"
     );
     // The watchdog renews every 10 s, far later than these three reads.
     let ttl = status["ttl_ms"].as_i64().expect("a ttl");
@@ -66,7 +73,7 @@ fn status_of_a_redisson_read_write_lock() {
     assert_eq!(
         status,
         json!({"name": "rw", "kind": "read_write_lock", "locked": true, "mode": "write",
-               "writer": {"field": owner, "count": 2}, "readers": [], "ttl_ms": null})
+               "writer": {"field": owner, "count": 2, "client": null}, "readers": [], "ttl_ms": null})
     );
 }
 
@@ -100,8 +107,8 @@ fn status_of_a_read_locked_read_write_lock() {
     assert_eq!(
         readers,
         vec![
-            json!({"field": a, "count": 2}),
-            json!({"field": b, "count": 1})
+            json!({"field": a, "count": 2, "client": null}),
+            json!({"field": b, "count": 1, "client": null})
         ]
     );
     let ttl = status["ttl_ms"].as_i64().unwrap();
@@ -183,8 +190,8 @@ fn status_of_a_permit_expirable_semaphore() {
     assert_eq!(
         status,
         json!({"name": "jobs", "kind": "semaphore_or_latch", "value": 2, "ttl_ms": null,
-               "permits": [{"id": hex(live), "lease_time_ms": null},
-                           {"id": hex(forever), "lease_time_ms": null}]})
+               "permits": [{"id": hex(live), "lease_time_ms": null, "client": null},
+                           {"id": hex(forever), "lease_time_ms": null, "client": null}]})
     );
     let human = String::from_utf8(run(&url, &["status", "jobs"]).stdout).unwrap();
     assert!(human.contains("leased:    2 live permits\n"), "{human}");

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use lock_core::{Holder, LockInfo, PermitId};
+use lock_core::{ClientInfo, Holder, LockInfo, PermitId};
 
 /// What is stored under one name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,14 +126,24 @@ pub struct LeasedPermit {
     /// store's clock (as [`crate::PermitExpirableSemaphore::lease_time`]);
     /// `None` for a permit without a lease.
     pub lease_time: Option<Duration>,
+    /// The record of the client whose guard holds it, when found. A
+    /// permit's id does not name its client (Redisson's layout), so it is
+    /// found in the records clients keep, which name their permits at each
+    /// refresh: a permit taken since a client's last refresh shows none
+    /// until the next (at most a third of the watchdog timeout). `None`
+    /// too for a permit taken by another library, by id without a guard,
+    /// or by a client gone for a few refresh periods.
+    pub client: Option<ClientInfo>,
 }
 
 impl LeasedPermit {
-    /// A permit `id` whose lease has `lease_time` left.
+    /// A permit `id` whose lease has `lease_time` left, with no client
+    /// record.
     pub fn new(id: impl Into<String>, lease_time: Option<Duration>) -> Self {
         Self {
             id: id.into(),
             lease_time,
+            client: None,
         }
     }
 

@@ -13,16 +13,23 @@
 //!
 //! Read-write locks and semaphores are read from their layouts here
 //! directly, so this needs none of their kinds' code.
+//!
+//! Each holder, reader, writer and leased permit then gets the record of
+//! its client, when that client keeps one (`lock_script::clients`: ours
+//! do; Redisson's and other libraries' holders keep their raw field and
+//! no record). A permit's holder may show up one record refresh late.
 
 use std::sync::LazyLock;
 use std::time::Duration;
 
 use lock_core::{Holder, LockInfo, LockName, Result};
+use lock_script::clients::ClientRecords;
 use lock_script::error::bad_reply;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 mod info;
+mod join;
 pub use info::{
     CounterInfo, Description, ExpirableSemaphoreInfo, LeasedPermit, ReadWriteInfo, ReadWriteMode,
 };
@@ -41,12 +48,16 @@ const WRITE_SUFFIX: &str = ":write";
 #[derive(Debug, Clone)]
 pub struct Describer {
     env: ScriptEnv,
+    records: ClientRecords,
 }
 
 impl Describer {
     /// A reader over `env`.
     pub fn new(env: ScriptEnv) -> Self {
-        Self { env }
+        Self {
+            records: ClientRecords::new(env.clone()),
+            env,
+        }
     }
 
     /// Its script, for preloading.
@@ -100,7 +111,9 @@ impl Describer {
         let call = ScriptCall::new(&DESCRIBE, vec![key, leases], vec![read_leases.to_owned()])
             .idempotent(true);
         let reply = self.env.eval(call).await?;
-        decode(&reply).ok_or_else(|| bad_reply("describe", &reply))
+        let mut description = decode(&reply).ok_or_else(|| bad_reply("describe", &reply))?;
+        join::join(&self.records, &mut description).await;
+        Ok(description)
     }
 }
 

@@ -99,7 +99,10 @@ pub fn scripts() -> Vec<&'static Script> {
         .chain(Latch::scripts())
         .chain(SemaphoreStore::scripts())
         .chain(PermitSemaphore::scripts());
-    for script in others.chain(crate::describe::Describer::scripts()) {
+    let others = others
+        .chain(crate::describe::Describer::scripts())
+        .chain(lock_script::clients::ClientRecords::scripts());
+    for script in others {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {
             all.push(script);
         }

@@ -120,3 +120,36 @@ pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
     }
     guard.unlock().await.unwrap();
 }
+
+/// A holder is described with its client's record (host, pid, service):
+/// the record's scripts run where its keys live on every deployment (one
+/// hash tag: one cluster slot), and a closed client's record is gone.
+pub async fn describe_names_each_holders_client(h: &dyn Harness) {
+    let a = h.client(super::config().service_name("conformance")).await;
+    let b = client(h).await;
+    let name = unique("describe-who");
+    let guard = a.lock(&name).unwrap().lock().await.unwrap();
+    let holder_client = || async {
+        match b.describe(&name).await.unwrap() {
+            Description::Lock(info) => info.holders[0].client.clone(),
+            other => panic!("{other:?}"),
+        }
+    };
+    super::eventually(Duration::from_secs(5), "the holder's record", || async {
+        holder_client().await.is_some()
+    })
+    .await;
+    let found = holder_client().await.unwrap();
+    assert_eq!(&found, a.client_info());
+    assert_eq!(found.service.as_deref(), Some("conformance"));
+    assert_eq!(found.pid, std::process::id());
+    guard.unlock().await.unwrap();
+    a.close().await;
+    // A lock of a's (its field, written as Redisson would) no longer finds
+    // a record.
+    let owner = lock_redis::Owner::new(a.id(), 1);
+    let k = key(h, &name);
+    h.hset(&k, &owner.field(), 1, Some(20_000)).await;
+    assert_eq!(holder_client().await, None);
+    b.close().await;
+}

@@ -221,6 +221,7 @@ macro_rules! __conformance_kinds {
                 latch::name_with_its_own_hash_tag_works_or_is_refused,
                 latch::closed_client_rejects_latch_operations,
                 describe::describe_tells_the_layouts_apart,
+                describe::describe_names_each_holders_client,
             ]
         }
     };

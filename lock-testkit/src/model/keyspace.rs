@@ -68,7 +68,10 @@ impl Keyspace {
     /// # Panics
     /// When the store answers [`DUMP`] with something else than its shape.
     pub async fn read(store: &dyn Store, ids: &Ids) -> Self {
-        let keys = store.keys().await;
+        // Client records name each client by its random id and start
+        // time: no two stores agree on them, and they are no kind's state.
+        let mut keys = store.keys().await;
+        keys.retain(|key| !lock_script::clients::is_client_key(key));
         let names: Vec<&str> = keys.iter().map(String::as_str).collect();
         let reply = store.eval(DUMP, &names, &[]).await;
         let ScriptReply::Array(parts) = &reply else {
