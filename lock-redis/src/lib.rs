@@ -226,10 +226,10 @@ pub mod users {
     // reach those through `lock_core` when building a kind or a transport.
     pub use lock_core::telemetry;
     pub use lock_core::{
-        lease_millis, AcquireOptions, ClientConfig, ClientStats, FencedGuard, FencedLock, Guard,
-        Holder, Lock, LockError, LockInfo, LockName, MultiGuard, MultiLock, Owner, PermitId,
-        PollBackoff, RedGuard, RedLock, Result, RetryPolicy, Wait, WaitStrategy, MAX_LEASE,
-        MAX_NAME_LEN, MAX_PERMITS,
+        lease_millis, AcquireOptions, ClientConfig, ClientInfo, ClientStats, FencedGuard,
+        FencedLock, Guard, Holder, Lock, LockError, LockInfo, LockName, MultiGuard, MultiLock,
+        Owner, PermitId, PollBackoff, RedGuard, RedLock, Result, RetryPolicy, Wait, WaitStrategy,
+        MAX_LEASE, MAX_NAME_LEN, MAX_PERMITS,
     };
 }
 
