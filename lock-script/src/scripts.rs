@@ -11,16 +11,22 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
+mod prelude;
+
 /// The helpers shared by the lock scripts that write holds (`common.lua`).
 pub const COMMON_LUA: &str = include_str!("scripts/common.lua");
 
-/// One script: [`COMMON_LUA`], then `parts` in order (a kind's own
+/// One script: the definitions of [`COMMON_LUA`] that `parts` use
+/// (directly or through each other), then `parts` in order (a kind's own
 /// helpers, then the script's body). The one way every kind builds its
 /// scripts, so a helper is written once and put in front of each script
-/// that calls it.
+/// that calls it. Definitions a script does not reach are left out: Redis
+/// would create each function again on every run (see the `prelude`
+/// module).
 pub fn with_common(parts: &[&str]) -> Script {
-    let mut lua = String::from(COMMON_LUA);
-    parts.iter().for_each(|part| lua.push_str(part));
+    let body = parts.concat();
+    let mut lua = prelude::reached(COMMON_LUA, &body);
+    lua.push_str(&body);
     Script::new(&lua)
 }
 

@@ -85,17 +85,25 @@
 --     that cannot be refused (an eviction, a reclaim) before what may grow
 --     memory: call it before that first write, on the paths that grow.
 --
--- Cost. Every EVALSHA runs this whole prelude and each redis.call is a
--- command of its own, so the hot scripts keep both few. Measured on redis
--- 7.0.15 under valgrind (instructions the server spends per acquire+release
--- pair of the reentrant lock, the empty script's cost taken off): a read
--- such as GET or PTTL costs about 3 000, a SET with PX about 13 000, this
--- prelude about 3 500 per script, and Lua formatting a number into a
--- command argument (sprintf "%.14g") about 2 500 — so numbers that come
--- from ARGV are passed on as the ARGV strings (ttl, lease), and record()
--- writes the outcomes 0 and 1 as strings. A pair cost 107 000 with EXISTS
--- and numbers formatted, 89 000 after (10 commands); the raw SET NX +
--- GET/DEL pair of a non-reentrant lock without records needs 3.
+-- Cost. Every EVALSHA runs the script's whole text and each redis.call is
+-- a command of its own, so the hot scripts keep both few. Measured on
+-- redis 7.0.15 with callgrind (instructions inside EVALSHA per
+-- acquire+release pair of the reentrant lock, over a pair of empty
+-- scripts, which itself costs about 31 000): the pair costs about 121 000
+-- in 12 commands (GET TIME PTTL HINCRBY PEXPIRE SET; GET TIME HGET DEL
+-- PUBLISH SET); Redisson 4.x's own pair, without deadlines or acquire
+-- records, about 52 000 in 9. Of ours: each function defined here is a
+-- closure Lua creates again on every run, about 400 each, so a script
+-- gets only the definitions it reaches (with_common in lock-script);
+-- TIME, its arithmetic and the deadline check about 9 000 per script
+-- (tonumber() calls on its strings cost 2 300 more: arithmetic converts
+-- them by itself); a number turned into a command argument about 3 000
+-- by string.format, 2 000 when Lua converts it in redis.call — so numbers
+-- that come from ARGV are passed on as the ARGV strings (ttl, lease), and
+-- record() writes the outcomes 0 and 1 as strings; the acquire record's
+-- GET and SET PX about 21 000 (see "Why a first hold is recorded too" for
+-- why it stays). The raw SET NX + GET/DEL pair of a non-reentrant lock
+-- without records needs 3 commands.
 --
 -- Out of memory. A server at maxmemory with the noeviction policy refuses,
 -- inside a script (these scripts declare no flags, so Redis checks each
@@ -146,11 +154,17 @@
 -- hold ended — released, expired, force-unlocked by us, or deleted by a
 -- Redisson client's forceUnlock() or delete() — and then finds the lock
 -- free: only a key written when the hold was taken survives every one of
--- those ends, so the acquire record stays. (Measured as in "Cost" above,
--- leaving its SET out saves about 13 000 of the 89 000 instructions a pair
--- costs over empty scripts; a release-time tombstone that a late first
--- attempt would read instead takes a GET back in each script, and it still
--- misses expiry and foreign deletes.)
+-- those ends, so the acquire record stays a key of its own. Kept as a
+-- field of the lock hash instead (the GET and the SET PX of "Cost" gone),
+-- it goes with the hash: a late copy then takes the free lock again, a
+-- hold of no guard, or counts one more hold on the owner's newer one
+-- (the checks records::a_late_copy_of_* in lock-testkit fail so). A
+-- release-time tombstone that a late copy would read instead costs a
+-- write again, and still misses expiry and foreign deletes. And a refused
+-- acquisition must be recorded in a key of its own for the same reason:
+-- its late copy, arriving once the owner holds the lock by a newer
+-- request, would count a second hold under that one guard
+-- (records::a_repeated_held_attempt_takes_nothing).
 local function next_token(counter, fenced)
     if fenced ~= '1' then
         return 0
@@ -179,7 +193,9 @@ local store_time_ms = nil
 local function store_now()
     if not store_time_ms then
         local time = redis.call('time')
-        store_time_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+        -- Arithmetic turns TIME's decimal strings into numbers by itself:
+        -- a tonumber() call each would cost more (see "Cost" above).
+        store_time_ms = time[1] * 1000 + math.floor(time[2] / 1000)
     end
     return store_time_ms
 end
@@ -190,7 +206,7 @@ local function recorded(key, deadline)
         return first
     end
     local now = store_now()
-    local left = tonumber(deadline) - now
+    local left = deadline - now
     if left < 0 then
         return error({err = 'STALEREQUEST ' .. string.format('%.0f', now)
             .. ' the request reached the store after its deadline; it did not run and never will'})

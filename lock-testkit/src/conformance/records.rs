@@ -166,3 +166,51 @@ pub async fn repeated_requests_return_their_first_outcome(h: &dyn Harness) {
     assert_eq!(info.hold_count(&other), 1);
     assert_eq!(info.hold_count(&first), 0);
 }
+
+/// A copy of a successful acquisition stuck on the wire (a retry of it took
+/// the lock, and that hold was released since) arrives before the
+/// request's deadline. It must take nothing: the lock is free, and a hold
+/// taken now would belong to no guard. It answers its first outcome.
+pub async fn a_late_copy_of_a_released_acquisition_takes_nothing(h: &dyn Harness) {
+    let a = client(h).await;
+    let kind = kind_of(h, &a);
+    let backend = kind.as_ref();
+    let name = unique("recorded-late-copy");
+    let owner = a.new_owner();
+    let take = acquire(&name, owner);
+    let token = must_acquire(backend, &take).await;
+    assert_eq!(
+        backend.release(&release(&name, owner)).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+
+    assert_eq!(must_acquire(backend, &take).await, token);
+    let info = backend.inspect(&lock_name(&name)).await.unwrap();
+    assert!(!info.is_locked(), "the late copy took the lock: {info:?}");
+}
+
+/// The same late copy arriving once its owner holds the lock again by a
+/// newer request must not count a second hold under the newer guard (whose
+/// release would then leave the lock held by nobody's guard).
+pub async fn a_late_copy_of_an_acquisition_adds_no_hold_to_a_newer_one(h: &dyn Harness) {
+    let a = client(h).await;
+    let kind = kind_of(h, &a);
+    let backend = kind.as_ref();
+    let name = unique("recorded-late-copy-newer");
+    let owner = a.new_owner();
+    let take = acquire(&name, owner);
+    let token = must_acquire(backend, &take).await;
+    assert_eq!(
+        backend.release(&release(&name, owner)).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+    must_acquire(backend, &acquire(&name, owner)).await;
+
+    assert_eq!(must_acquire(backend, &take).await, token);
+    let info = backend.inspect(&lock_name(&name)).await.unwrap();
+    assert_eq!(info.hold_count(&owner), 1, "a second hold under one guard");
+    assert_eq!(
+        backend.release(&release(&name, owner)).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+}

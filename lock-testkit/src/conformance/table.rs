@@ -76,6 +76,8 @@ macro_rules! __conformance_shared {
                 errors::bad_token_counter_fails_before_any_write,
                 records::a_repeated_held_attempt_takes_nothing,
                 records::a_repeated_not_held_release_frees_nothing,
+                records::a_late_copy_of_a_released_acquisition_takes_nothing,
+                records::a_late_copy_of_an_acquisition_adds_no_hold_to_a_newer_one,
                 errors::closed_client_rejects_operations,
                 cancellation::dropped_acquire_leaves_no_lock,
                 cancellation::dropped_unlock_still_releases,
