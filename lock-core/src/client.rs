@@ -30,7 +30,8 @@ use crate::watchdog::Watchdog;
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use lock_core::{ClientConfig, Engine};
+/// # use lock_core::ClientConfig;
+/// # use lock_core::backend::Engine;
 /// # use lock_core::backend::{Connection, ExclusiveKind};
 /// # async fn demo(connection: Arc<dyn Connection>, kind: Arc<dyn ExclusiveKind>) -> lock_core::Result<()> {
 /// let engine = Engine::new(connection, ClientConfig::default())?;
@@ -208,7 +209,8 @@ impl Engine {
     /// re-enters locks the outer code holds.
     ///
     /// ```
-    /// # use lock_core::{Engine, Lock};
+    /// # use lock_core::Lock;
+    /// # use lock_core::backend::Engine;
     /// # async fn demo(client: Engine, lock: Lock) -> lock_core::Result<()> {
     /// // `lock`: a lock of this client, e.g. `client.lock("config")` of its deployment's client
     /// client.scope(async {

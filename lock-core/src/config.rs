@@ -112,7 +112,7 @@ impl RetryPolicy {
     }
 }
 
-/// Configuration of a [`crate::Engine`].
+/// Configuration of a [`crate::backend::Engine`].
 ///
 /// ```
 /// # use std::time::Duration;
@@ -305,7 +305,7 @@ impl ClientConfig {
     /// take at most `command_timeout` (`None`: unknown, only the backoff
     /// is counted). A shorter window would have the last retries of a
     /// request refused as stale.
-    /// [`crate::Engine::new`] calls this with its backend's
+    /// [`crate::backend::Engine::new`] calls this with its backend's
     /// [`crate::backend::Connection::command_timeout`].
     ///
     /// ```

@@ -15,7 +15,7 @@
 //!   abandoned acquisition) is answered "not held", or frees the lock while
 //!   guards of the hold remain;
 //! - the hold's deadline passes, or the watchdog stops
-//!   ([`crate::Engine::close`]) while it keeps the hold alive.
+//!   ([`crate::backend::Engine::close`]) while it keeps the hold alive.
 //!
 //! # Deadlines
 //! An entry knows until when the store keeps its hold at least: the latest

@@ -7,7 +7,7 @@
 //! seams ([`ExclusiveKind`](backend::ExclusiveKind) for every exclusive
 //! lock). This crate turns them into locks:
 //!
-//! - [`Engine`]: one per client; owns the client id, the waiter registry
+//! - [`Engine`](backend::Engine): one per client; owns the client id, the waiter registry
 //!   and the watchdog, shared by every kind's handles. A deployment's
 //!   client (`lock_redis::LockClient`) wraps one and names the kinds.
 //! - [`Lock`]: a named exclusive lock of any [`ExclusiveKind`](backend::ExclusiveKind)
@@ -37,7 +37,8 @@
 //! checks them on every kind and deployment.
 //!
 //! ```
-//! # use lock_core::{ClientConfig, Engine};
+//! # use lock_core::ClientConfig;
+//! # use lock_core::backend::Engine;
 //! # use lock_core::backend::{Connection, ExclusiveKind};
 //! # use std::{sync::Arc, time::Duration};
 //! # async fn demo(connection: Arc<dyn Connection>, kind: Arc<dyn ExclusiveKind>) -> lock_core::Result<()> {
@@ -55,6 +56,7 @@ mod client;
 mod client_info;
 pub mod config;
 mod connection;
+#[doc(hidden)] // Shown in `backend`.
 pub mod counting;
 pub mod error;
 mod fenced_lock;
@@ -82,7 +84,6 @@ mod wait_strategy;
 mod waiter;
 mod watchdog;
 
-pub use client::{Engine, WeakEngine};
 pub use client_info::ClientInfo;
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE, MAX_SERVICE_NAME_LEN};
 pub use error::{LockError, Result};
@@ -110,7 +111,9 @@ pub use wait_strategy::{PollBackoff, WaitStrategy};
 /// permits ([`PermitLeases`](backend::PermitLeases)) for the watchdog to
 /// renew ([`PermitRenewal`](backend::PermitRenewal)).
 pub mod backend {
+    pub use crate::client::{Engine, WeakEngine};
     pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
+    pub use crate::counting;
     pub use crate::held::{run_locked, Held};
     pub use crate::holds::Deadline;
     pub use crate::kind::{

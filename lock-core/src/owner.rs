@@ -30,7 +30,7 @@ pub struct Owner {
 
 impl Owner {
     /// Builds an owner from its parts. Most code gets owners from a client
-    /// ([`crate::Engine::new_owner`]) or a guard ([`crate::Guard::owner`]).
+    /// ([`crate::backend::Engine::new_owner`]) or a guard ([`crate::Guard::owner`]).
     pub fn new(client_id: Uuid, owner_id: u64) -> Self {
         Self {
             client_id,

@@ -16,7 +16,7 @@
 //!   fixed lease ran out;
 //! - this client releases it by id (a release by id),
 //!   or sets a lease the store says it no longer has;
-//! - the watchdog stops ([`crate::Engine::close`]) while it renews it.
+//! - the watchdog stops ([`crate::backend::Engine::close`]) while it renews it.
 //!
 //! Once reported, a loss stays: a renewal landing later does not revive it.
 
@@ -139,7 +139,7 @@ impl PermitHold {
     }
 }
 
-/// Every leased permit of one client's guards ([`crate::Engine::permits`]).
+/// Every leased permit of one client's guards ([`crate::backend::Engine::permits`]).
 pub struct PermitLeases {
     table: Mutex<HashMap<PermitTarget, Arc<PermitHold>>>,
     /// Entries the watchdog renews.

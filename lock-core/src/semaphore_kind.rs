@@ -358,7 +358,7 @@ pub struct PermitTarget {
 
 /// The watchdog's seam for leased permits: renews a batch of them. The
 /// expirable-permit semaphore's kind implements it and registers each
-/// permit a guard holds with the client ([`crate::Engine::permits`]).
+/// permit a guard holds with the client ([`crate::backend::Engine::permits`]).
 #[async_trait]
 pub trait PermitRenewal: Send + Sync + 'static {
     /// Extends the lease of every target permit still taken to at least

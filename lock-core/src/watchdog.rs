@@ -51,7 +51,7 @@
 //!   force-unlocked, deleted);
 //! - renewals keep failing until the lease deadline passes: the store may
 //!   already have expired the lock, so the holder must assume it has; or
-//! - the watchdog stops ([`crate::Engine::close`]): nothing renews the
+//! - the watchdog stops ([`crate::backend::Engine::close`]): nothing renews the
 //!   hold any more.
 //!
 //! After a failed lane renewal the next tick comes sooner (the retry

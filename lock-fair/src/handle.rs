@@ -16,8 +16,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_core::backend::Engine;
 use lock_core::backend::ExclusiveKind;
-use lock_core::{ClientInfo, Engine, Lock, LockInfo, Owner, Result};
+use lock_core::{ClientInfo, Lock, LockInfo, Owner, Result};
 
 use crate::kind::Fair;
 

@@ -24,7 +24,8 @@
 
 use std::sync::Arc;
 
-use lock_core::{Engine, Lock, Result};
+use lock_core::backend::Engine;
+use lock_core::{Lock, Result};
 
 use crate::handle::{FairLock, FairLockInfo};
 use crate::kind::Fair;

@@ -3,7 +3,8 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use lock_core::{ClientConfig, ClientInfo, ClientStats, Engine, FencedLock, Lock, Owner, Result};
+use lock_core::backend::Engine;
+use lock_core::{ClientConfig, ClientInfo, ClientStats, FencedLock, Lock, Owner, Result};
 use lock_fair::{FairLock, HandoffLock};
 use lock_script::{ScriptConnection, ScriptEnv};
 use uuid::Uuid;

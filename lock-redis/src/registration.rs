@@ -16,7 +16,8 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use lock_core::{ClientInfo, Engine};
+use lock_core::backend::Engine;
+use lock_core::ClientInfo;
 use lock_script::clients::ClientRecords;
 use lock_script::ScriptEnv;
 use tokio::task::AbortHandle;
@@ -74,7 +75,7 @@ impl Registration {
 }
 
 struct Refresher {
-    engine: lock_core::WeakEngine,
+    engine: lock_core::backend::WeakEngine,
     id: Uuid,
     info: ClientInfo,
     records: ClientRecords,

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use lock_core::counting;
-use lock_core::{Engine, LockError, LockName, Result};
+use lock_core::backend::counting;
+use lock_core::backend::Engine;
+use lock_core::{LockError, LockName, Result};
 
 use super::{Latch, LatchRequest};
 

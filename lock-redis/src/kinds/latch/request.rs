@@ -14,7 +14,7 @@ pub struct LatchRequest {
     pub request_id: RequestId,
     /// The request's deadline on the store's clock, in milliseconds since
     /// the Unix epoch: the store runs it only before then, and keeps its
-    /// outcome until past then (see [`lock_core::Engine::request_deadline`]).
+    /// outcome until past then (see [`lock_core::backend::Engine::request_deadline`]).
     pub deadline_ms: u64,
 }
 

@@ -40,11 +40,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use lock_core::backend::counting;
+use lock_core::backend::Engine;
 use lock_core::backend::{
     check_change, Deadline, LeaseRelease, PermitRenewal, PermitRequest, PermitTarget,
 };
-use lock_core::counting;
-use lock_core::{lease_millis, Engine, LockError, LockName, PermitId, Result};
+use lock_core::{lease_millis, LockError, LockName, PermitId, Result};
 
 use super::{ExpirablePermit, PermitSemaphore};
 

@@ -31,8 +31,9 @@
 
 use std::sync::Arc;
 
+use lock_core::backend::Engine;
 use lock_core::backend::ExclusiveKind;
-use lock_core::{Engine, Lock, LockName, Result};
+use lock_core::{Lock, LockName, Result};
 
 /// The two sides of the read-write lock kind ([`super::kinds`]): each an [`ExclusiveKind`] over the same
 /// store value, naming different [`ExclusiveKind::hold_side`]s.

@@ -47,9 +47,10 @@ use std::time::Duration;
 
 use futures::FutureExt;
 
+use lock_core::backend::counting::{self, InFlight, Look, WakeReader};
+use lock_core::backend::Engine;
 use lock_core::backend::{check_change, check_permits, PermitRequest};
-use lock_core::counting::{self, InFlight, Look, WakeReader};
-use lock_core::{lease_millis, Engine, LockError, LockName, Result};
+use lock_core::{lease_millis, LockError, LockName, Result};
 
 use super::SemaphoreStore;
 
@@ -446,7 +447,7 @@ pub struct PermitGuard {
     permits: u64,
     armed: bool,
     /// Counts the permits as in flight until a caller owns the guard, so
-    /// [`lock_core::Engine::settle`] cannot slip between an abandoned acquisition
+    /// [`lock_core::backend::Engine::settle`] cannot slip between an abandoned acquisition
     /// and its undoing.
     in_flight: Option<InFlight>,
 }

@@ -13,9 +13,10 @@ use tokio::time::Instant;
 
 use super::super::ExpirablePermit;
 use super::{Leasing, PermitExpirableSemaphore};
+use lock_core::backend::counting::{self, InFlight, Look, WakeReader};
+use lock_core::backend::Engine;
 use lock_core::backend::{check_permits, Deadline, LeaseOutcome, LeasesRelease, LeasesRequest};
-use lock_core::counting::{self, InFlight, Look, WakeReader};
-use lock_core::{Engine, LockError, LockName, PermitId, Result};
+use lock_core::{LockError, LockName, PermitId, Result};
 
 impl PermitExpirableSemaphore {
     /// Takes `n` permits at once, waiting as long as it takes: one guard

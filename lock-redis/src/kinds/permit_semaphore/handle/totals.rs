@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::PermitExpirableSemaphore;
+use lock_core::backend::counting;
 use lock_core::backend::{check_change, PermitCounts, PermitLease};
-use lock_core::counting;
 use lock_core::{LockError, PermitId, Result};
 
 impl PermitExpirableSemaphore {
