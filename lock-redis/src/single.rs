@@ -79,10 +79,11 @@ impl SingleNode {
                 // `rediss://` sentinel URLs make the redis crate speak TLS.
                 #[cfg(feature = "tls")]
                 crate::tls::install_crypto_provider();
-                Endpoint::sentinel(
-                    Master::new(sentinel, config.connection.connect_timeout)?,
+                Endpoint::sentinel(Master::new(
+                    sentinel,
+                    config.connection.connect_timeout,
                     config.connection.credentials.clone(),
-                )
+                )?)
             }
             None => Endpoint::fixed(config.client()?, config.connection.credentials.clone()),
         };
