@@ -351,9 +351,8 @@ async fn a_failover_to_a_master_needing_the_providers_password() {
     use lock_redis::{Credentials, StaticCredentials};
 
     let mut group = blocking(|| SentinelGroup::start_with_password("m4ster"));
-    let config = || {
-        sentinel_config(&group).credentials(StaticCredentials(Credentials::password("m4ster")))
-    };
+    let config =
+        || sentinel_config(&group).credentials(StaticCredentials(Credentials::password("m4ster")));
     let holder = connect(config()).await;
     let waiter = connect(config()).await;
     let guard = holder.lock("moved").unwrap().lock().await.unwrap();

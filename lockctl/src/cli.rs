@@ -60,7 +60,8 @@ pub(crate) struct Cli {
 pub(crate) struct Global {
     /// The Redis server, e.g. redis://user@host:6379/0 (user, port and
     /// database are optional), rediss://… for TLS. The password comes from
-    /// $REDIS_PASSWORD (or the URL): there is no flag for it, as flags
+    /// $REDIS_PASSWORD (the URL's own wins; $REDIS_USERNAME names the
+    /// user when the URL names none): there is no flag for it, as flags
     /// show in `ps`.
     #[arg(
         long,
