@@ -338,9 +338,9 @@ mod tests {
     use super::*;
 
     fn given(user: Option<&str>, password: &str) -> Option<StaticCredentials> {
-        Some(StaticCredentials(Credentials {
-            username: user.map(str::to_owned),
-            password: password.to_owned(),
+        Some(StaticCredentials(match user {
+            Some(user) => Credentials::user(user, password),
+            None => Credentials::password(password),
         }))
     }
 
