@@ -45,16 +45,31 @@ const RWLOCK: &str = "the read-write lock";
 const SEMAPHORES: &str = "the semaphores";
 const PERMITS: &str = "the expirable-permit semaphore";
 
-/// The commands every deployment needs: how scripts run and how waiters
-/// are woken. (The cluster transport adds its own.)
+/// The commands every deployment needs to run scripts and keep its
+/// pub/sub connections alive.
 pub const TRANSPORT: &[Needed] = &[
     needed("EVALSHA", "every kind (scripts run by SHA1)"),
     needed("SCRIPT", "loading the scripts (SCRIPT LOAD)"),
+    needed("PING", "the pub/sub connection's health check"),
+];
+
+/// Unlock notices over classic pub/sub: one server, a Sentinel group's
+/// master, a cluster before Redis 7.
+pub const PUBSUB: &[Needed] = &[
     needed("PUBLISH", "unlock notices, published by the scripts"),
     needed("SUBSCRIBE", "waiters hearing unlock notices"),
     needed("UNSUBSCRIBE", "waiters hearing unlock notices"),
-    needed("PING", "the pub/sub connection's health check"),
 ];
+
+/// Unlock notices over sharded pub/sub (a cluster on Redis 7+).
+pub const SHARDED_PUBSUB: &[Needed] = &[
+    needed("SPUBLISH", "unlock notices, published by the scripts"),
+    needed("SSUBSCRIBE", "waiters hearing unlock notices"),
+    needed("SUNSUBSCRIBE", "waiters hearing unlock notices"),
+];
+
+/// What a cluster adds: reading the slot map.
+pub const CLUSTER: Needed = needed("CLUSTER", "the slot map (CLUSTER SLOTS)");
 
 /// What replica sync adds ([`crate::ConnectionOptions::replica_sync`]).
 pub const REPLICA_SYNC: Needed = needed("WAIT", "replica sync");
@@ -106,7 +121,29 @@ pub const SCRIPTS: &[Needed] = &[
 /// What a single server (or a Sentinel group's master) is checked for:
 /// the transport's commands, the scripts', and `WAIT` with replica sync.
 pub fn single_node(replica_sync: bool) -> Vec<Needed> {
-    let mut all: Vec<Needed> = TRANSPORT.iter().chain(SCRIPTS).copied().collect();
+    let mut all: Vec<Needed> = TRANSPORT
+        .iter()
+        .chain(PUBSUB)
+        .chain(SCRIPTS)
+        .copied()
+        .collect();
+    if replica_sync {
+        all.push(REPLICA_SYNC);
+    }
+    all
+}
+
+/// What each master of a cluster is checked for: as [`single_node`], with
+/// the slot map's command, and sharded pub/sub's commands when `sharded`.
+pub fn cluster(sharded: bool, replica_sync: bool) -> Vec<Needed> {
+    let pubsub = if sharded { SHARDED_PUBSUB } else { PUBSUB };
+    let mut all: Vec<Needed> = TRANSPORT
+        .iter()
+        .chain(pubsub)
+        .chain(SCRIPTS)
+        .copied()
+        .collect();
+    all.push(CLUSTER);
     if replica_sync {
         all.push(REPLICA_SYNC);
     }
@@ -228,6 +265,10 @@ mod tests {
     fn replica_sync_adds_wait() {
         assert!(!single_node(false).contains(&REPLICA_SYNC));
         assert!(single_node(true).contains(&REPLICA_SYNC));
+        assert!(cluster(false, true).contains(&REPLICA_SYNC));
+        let sharded = cluster(true, false);
+        assert!(sharded.contains(&CLUSTER) && sharded.contains(&SHARDED_PUBSUB[0]));
+        assert!(!sharded.contains(&PUBSUB[0]) && !single_node(false).contains(&CLUSTER));
         let cmd = command_info(&[TRANSPORT[0], REPLICA_SYNC]);
         let packed = String::from_utf8_lossy(&cmd.get_packed_command()).into_owned();
         assert!(packed.contains("INFO") && packed.contains("EVALSHA") && packed.contains("WAIT"));

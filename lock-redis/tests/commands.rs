@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use lock_redis::commands::{self, SCRIPTS, TRANSPORT};
+use lock_redis::commands::{self, PUBSUB, SCRIPTS, SHARDED_PUBSUB, TRANSPORT};
 use lock_redis::{ClientConfig, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
 
@@ -158,7 +158,8 @@ fn the_connect_check_checks_what_the_docs_list() {
     let checked: BTreeSet<String> = SCRIPTS.iter().map(|n| n.command.to_owned()).collect();
     let listed: BTreeSet<String> = table.keys().cloned().collect();
     assert_eq!(checked, listed);
-    for need in TRANSPORT.iter().chain([&commands::REPLICA_SYNC]) {
+    let transport = TRANSPORT.iter().chain(PUBSUB).chain(SHARDED_PUBSUB);
+    for need in transport.chain([&commands::REPLICA_SYNC, &commands::CLUSTER]) {
         assert!(
             docs.contains(&format!("| `{}` |", need.command)),
             "docs/commands.md lacks {}",
