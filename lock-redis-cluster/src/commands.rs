@@ -17,9 +17,10 @@ impl Inner {
     /// pub/sub mode `sharded` needs, by `deadline`.
     ///
     /// # Errors
-    /// [`lock_core::LockError::Unsupported`] naming the first master (by address)
-    /// that lacks a command, and each command it lacks; the mapped error
-    /// of a master that failed to answer.
+    /// [`lock_core::LockError::Unsupported`] naming a master (by address)
+    /// that lacks a command, and each command it lacks; a master's error
+    /// that is not retryable (refused credentials). A master that cannot
+    /// be reached is skipped: connecting works in a partial outage.
     pub(crate) async fn check_commands(&self, sharded: bool, deadline: Instant) -> Result<()> {
         let needed = commands::cluster(sharded, self.config.connection.replica_sync.is_some());
         let info = commands::command_info(&needed);
@@ -33,6 +34,17 @@ impl Inner {
             }
         }))
         .await;
-        replies.into_iter().collect::<Result<Vec<()>>>().map(drop)
+        for reply in replies {
+            match reply {
+                // A master that is down (a partial outage, a failover under
+                // way) must not keep the client from the others: its
+                // commands are checked by nothing but its first call.
+                Err(e) if e.is_retryable() => {
+                    tracing::debug!(error = %e, "a master was not checked for the commands the client needs");
+                }
+                other => other?,
+            }
+        }
+        Ok(())
     }
 }

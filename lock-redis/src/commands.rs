@@ -15,8 +15,9 @@
 //! commands an ACL forbids are found by the script loads that come first
 //! (a refused `SCRIPT LOAD`) or by the first call
 //! ([`LockError::Unauthorized`]).
-//! When `COMMAND` itself is forbidden or unknown, the check is skipped
-//! (logged at debug): its absence says nothing about the other commands.
+//! When `COMMAND` itself is forbidden, unknown or answered oddly (a proxy
+//! in front of Redis), the check is skipped (logged at debug): that says
+//! nothing about the other commands.
 //!
 //! The table below is the one `docs/commands.md` shows; a test keeps both
 //! in step with the commands the Lua scripts call.
@@ -165,21 +166,23 @@ pub fn command_info(needed: &[Needed]) -> redis::Cmd {
 ///
 /// # Errors
 /// [`LockError::Unsupported`] naming every command of `needed` the reply
-/// says the server does not know; [`LockError::Protocol`] for a reply that
-/// is not one entry per command. `Ok` when the server refused `COMMAND`
-/// itself (forbidden by ACL, renamed, unknown): the check is skipped. A
-/// connection error is returned as is, for the caller to map.
+/// says the server does not know. `Ok` when the server refused `COMMAND`
+/// itself (forbidden by ACL, renamed, unknown, unsupported by a proxy:
+/// any `ERR` or `NOPERM` reply) or answered it with anything but one
+/// entry per command: the check is skipped. Any other error (the
+/// connection's, `LOADING`, …) is returned as is, for the caller to map.
 pub fn judge(
     needed: &[Needed],
     reply: std::result::Result<Value, RedisError>,
     server: &str,
 ) -> std::result::Result<Result<()>, RedisError> {
     let entries = match reply {
-        Ok(Value::Array(entries)) => entries,
+        Ok(Value::Array(entries)) if entries.len() == needed.len() => entries,
+        // A proxy in front of Redis may answer `COMMAND` its own way:
+        // that says nothing about the commands behind it.
         Ok(other) => {
-            return Ok(Err(LockError::protocol(format!(
-                "COMMAND INFO answered {other:?}"
-            ))))
+            tracing::debug!(reply = ?other, "COMMAND INFO answered oddly: the commands the client needs are not checked");
+            return Ok(Ok(()));
         }
         Err(e) if is_refused_command(&e) => {
             tracing::debug!(error = %e, "COMMAND INFO refused: the commands the client needs are not checked");
@@ -187,13 +190,6 @@ pub fn judge(
         }
         Err(e) => return Err(e),
     };
-    if entries.len() != needed.len() {
-        return Ok(Err(LockError::protocol(format!(
-            "COMMAND INFO answered {} entries for {} commands",
-            entries.len(),
-            needed.len()
-        ))));
-    }
     let missing: Vec<String> = needed
         .iter()
         .zip(&entries)
@@ -214,7 +210,7 @@ pub fn judge(
 /// Whether `err` says the server will not run `COMMAND` itself: an ACL
 /// refusal, or an unknown command (renamed or disabled).
 fn is_refused_command(err: &RedisError) -> bool {
-    err.code() == Some("NOPERM") || is_unknown_command(err)
+    matches!(err.code(), Some("NOPERM" | "ERR"))
 }
 
 /// Whether `err` is the server saying it does not know the command sent.
@@ -251,14 +247,14 @@ mod tests {
     }
 
     #[test]
-    fn a_known_set_passes_and_odd_replies_are_protocol_errors() {
+    fn a_known_set_passes_and_odd_replies_skip_the_check() {
         let needed = [TRANSPORT[0]];
         let known = Value::Array(vec![Value::Array(vec![])]);
         assert!(judge(&needed, Ok(known), "s").unwrap().is_ok());
         let short = judge(&needed, Ok(Value::Array(vec![])), "s").unwrap();
-        assert!(short.unwrap_err().is_protocol());
-        let odd = judge(&needed, Ok(Value::Int(1)), "s").unwrap();
-        assert!(odd.unwrap_err().is_protocol());
+        assert!(short.is_ok());
+        let odd = judge(&needed, Ok(Value::Okay), "s").unwrap();
+        assert!(odd.is_ok());
     }
 
     #[test]
@@ -286,6 +282,7 @@ mod tests {
                 "ERR",
                 "unknown command 'COMMAND', with args beginning with: 'INFO'",
             ),
+            ("ERR", "unsupported command 'command'"),
         ] {
             let reply = Err(server_error(code, detail));
             assert!(
