@@ -12,6 +12,10 @@ mod docs_index {}
 mod docs_acl {}
 
 #[cfg(doctest)]
+#[doc = include_str!("../../docs/commands.md")]
+mod docs_commands {}
+
+#[cfg(doctest)]
 #[doc = include_str!("../../docs/configuration.md")]
 mod docs_configuration {}
 

@@ -156,6 +156,16 @@ pub enum LockError {
         message: String,
     },
 
+    /// The server does not know a command the client needs: disabled or
+    /// renamed (`rename-command EVALSHA ""`, as hosted Redis services do).
+    /// The message names each missing command and what needs it. Not
+    /// retryable: the server's configuration has to change.
+    #[error("lock backend lacks commands the client needs: {message}")]
+    Unsupported {
+        /// Which commands, and what needs them.
+        message: String,
+    },
+
     /// A TLS handshake failed over a certificate: the server's certificate
     /// is not signed by a trusted authority or does not name the server, or
     /// the server refused our client certificate (or its absence). The
@@ -328,6 +338,12 @@ impl LockError {
         matches!(self, Self::Tls { .. })
     }
 
+    /// Whether the server lacks a command the client needs
+    /// ([`LockError::Unsupported`]).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Self::Unsupported { .. })
+    }
+
     /// Whether the store was out of memory and refused the write.
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, Self::OutOfMemory { .. })
@@ -442,6 +458,9 @@ mod tests {
             LockError::Tls {
                 message: "bad certificate".into(),
             },
+            LockError::Unsupported {
+                message: "EVALSHA".into(),
+            },
         ]
     }
 
@@ -463,6 +482,7 @@ mod tests {
             LockError::StaleRequest { .. } => LockError::is_stale_request,
             LockError::Unauthorized { .. } => LockError::is_unauthorized,
             LockError::Tls { .. } => LockError::is_tls,
+            LockError::Unsupported { .. } => LockError::is_unsupported,
         }
     }
 

@@ -139,6 +139,7 @@
 //! never go to replicas.
 #![deny(missing_docs)]
 
+mod commands;
 pub mod config;
 mod nodes;
 mod pubsub;

@@ -148,13 +148,30 @@ impl Nodes {
         cmd: &redis::Cmd,
         deadline: Instant,
     ) -> Result<Value> {
+        self.query_raw(addr, cmd, deadline)
+            .await?
+            .map_err(|e| from_redis(&e, ""))
+    }
+
+    /// As [`Nodes::query`], with the server's reply unmapped (for a caller
+    /// that reads some errors as answers): the outer error is the
+    /// connection's or the deadline's.
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::get`], or a retryable timeout.
+    pub(crate) async fn query_raw(
+        &self,
+        addr: &Addr,
+        cmd: &redis::Cmd,
+        deadline: Instant,
+    ) -> Result<redis::RedisResult<Value>> {
         let set = self.get(addr)?;
         let mut lease = set.get(deadline).await?;
         match timeout_at(deadline, cmd.query_async::<Value>(lease.conn())).await {
-            Ok(Ok(value)) => Ok(value),
+            Ok(Ok(value)) => Ok(Ok(value)),
             Ok(Err(e)) => {
                 set.report(&lease, &e);
-                Err(from_redis(&e, ""))
+                Ok(Err(e))
             }
             Err(_) => {
                 set.report_no_reply(&lease);

@@ -104,13 +104,14 @@ impl ClusterTransport {
         });
         if !config.connection.lazy_connect {
             let deadline = Instant::now() + config.connection.command_timeout;
-            inner.start(deadline).await?;
+            let sharded = inner.start(deadline).await?;
             if !inner.topology.map().is_complete() {
                 return Err(LockError::unavailable(
                     "the cluster does not serve every hash slot (CLUSTERDOWN)",
                     None,
                 ));
             }
+            inner.check_commands(sharded, deadline).await?;
         }
         let pubsub = ShardPubSub::spawn(inner.clone())?;
         Ok(Self { inner, pubsub })

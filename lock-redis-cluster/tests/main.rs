@@ -15,6 +15,7 @@
 
 mod acl;
 mod broken_connections;
+mod commands;
 mod common;
 mod config_files;
 mod credentials;

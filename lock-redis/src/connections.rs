@@ -572,8 +572,8 @@ mod tests {
             .command_timeout(Duration::from_secs(2))
             .connect_timeout(Duration::from_secs(2));
         let sentinel = SentinelConfig::new(group.sentinel_urls(), SENTINEL_MASTER_NAME);
-        let master = Master::new(&sentinel, config.connection.connect_timeout).unwrap();
-        let set = ConnectionSet::to_endpoint(Endpoint::sentinel(master, None), &config);
+        let master = Master::new(&sentinel, config.connection.connect_timeout, None).unwrap();
+        let set = ConnectionSet::to_endpoint(Endpoint::sentinel(master), &config);
         assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
 
         // Demote the master behind the sentinels' back.

@@ -160,6 +160,7 @@
 extern crate self as lock_redis;
 
 mod client;
+pub mod commands;
 pub mod config;
 pub mod credentials;
 #[cfg(feature = "serde")]
@@ -257,7 +258,10 @@ use std::sync::Arc;
 /// [`LockError::InvalidArgument`] for a bad configuration (before any I/O);
 /// a retryable error when the server cannot be reached within the connect
 /// timeout (unless [`RedisConfig::lazy_connect`]); [`LockError::Unauthorized`]
-/// for rejected credentials or a failing credentials provider.
+/// for rejected credentials or a failing credentials provider;
+/// [`LockError::Unsupported`] when the server does not know a command the
+/// client needs (renamed or disabled; see [`commands`]). A lazy connect
+/// checks none of these.
 ///
 /// # Cancel safety
 /// Dropping the future before it resolves closes what it opened.
@@ -282,7 +286,8 @@ pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
     redis.validate()?;
     let transport = Arc::new(SingleNode::new(redis)?);
     if !redis.connection.lazy_connect {
-        transport.check(&kinds::scripts()).await?;
+        let needed = commands::single_node(redis.connection.replica_sync.is_some());
+        transport.check(&needed, &kinds::scripts()).await?;
     }
     Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.connection.replica_sync))
 }

@@ -231,7 +231,9 @@ macro_rules! connection_setters {
             /// fail with retryable errors while the servers are down, and a
             /// waiting acquisition waits it out. What fails at connect
             /// without it (wrong credentials, a server that refuses a
-            /// command) fails at the first call instead.
+            /// command or lacks one: the command check of
+            /// [`commands`](lock_redis::commands) is not run) fails at the
+            /// first call instead.
             ///
             /// For a service that must start during an outage, and for the
             /// members of a [`RedLock`](lock_redis::RedLock), which must

@@ -79,10 +79,11 @@ impl SingleNode {
                 // `rediss://` sentinel URLs make the redis crate speak TLS.
                 #[cfg(feature = "tls")]
                 crate::tls::install_crypto_provider();
-                Endpoint::sentinel(
-                    Master::new(sentinel, config.connection.connect_timeout)?,
+                Endpoint::sentinel(Master::new(
+                    sentinel,
+                    config.connection.connect_timeout,
                     config.connection.credentials.clone(),
-                )
+                )?)
             }
             None => Endpoint::fixed(config.client()?, config.connection.credentials.clone()),
         };
@@ -99,18 +100,24 @@ impl SingleNode {
         })
     }
 
-    /// Checks that the server answers, and loads `scripts` (every kind's,
-    /// as the registration of kinds gives them) so the first calls need no
-    /// `NOSCRIPT` round trip.
+    /// Checks that the server answers and knows the `needed` commands (one
+    /// `COMMAND INFO` round trip; see [`crate::commands`]), and loads
+    /// `scripts` (every kind's, as the registration of kinds gives them)
+    /// so the first calls need no `NOSCRIPT` round trip.
     ///
     /// # Errors
     /// A retryable error when the server cannot be reached in time;
-    /// [`LockError::InvalidArgument`] when it rejects the credentials;
-    /// [`LockError::Closed`] after [`Transport::close`].
+    /// [`LockError::Unauthorized`] when it rejects the credentials;
+    /// [`LockError::Unsupported`] naming the needed commands it does not
+    /// know; [`LockError::Closed`] after [`Transport::close`].
     ///
     /// # Cancel safety
     /// Safe to drop at any point; nothing is changed but the script cache.
-    pub async fn check(&self, scripts: &[&redis::Script]) -> Result<()> {
+    pub async fn check(
+        &self,
+        needed: &[crate::commands::Needed],
+        scripts: &[&redis::Script],
+    ) -> Result<()> {
         let deadline = Instant::now() + self.command_timeout;
         let mut lease = self.connections.get(deadline).await?;
         let conn = lease.conn();
@@ -120,8 +127,27 @@ impl SingleNode {
             }
             Ok::<_, redis::RedisError>(())
         };
-        let result = timeout_at(deadline, load_all).await;
-        self.finish(&lease, result, "", "connection check")
+        // Scripts first: an unauthenticated connection gets `NOAUTH` for
+        // them, while Redis drops it for a long `COMMAND INFO` (more than
+        // ten arguments before `AUTH` is a protocol error).
+        let loaded = timeout_at(deadline, load_all).await;
+        let script_unknown =
+            matches!(&loaded, Ok(Err(e)) if crate::commands::is_unknown_command(e));
+        let loaded = self.finish(&lease, loaded, "", "connection check");
+        if loaded.is_err() && !script_unknown {
+            return loaded;
+        }
+        // Loaded, or `SCRIPT` itself unknown: the check names what is
+        // missing, `SCRIPT` included.
+        let conn = lease.conn();
+        let info = crate::commands::command_info(needed);
+        let known = timeout_at(deadline, async {
+            let reply = info.query_async::<Value>(&mut *conn).await;
+            crate::commands::judge(needed, reply, "the server")
+        })
+        .await;
+        self.finish(&lease, known, "", "command check")??;
+        loaded
     }
 
     fn ensure_open(&self) -> Result<()> {

@@ -14,6 +14,7 @@
 //! the `[[test]]` targets at the end of Cargo.toml.
 
 mod acl;
+mod commands;
 mod common;
 mod config_files;
 mod config_from_redis;

@@ -341,3 +341,41 @@ async fn the_master_password_is_used_and_a_wrong_one_is_not_retried() {
     guard.unlock().await.unwrap();
     client.close().await;
 }
+
+/// A master whose password comes from a credentials provider: the lookup
+/// that follows `+switch-master` asks the provider too, so the waiter's
+/// subscription moves to the promoted replica and the waiter is woken
+/// there; a new lock works after the failover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failover_to_a_master_needing_the_providers_password() {
+    use lock_redis::{Credentials, StaticCredentials};
+
+    let mut group = blocking(|| SentinelGroup::start_with_password("m4ster"));
+    let config =
+        || sentinel_config(&group).credentials(StaticCredentials(Credentials::password("m4ster")));
+    let holder = connect(config()).await;
+    let waiter = connect(config()).await;
+    let guard = holder.lock("moved").unwrap().lock().await.unwrap();
+    let waiting = tokio::spawn({
+        let lock = waiter.lock("moved").unwrap();
+        async move { lock.lock().await }
+    });
+    wait_for_subscriber(group.master(), "moved").await;
+    blocking(|| {
+        group.wait_replica_synced();
+        group.failover();
+    });
+    wait_for_subscriber(group.master(), "moved").await;
+    guard.unlock().await.expect("unlock on the new master");
+    let taken = timeout(HAND_OVER, waiting)
+        .await
+        .expect("the waiter was woken on the new master")
+        .unwrap()
+        .unwrap();
+    taken.unlock().await.unwrap();
+    let again = holder.lock("after").unwrap().lock().await.unwrap();
+    assert_eq!(group.master().cmd(&["HLEN", "after"]), Value::Int(1));
+    again.unlock().await.unwrap();
+    holder.close().await;
+    waiter.close().await;
+}

@@ -35,6 +35,8 @@ Exit codes:
           hold: lock lost while held
   77      Redis refused the credentials (user, password) or a permission
           (ACL), or a TLS certificate was refused (server's or ours)
+  78      Redis does not know a command the lock needs (disabled or
+          renamed with rename-command)
   126/127 run: command not executable / not found
   128+N   run: the command died by signal N";
 
@@ -60,7 +62,8 @@ pub(crate) struct Cli {
 pub(crate) struct Global {
     /// The Redis server, e.g. redis://user@host:6379/0 (user, port and
     /// database are optional), rediss://… for TLS. The password comes from
-    /// $REDIS_PASSWORD (or the URL): there is no flag for it, as flags
+    /// $REDIS_PASSWORD (the URL's own wins; $REDIS_USERNAME names the
+    /// user when the URL names none): there is no flag for it, as flags
     /// show in `ps`.
     #[arg(
         long,
@@ -396,7 +399,7 @@ pub(crate) struct LockArgs {
 
     /// Exit with N instead of 75 when the lock is not acquired (within
     /// --wait, or not confirmed by --replica-sync): flock's -E. N is 1 to
-    /// 125 and none of lockctl's other codes (64, 65, 69, 70, 76, 77), so
+    /// 125 and none of lockctl's other codes (64, 65, 69, 70, 76, 77, 78), so
     /// that it still says "not acquired"; run's CMD, whose exit code is
     /// passed through, may of course exit with anything.
     #[arg(

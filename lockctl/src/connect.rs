@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, LockClient, LockError};
-use lock_redis::{RedisConfig, TlsOptions};
+use lock_redis::{Credentials, RedisConfig, StaticCredentials, TlsOptions};
 use lock_redis_cluster::ClusterConfig;
 use tokio::time::Instant;
 
@@ -30,8 +30,13 @@ const RECONNECT_BACKOFF: Duration = Duration::from_millis(100);
 const RECONNECT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// Where the password comes from when the URL carries none: never a flag,
-/// whose value any user can read in `ps`.
+/// whose value any user can read in `ps`. Given to the library as
+/// credentials, never pasted into the URL, so no URL (and no error naming
+/// one) ever holds it.
 const PASSWORD_VAR: &str = "REDIS_PASSWORD";
+
+/// The ACL user that goes with `$REDIS_PASSWORD` when the URL names none.
+const USERNAME_VAR: &str = "REDIS_USERNAME";
 
 /// Connects a client (it serves every lock kind; commands pick the handle)
 /// to the server the global options name.
@@ -169,10 +174,8 @@ fn sentinel(global: &Global, master: &str) -> Result<RedisConfig, Failure> {
     }
     // The password is the master's (the sentinels' own, if any, goes in
     // their URLs).
-    if let Ok(password) = std::env::var(PASSWORD_VAR)
-        && !password.is_empty()
-    {
-        redis = redis.sentinel_master_auth(None, password);
+    if let Some(credentials) = env_credentials(None) {
+        redis = redis.credentials(credentials);
     }
     if let Err(e) = redis.validate() {
         return Err(Failure::lock("bad --sentinel or --master", &e));
@@ -182,13 +185,7 @@ fn sentinel(global: &Global, master: &str) -> Result<RedisConfig, Failure> {
 
 /// A Redis Cluster, from `--cluster`.
 fn cluster(global: &Global) -> Result<ClusterConfig, Failure> {
-    let seeds = global
-        .cluster
-        .iter()
-        .map(|url| with_password(url))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Failure::lock("bad --cluster", &e))?;
-    let mut cluster = ClusterConfig::new(seeds)
+    let mut cluster = ClusterConfig::new(global.cluster.iter().cloned())
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
@@ -198,6 +195,12 @@ fn cluster(global: &Global) -> Result<ClusterConfig, Failure> {
     }
     if let Some(replicas) = global.replica_sync {
         cluster = cluster.replica_sync(replicas, global.replica_sync_timeout);
+    }
+    // Every node is reached with the same credentials: a seed URL's own
+    // password wins, as with --url (the first seed names the user).
+    let seed = global.cluster.first().map(|url| url_credentials(url));
+    if let Some(credentials) = seed.and_then(env_credentials) {
+        cluster = cluster.credentials(credentials);
     }
     if let Err(e) = cluster.validate() {
         return Err(Failure::lock("bad --cluster", &e));
@@ -211,7 +214,6 @@ fn cluster(global: &Global) -> Result<ClusterConfig, Failure> {
 /// that is down is no error when connecting. With the server's name for
 /// errors (see [`Target::Node`]).
 fn node(global: &Global, url: &str, lazy: bool) -> Result<(RedisConfig, String), Failure> {
-    let url = with_password(url).map_err(|e| Failure::lock("bad --url", &e))?;
     let mut redis = RedisConfig::new(url)
         .key_prefix(global.prefix.as_str())
         .connect_timeout(CONNECT_TIMEOUT)
@@ -231,7 +233,14 @@ fn node(global: &Global, url: &str, lazy: bool) -> Result<(RedisConfig, String),
     // Name the server in errors by address only: the URL may hold a
     // password.
     let server = match redis.connection_info() {
-        Ok(info) => format!("Redis at {}", info.addr()),
+        Ok(info) => {
+            let settings = info.redis_settings();
+            let own = (settings.username().is_some(), settings.password().is_some());
+            if let Some(credentials) = env_credentials(Some(own)) {
+                redis = redis.credentials(credentials);
+            }
+            format!("Redis at {}", info.addr())
+        }
         Err(e) => return Err(Failure::lock("bad --url", &e)),
     };
     Ok((redis, server))
@@ -255,32 +264,42 @@ fn tls(global: &Global) -> Result<Option<TlsOptions>, Failure> {
     .map_err(|e| Failure::lock("bad --tls-* option", &e))
 }
 
-/// `url` with the password of `$REDIS_PASSWORD` when the URL carries none
-/// (the user named in the URL, if any, is kept).
-///
-/// # Errors
-/// [`LockError::InvalidArgument`] for a URL that cannot hold a password.
-fn with_password(url: &str) -> Result<String, LockError> {
-    match std::env::var(PASSWORD_VAR) {
-        Ok(password) if !password.is_empty() => put_password(url, &password),
-        _ => Ok(url.to_owned()),
-    }
+/// Whether `url` names a user and carries a password, as far as it
+/// parses (a URL that does not is reported by the configuration's check).
+fn url_credentials(url: &str) -> Option<(bool, bool)> {
+    let info = RedisConfig::new(url).connection_info().ok()?;
+    let settings = info.redis_settings();
+    Some((settings.username().is_some(), settings.password().is_some()))
 }
 
-fn put_password(url: &str, password: &str) -> Result<String, LockError> {
-    // Not a URL at all: leave it to the URL check to name the problem.
-    let Ok(mut parsed) = url::Url::parse(url) else {
-        return Ok(url.to_owned());
-    };
-    if parsed.password().is_some() {
-        return Ok(url.to_owned());
+/// The credentials of `$REDIS_PASSWORD` (and `$REDIS_USERNAME`), unless
+/// the URL carries a password of its own, which wins: `url` says whether
+/// the URL names a user and carries a password (`None`: there is no URL,
+/// as for a Sentinel group's master). The URL's user wins over
+/// `$REDIS_USERNAME`.
+fn env_credentials(url: Option<(bool, bool)>) -> Option<StaticCredentials> {
+    credentials_from(
+        url,
+        std::env::var(PASSWORD_VAR).ok(),
+        std::env::var(USERNAME_VAR).ok(),
+    )
+}
+
+fn credentials_from(
+    url: Option<(bool, bool)>,
+    password: Option<String>,
+    username: Option<String>,
+) -> Option<StaticCredentials> {
+    let (has_user, has_password) = url.unwrap_or((false, false));
+    let password = password.filter(|p| !p.is_empty())?;
+    if has_password {
+        return None;
     }
-    parsed.set_password(Some(password)).map_err(|()| {
-        LockError::invalid(format!(
-            "${PASSWORD_VAR} is set, but the URL cannot carry a password"
-        ))
-    })?;
-    Ok(parsed.into())
+    let credentials = match username.filter(|u| !u.is_empty() && !has_user) {
+        Some(user) => Credentials::user(user, password),
+        None => Credentials::password(password),
+    };
+    Some(StaticCredentials(credentials))
 }
 
 /// One client per `--redlock` server (each with the global prefix and
@@ -324,30 +343,40 @@ pub(crate) fn unreachable_or(server: &str, err: &LockError) -> Failure {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_password_goes_into_a_url_without_one() {
-        assert_eq!(
-            put_password("redis://127.0.0.1:6379", "s3cret").unwrap(),
-            "redis://:s3cret@127.0.0.1:6379"
-        );
-        assert_eq!(
-            put_password("rediss://locker@10.0.0.5:6380/2", "p@ss word").unwrap(),
-            "rediss://locker:p%40ss%20word@10.0.0.5:6380/2"
-        );
-        // The URL's own password wins.
-        assert_eq!(
-            put_password("redis://:mine@h:1/", "env").unwrap(),
-            "redis://:mine@h:1/"
-        );
-        // Not a URL: left for the URL check to report.
-        assert_eq!(put_password("not a url", "x").unwrap(), "not a url");
+    fn given(user: Option<&str>, password: &str) -> Option<StaticCredentials> {
+        Some(StaticCredentials(match user {
+            Some(user) => Credentials::user(user, password),
+            None => Credentials::password(password),
+        }))
     }
 
     #[test]
-    fn an_encoded_password_reaches_redis_decoded() {
-        let url = put_password("redis://locker@127.0.0.1:1/", "p@ss:w/rd%").unwrap();
-        let info = RedisConfig::new(url).connection_info().unwrap();
-        assert_eq!(info.redis_settings().password(), Some("p@ss:w/rd%"));
-        assert_eq!(info.redis_settings().username(), Some("locker"));
+    fn the_urls_password_wins_and_its_user_too() {
+        let env = |url| credentials_from(url, Some("env".into()), Some("envuser".into()));
+        assert_eq!(env(Some((false, false))), given(Some("envuser"), "env"));
+        assert_eq!(env(None), given(Some("envuser"), "env"));
+        // The URL's user is kept: the credentials name none.
+        assert_eq!(env(Some((true, false))), given(None, "env"));
+        assert_eq!(env(Some((true, true))), None);
+        assert_eq!(env(Some((false, true))), None);
+    }
+
+    #[test]
+    fn empty_variables_are_unset() {
+        assert_eq!(credentials_from(None, Some(String::new()), None), None);
+        assert_eq!(credentials_from(None, None, Some("u".into())), None);
+        assert_eq!(
+            credentials_from(None, Some("pw".into()), Some(String::new())),
+            given(None, "pw")
+        );
+    }
+
+    #[test]
+    fn what_a_url_carries() {
+        assert_eq!(url_credentials("redis://u:p@h:1/"), Some((true, true)));
+        assert_eq!(url_credentials("redis://:p@h:1/"), Some((false, true)));
+        assert_eq!(url_credentials("redis://u@h:1/"), Some((true, false)));
+        assert_eq!(url_credentials("redis://h:1/"), Some((false, false)));
+        assert_eq!(url_credentials("not a url"), None);
     }
 }

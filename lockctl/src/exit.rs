@@ -34,6 +34,9 @@ pub(crate) const LOST: u8 = 76;
 /// or a TLS certificate was refused, the server's by us or ours by the
 /// server (`EX_NOPERM`).
 pub(crate) const NO_PERMISSION: u8 = 77;
+/// The server lacks a command lockctl needs: disabled or renamed
+/// (`EX_CONFIG`: the server's configuration has to change).
+pub(crate) const CONFIG: u8 = 78;
 /// `run`: the command exists but could not be executed (as a shell).
 pub(crate) const CANNOT_EXECUTE: u8 = 126;
 /// `run`: the command was not found (as a shell).
@@ -41,8 +44,15 @@ pub(crate) const NOT_FOUND: u8 = 127;
 
 /// The codes lockctl gives a meaning other than "not acquired" below 126
 /// (from 126 on, every code is the shell's).
-pub(crate) const OTHER_MEANINGS: [u8; 6] =
-    [USAGE, DATA, UNAVAILABLE, SOFTWARE, LOST, NO_PERMISSION];
+pub(crate) const OTHER_MEANINGS: [u8; 7] = [
+    USAGE,
+    DATA,
+    UNAVAILABLE,
+    SOFTWARE,
+    LOST,
+    NO_PERMISSION,
+    CONFIG,
+];
 
 /// Whether `code` may stand for "not acquired" (`run -E`): 1 to 125 and
 /// none of [`OTHER_MEANINGS`]. Not 0 (success), and not from 126 on: those
@@ -125,6 +135,7 @@ fn code_of(err: &LockError) -> u8 {
         LockError::NotReplicated { .. } => NOT_ACQUIRED,
         LockError::LockLost { .. } => LOST,
         LockError::Unauthorized { .. } | LockError::Tls { .. } => NO_PERMISSION,
+        LockError::Unsupported { .. } => CONFIG,
         _ => SOFTWARE,
     }
 }
@@ -183,6 +194,13 @@ mod tests {
             .code,
             NO_PERMISSION
         );
+        assert_eq!(
+            Failure::from(LockError::Unsupported {
+                message: "EVALSHA".into()
+            })
+            .code,
+            CONFIG
+        );
         assert_eq!(Failure::from(LockError::protocol("?")).code, SOFTWARE);
         assert_eq!(Failure::from(LockError::Closed).code, SOFTWARE);
     }
@@ -211,10 +229,10 @@ mod tests {
     #[test]
     fn conflict_codes_mean_nothing_else() {
         assert!(is_free_for_conflicts(NOT_ACQUIRED));
-        for free in [1, 2, 63, 66, 68, 71, 74, 78, 125] {
+        for free in [1, 2, 63, 66, 68, 71, 74, 79, 125] {
             assert!(is_free_for_conflicts(free), "{free}");
         }
-        for taken in [0, 64, 65, 69, 70, 76, 77, 126, 127, 128, 143, 255] {
+        for taken in [0, 64, 65, 69, 70, 76, 77, 78, 126, 127, 128, 143, 255] {
             assert!(!is_free_for_conflicts(taken), "{taken}");
         }
     }

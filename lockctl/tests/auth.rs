@@ -100,3 +100,92 @@ fn a_channel_the_script_may_not_publish_to_exits_77() {
     assert_eq!(code(output.status), 77, "{output:?}");
     assert!(one_error_line(&output).contains("channel"), "{output:?}");
 }
+
+/// `$REDIS_PASSWORD` is given to the library as credentials, not written
+/// into the URL: a Unix socket URL, which has no place for a password,
+/// takes it too.
+#[test]
+fn a_unix_socket_takes_the_password_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("redis.sock");
+    let socket = socket.to_str().unwrap();
+    let _server = RedisServer::builder()
+        .password("s0cket")
+        .arg("--unixsocket")
+        .arg(socket)
+        .start();
+    let url = format!("redis+unix://{socket}");
+    let ok = lockctl(&url)
+        .env("REDIS_PASSWORD", "s0cket")
+        .args(["run", "job", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(ok.status), 0, "{ok:?}");
+}
+
+/// A URL the library refuses is named as given: the password of the
+/// environment is in no URL, so not even a redacted `***` of it shows.
+#[test]
+fn a_bad_url_is_named_without_the_environments_password() {
+    let output = lockctl("redis://127.0.0.1:6379/notadb")
+        .env("REDIS_PASSWORD", "s3cret")
+        .args(["status", "job"])
+        .output()
+        .unwrap();
+    assert_eq!(code(output.status), 64, "{output:?}");
+    let line = one_error_line(&output);
+    assert!(line.contains("\"redis://127.0.0.1:6379/notadb\""), "{line}");
+    assert!(!line.contains("***") && !line.contains("s3cret"), "{line}");
+}
+
+/// `$REDIS_USERNAME` names the ACL user when the URL names none; the URL's
+/// own password wins over `$REDIS_PASSWORD`.
+#[test]
+fn the_user_may_come_from_redis_username_and_the_urls_password_wins() {
+    let server = RedisServer::builder().password("s3cret").start();
+    server.cmd(&[
+        "ACL", "SETUSER", "locker", "on", ">l0cker", "~*", "&*", "+@all",
+    ]);
+    let url = format!("redis://127.0.0.1:{}/", server.port());
+    let as_locker = lockctl(&url)
+        .env("REDIS_USERNAME", "locker")
+        .env("REDIS_PASSWORD", "l0cker")
+        .args(["run", "job", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(as_locker.status), 0, "{as_locker:?}");
+    let clients = format!("{:?}", server.cmd(&["ACL", "LOG"]));
+    assert!(!clients.contains("locker"), "no refused attempt: {clients}");
+
+    let own = format!("redis://:s3cret@127.0.0.1:{}/", server.port());
+    let ok = lockctl(&own)
+        .env("REDIS_PASSWORD", "wrong")
+        .args(["status", "job"])
+        .output()
+        .unwrap();
+    assert_eq!(code(ok.status), 0, "{ok:?}");
+}
+
+/// Every `--redlock` server gets the password of the environment.
+#[test]
+fn redlock_servers_take_the_password_from_the_environment() {
+    let servers: Vec<_> = (0..3)
+        .map(|_| RedisServer::builder().password("r3d").start())
+        .collect();
+    let urls: Vec<_> = servers
+        .iter()
+        .map(|s| format!("redis://127.0.0.1:{}/", s.port()))
+        .collect();
+    let output = lockctl_bare()
+        .env("REDIS_PASSWORD", "r3d")
+        .args(["run", "job", "--redlock", &urls.join(","), "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(code(output.status), 0, "{output:?}");
+    let wrong = lockctl_bare()
+        .env("REDIS_PASSWORD", "wrong")
+        .args(["run", "job", "--redlock", &urls.join(","), "--", "true"])
+        .output()
+        .unwrap();
+    assert_ne!(code(wrong.status), 0, "{wrong:?}");
+}

@@ -181,7 +181,7 @@ fn conflict_exit_code_replaces_75() {
 }
 
 /// N must not be 0 (success), nor a code lockctl gives another meaning
-/// (64, 65, 69, 70, 76, 77), nor 126 and up (the shell's): usage errors.
+/// (64, 65, 69, 70, 76, 77, 78), nor 126 and up (the shell's): usage errors.
 #[test]
 fn conflict_exit_codes_that_mean_something_else_are_refused() {
     for n in [
@@ -237,7 +237,7 @@ fn help_lists_exit_codes_in_numeric_order() {
             codes.windows(2).all(|pair| pair[0] < pair[1]),
             "{args:?}: {codes:?} in {table}"
         );
-        for code in [0, 64, 65, 69, 70, 75, 76, 77, 126, 128] {
+        for code in [0, 64, 65, 69, 70, 75, 76, 77, 78, 126, 128] {
             assert!(codes.contains(&code), "{args:?}: {code} missing in {table}");
         }
     }

@@ -139,3 +139,17 @@ fn help_and_version_exit_0() {
         "{help}"
     );
 }
+
+/// A server that disabled a command the locks need: exit 78, naming it.
+#[test]
+fn a_server_without_a_needed_command_exits_78() {
+    let server = RedisServer::builder()
+        .arg("--rename-command")
+        .arg("EVALSHA")
+        .arg("")
+        .start();
+    let output = run(&server.url(), &["run", "job", "--", "true"]);
+    assert_eq!(code(output.status), 78, "{output:?}");
+    let line = one_error_line(&output);
+    assert!(line.contains("EVALSHA"), "{line}");
+}

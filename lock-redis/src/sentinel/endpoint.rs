@@ -15,8 +15,9 @@ use crate::credentials::{self, CredentialsProvider};
 #[derive(Clone)]
 pub(crate) struct Endpoint {
     server: Server,
-    /// Asked at every connect, when set: the one place every connection
-    /// (command and pub/sub) gets rotating credentials.
+    /// Asked at every connect to a fixed server, when set: the one place
+    /// every connection (command and pub/sub) gets rotating credentials.
+    /// A Sentinel group's [`Master`] holds its own, for its lookups.
     credentials: Option<Arc<dyn CredentialsProvider>>,
 }
 
@@ -38,14 +39,12 @@ impl Endpoint {
         }
     }
 
-    /// The master of a Sentinel group.
-    pub(crate) fn sentinel(
-        master: Arc<Master>,
-        credentials: Option<Arc<dyn CredentialsProvider>>,
-    ) -> Self {
+    /// The master of a Sentinel group (which holds the master's
+    /// credentials provider, if any: its lookups need it too).
+    pub(crate) fn sentinel(master: Arc<Master>) -> Self {
         Self {
             server: Server::Sentinel(master),
-            credentials,
+            credentials: None,
         }
     }
 
@@ -53,13 +52,19 @@ impl Endpoint {
     /// with fresh credentials when a provider is set, and the
     /// [generation](Endpoint::generation) it belongs to.
     pub(crate) async fn client(&self, deadline: Instant) -> Result<(Client, u64)> {
-        let fresh = match &self.credentials {
-            Some(provider) => Some(credentials::fetch(provider, deadline).await?),
-            None => None,
-        };
-        let (client, generation) = match &self.server {
-            Server::Fixed(client) => (Client::clone(client), 0),
-            Server::Sentinel(master) => master.client(deadline, fresh.as_ref()).await?,
+        let (client, generation, fresh) = match &self.server {
+            Server::Fixed(client) => {
+                let fresh = match &self.credentials {
+                    Some(provider) => Some(credentials::fetch(provider, deadline).await?),
+                    None => None,
+                };
+                (Client::clone(client), 0, fresh)
+            }
+            Server::Sentinel(master) => {
+                let fresh = master.fresh_credentials(deadline).await?;
+                let (client, generation) = master.client(deadline, fresh.as_ref()).await?;
+                (client, generation, fresh)
+            }
         };
         match fresh {
             Some(fresh) => Ok((credentials::apply(&client, &fresh)?, generation)),

@@ -14,13 +14,16 @@ use lock_script::error::from_redis;
 
 use super::listener::listen_for_switches;
 use super::SentinelConfig;
-use crate::credentials::Credentials;
+use crate::credentials::{self, Credentials, CredentialsProvider};
 
 /// The master of one Sentinel group, as last found; see the module docs.
 pub(crate) struct Master {
     pub(super) config: SentinelConfig,
     /// How to reach the master, with the configured credentials.
     node: SentinelNodeConnectionInfo,
+    /// The master's credentials, when they rotate: asked by the lookup
+    /// that follows a `+switch-master` too, which no connect triggers.
+    credentials: Option<Arc<dyn CredentialsProvider>>,
     /// The sentinels (with their cached connections); one lookup at a time,
     /// so a burst of failed connections asks them once.
     sentinel: tokio::sync::Mutex<Sentinel>,
@@ -43,8 +46,13 @@ impl Master {
     /// The group of `config`, nothing asked yet; starts the task that
     /// listens for `+switch-master` (it ends on [`Master::close`] or when
     /// the returned value is dropped). Must be called inside a tokio
-    /// runtime.
-    pub(crate) fn new(config: &SentinelConfig, connect_timeout: Duration) -> Result<Arc<Self>> {
+    /// runtime. `credentials`, when set, are the master's (the sentinels'
+    /// own are in their URLs).
+    pub(crate) fn new(
+        config: &SentinelConfig,
+        connect_timeout: Duration,
+        credentials: Option<Arc<dyn CredentialsProvider>>,
+    ) -> Result<Arc<Self>> {
         config.validate()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("the redis backend must be created inside a tokio runtime")
@@ -53,6 +61,7 @@ impl Master {
             .map_err(|e| LockError::invalid(format!("invalid sentinel configuration: {e}")))?;
         let master = Arc::new(Self {
             node: config.node_info(None),
+            credentials,
             config: config.clone(),
             sentinel: tokio::sync::Mutex::new(sentinel),
             state: Mutex::new(Found::default()),
@@ -201,10 +210,28 @@ impl Master {
     /// fails on the old one.
     pub(super) async fn switched(&self, connect_timeout: Duration) {
         self.invalidate();
-        // Without a provider's credentials: a master that needs them is
-        // checked at the next connect, which asks the provider.
-        if let Err(e) = self.client(Instant::now() + connect_timeout, None).await {
+        let deadline = Instant::now() + connect_timeout;
+        // The new master checks credentials like any other: without the
+        // provider's, a master that needs them would refuse this lookup,
+        // and the connections would stay on the demoted one until it
+        // closes them.
+        let found = match self.fresh_credentials(deadline).await {
+            Ok(fresh) => self.client(deadline, fresh.as_ref()).await.map(drop),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = found {
             tracing::debug!(error = %e, "sentinel: the new master is not reachable yet");
+        }
+    }
+
+    /// The provider's credentials, when the group has a provider.
+    ///
+    /// # Errors
+    /// As [`credentials::fetch`].
+    pub(crate) async fn fresh_credentials(&self, deadline: Instant) -> Result<Option<Credentials>> {
+        match &self.credentials {
+            Some(provider) => credentials::fetch(provider, deadline).await.map(Some),
+            None => Ok(None),
         }
     }
 }

@@ -21,6 +21,15 @@
 //! channel (waiters get [`lock_script::PubSubEvent::Reset`] and look
 //! again).
 //!
+//! # Credentials
+//! The sentinels are authenticated with the credentials of their own URLs,
+//! for the lookups and for the `+switch-master` listener alike (Redis
+//! Sentinel's `requirepass` is separate from the data nodes'). The
+//! master's are [`SentinelConfig::master_password`] (with
+//! `master_username`), or the configuration's credentials provider when it
+//! has one: the provider is asked for every lookup, the one that follows a
+//! `+switch-master` included, and for every connection to the master.
+//!
 //! While the group has no master (the old one died and no replica is
 //! promoted yet), connects fail with a retryable error, which the engine's
 //! retries and the waiters' deadlines ride out.

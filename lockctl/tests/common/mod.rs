@@ -29,6 +29,7 @@ pub(crate) fn lockctl_bare() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_lockctl"));
     cmd.env_remove("REDIS_URL")
         .env_remove("REDIS_PASSWORD")
+        .env_remove("REDIS_USERNAME")
         .env_remove("LOCK_TOKEN")
         .env("RUST_BACKTRACE", "1"); // a panic must still not show one
     cmd
