@@ -13,9 +13,9 @@
 //! every target (issue 15: ≤ 300 B per held lock).
 //! Re-entrant holds of one owner share one entry, renewed through the kind
 //! that took it. Leased permits without a fixed lease
-//! ([`crate::ExpirablePermit`], the `permit_leases` table) are renewed in the
-//! same tick and the same way, through their kind's
-//! [`PermitSemaphoreKind::renew`](crate::backend::PermitSemaphoreKind::renew), and
+//! (an expirable permit's guard, the `permit_leases` table) are renewed in
+//! the same tick and the same way, through their kind's
+//! [`PermitRenewal::renew`](crate::backend::PermitRenewal::renew), and
 //! lost the same ways: one generic renewal (`by_lane`, `in_slices`,
 //! `settle`) serves both.
 //!

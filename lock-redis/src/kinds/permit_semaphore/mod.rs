@@ -196,7 +196,7 @@ impl PermitSemaphore {
     /// Runs `set.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::add_permits`](PermitSemaphoreKind::add_permits).
+    /// As [`PermitSemaphore::add_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
@@ -208,7 +208,7 @@ impl PermitSemaphore {
     /// Runs `counts.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Safe to drop: it only reclaims expired permits besides reading.
@@ -230,10 +230,10 @@ impl PermitSemaphore {
     /// Runs `lease_time.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
-    /// As [`PermitSemaphore::counts`](PermitSemaphoreKind::counts).
+    /// As [`PermitSemaphore::counts`].
     pub async fn lease_time(&self, name: &LockName, id: PermitId) -> Result<PermitLease> {
         let call = ScriptCall::new(
             &LEASE_TIME,
@@ -252,7 +252,7 @@ impl PermitSemaphore {
     /// Runs `acquire.lua` with every id.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same permit ids) to learn its outcome.
@@ -264,7 +264,7 @@ impl PermitSemaphore {
     /// given back, as Redisson's `tryRelease(List)`'s does.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
@@ -277,7 +277,7 @@ impl PermitSemaphore {
     /// Runs `add.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits);
+    /// As [`PermitSemaphore::try_set_permits`];
     /// [`lock_core::LockError::InvalidArgument`] past the bound.
     ///
     /// # Cancel safety
@@ -290,7 +290,7 @@ impl PermitSemaphore {
     /// Runs `available.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Safe to drop: it only reclaims expired permits besides reading.
@@ -307,7 +307,7 @@ impl PermitSemaphore {
     /// Runs `acquire.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same permit id) to learn its outcome.
@@ -319,7 +319,7 @@ impl PermitSemaphore {
     /// Redisson's `tryRelease(id)`'s does.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Repeat the request (same id) to learn its first outcome.
@@ -341,7 +341,7 @@ impl PermitSemaphore {
     /// Runs `update_lease.lua`.
     ///
     /// # Errors
-    /// As [`PermitSemaphore::try_set_permits`](PermitSemaphoreKind::try_set_permits).
+    /// As [`PermitSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
     /// Idempotent: repeat it.
