@@ -83,8 +83,11 @@ async fn locks_survive_the_failover_of_their_master() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_enough_replicas_the_lock_is_given_back() {
     let cluster = RedisCluster::start();
-    let config = common::cluster::config(&cluster, PubSubMode::Auto)
-        .replica_sync(2, Duration::from_millis(100));
+    // The one replica must be in sync and given time to acknowledge, so the
+    // count it reports is 1, not a 0 from a replica still catching up.
+    cluster.wait_in_sync().await;
+    let config =
+        common::cluster::config(&cluster, PubSubMode::Auto).replica_sync(2, Duration::from_secs(1));
     let client = common::cluster::client(&cluster, config, ClientConfig::default()).await;
     let lock = client.lock("needs-two-replicas").unwrap();
     let err = lock.lock().await.unwrap_err();
