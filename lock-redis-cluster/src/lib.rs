@@ -1,7 +1,7 @@
 //! # lock-redis-cluster: locks on Redis Cluster
 //!
 //! A [`Transport`] for Redis Cluster, and nothing else: it runs every lock
-//! kind's scripts (registered by [`lock_redis::kinds::client`]) on the
+//! kind's scripts (registered by [`lock_redis::LockClient::new`]) on the
 //! master owning each lock's hash slot, and knows no kind. Same locks, same
 //! Redisson-compatible layout, same API, same [`LockClient`]: only the
 //! connection differs.
@@ -189,5 +189,5 @@ pub async fn connect(cluster: ClusterConfig, client: ClientConfig) -> Result<Loc
     let sync = cluster.connection.replica_sync;
     let transport = ClusterTransport::connect(cluster).await?;
     let env = lock_script::ScriptEnv::new(Arc::new(transport), layout).with_replica_sync(sync);
-    lock_redis::kinds::client(env, client)
+    lock_redis::LockClient::new(env, client)
 }

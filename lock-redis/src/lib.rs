@@ -15,7 +15,7 @@
 //! The crate is two layers: the single-node *transport* ([`SingleNode`]:
 //! connections, the script runner with `EVALSHA`/`NOSCRIPT`, pub/sub) and
 //! the *kinds* ([`kinds`]: each kind's scripts, and the one place that
-//! registers every kind on a client, [`kinds::client`], which every
+//! registers every kind on a client, [`LockClient::new`], which every
 //! deployment's `connect` uses, `lock_redis_cluster::connect` included).
 //!
 //! ## Configuration
@@ -268,7 +268,7 @@ use std::sync::Arc;
 pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockClient> {
     redis.validate()?;
     client.validate_for(Some(redis.connection.longest_call()))?;
-    kinds::client(connect_env(&redis).await?, client)
+    LockClient::new(connect_env(&redis).await?, client)
 }
 
 /// The single-node transport with every kind's scripts loaded, its key

@@ -162,7 +162,7 @@ async fn record_ttl_shorter_than_the_retry_window_is_rejected_before_io() {
     let slow = config(&server).command_timeout(Duration::from_secs(10));
     let backend = RedisBackend::connect(slow.clone()).await.unwrap();
     assert_eq!(backend.command_timeout(), Some(Duration::from_secs(10)));
-    let err = lock_redis::kinds::client(backend.env().clone(), Default::default()).unwrap_err();
+    let err = lock_redis::LockClient::new(backend.env().clone(), Default::default()).unwrap_err();
     assert!(err.to_string().contains("record_ttl"), "{err}");
     server.pause();
     let started = Instant::now();

@@ -72,7 +72,7 @@ async fn replica_sync_without_replicas_gives_every_kinds_hold_back() {
     let env = server
         .env()
         .with_replica_sync(Some(ReplicaSync::new(1, wait)));
-    let client = lock_redis::kinds::client(env, config()).unwrap();
+    let client = lock_redis::LockClient::new(env, config()).unwrap();
     for &kind in Kind::ALL {
         let name = format!("unreplicated-{kind:?}");
         let lock = kind_lock(kind, &client, &name);

@@ -59,7 +59,7 @@ pub(crate) async fn open(global: &Global) -> Result<(LockClient, Keyspace), Fail
             config
                 .validate_for(env.command_timeout())
                 .map_err(Failure::from)?;
-            let client = lock_redis::kinds::client(env.clone(), config)?;
+            let client = lock_redis::LockClient::new(env.clone(), config)?;
             Ok((client, Keyspace::One { env, server }))
         }
         Target::Cluster(cluster) => {
@@ -74,7 +74,7 @@ pub(crate) async fn open(global: &Global) -> Result<(LockClient, Keyspace), Fail
             config
                 .validate_for(env.command_timeout())
                 .map_err(Failure::from)?;
-            let client = lock_redis::kinds::client(env, config)?;
+            let client = lock_redis::LockClient::new(env, config)?;
             Ok((client, Keyspace::Cluster(transport)))
         }
     }

@@ -44,7 +44,7 @@ const NO_LEASE: f64 = 922_337_203_685_477.0;
 const WRITE_SUFFIX: &str = ":write";
 
 /// Reads any name's layout; registered on every client
-/// ([`crate::kinds::client`]).
+/// ([`crate::kinds::Kinds`]).
 #[derive(Debug, Clone)]
 pub struct Describer {
     env: ScriptEnv,

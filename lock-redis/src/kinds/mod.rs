@@ -1,6 +1,6 @@
 //! The lock kinds, and the one place that binds every kind to a
-//! deployment ([`Kinds`]), used by every deployment's `connect` through
-//! [`client`].
+//! deployment ([`Kinds`]), which every deployment's client is made of
+//! ([`LockClient::new`]).
 //!
 //! A kind is one folder: its Lua scripts, its store operations (keys,
 //! arguments, replies) and its handle; the fair lock's is the `lock-fair`
@@ -10,10 +10,10 @@
 
 use std::sync::Arc;
 
-use lock_core::{ClientConfig, Result};
 use lock_script::ScriptEnv;
 use redis::Script;
 
+#[cfg(doc)]
 use crate::LockClient;
 
 pub mod latch;
@@ -78,15 +78,6 @@ impl Kinds {
             describer: Arc::new(crate::describe::Describer::new(env.clone())),
         }
     }
-}
-
-/// A client over `env` (one deployment's transport, key layout and replica
-/// sync) with every kind: what every deployment's `connect` returns.
-///
-/// # Errors
-/// As [`LockClient::new`].
-pub fn client(env: ScriptEnv, config: ClientConfig) -> Result<LockClient> {
-    LockClient::new(env, config)
 }
 
 /// Every script of every registered kind, for preloading at connect.

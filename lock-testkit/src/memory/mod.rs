@@ -4,7 +4,7 @@
 //! [`InMemoryServer`] is the store; each [`MemoryTransport`] is one client's
 //! connection to it, a [`lock_script::Transport`] like the single node and
 //! the cluster, so clients get every kind through the same registration as
-//! on Redis (`lock_redis::kinds::client`) and the in-memory tests exercise
+//! on Redis (`lock_redis::LockClient::new`) and the in-memory tests exercise
 //! the real scripts: a kind has no Rust twin. Many clients on one server
 //! contend exactly as clients of one Redis do. The server can inject faults
 //! (down, latency, command timeouts, failures, lost replies, requests that

@@ -162,7 +162,7 @@ fn subscribers(connections: &[Weak<Connection>], channel: &str) -> usize {
 ///
 /// Clone it to share; [`InMemoryServer::client`] connects a new client
 /// through the same registration of kinds as every Redis deployment
-/// (`lock_redis::kinds::client` over a [`MemoryTransport`]), which hands
+/// (`lock_redis::LockClient::new` over a [`MemoryTransport`]), which hands
 /// out every kind of lock (reentrant and fair share the keyspace, as on
 /// Redis).
 ///
@@ -259,12 +259,12 @@ impl InMemoryServer {
     }
 
     /// A new client with `config` on a new connection, with every kind
-    /// registered as on every Redis deployment (`lock_redis::kinds::client`).
+    /// registered as on every Redis deployment (`lock_redis::LockClient::new`).
     ///
     /// # Errors
     /// As [`LockClient::new`].
     pub fn client_with(&self, config: ClientConfig) -> Result<LockClient> {
-        lock_redis::kinds::client(self.env(), config)
+        lock_redis::LockClient::new(self.env(), config)
     }
 
     /// Publishes `message` on `channel` to every subscribed connection;
