@@ -120,18 +120,27 @@ impl SingleNode {
     ) -> Result<()> {
         let deadline = Instant::now() + self.command_timeout;
         let mut lease = self.connections.get(deadline).await?;
-        // Every load is sent at once on the multiplexed connection, so the
-        // check costs about one round trip, not one per script (44 of
-        // them: 2 s on a 50 ms link, beyond the default command timeout).
-        let conn = lease.conn().clone();
-        let load_all = futures::future::try_join_all(scripts.iter().map(|script| {
-            let mut conn = conn.clone();
-            async move { crate::scripts::load(&mut conn, script).await }
-        }));
-        let load_all = async { load_all.await.map(drop) };
         // Scripts first: an unauthenticated connection gets `NOAUTH` for
         // them, while Redis drops it for a long `COMMAND INFO` (more than
-        // ten arguments before `AUTH` is a protocol error).
+        // ten arguments before `AUTH` is a protocol error). One script
+        // alone first, for the same reason: Redis drops an unauthenticated
+        // connection that sends a bulk over 16 KiB, as a long script is.
+        // Then the rest all at once on the multiplexed connection, so the
+        // check costs two round trips, not one per script (44 of them: 2 s
+        // on a 50 ms link, past the default command timeout).
+        let conn = lease.conn().clone();
+        let load_all = async {
+            let Some((first, rest)) = scripts.split_first() else {
+                return Ok(());
+            };
+            crate::scripts::load(&mut conn.clone(), first).await?;
+            futures::future::try_join_all(rest.iter().map(|script| {
+                let mut conn = conn.clone();
+                async move { crate::scripts::load(&mut conn, script).await }
+            }))
+            .await
+            .map(drop)
+        };
         let loaded = timeout_at(deadline, load_all).await;
         let script_unknown =
             matches!(&loaded, Ok(Err(e)) if crate::commands::is_unknown_command(e));
