@@ -37,6 +37,9 @@ run_jobs() {
             wait -n || true
         done
         (
+            # The caller's `set -e` must not end this reporter early (e.g.
+            # on a job that prints no test summary for grep to find).
+            set +e
             local name="${JOB_NAMES[$i]}" log="$logs/$i.log" start rc=0
             start=$(date +%s)
             (cd "${JOB_DIRS[$i]}" && eval "${JOB_CMDS[$i]}") </dev/null >"$log" 2>&1 || rc=$?
