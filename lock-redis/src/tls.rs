@@ -220,6 +220,7 @@ impl TlsOptions {
 pub fn client(info: redis::ConnectionInfo, tls: Option<&TlsOptions>) -> Result<redis::Client> {
     #[cfg(feature = "tls")]
     install_crypto_provider();
+    let info = crate::connections::no_delay(info);
     let Some(tls) = tls else {
         return redis::Client::open(info)
             .map_err(|e| LockError::invalid(format!("invalid redis configuration: {e}")));

@@ -152,7 +152,12 @@ impl Master {
         )
         .await;
         let client = match found {
-            Ok(Ok(client)) => client,
+            Ok(Ok(client)) => {
+                let info = crate::connections::no_delay(client.get_connection_info().clone());
+                Client::open(info).map_err(|e| {
+                    LockError::invalid(format!("invalid redis configuration for the master: {e}"))
+                })?
+            }
             Ok(Err(e)) => {
                 // Rejected credentials and the like are the caller's to
                 // fix; everything else may pass with the failover.
