@@ -94,7 +94,12 @@ async fn over_tls() -> RedisHarness {
         false,
         server.tls_url(),
         KeyLayout::default(),
-        move |url, config| connect(RedisConfig::new(url).tls(tls.clone()), config),
+        // One connection per client: redis-rs reads and parses the
+        // system's root certificates on every TLS connect (about 20 ms in
+        // a debug build), so each lazily connected slot of a pool cost a
+        // check that much, and under a loaded machine more than the
+        // watchdog's 900 ms lease.
+        move |url, config| connect(RedisConfig::new(url).tls(tls.clone()).pool_size(1), config),
     )
     .keeping(server)
 }
