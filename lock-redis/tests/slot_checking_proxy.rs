@@ -62,8 +62,10 @@ async fn ungrouped_renewals_are_refused_and_the_locks_lost() {
     let server = RedisServer::start_one_node_cluster();
     let client = client(&server, false).await;
     let guards = hold_many(&client).await;
+    // Lost within about a lease; the bound only keeps a failing run from
+    // hanging (a loaded machine delays the telling by whatever it likes).
     for guard in &guards {
-        timeout(LEASE * 2, guard.lost())
+        timeout(LEASE * 10, guard.lost())
             .await
             .expect("a renewal spanning slots is refused (CROSSSLOT)");
     }

@@ -88,7 +88,9 @@ fn a_sigkilled_lockctl_takes_the_command_and_its_children_along() {
         !entered.exists(),
         "the next holder entered while the command still ran"
     );
-    assert!(took < Duration::from_millis(100), "gone after {took:?}");
+    // The kernel ends them with lockctl, not the lease's end: gone before
+    // the 1.5 s lock could have expired, however loaded the machine.
+    assert!(took < Duration::from_millis(1500), "gone after {took:?}");
 
     let (status, stderr) = next.wait(PATIENCE);
     assert_eq!(code(status), 0, "{stderr}");
