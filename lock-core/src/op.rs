@@ -23,16 +23,15 @@
 //! the owner's count in the store may belong to a newer hold by then.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::ClientInner;
+pub(crate) use crate::detached::Detached;
 use crate::error::{LockError, Result};
 use crate::holds::Hold;
 use crate::kind::{
@@ -161,8 +160,7 @@ where
 {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
-    Detached::new(&inner.runtime, async move {
-        let _in_flight = in_flight;
+    Detached::new(&inner.runtime, in_flight, async move {
         task_inner.check_open()?;
         retried(&task_inner, what, kind, op).await
     })
@@ -256,6 +254,7 @@ pub(crate) async fn acquire(
     inner.stats.tries.incr();
     Detached::new(
         &inner.runtime,
+        in_flight,
         async move {
             let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
                 backend.try_acquire(&req)
@@ -277,24 +276,25 @@ pub(crate) async fn acquire(
                 result => result?,
             };
             Ok(match outcome {
-                // The hold stays "in flight" until a guard owns it or its undo
-                // has started, so `settle` cannot slip between the two.
+                // Counted from before the call's own count ends, until a
+                // guard owns the hold or its undo has started, so `settle`
+                // cannot slip between the two.
                 AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
+                    in_flight: InFlight::start(&task_inner.stats),
                     inner: task_inner,
                     kind: backend,
                     req,
                     armed: true,
-                    in_flight,
                     fencing_token,
                     started: sent,
                     grant: false,
                 }),
                 AcquireOutcome::Claimed => Attempt::Acquired(PendingHold {
+                    in_flight: InFlight::start(&task_inner.stats),
                     inner: task_inner,
                     kind: backend,
                     req,
                     armed: true,
-                    in_flight,
                     fencing_token: None,
                     started: sent,
                     grant: true,
@@ -477,7 +477,6 @@ pub(crate) fn release(
     );
     let traced = span.clone();
     let task = async move {
-        let _in_flight = in_flight;
         let mut req = req;
         let kind = backend.kind_name();
         let result = retried_redating(&task_inner, "release", kind, &mut req, |req| {
@@ -508,59 +507,7 @@ pub(crate) fn release(
         );
         result
     };
-    Detached::new(&inner.runtime, task.instrument(span))
-}
-
-/// A store call that runs to completion even if its caller goes away.
-///
-/// The caller polls it in place: on the usual path nothing is spawned, and
-/// the call costs no wake-up of another task (on a multi-threaded runtime,
-/// often of another thread). Dropped before it finished — its caller was
-/// cancelled, or a guard's release is left to the background — the call is
-/// moved, mid-way as it is, into a task of the client's runtime, which
-/// finishes it and drops its output there (an [`Attempt::Acquired`] nobody
-/// received then releases its hold). So the request is never abandoned on
-/// the wire with its outcome unknown, as dropping a plain future would.
-pub(crate) struct Detached<T: Send + 'static> {
-    call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
-    runtime: tokio::runtime::Handle,
-}
-
-impl<T: Send + 'static> Detached<T> {
-    pub(crate) fn new(
-        runtime: &tokio::runtime::Handle,
-        call: impl Future<Output = T> + Send + 'static,
-    ) -> Self {
-        Self {
-            call: Some(Box::pin(call)),
-            runtime: runtime.clone(),
-        }
-    }
-}
-
-impl<T: Send + 'static> Future for Detached<T> {
-    type Output = T;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let Some(call) = self.call.as_mut() else {
-            panic!("a Detached call polled after it finished");
-        };
-        let output = std::task::ready!(call.as_mut().poll(cx));
-        self.call = None;
-        Poll::Ready(output)
-    }
-}
-
-impl<T: Send + 'static> Drop for Detached<T> {
-    fn drop(&mut self) {
-        if let Some(call) = self.call.take() {
-            // A runtime shutting down refuses the task and drops the call,
-            // as it would cancel a task spawned earlier.
-            drop(self.runtime.spawn(async move {
-                drop(call.await);
-            }));
-        }
-    }
+    Detached::new(&inner.runtime, in_flight, task.instrument(span))
 }
 
 /// An acquisition that has not been handed to a guard yet. Dropping it
