@@ -229,9 +229,6 @@ pub(crate) enum Attempt {
         /// The holder's remaining time to live (for a fair lock, how long
         /// to wait before looking again).
         ttl: Option<Duration>,
-        /// For a queued fair attempt: our place in the queue, given up when
-        /// dropped.
-        queued: Option<QueueTicket>,
     },
     /// The retries failed with the outcome unknown: the request may have
     /// run, or may still run. The wait keeps it while it is live; dropped,
@@ -239,15 +236,34 @@ pub(crate) enum Attempt {
     Unknown(Unsettled),
 }
 
+/// What one attempt found, and the wait's place in the queue after it.
+pub(crate) struct Landed {
+    /// What the attempt found.
+    pub(crate) attempt: Result<Attempt>,
+    /// The wait's place after the attempt: the one it went out with, or
+    /// the one it made by queueing; none once it took the lock (taking it
+    /// leaves the queue).
+    pub(crate) place: Option<QueueTicket>,
+}
+
 /// One attempt (with retries) at taking `req` through `kind`, first sent
 /// at `sent`, run to completion even if the caller goes away
 /// ([`Detached`]).
+///
+/// The attempt carries the wait's `place` while it is in flight and hands
+/// it back when it lands. So a wait dropped meanwhile gives its place up
+/// only after the attempt ran: left first, the attempt (a retry sent after
+/// the leave, or a copy the network held) would queue the waiter again, at
+/// the tail, until its own outcome left the queue a second time. (An
+/// attempt whose outcome stays unknown may still run later; its
+/// [`reconcile`] leaves the queue again once the store answered it.)
 pub(crate) async fn acquire(
     inner: &Arc<ClientInner>,
     kind: &Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     sent: Instant,
-) -> Result<Attempt> {
+    place: Option<QueueTicket>,
+) -> Landed {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let backend = Arc::clone(kind);
@@ -256,6 +272,7 @@ pub(crate) async fn acquire(
         &inner.runtime,
         in_flight,
         async move {
+            let mut place = place;
             let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
                 backend.try_acquire(&req)
             });
@@ -264,48 +281,61 @@ pub(crate) async fn acquire(
                 // frozen server) and take the lock after we gave up. A
                 // request refused as stale did neither.
                 Err(e) if e.is_retryable() && !e.is_stale_request() => {
-                    return Ok(Attempt::Unknown(Unsettled {
+                    let unknown = Unsettled {
                         inner: task_inner,
                         kind: backend,
                         req: Some(req),
                         sent,
                         error: e,
                         wait_won: None,
-                    }));
+                    };
+                    return Landed {
+                        attempt: Ok(Attempt::Unknown(unknown)),
+                        place,
+                    };
                 }
-                result => result?,
+                Err(e) => {
+                    return Landed {
+                        attempt: Err(e),
+                        place,
+                    }
+                }
+                Ok(outcome) => outcome,
             };
-            Ok(match outcome {
-                // Counted from before the call's own count ends, until a
-                // guard owns the hold or its undo has started, so `settle`
-                // cannot slip between the two.
-                AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
-                    in_flight: InFlight::start(&task_inner.stats),
-                    inner: task_inner,
-                    kind: backend,
-                    req,
-                    armed: true,
-                    fencing_token,
-                    started: sent,
-                    grant: false,
-                }),
-                AcquireOutcome::Claimed => Attempt::Acquired(PendingHold {
-                    in_flight: InFlight::start(&task_inner.stats),
-                    inner: task_inner,
-                    kind: backend,
-                    req,
-                    armed: true,
-                    fencing_token: None,
-                    started: sent,
-                    grant: true,
-                }),
-                AcquireOutcome::Held { ttl } => Attempt::Held {
-                    ttl,
-                    queued: req
-                        .queue_ms
-                        .map(|_| QueueTicket::new(task_inner, backend, &req)),
-                },
-            })
+            let (fencing_token, grant) = match outcome {
+                AcquireOutcome::Acquired { fencing_token } => (fencing_token, false),
+                AcquireOutcome::Claimed => (None, true),
+                AcquireOutcome::Held { ttl } => {
+                    // A refreshed place is the entry the wait already has.
+                    if req.queue_ms.is_some() && place.is_none() {
+                        place = Some(QueueTicket::new(task_inner, backend, &req));
+                    }
+                    return Landed {
+                        attempt: Ok(Attempt::Held { ttl }),
+                        place,
+                    };
+                }
+            };
+            if let Some(place) = place {
+                place.disarm();
+            }
+            // Counted from before the call's own count ends, until a guard
+            // owns the hold or its undo has started, so `settle` cannot
+            // slip between the two.
+            let hold = PendingHold {
+                in_flight: InFlight::start(&task_inner.stats),
+                inner: task_inner,
+                kind: backend,
+                req,
+                armed: true,
+                fencing_token,
+                started: sent,
+                grant,
+            };
+            Landed {
+                attempt: Ok(Attempt::Acquired(hold)),
+                place: None,
+            }
         }
         // Its retries log inside the caller's `lock.acquire` span, also
         // once detached.
@@ -585,9 +615,10 @@ impl Drop for PendingHold {
 /// A place in a lock's queue (a kind whose waiters queue). Dropping it leaves the queue (in the
 /// background), unless the place was used ([`QueueTicket::disarm`]).
 ///
-/// Attempts return it from their own task, so a waiter cancelled while an
-/// attempt is in flight leaves the queue only after that attempt landed:
-/// the queue is never left first and joined after.
+/// An attempt in flight carries its wait's place and hands it back when it
+/// lands ([`acquire`]), so a waiter cancelled while an attempt is in flight
+/// leaves the queue only after that attempt landed: the queue is never
+/// left first and joined after.
 pub(crate) struct QueueTicket {
     inner: Arc<ClientInner>,
     kind: Arc<dyn ExclusiveKind>,
