@@ -288,6 +288,7 @@ pub(crate) async fn acquire(
                         sent,
                         error: e,
                         wait_won: None,
+                        place: None,
                     };
                     return Landed {
                         attempt: Ok(Attempt::Unknown(unknown)),
@@ -373,6 +374,9 @@ pub(crate) struct Unsettled {
     /// How its wait ended ([`WAITING`], [`WON`], [`WON_BY_GRANT`]), set by
     /// the wait and read when this is dropped.
     wait_won: Option<Arc<AtomicU8>>,
+    /// The place of a wait that ended without the lock, shared by its
+    /// unknown attempts: given up once the last of them was answered.
+    place: Option<Arc<QueueTicket>>,
 }
 
 impl Unsettled {
@@ -385,6 +389,13 @@ impl Unsettled {
     /// dropped; see [`reconcile`] for what each ending changes).
     pub(crate) fn settle_after(&mut self, won: Arc<AtomicU8>) {
         self.wait_won = Some(won);
+    }
+
+    /// Gives the place of its wait, which ended without the lock, up only
+    /// once this attempt was answered: it may still run, and would queue
+    /// the waiter again, at the tail, after an earlier leave.
+    pub(crate) fn leave_after(&mut self, place: Arc<QueueTicket>) {
+        self.place = Some(place);
     }
 }
 
@@ -401,6 +412,7 @@ impl Drop for Unsettled {
                 req,
                 self.sent,
                 ended,
+                self.place.take(),
             );
         }
     }
@@ -428,13 +440,16 @@ impl Drop for Unsettled {
 /// - "held" leaves any queue place the request made: with the wait's
 ///   ticket when the wait gave up, so a grant it never took goes to the
 ///   next waiter; without it when the wait took the lock, which may be by a
-///   grant whose entry the store keeps until its holder releases.
+///   grant whose entry the store keeps until its holder releases. A wait
+///   that gave up hands over its `place` instead, left once every unknown
+///   attempt of it was answered ([`Unsettled::leave_after`]).
 fn reconcile(
     inner: Arc<ClientInner>,
     backend: Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     started: Instant,
     wait: u8,
+    place: Option<Arc<QueueTicket>>,
 ) {
     let runtime = inner.runtime.clone();
     let in_flight = InFlight::start(&inner.stats);
@@ -463,7 +478,7 @@ fn reconcile(
                 });
             }
             Some(Ok(AcquireOutcome::Held { .. })) => {
-                if req.queue_ms.is_some() {
+                if req.queue_ms.is_some() && place.is_none() {
                     let mut place = QueueTicket::new(inner, backend, &req);
                     if wait != WAITING {
                         place.wait_ticket = None;
@@ -477,6 +492,8 @@ fn reconcile(
                 tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
             }
         }
+        // Before `_in_flight` ends: the leave counts itself from here.
+        drop(place);
     });
 }
 

@@ -181,6 +181,24 @@ impl LockWait<'_> {
     }
 }
 
+impl Drop for LockWait<'_> {
+    /// A wait that ended without the lock while attempts of it are still
+    /// unknown gives its place up only once they were answered: one of
+    /// them may still run, and would queue the waiter again, at the tail,
+    /// after an earlier leave.
+    fn drop(&mut self) {
+        if self.unsettled.is_empty() {
+            return;
+        }
+        if let Some(place) = self.queued.take() {
+            let place = Arc::new(place);
+            for unknown in &mut self.unsettled {
+                unknown.leave_after(Arc::clone(&place));
+            }
+        }
+    }
+}
+
 impl Waiting for LockWait<'_> {
     type Got = Guard;
 
