@@ -27,8 +27,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use crate::client::Engine;
+use crate::client::{ClientInner, Engine};
 use crate::connection::Channel;
+use crate::detached::Detached;
 use crate::error::Result;
 use crate::name::LockName;
 use crate::op;
@@ -103,6 +104,12 @@ where
 /// back. "Busy" means it took none, and a late original finds the record
 /// and takes none either.
 ///
+/// # Cancel safety
+/// The attempt finishes in the client's runtime when the future is
+/// dropped: permits it took are given back, and an unknown outcome is
+/// settled as above all the same (a copy of the request held on the way
+/// may still take permits after the caller left).
+///
 /// # Errors
 /// [`crate::LockError::Closed`]; `op`'s last error after the retry policy.
 pub async fn acquire<P, F>(engine: &Engine, what: &'static str, op: F) -> Result<Look<P>>
@@ -113,28 +120,45 @@ where
     let inner = &engine.inner;
     inner.check_open()?;
     inner.stats.tries.incr();
-    let op = Arc::new(op);
-    let settle = Arc::clone(&op);
-    let settle_inner = Arc::clone(inner);
-    match op::call(inner, what, "semaphore", move || op()).await {
-        // The request may still run (a frozen server) and take permits
-        // after we gave up.
-        Err(e) if e.is_retryable() && !e.is_stale_request() => {
-            let in_flight = InFlight::start(&inner.stats);
-            inner.runtime.spawn(async move {
-                let _in_flight = in_flight;
-                match op::until_answered(&settle_inner, || settle()).await {
-                    None => tracing::warn!("client closed before it could find out whether a failed acquisition took permits"),
-                    // Dropping the permits gives them back.
-                    Some(Ok(outcome)) => drop(outcome),
-                    Some(Err(e)) if e.is_stale_request() => {}
-                    Some(Err(e)) => tracing::warn!(%e, "giving up reconciling a failed acquisition"),
-                }
-            });
-            Err(e)
+    let task_inner = Arc::clone(inner);
+    // The settling starts inside the call, which runs on when its caller
+    // is dropped: after the caller's `await`, it would be skipped then.
+    let call = async move {
+        task_inner.check_open()?;
+        match op::retried(&task_inner, what, "semaphore", &op).await {
+            // The request may still run (a frozen server) and take permits
+            // after we gave up.
+            Err(e) if e.is_retryable() && !e.is_stale_request() => {
+                settle_unknown(&task_inner, op);
+                Err(e)
+            }
+            result => result,
         }
-        result => result,
-    }
+    };
+    Detached::new(&inner.runtime, InFlight::start(&inner.stats), call).await
+}
+
+/// Repeats the acquisition `op` whose outcome stayed unknown until the
+/// store answers, in a task of its own, and gives back what it took.
+fn settle_unknown<P, F>(inner: &Arc<ClientInner>, op: F)
+where
+    P: Send + 'static,
+    F: Fn() -> BoxFuture<'static, Result<Look<P>>> + Send + Sync + 'static,
+{
+    let in_flight = InFlight::start(&inner.stats);
+    let inner = Arc::clone(inner);
+    inner.runtime.clone().spawn(async move {
+        let _in_flight = in_flight;
+        match op::until_answered(&inner, &op).await {
+            None => tracing::warn!(
+                "client closed before it could find out whether a failed acquisition took permits"
+            ),
+            // Dropping the permits gives them back.
+            Some(Ok(outcome)) => drop(outcome),
+            Some(Err(e)) if e.is_stale_request() => {}
+            Some(Err(e)) => tracing::warn!(%e, "giving up reconciling a failed acquisition"),
+        }
+    });
 }
 
 /// Gives permits back through `op(req)`: a release that is never lost to a

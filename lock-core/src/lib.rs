@@ -58,6 +58,7 @@ pub mod config;
 mod connection;
 #[doc(hidden)] // Shown in `backend`.
 pub mod counting;
+mod detached;
 pub mod error;
 mod fenced_lock;
 mod guard;

@@ -23,16 +23,15 @@
 //! the owner's count in the store may belong to a newer hold by then.
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::ClientInner;
+pub(crate) use crate::detached::Detached;
 use crate::error::{LockError, Result};
 use crate::holds::Hold;
 use crate::kind::{
@@ -161,8 +160,7 @@ where
 {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
-    Detached::new(&inner.runtime, async move {
-        let _in_flight = in_flight;
+    Detached::new(&inner.runtime, in_flight, async move {
         task_inner.check_open()?;
         retried(&task_inner, what, kind, op).await
     })
@@ -231,9 +229,6 @@ pub(crate) enum Attempt {
         /// The holder's remaining time to live (for a fair lock, how long
         /// to wait before looking again).
         ttl: Option<Duration>,
-        /// For a queued fair attempt: our place in the queue, given up when
-        /// dropped.
-        queued: Option<QueueTicket>,
     },
     /// The retries failed with the outcome unknown: the request may have
     /// run, or may still run. The wait keeps it while it is live; dropped,
@@ -241,22 +236,43 @@ pub(crate) enum Attempt {
     Unknown(Unsettled),
 }
 
+/// What one attempt found, and the wait's place in the queue after it.
+pub(crate) struct Landed {
+    /// What the attempt found.
+    pub(crate) attempt: Result<Attempt>,
+    /// The wait's place after the attempt: the one it went out with, or
+    /// the one it made by queueing; none once it took the lock (taking it
+    /// leaves the queue).
+    pub(crate) place: Option<QueueTicket>,
+}
+
 /// One attempt (with retries) at taking `req` through `kind`, first sent
 /// at `sent`, run to completion even if the caller goes away
 /// ([`Detached`]).
+///
+/// The attempt carries the wait's `place` while it is in flight and hands
+/// it back when it lands. So a wait dropped meanwhile gives its place up
+/// only after the attempt ran: left first, the attempt (a retry sent after
+/// the leave, or a copy the network held) would queue the waiter again, at
+/// the tail, until its own outcome left the queue a second time. (An
+/// attempt whose outcome stays unknown may still run later; its
+/// [`reconcile`] leaves the queue again once the store answered it.)
 pub(crate) async fn acquire(
     inner: &Arc<ClientInner>,
     kind: &Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     sent: Instant,
-) -> Result<Attempt> {
+    place: Option<QueueTicket>,
+) -> Landed {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let backend = Arc::clone(kind);
     inner.stats.tries.incr();
     Detached::new(
         &inner.runtime,
+        in_flight,
         async move {
+            let mut place = place;
             let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
                 backend.try_acquire(&req)
             });
@@ -265,47 +281,62 @@ pub(crate) async fn acquire(
                 // frozen server) and take the lock after we gave up. A
                 // request refused as stale did neither.
                 Err(e) if e.is_retryable() && !e.is_stale_request() => {
-                    return Ok(Attempt::Unknown(Unsettled {
+                    let unknown = Unsettled {
                         inner: task_inner,
                         kind: backend,
                         req: Some(req),
                         sent,
                         error: e,
                         wait_won: None,
-                    }));
+                        place: None,
+                    };
+                    return Landed {
+                        attempt: Ok(Attempt::Unknown(unknown)),
+                        place,
+                    };
                 }
-                result => result?,
+                Err(e) => {
+                    return Landed {
+                        attempt: Err(e),
+                        place,
+                    }
+                }
+                Ok(outcome) => outcome,
             };
-            Ok(match outcome {
-                // The hold stays "in flight" until a guard owns it or its undo
-                // has started, so `settle` cannot slip between the two.
-                AcquireOutcome::Acquired { fencing_token } => Attempt::Acquired(PendingHold {
-                    inner: task_inner,
-                    kind: backend,
-                    req,
-                    armed: true,
-                    in_flight,
-                    fencing_token,
-                    started: sent,
-                    grant: false,
-                }),
-                AcquireOutcome::Claimed => Attempt::Acquired(PendingHold {
-                    inner: task_inner,
-                    kind: backend,
-                    req,
-                    armed: true,
-                    in_flight,
-                    fencing_token: None,
-                    started: sent,
-                    grant: true,
-                }),
-                AcquireOutcome::Held { ttl } => Attempt::Held {
-                    ttl,
-                    queued: req
-                        .queue_ms
-                        .map(|_| QueueTicket::new(task_inner, backend, &req)),
-                },
-            })
+            let (fencing_token, grant) = match outcome {
+                AcquireOutcome::Acquired { fencing_token } => (fencing_token, false),
+                AcquireOutcome::Claimed => (None, true),
+                AcquireOutcome::Held { ttl } => {
+                    // A refreshed place is the entry the wait already has.
+                    if req.queue_ms.is_some() && place.is_none() {
+                        place = Some(QueueTicket::new(task_inner, backend, &req));
+                    }
+                    return Landed {
+                        attempt: Ok(Attempt::Held { ttl }),
+                        place,
+                    };
+                }
+            };
+            if let Some(place) = place {
+                place.disarm();
+            }
+            // Counted from before the call's own count ends, until a guard
+            // owns the hold or its undo has started, so `settle` cannot
+            // slip between the two.
+            let hold = PendingHold {
+                in_flight: InFlight::start(&task_inner.stats),
+                inner: task_inner,
+                kind: backend,
+                req,
+                armed: true,
+                fencing_token,
+                started: sent,
+                grant,
+            };
+            Landed {
+                attempt: Ok(Attempt::Acquired(hold)),
+                place: None,
+            }
         }
         // Its retries log inside the caller's `lock.acquire` span, also
         // once detached.
@@ -343,6 +374,9 @@ pub(crate) struct Unsettled {
     /// How its wait ended ([`WAITING`], [`WON`], [`WON_BY_GRANT`]), set by
     /// the wait and read when this is dropped.
     wait_won: Option<Arc<AtomicU8>>,
+    /// The place of a wait that ended without the lock, shared by its
+    /// unknown attempts: given up once the last of them was answered.
+    place: Option<Arc<QueueTicket>>,
 }
 
 impl Unsettled {
@@ -355,6 +389,13 @@ impl Unsettled {
     /// dropped; see [`reconcile`] for what each ending changes).
     pub(crate) fn settle_after(&mut self, won: Arc<AtomicU8>) {
         self.wait_won = Some(won);
+    }
+
+    /// Gives the place of its wait, which ended without the lock, up only
+    /// once this attempt was answered: it may still run, and would queue
+    /// the waiter again, at the tail, after an earlier leave.
+    pub(crate) fn leave_after(&mut self, place: Arc<QueueTicket>) {
+        self.place = Some(place);
     }
 }
 
@@ -371,6 +412,7 @@ impl Drop for Unsettled {
                 req,
                 self.sent,
                 ended,
+                self.place.take(),
             );
         }
     }
@@ -398,13 +440,16 @@ impl Drop for Unsettled {
 /// - "held" leaves any queue place the request made: with the wait's
 ///   ticket when the wait gave up, so a grant it never took goes to the
 ///   next waiter; without it when the wait took the lock, which may be by a
-///   grant whose entry the store keeps until its holder releases.
+///   grant whose entry the store keeps until its holder releases. A wait
+///   that gave up hands over its `place` instead, left once every unknown
+///   attempt of it was answered ([`Unsettled::leave_after`]).
 fn reconcile(
     inner: Arc<ClientInner>,
     backend: Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     started: Instant,
     wait: u8,
+    place: Option<Arc<QueueTicket>>,
 ) {
     let runtime = inner.runtime.clone();
     let in_flight = InFlight::start(&inner.stats);
@@ -433,7 +478,7 @@ fn reconcile(
                 });
             }
             Some(Ok(AcquireOutcome::Held { .. })) => {
-                if req.queue_ms.is_some() {
+                if req.queue_ms.is_some() && place.is_none() {
                     let mut place = QueueTicket::new(inner, backend, &req);
                     if wait != WAITING {
                         place.wait_ticket = None;
@@ -447,6 +492,8 @@ fn reconcile(
                 tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
             }
         }
+        // Before `_in_flight` ends: the leave counts itself from here.
+        drop(place);
     });
 }
 
@@ -477,7 +524,6 @@ pub(crate) fn release(
     );
     let traced = span.clone();
     let task = async move {
-        let _in_flight = in_flight;
         let mut req = req;
         let kind = backend.kind_name();
         let result = retried_redating(&task_inner, "release", kind, &mut req, |req| {
@@ -508,59 +554,7 @@ pub(crate) fn release(
         );
         result
     };
-    Detached::new(&inner.runtime, task.instrument(span))
-}
-
-/// A store call that runs to completion even if its caller goes away.
-///
-/// The caller polls it in place: on the usual path nothing is spawned, and
-/// the call costs no wake-up of another task (on a multi-threaded runtime,
-/// often of another thread). Dropped before it finished — its caller was
-/// cancelled, or a guard's release is left to the background — the call is
-/// moved, mid-way as it is, into a task of the client's runtime, which
-/// finishes it and drops its output there (an [`Attempt::Acquired`] nobody
-/// received then releases its hold). So the request is never abandoned on
-/// the wire with its outcome unknown, as dropping a plain future would.
-pub(crate) struct Detached<T: Send + 'static> {
-    call: Option<Pin<Box<dyn Future<Output = T> + Send>>>,
-    runtime: tokio::runtime::Handle,
-}
-
-impl<T: Send + 'static> Detached<T> {
-    pub(crate) fn new(
-        runtime: &tokio::runtime::Handle,
-        call: impl Future<Output = T> + Send + 'static,
-    ) -> Self {
-        Self {
-            call: Some(Box::pin(call)),
-            runtime: runtime.clone(),
-        }
-    }
-}
-
-impl<T: Send + 'static> Future for Detached<T> {
-    type Output = T;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
-        let Some(call) = self.call.as_mut() else {
-            panic!("a Detached call polled after it finished");
-        };
-        let output = std::task::ready!(call.as_mut().poll(cx));
-        self.call = None;
-        Poll::Ready(output)
-    }
-}
-
-impl<T: Send + 'static> Drop for Detached<T> {
-    fn drop(&mut self) {
-        if let Some(call) = self.call.take() {
-            // A runtime shutting down refuses the task and drops the call,
-            // as it would cancel a task spawned earlier.
-            drop(self.runtime.spawn(async move {
-                drop(call.await);
-            }));
-        }
-    }
+    Detached::new(&inner.runtime, in_flight, task.instrument(span))
 }
 
 /// An acquisition that has not been handed to a guard yet. Dropping it
@@ -638,9 +632,10 @@ impl Drop for PendingHold {
 /// A place in a lock's queue (a kind whose waiters queue). Dropping it leaves the queue (in the
 /// background), unless the place was used ([`QueueTicket::disarm`]).
 ///
-/// Attempts return it from their own task, so a waiter cancelled while an
-/// attempt is in flight leaves the queue only after that attempt landed:
-/// the queue is never left first and joined after.
+/// An attempt in flight carries its wait's place and hands it back when it
+/// lands ([`acquire`]), so a waiter cancelled while an attempt is in flight
+/// leaves the queue only after that attempt landed: the queue is never
+/// left first and joined after.
 pub(crate) struct QueueTicket {
     inner: Arc<ClientInner>,
     kind: Arc<dyn ExclusiveKind>,

@@ -133,7 +133,8 @@ struct LockWait<'a> {
     /// wait is over (dropping them does it; see `op::Unsettled`): until
     /// then what they did belongs to the live wait.
     unsettled: Vec<op::Unsettled>,
-    /// Our place in the queue, given up when dropped.
+    /// Our place in the queue, given up when dropped; while an attempt is
+    /// in flight, that attempt holds it.
     queued: Option<op::QueueTicket>,
     /// When the last attempt was first sent: a lock granted to this wait
     /// was granted after that attempt ran, so its lease runs from no
@@ -180,6 +181,24 @@ impl LockWait<'_> {
     }
 }
 
+impl Drop for LockWait<'_> {
+    /// A wait that ended without the lock while attempts of it are still
+    /// unknown gives its place up only once they were answered: one of
+    /// them may still run, and would queue the waiter again, at the tail,
+    /// after an earlier leave.
+    fn drop(&mut self) {
+        if self.unsettled.is_empty() {
+            return;
+        }
+        if let Some(place) = self.queued.take() {
+            let place = Arc::new(place);
+            for unknown in &mut self.unsettled {
+                unknown.leave_after(Arc::clone(&place));
+            }
+        }
+    }
+}
+
 impl Waiting for LockWait<'_> {
     type Got = Guard;
 
@@ -187,7 +206,12 @@ impl Waiting for LockWait<'_> {
         let inner = self.lock.inner();
         let outcome = loop {
             let sent = Instant::now();
-            let error = match op::acquire(inner, self.lock.kind(), self.request(), sent).await {
+            // The attempt carries our place while it is in flight (see
+            // `op::acquire`): dropped meanwhile, we leave only after it.
+            let place = self.queued.take();
+            let landed = op::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
+            self.queued = landed.place;
+            let error = match landed.attempt {
                 Ok(Attempt::Unknown(mut unknown)) => {
                     let error = unknown.error().clone();
                     unknown.settle_after(Arc::clone(&self.won));
@@ -207,15 +231,7 @@ impl Waiting for LockWait<'_> {
         };
         match outcome {
             Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
-            Attempt::Held { ttl, queued: place } => {
-                // A refreshed place replaces the old one without leaving
-                // the queue: it is the same entry.
-                if let (Some(old), Some(_)) = (self.queued.take(), &place) {
-                    old.disarm();
-                }
-                self.queued = place.or(self.queued.take());
-                Ok(Look::Busy(ttl))
-            }
+            Attempt::Held { ttl } => Ok(Look::Busy(ttl)),
             // Never returned by the loop above, which keeps unknown outcomes.
             Attempt::Unknown(unknown) => Err(unknown.error().clone()),
         }

@@ -10,6 +10,7 @@
 //! `every_test_file_is_a_module` fails for a file neither listed here nor a
 //! `[[test]]` target of Cargo.toml (cargo would not build it at all).
 
+mod cancelled_waits;
 mod client_records;
 #[cfg(feature = "fixtures")]
 mod cluster_fixture;

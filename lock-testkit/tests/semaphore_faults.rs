@@ -1,6 +1,7 @@
 //! The semaphore kinds under injected faults (in memory, paused time):
 //! retries after lost replies never count twice, an acquisition whose
-//! outcome stayed unknown is undone, a lost notice costs one recheck; a
+//! outcome stayed unknown is undone (also when its caller gave up during
+//! the retries), a lost notice costs one recheck; a
 //! renewed permit whose renewals cannot be confirmed is reported lost by
 //! its lease deadline, and a short outage loses nothing.
 
@@ -217,4 +218,27 @@ async fn short_outage_does_not_lose_the_permit() {
     assert_eq!(s.available_permits().await.unwrap(), 0);
     permit.release().await.unwrap();
     assert_eq!(s.available_permits().await.unwrap(), 1);
+}
+
+/// The same when the caller gives up during the retries: the acquisition
+/// goes on without it, and when its outcome stays unknown its permits are
+/// still found and given back (every copy is held on the way and runs
+/// late, the first one taking the permits).
+#[tokio::test(start_paused = true)]
+async fn a_cancelled_acquisition_with_an_unknown_outcome_is_undone() {
+    let server = InMemoryServer::new();
+    let retry = RetryPolicy::default();
+    let attempts = retry.attempts;
+    let c = server
+        .client_with(ClientConfig::default().retry(retry))
+        .unwrap();
+    let s = c.semaphore("cancelled-unknown").unwrap();
+    s.try_set_permits(2).await.unwrap();
+    server.delay_next(attempts, Duration::from_secs(10));
+    let gave_up = tokio::time::timeout(Duration::from_millis(10), s.acquire_many(2)).await;
+    assert!(gave_up.is_err(), "the caller gave up during the retries");
+    c.settle().await;
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    c.settle().await;
+    assert_eq!(s.available_permits().await.unwrap(), 2);
 }
