@@ -240,9 +240,13 @@ pub async fn dead_waiter_is_skipped_within_the_waiter_timeout(h: &dyn Harness) {
         .await
         .unwrap()
         .expect("the dead waiter is evicted");
+    // Due after about the waiter timeout and one refresh interval; the
+    // bound leaves a loaded machine room to wake the waiter late, and is
+    // still well short of the 10 s a waiter stuck behind the dead one
+    // would wait.
     let waited = started.elapsed();
     assert!(
-        waited <= waiter_timeout + waiter_timeout / 3 + Duration::from_millis(200),
+        waited <= waiter_timeout * 5,
         "waited {waited:?} behind a dead waiter"
     );
     assert!(h.list(&queue_key(h, &name)).await.is_empty());
