@@ -73,6 +73,7 @@ mod options;
 mod outage;
 pub mod owner;
 mod permit_leases;
+mod queue_place;
 mod red_lock;
 mod semaphore_kind;
 mod shorthands;

@@ -37,6 +37,7 @@ use crate::holds::Hold;
 use crate::kind::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
 };
+pub(crate) use crate::queue_place::QueueTicket;
 use crate::stats::InFlight;
 use crate::telemetry;
 
@@ -481,7 +482,7 @@ fn reconcile(
                 if req.queue_ms.is_some() && place.is_none() {
                     let mut place = QueueTicket::new(inner, backend, &req);
                     if wait != WAITING {
-                        place.wait_ticket = None;
+                        place.forget_wait_ticket();
                     }
                     drop(place);
                 }
@@ -626,67 +627,5 @@ impl Drop for PendingHold {
             );
             drop(release(&self.inner, &self.kind, undo, None));
         }
-    }
-}
-
-/// A place in a lock's queue (a kind whose waiters queue). Dropping it leaves the queue (in the
-/// background), unless the place was used ([`QueueTicket::disarm`]).
-///
-/// An attempt in flight carries its wait's place and hands it back when it
-/// lands ([`acquire`]), so a waiter cancelled while an attempt is in flight
-/// leaves the queue only after that attempt landed: the queue is never
-/// left first and joined after.
-pub(crate) struct QueueTicket {
-    inner: Arc<ClientInner>,
-    kind: Arc<dyn ExclusiveKind>,
-    name: crate::LockName,
-    owner: crate::Owner,
-    /// The wait's ticket: leaving gives back a lock granted to it.
-    wait_ticket: Option<u64>,
-    armed: bool,
-}
-
-impl QueueTicket {
-    fn new(inner: Arc<ClientInner>, kind: Arc<dyn ExclusiveKind>, req: &AcquireRequest) -> Self {
-        Self {
-            inner,
-            kind,
-            name: req.name.clone(),
-            owner: req.owner,
-            wait_ticket: req.wait_ticket,
-            armed: true,
-        }
-    }
-
-    /// The place was used (the lock was taken, which leaves the queue) or
-    /// handed to a newer ticket for the same place.
-    pub(crate) fn disarm(mut self) {
-        self.armed = false;
-    }
-}
-
-impl Drop for QueueTicket {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
-        }
-        let backend = Arc::clone(&self.kind);
-        let inner = Arc::clone(&self.inner);
-        let (name, owner, ticket) = (self.name.clone(), self.owner, self.wait_ticket);
-        let in_flight = InFlight::start(&self.inner.stats);
-        self.inner.runtime.spawn(async move {
-            let _in_flight = in_flight;
-            let mut retry = Retry::new(&inner, "leave_queue", backend.kind_name());
-            loop {
-                match backend.leave_queue(&name, &owner, ticket).await {
-                    Err(e) if retry.again(&e).await => continue,
-                    Err(e) => {
-                        tracing::warn!(%e, lock = %name, "could not leave the queue; the entry expires with the waiter timeout");
-                        return;
-                    }
-                    Ok(()) => return,
-                }
-            }
-        });
     }
 }
