@@ -42,6 +42,16 @@ async fn last_unlock_succeeds_and_other_writes_fail_typed_with_nothing_written()
         .lock_with_lease(Duration::from_secs(10))
         .await
         .unwrap();
+    // The client writes its own record in the background: counted in
+    // before the server fills up, or it would land after `keys_before`.
+    let record = lock_redis::lock_script::clients::record_key(&layout, client.id());
+    assert!(
+        eventually(Duration::from_secs(10), || {
+            env.server.cmd(&["EXISTS", &record]) == Value::Int(1)
+        })
+        .await,
+        "the client's record is written"
+    );
     let keys_before = env.server.cmd(&["DBSIZE"]);
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);
