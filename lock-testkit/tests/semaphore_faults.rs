@@ -107,13 +107,7 @@ async fn try_set_permits_retried_after_a_lost_reply_answers_true() {
 #[tokio::test(start_paused = true)]
 async fn an_acquisition_with_an_unknown_outcome_is_undone() {
     let server = InMemoryServer::new();
-    let retry = RetryPolicy::default();
-    let attempts = retry.attempts;
-    let c = server
-        .client_with(ClientConfig::default().retry(retry))
-        .unwrap();
-    let s = c.semaphore("unknown").unwrap();
-    s.try_set_permits(2).await.unwrap();
+    let (c, s, attempts) = two_permits(&server, "unknown").await;
     server.lose_next_replies(attempts);
     let err = s.acquire_many(2).await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
@@ -227,13 +221,7 @@ async fn short_outage_does_not_lose_the_permit() {
 #[tokio::test(start_paused = true)]
 async fn a_cancelled_acquisition_with_an_unknown_outcome_is_undone() {
     let server = InMemoryServer::new();
-    let retry = RetryPolicy::default();
-    let attempts = retry.attempts;
-    let c = server
-        .client_with(ClientConfig::default().retry(retry))
-        .unwrap();
-    let s = c.semaphore("cancelled-unknown").unwrap();
-    s.try_set_permits(2).await.unwrap();
+    let (c, s, attempts) = two_permits(&server, "cancelled-unknown").await;
     server.delay_next(attempts, Duration::from_secs(10));
     let gave_up = tokio::time::timeout(Duration::from_millis(10), s.acquire_many(2)).await;
     assert!(gave_up.is_err(), "the caller gave up during the retries");
@@ -241,4 +229,20 @@ async fn a_cancelled_acquisition_with_an_unknown_outcome_is_undone() {
     tokio::time::sleep(Duration::from_secs(11)).await;
     c.settle().await;
     assert_eq!(s.available_permits().await.unwrap(), 2);
+}
+
+/// A client with the default retry policy, semaphore `name` of it with two
+/// permits, and how many attempts a call makes.
+async fn two_permits(
+    server: &InMemoryServer,
+    name: &str,
+) -> (lock_redis::LockClient, lock_redis::Semaphore, u32) {
+    let retry = RetryPolicy::default();
+    let attempts = retry.attempts;
+    let c = server
+        .client_with(ClientConfig::default().retry(retry))
+        .unwrap();
+    let s = c.semaphore(name).unwrap();
+    s.try_set_permits(2).await.unwrap();
+    (c, s, attempts)
 }
