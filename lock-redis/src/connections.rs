@@ -61,11 +61,12 @@ use crate::config::RedisConfig;
 use crate::sentinel::Endpoint;
 use lock_script::error::{from_redis, timed_out};
 
-/// `info` with `TCP_NODELAY` on (its other TCP settings kept). redis-rs
-/// leaves Nagle's algorithm on, and a request written in two segments
-/// (as a TLS record can be) then waits for the server's delayed ACK:
-/// 40 ms per command over TLS on loopback, measured. Every connection the
-/// transports make gets its client through here.
+/// `info` with `TCP_NODELAY` on (its other TCP settings kept), as Redisson
+/// and most Redis clients set it. redis-rs leaves Nagle's algorithm on,
+/// under which a request written while an earlier one on the same
+/// multiplexed connection is still unacknowledged waits for that ACK (up
+/// to the server's delayed-ACK timeout). Every connection the transports
+/// make gets its client through here.
 pub(crate) fn no_delay(info: redis::ConnectionInfo) -> redis::ConnectionInfo {
     let tcp = info.tcp_settings().clone().set_nodelay(true);
     info.set_tcp_settings(tcp)
