@@ -75,6 +75,9 @@ fi
 echo "==> $("$valkey_server" --version)"
 
 echo "==> building the tests and binaries"
+# Built once with cargo's own output, so a compile error reads as usual;
+# the listing below then only reads what this built.
+cargo test -q --workspace --all-features --no-run
 # Every test executable (unit and integration) with its package's folder:
 # the jobs below run them the way `cargo test` would, from that folder.
 test_bins="$(cargo test -q --workspace --all-features --no-run --message-format=json \
@@ -95,7 +98,7 @@ for line in sys.stdin:
 # -p <crate>` resolves features for that crate alone and rebuilt tokio,
 # redis, mlua and every lock crate (about a minute of CPU on 2 cores).
 cargo build -q --workspace --all-features --bins
-bin_dir="$PWD/${CARGO_TARGET_DIR:-target}/debug"
+bin_dir="${CARGO_TARGET_DIR:-target}/debug"
 
 test_bin() {
     local bin
