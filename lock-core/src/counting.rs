@@ -95,6 +95,32 @@ where
     op::call(&engine.inner, what, "semaphore", op).await
 }
 
+/// [`call`] of `op` on a kind's store `kind` with `arg`: every retry calls
+/// `op` again with the same `kind` and `arg` (the same request).
+///
+/// # Errors
+/// `op`'s last error after the retry policy.
+pub async fn call_with<K, A, T>(
+    engine: &Engine,
+    what: &'static str,
+    kind: &Arc<K>,
+    arg: A,
+    op: for<'a> fn(&'a K, &'a A) -> BoxFuture<'a, Result<T>>,
+) -> Result<T>
+where
+    K: Send + Sync + 'static,
+    A: Send + Sync + 'static,
+    T: Send + 'static,
+{
+    let kind = Arc::clone(kind);
+    let arg = Arc::new(arg);
+    call(engine, what, move || {
+        let (kind, arg) = (Arc::clone(&kind), Arc::clone(&arg));
+        async move { op(&kind, &arg).await }
+    })
+    .await
+}
+
 /// One acquisition attempt (with retries) through `op`, which is the same
 /// request every time it is called (same request id). When its outcome
 /// stays unknown after the last retry, the request is repeated in the

@@ -167,11 +167,13 @@ impl PermitExpirableSemaphore {
         // One request id for every retry: a retry after a lost reply
         // answers whether the first attempt created the semaphore.
         let req = self.request(permits);
-        let kind = Arc::clone(&self.kind);
-        counting::call(&self.client, "try_set_permits", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.try_set_permits(&req).await }
-        })
+        counting::call_with(
+            &self.client,
+            "try_set_permits",
+            &self.kind,
+            req,
+            |kind, req| Box::pin(kind.try_set_permits(req)),
+        )
         .await
     }
 
@@ -191,10 +193,8 @@ impl PermitExpirableSemaphore {
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         check_change(i128::from(delta), "add_permits")?;
         let req = PermitRequest::new(self.name.clone(), delta, self.inner().request_deadline());
-        let kind = Arc::clone(&self.kind);
-        counting::call(&self.client, "add_permits", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.add_permits(&req).await }
+        counting::call_with(&self.client, "add_permits", &self.kind, req, |kind, req| {
+            Box::pin(kind.add_permits(req))
         })
         .await
     }
@@ -207,11 +207,13 @@ impl PermitExpirableSemaphore {
     /// # Cancel safety
     /// Safe to drop (reclaiming expired permits is harmless either way).
     pub async fn available_permits(&self) -> Result<i64> {
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(&self.client, "available_permits", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.available_permits(&name).await }
-        })
+        counting::call_with(
+            &self.client,
+            "available_permits",
+            &self.kind,
+            self.name.clone(),
+            |kind, name| Box::pin(kind.available_permits(name)),
+        )
         .await
     }
 
@@ -454,12 +456,14 @@ impl PermitExpirableSemaphore {
     /// deadline of this client's guard of it.
     async fn set_lease(&self, id: PermitId, lease: Option<Duration>) -> Result<bool> {
         let lease_ms = lease_ms(lease)?;
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
         let sent = Instant::now();
-        let updated = counting::call(&self.client, "update_lease_time", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.update_lease(&name, id, lease_ms).await }
-        })
+        let updated = counting::call_with(
+            &self.client,
+            "update_lease_time",
+            &self.kind,
+            (self.name.clone(), id, lease_ms),
+            |kind, (name, id, lease_ms)| Box::pin(kind.update_lease(name, *id, *lease_ms)),
+        )
         .await?;
         let permits = self.inner().permits();
         if !updated {

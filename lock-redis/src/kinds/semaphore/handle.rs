@@ -151,11 +151,13 @@ impl Semaphore {
         // One request id for every retry: a retry after a lost reply
         // answers whether the first attempt created the semaphore.
         let req = self.request(permits);
-        let kind = Arc::clone(&self.kind);
-        counting::call(&self.client, "try_set_permits", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.try_set_permits(&req, ttl_ms).await }
-        })
+        counting::call_with(
+            &self.client,
+            "try_set_permits",
+            &self.kind,
+            (req, ttl_ms),
+            |kind, (req, ttl_ms)| Box::pin(kind.try_set_permits(req, *ttl_ms)),
+        )
         .await
     }
 
@@ -175,10 +177,8 @@ impl Semaphore {
         check_change(i128::from(delta), "add_permits")?;
         let mut req = self.request(0);
         req.permits = delta;
-        let kind = Arc::clone(&self.kind);
-        counting::call(&self.client, "add_permits", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.add_permits(&req).await }
+        counting::call_with(&self.client, "add_permits", &self.kind, req, |kind, req| {
+            Box::pin(kind.add_permits(req))
         })
         .await
     }
@@ -192,11 +192,13 @@ impl Semaphore {
     /// # Cancel safety
     /// Read-only; safe to drop.
     pub async fn available_permits(&self) -> Result<i64> {
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(&self.client, "available_permits", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.available_permits(&name).await }
-        })
+        counting::call_with(
+            &self.client,
+            "available_permits",
+            &self.kind,
+            self.name.clone(),
+            |kind, name| Box::pin(kind.available_permits(name)),
+        )
         .await
     }
 
@@ -210,11 +212,13 @@ impl Semaphore {
     /// As [`Semaphore::try_set_permits`]; a retry never drains twice.
     pub async fn drain_permits(&self) -> Result<i64> {
         let req = self.request(0);
-        let kind = Arc::clone(&self.kind);
-        counting::call(&self.client, "drain_permits", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.drain_permits(&req).await }
-        })
+        counting::call_with(
+            &self.client,
+            "drain_permits",
+            &self.kind,
+            req,
+            |kind, req| Box::pin(kind.drain_permits(req)),
+        )
         .await
     }
 

@@ -3,7 +3,6 @@
 //! (Redisson's `setPermits`, `getPermits`, `acquiredPermits`,
 //! `getLeaseTime`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::PermitExpirableSemaphore;
@@ -41,20 +40,20 @@ impl PermitExpirableSemaphore {
     pub async fn set_permits(&self, permits: u64) -> Result<()> {
         check_change(i128::from(permits), "set_permits")?;
         let req = self.request(permits);
-        let kind = Arc::clone(&self.kind);
-        counting::call(&self.client, "set_permits", move || {
-            let (kind, req) = (Arc::clone(&kind), req.clone());
-            async move { kind.set_permits(&req).await }
+        counting::call_with(&self.client, "set_permits", &self.kind, req, |kind, req| {
+            Box::pin(kind.set_permits(req))
         })
         .await
     }
 
     async fn counts(&self) -> Result<PermitCounts> {
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        counting::call(&self.client, "count permits", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.counts(&name).await }
-        })
+        counting::call_with(
+            &self.client,
+            "count permits",
+            &self.kind,
+            self.name.clone(),
+            |kind, name| Box::pin(kind.counts(name)),
+        )
         .await
     }
 
@@ -102,11 +101,13 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }
     /// ```
     pub async fn lease_time(&self, id: PermitId) -> Result<Option<Duration>> {
-        let (kind, name) = (Arc::clone(&self.kind), self.name.clone());
-        let lease = counting::call(&self.client, "lease_time", move || {
-            let (kind, name) = (Arc::clone(&kind), name.clone());
-            async move { kind.lease_time(&name, id).await }
-        })
+        let lease = counting::call_with(
+            &self.client,
+            "lease_time",
+            &self.kind,
+            (self.name.clone(), id),
+            |kind, (name, id)| Box::pin(kind.lease_time(name, *id)),
+        )
         .await?;
         match lease {
             PermitLease::Ends(left) => Ok(Some(left)),
