@@ -167,6 +167,22 @@ pub async fn repeated_requests_return_their_first_outcome(h: &dyn Harness) {
     assert_eq!(info.hold_count(&first), 0);
 }
 
+/// `name` taken by `owner` and released again: the request that took it,
+/// whose late copy the checks below send, and the token it got.
+async fn taken_and_released(
+    backend: &dyn ExclusiveKind,
+    name: &str,
+    owner: Owner,
+) -> (AcquireRequest, u64) {
+    let take = acquire(name, owner);
+    let token = must_acquire(backend, &take).await;
+    assert_eq!(
+        backend.release(&release(name, owner)).await.unwrap(),
+        ReleaseOutcome::Released
+    );
+    (take, token)
+}
+
 /// A copy of a successful acquisition stuck on the wire (a retry of it took
 /// the lock, and that hold was released since) arrives before the
 /// request's deadline. It must take nothing: the lock is free, and a hold
@@ -177,12 +193,7 @@ pub async fn a_late_copy_of_a_released_acquisition_takes_nothing(h: &dyn Harness
     let backend = kind.as_ref();
     let name = unique("recorded-late-copy");
     let owner = a.new_owner();
-    let take = acquire(&name, owner);
-    let token = must_acquire(backend, &take).await;
-    assert_eq!(
-        backend.release(&release(&name, owner)).await.unwrap(),
-        ReleaseOutcome::Released
-    );
+    let (take, token) = taken_and_released(backend, &name, owner).await;
 
     assert_eq!(must_acquire(backend, &take).await, token);
     let info = backend.inspect(&lock_name(&name)).await.unwrap();
@@ -198,12 +209,7 @@ pub async fn a_late_copy_of_an_acquisition_adds_no_hold_to_a_newer_one(h: &dyn H
     let backend = kind.as_ref();
     let name = unique("recorded-late-copy-newer");
     let owner = a.new_owner();
-    let take = acquire(&name, owner);
-    let token = must_acquire(backend, &take).await;
-    assert_eq!(
-        backend.release(&release(&name, owner)).await.unwrap(),
-        ReleaseOutcome::Released
-    );
+    let (take, token) = taken_and_released(backend, &name, owner).await;
     must_acquire(backend, &acquire(&name, owner)).await;
 
     assert_eq!(must_acquire(backend, &take).await, token);
