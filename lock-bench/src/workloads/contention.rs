@@ -20,7 +20,7 @@ use crate::locker::Locker;
 pub(crate) const CLIENTS: usize = 4;
 /// Tasks contending, spread over the clients.
 pub(crate) const TASKS: usize = 8;
-const HOLD: Duration = Duration::from_millis(1);
+pub(crate) const HOLD: Duration = Duration::from_millis(1);
 
 /// Who released the lock last, and when (just before calling `unlock()`).
 type LastRelease = Arc<Mutex<Option<(usize, Instant)>>>;

@@ -215,11 +215,13 @@ impl HeapCounts {
 
     /// After taking the locks, before the ticks: starts the peak.
     fn locks_taken(self) -> Self {
-        Self {
-            #[cfg(feature = "count-alloc")]
+        #[cfg(feature = "count-alloc")]
+        return Self {
             taken: crate::alloc_count::reset_peak(),
             ..self
-        }
+        };
+        #[cfg(not(feature = "count-alloc"))]
+        self
     }
 
     #[cfg_attr(not(feature = "count-alloc"), allow(clippy::unused_self))]
