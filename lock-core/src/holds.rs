@@ -150,6 +150,12 @@ impl std::fmt::Debug for Hold {
 }
 
 impl Hold {
+    /// When it is reported lost unless renewed (one atomic read, where
+    /// [`Hold::deadline`] takes two).
+    pub(crate) fn lost_at(&self) -> Instant {
+        self.lost_at.get()
+    }
+
     /// The hold's current deadline.
     pub(crate) fn deadline(&self) -> Deadline {
         Deadline {
