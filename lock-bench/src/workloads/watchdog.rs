@@ -123,11 +123,11 @@ async fn one_size(
         took.as_secs_f64()
     ));
     let heap = heap.locks_taken();
-    let (calls, commands) = watch_ticks(bench, client, n as u64).await?;
+    let (calls, commands, ticks) = watch_ticks(bench, client, n as u64).await?;
     let rss_ticked = resident_bytes();
     heap.ticked(r, n);
 
-    let per_tick = |v: u64| v as f64 / TICKS as f64;
+    let per_tick = |v: u64| v as f64 / ticks;
     let scripts = per_tick(commands.calls("evalsha"));
     let per_lock = |after: Option<u64>| match (rss_before, after) {
         (Some(before), Some(after)) => Some(after.saturating_sub(before) as f64 / n as f64),
@@ -258,12 +258,15 @@ impl HeapCounts {
 /// Waits for one renewal tick to complete (so the next starts a second later),
 /// resets the server's statistics, then waits for [`TICKS`] renewals of
 /// all `n` locks. Returns the client's renew calls and the server's
-/// command statistics over those ticks.
+/// command statistics over those ticks, and how many ticks' worth of
+/// leases they renewed (leases renewed / `n`, [`TICKS`] or a little more:
+/// the window may start or end inside a tick, when a slow slice looked
+/// like a tick's end), which the per-tick figures are divided by.
 async fn watch_ticks(
     bench: &Bench,
     client: &LockClient,
     n: u64,
-) -> Result<(u64, crate::server::CommandStats)> {
+) -> Result<(u64, crate::server::CommandStats, f64)> {
     let interval = WATCHDOG / 3;
     let limit = interval * 2 + Duration::from_secs(30);
     let before = client.stats();
@@ -302,13 +305,17 @@ async fn watch_ticks(
         );
     }
     let commands = bench.server.command_stats().await?;
-    if end.renewed - start.renewed != TICKS * n || end.watched != n {
+    let renewed = end.renewed - start.renewed;
+    if end.watched != n {
         bail!(
-            "W4: {TICKS} ticks renewed {} leases of {n} locks (watching {}); expected {}",
-            end.renewed - start.renewed,
+            "W4: {TICKS} ticks renewed {renewed} leases of {n} locks, but the watchdog \
+             keeps only {}: it lost some",
             end.watched,
-            TICKS * n
         );
     }
-    Ok((end.renew_calls - start.renew_calls, commands))
+    Ok((
+        end.renew_calls - start.renew_calls,
+        commands,
+        renewed as f64 / n as f64,
+    ))
 }
