@@ -32,6 +32,10 @@ pub(crate) const W2H_P50_VS_ACQUIRE_FLOOR: Goal = Goal::AtMost(1.3);
 pub(crate) const W2H_DIRECT_P50_VS_NOTICE_FLOOR: Goal = Goal::AtMost(1.5);
 /// W2H: handoff p99 ≤ 6 × PING p50.
 pub(crate) const W2H_P99_VS_PING: Goal = Goal::AtMost(6.0);
+/// W1-redlock: a RedLock's pair over 3 masters, as a ratio to one
+/// master's, ≤ 1.1 × the same ratio of two concurrent PINGs to the 3
+/// masters (the RedLock's own cost beyond the round trips; issue 25).
+pub(crate) const W1_REDLOCK_VS_FLOOR: Goal = Goal::AtMost(1.1);
 /// W2H-redlock: a RedLock's handoff p50 over 3 masters ≤ 3 × a single
 /// master's plain lock's in the same run (within a few round trips).
 pub(crate) const W2H_REDLOCK_VS_SINGLE: Goal = Goal::AtMost(3.0);

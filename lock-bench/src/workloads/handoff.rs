@@ -63,8 +63,8 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
 /// do: a process idle for a millisecond pays for waking its threads (and,
 /// in a virtual machine, its idle CPUs) when the release goes out and the
 /// notice comes in, and a floor that released at once, its threads still
-/// busy from the last round, would not pay it (it made the floor about
-/// 2.5× lower than a raw client that holds the lock as long; measured
+/// busy from the last round, would not pay it (it made the floor 2.2 to
+/// 2.7× lower than a raw client that holds the lock as long; measured
 /// 2026-11-27).
 async fn floor(t: &Target<'_>) -> Result<Report> {
     let bench = t.bench;

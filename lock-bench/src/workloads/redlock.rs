@@ -145,11 +145,12 @@ async fn measure(
         ping5.p50_us / ping1.p50_us,
         Unit::Ratio,
     )
-    .add(
+    .add_goal(
         "red3_vs_floor",
         "3 masters ratio / PING floor ratio: the RedLock's own cost",
         (three.p50_us / one.p50_us) / (ping3.p50_us / ping1.p50_us),
         Unit::Ratio,
+        crate::goals::W1_REDLOCK_VS_FLOOR,
     )
     .add(
         "red5_vs_floor",
