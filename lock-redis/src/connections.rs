@@ -221,10 +221,21 @@ impl ConnectionSet {
         if self.is_closed() {
             return Err(LockError::Closed);
         }
-        let slot = &self.slots[index];
         if let Some(lease) = self.current(index) {
             return Ok(lease);
         }
+        // Boxed: connecting (a Sentinel query, a TCP and TLS handshake) is
+        // a future of kilobytes, and inline it would make every store
+        // call's future that big, connected or not (every script call's
+        // was 2.6 KB, one allocation past the allocator's small sizes).
+        Box::pin(self.connect_slot(index, deadline)).await
+    }
+
+    /// [`ConnectionSet::get_slot`] for a slot with no current connection:
+    /// waits for the slot's gate, then connects it unless whoever held the
+    /// gate before did.
+    async fn connect_slot(&self, index: usize, deadline: Instant) -> Result<Lease> {
+        let slot = &self.slots[index];
         let Ok(_connecting) = timeout_at(deadline, slot.connecting.lock()).await else {
             return Err(self.checkout_timed_out());
         };
