@@ -584,8 +584,18 @@ fn by_lane<E: Watched>(mut entries: Vec<Arc<E>>) -> (Arc<Vec<Arc<E>>>, LaneRange
     // every entry in time (a store saturated by acquisitions: W4 taking
     // 100 000 locks lost some) then renews the most urgent first, which
     // keeps the worst lateness the least any order can.
+    //
+    // Each key is read once: a deadline may move while the tick sorts (a
+    // re-entry of another task extends it), and a sort whose keys change
+    // under it may panic, which would end the watchdog. Milliseconds from
+    // now in a u32 keep the cache at 8 B per entry (std indexes it with
+    // u32 too); a deadline 49 days out sorts as the last.
+    let now = Instant::now();
     for (_, range) in &lanes {
-        entries[range.clone()].sort_unstable_by_key(|entry| entry.lost_at());
+        entries[range.clone()].sort_by_cached_key(|entry| {
+            let left = entry.lost_at().saturating_duration_since(now);
+            u32::try_from(left.as_millis()).unwrap_or(u32::MAX)
+        });
     }
     (Arc::new(entries), lanes)
 }
