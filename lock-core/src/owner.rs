@@ -61,9 +61,8 @@ impl Owner {
         // loop). The same text as `Display`.
         let mut uuid = Uuid::encode_buffer();
         let uuid = self.client_id.hyphenated().encode_lower(&mut uuid);
-        let mut id = [0u8; 20];
-        let id = decimal(self.owner_id, &mut id);
-        [uuid, ":", id].concat()
+        let mut id = itoa::Buffer::new();
+        [uuid, ":", id.format(self.owner_id)].concat()
     }
 
     /// Parses a holder field written by us or by a Java client. Returns `None` for
@@ -93,21 +92,6 @@ impl Owner {
     pub fn current() -> Option<Owner> {
         SCOPE_OWNER.try_with(|o| *o).ok()
     }
-}
-
-/// `n` in decimal, written at the end of `buf` (20 digits hold any u64).
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &str {
-    let mut start = buf.len();
-    loop {
-        start -= 1;
-        buf[start] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    // Only ASCII digits were written.
-    std::str::from_utf8(&buf[start..]).unwrap_or_default()
 }
 
 impl fmt::Display for Owner {
