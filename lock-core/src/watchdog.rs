@@ -720,20 +720,27 @@ mod tests {
         }
     }
 
+    /// `n` entries, the `i`th of kind, lane and deadline `of(i)`.
+    fn entries(n: u64, of: impl Fn(u64) -> (usize, u64, Instant)) -> Vec<Arc<Entry>> {
+        (0..n)
+            .map(|i| {
+                let (kind, lane, lost_at) = of(i);
+                Arc::new(Entry {
+                    kind,
+                    lane,
+                    lost_at,
+                })
+            })
+            .collect()
+    }
+
     #[test]
     fn a_tick_renews_each_lane_earliest_deadline_first() {
         let now = Instant::now();
         // Latest deadline first, the lanes interleaved.
-        let entries: Vec<Arc<Entry>> = (0..12u64)
-            .map(|i| {
-                Arc::new(Entry {
-                    kind: (i % 2) as usize,
-                    lane: i % 3,
-                    lost_at: now + Duration::from_secs(100 - i),
-                })
-            })
-            .collect();
-        let (sorted, lanes) = by_lane(entries);
+        let (sorted, lanes) = by_lane(entries(12, |i| {
+            ((i % 2) as usize, i % 3, now + Duration::from_secs(100 - i))
+        }));
         assert_eq!(lanes.len(), 6, "two kinds by three lanes");
         let mut seen = 0;
         for (key, range) in lanes {
@@ -753,17 +760,10 @@ mod tests {
     #[test]
     fn one_lane_is_still_earliest_deadline_first() {
         let now = Instant::now();
-        let entries: Vec<Arc<Entry>> = (0..300u64)
-            .map(|i| {
-                Arc::new(Entry {
-                    kind: 7,
-                    lane: 0,
-                    // Scattered: 0, 37, 74, ... modulo 300 ms.
-                    lost_at: now + Duration::from_millis((i * 37) % 300),
-                })
-            })
-            .collect();
-        let (sorted, lanes) = by_lane(entries);
+        // Deadlines scattered: 0, 37, 74, ... ms, modulo 300.
+        let (sorted, lanes) = by_lane(entries(300, |i| {
+            (7, 0, now + Duration::from_millis((i * 37) % 300))
+        }));
         assert_eq!(lanes.len(), 1);
         assert!(sorted.windows(2).all(|w| w[0].lost_at <= w[1].lost_at));
     }
