@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::client::ClientInner;
 use crate::kind::{AcquireRequest, ExclusiveKind};
-use crate::op::Retry;
+use crate::op;
 use crate::stats::InFlight;
 
 /// A place in a lock's queue (a kind whose waiters queue). Dropping it leaves the queue (in the
@@ -65,16 +65,12 @@ impl Drop for QueueTicket {
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
-            let mut retry = Retry::new(&inner, "leave_queue", backend.kind_name());
-            loop {
-                match backend.leave_queue(&name, &owner, ticket).await {
-                    Err(e) if retry.again(&e).await => continue,
-                    Err(e) => {
-                        tracing::warn!(%e, lock = %name, "could not leave the queue; the entry expires with the waiter timeout");
-                        return;
-                    }
-                    Ok(()) => return,
-                }
+            let left = op::retried(&inner, "leave_queue", backend.kind_name(), || {
+                backend.leave_queue(&name, &owner, ticket)
+            })
+            .await;
+            if let Err(e) = left {
+                tracing::warn!(%e, lock = %name, "could not leave the queue; the entry expires with the waiter timeout");
             }
         });
     }
