@@ -18,6 +18,7 @@ use crate::report::Report;
 use crate::server::Server;
 use crate::target::{Kind, Target};
 
+mod alternating;
 mod baseline;
 mod contended;
 mod contention;

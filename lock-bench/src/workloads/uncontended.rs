@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::alternating::{self, Alternated};
 use super::{close_all, redisson};
 use crate::goals;
 use crate::latency::Latencies;
@@ -39,10 +40,32 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     } else {
         Vec::new()
     };
-    let result = measure(t, &lib[0], alongside.first()).await;
+    // rslock runs next to the reentrant lock and the lean lock, which
+    // keeps rslock's layout.
+    let peer_goal = match t.kind {
+        Kind::Reentrant => Some(goals::W1_P50_VS_RSLOCK),
+        Kind::Lean => Some(goals::LEAN_W1_P50_VS_RSLOCK),
+        _ => None,
+    };
+    #[cfg(feature = "rslock")]
+    let peer = peer_goal.map(|_| t.bench.rs_lockers(1).remove(0));
+    #[cfg(not(feature = "rslock"))]
+    let peer: Option<Lib> = None;
+    let result: Result<(Report, Option<Latencies>)> = async {
+        let mut ours = measure(t, &lib[0], alongside.first()).await?;
+        if t.kind != Kind::Cluster {
+            let rounds = t.bench.pick(5_000, 1_000);
+            let samples = alternating::run(t, &lib[0], peer.as_ref(), rounds, WARM_UP).await?;
+            add_alternating(t, &mut ours, &samples)?;
+            Ok((ours, samples.peer))
+        } else {
+            Ok((ours, None))
+        }
+    }
+    .await;
     close_all(&lib).await;
     close_all(&alongside).await;
-    let mut ours = result?;
+    let (mut ours, peer_alternating) = result?;
     // The Redisson-protocol raw pair runs right after the reentrant lock,
     // whose protocol it is.
     let redisson = if t.kind == Kind::Reentrant {
@@ -52,26 +75,72 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     } else {
         None
     };
-    // rslock runs right after the reentrant lock and after the lean lock,
-    // which keeps rslock's layout.
-    let goal = match t.kind {
-        Kind::Reentrant => goals::W1_P50_VS_RSLOCK,
-        Kind::Lean => goals::LEAN_W1_P50_VS_RSLOCK,
-        _ => return Ok(vec![ours]),
+    let Some(goal) = peer_goal else {
+        return Ok(vec![ours]);
     };
-    #[cfg(feature = "rslock")]
-    let peer = Some(measure(t, &t.bench.rs_lockers(1)[0], None).await?);
-    #[cfg(not(feature = "rslock"))]
-    let peer: Option<Report> = None;
+    let peer_report = match &peer {
+        Some(peer) => {
+            let mut r = measure(t, peer, None).await?;
+            if let Some(samples) = peer_alternating.as_ref().and_then(Latencies::summary) {
+                r.add(
+                    "alternating_p50_us",
+                    "pair p50, alternating with the library's and the raw pair",
+                    samples.p50_us,
+                    Unit::Micros,
+                );
+            }
+            Some(r)
+        }
+        None => None,
+    };
     goals::compare_with_peer(
         &mut ours,
-        peer.as_ref(),
-        "p50_us",
+        peer_report.as_ref(),
+        "alternating_p50_us",
         "p50_vs_rslock",
-        "pair p50 / rslock pair p50 (same run)",
+        "pair p50 / rslock pair p50 (alternating, same run)",
         goal,
     );
-    Ok([ours].into_iter().chain(redisson).chain(peer).collect())
+    Ok([ours]
+        .into_iter()
+        .chain(redisson)
+        .chain(peer_report)
+        .collect())
+}
+
+/// Adds the alternating phase's figures to `ours`: its pair p50 there and
+/// the raw pair's, and their ratio (with the goal for the reference lock).
+fn add_alternating(t: &Target<'_>, ours: &mut Report, samples: &Alternated) -> Result<()> {
+    let mine = samples.ours.summary().context("no alternating samples")?;
+    let raw = samples.raw.summary().context("no raw samples")?;
+    let vs_raw = mine.p50_us / raw.p50_us;
+    let goal = t
+        .is_reference(&ours.implementation)
+        .then_some(goals::W1_P50_VS_RAW_PAIR);
+    ours.add(
+        "alternating_p50_us",
+        "pair p50, alternating with the raw pair (and rslock)",
+        mine.p50_us,
+        Unit::Micros,
+    )
+    .add(
+        "raw_pair_alternating_p50_us",
+        "raw EVALSHA pair p50, alternating",
+        raw.p50_us,
+        Unit::Micros,
+    )
+    .add_goal(
+        "p50_vs_raw_pair",
+        "pair p50 / raw EVALSHA pair p50 (alternating)",
+        vs_raw,
+        Unit::Ratio,
+        goal,
+    );
+    t.bench.progress(&format!(
+        "{} ({}), alternating: p50 {:.0} µs = {vs_raw:.2}× the raw pair's {:.0} µs",
+        ours.workload, ours.implementation, mine.p50_us, raw.p50_us
+    ));
+    Ok(())
 }
 
 /// Adds to the reentrant lock's W1 its pair p50 and its server time per
@@ -99,7 +168,7 @@ fn compare_with_redisson(ours: &mut Report, redisson: &Report) {
 }
 
 /// One `lock()` + `unlock()` of a free lock, bounded; how long it took.
-async fn pair<L: Locker>(locker: &L, name: &str) -> Result<Duration> {
+pub(crate) async fn pair<L: Locker>(locker: &L, name: &str) -> Result<Duration> {
     let started = Instant::now();
     let held = tokio::time::timeout(LOCK_TIMEOUT, locker.lock(name))
         .await
@@ -151,13 +220,11 @@ async fn measure<L: Locker>(t: &Target<'_>, locker: &L, alongside: Option<&Lib>)
         .add("p99_us", "pair p99", s.p99_us, Unit::Micros)
         .add("pairs_per_s", "pairs/s", rate, Unit::PerSec);
     let vs_raw = s.p50_us / base.pair_p50_us;
-    r.add_goal(
-        "p50_vs_raw_pair",
-        "pair p50 / raw EVALSHA pair p50",
+    r.add(
+        "p50_vs_baseline_pair",
+        "pair p50 / the baseline's raw EVALSHA pair p50 (measured apart)",
         vs_raw,
         Unit::Ratio,
-        t.is_reference(locker.name())
-            .then_some(goals::W1_P50_VS_RAW_PAIR),
     );
     match (t.kind, other_lat.summary()) {
         (Kind::Reentrant, _) => {}
