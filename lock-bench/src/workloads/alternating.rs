@@ -4,12 +4,11 @@
 //! see the same machine noise.
 //!
 //! Why not the baseline's raw pair, measured at the start of the run: on
-//! a shared 2-core machine the round trip drifts by 15–30 % over the
-//! minute between the two, more than the 15 % the goal allows. Five W1
-//! runs against the baseline ranged 1.23–1.66× while the same code, with
-//! its pairs alternating with raw pairs in one process, measured 1.06–1.11×
-//! (issue 25's closing notes). The cluster's W1 alternates with the
-//! standalone W1 for the same reason.
+//! a shared 2-core machine the round trip drifts over the seconds between
+//! the two by more than the 15 % the goal allows. Six runs of one build on
+//! 2026-11-27 put W1 at 1.02–1.67× the baseline's raw pair, and at
+//! 1.07–1.15× the raw pairs taken in turn with it. The cluster's W1
+//! alternates with the standalone W1 for the same reason.
 //!
 //! The raw pair has a connection of its own, and rslock its own client:
 //! three clients on one server, each waiting for its own reply, so none
