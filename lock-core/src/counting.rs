@@ -33,6 +33,7 @@ use crate::detached::Detached;
 use crate::error::Result;
 use crate::name::LockName;
 use crate::op;
+use crate::store_clock::outcome_forgotten;
 use crate::telemetry::{self, Timed};
 use crate::wait_loop::{self, Waiting};
 use tracing::Instrument;
@@ -146,6 +147,8 @@ where
     let inner = &engine.inner;
     inner.check_open()?;
     inner.stats.tries.incr();
+    // No earlier than the deadline `op`'s request was dated with.
+    let deadline_ms = inner.request_deadline();
     let task_inner = Arc::clone(inner);
     // The settling starts inside the call, which runs on when its caller
     // is dropped: after the caller's `await`, it would be skipped then.
@@ -155,7 +158,7 @@ where
             // The request may still run (a frozen server) and take permits
             // after we gave up.
             Err(e) if e.is_retryable() && !e.is_stale_request() => {
-                settle_unknown(&task_inner, op);
+                settle_unknown(&task_inner, op, deadline_ms);
                 Err(e)
             }
             result => result,
@@ -166,7 +169,11 @@ where
 
 /// Repeats the acquisition `op` whose outcome stayed unknown until the
 /// store answers, in a task of its own, and gives back what it took.
-fn settle_unknown<P, F>(inner: &Arc<ClientInner>, op: F)
+/// A count has no owner to release as: when the answer comes so late that
+/// the record of a first run may be gone (`deadline_ms`: no earlier than
+/// the request's deadline), what it took cannot be given back, and a
+/// warning says so.
+fn settle_unknown<P, F>(inner: &Arc<ClientInner>, op: F, deadline_ms: u64)
 where
     P: Send + 'static,
     F: Fn() -> BoxFuture<'static, Result<Look<P>>> + Send + Sync + 'static,
@@ -181,6 +188,9 @@ where
             ),
             // Dropping the permits gives them back.
             Some(Ok(outcome)) => drop(outcome),
+            Some(Err(e)) if outcome_forgotten(&e, deadline_ms) => tracing::warn!(
+                "whether a failed acquisition took permits can no longer be learned (its record expired while the store was out of reach); if it did, they stay taken (an expirable permit's until its lease ends)"
+            ),
             Some(Err(e)) if e.is_stale_request() => {}
             Some(Err(e)) => tracing::warn!(%e, "giving up reconciling a failed acquisition"),
         }

@@ -135,11 +135,13 @@ pub enum LockError {
 
     /// The store refused a request that reached it after the request's
     /// deadline (held on a connection, in a frozen server or a partition,
-    /// or dated by a client clock far behind the store's): it did not run
-    /// and never will. The client dates its requests by the store's clock
+    /// or dated by a client clock far behind the store's): this copy did
+    /// not run and no copy ever will. A copy that ran before the deadline
+    /// is answered from its record instead, while the record lasts (see
+    /// [`crate::backend::outcome_forgotten`]). The client dates its requests by the store's clock
     /// from then on (`store_time_ms`); a new request is safe, so the engine
     /// makes one where it can and this is retryable.
-    #[error("the lock store refused a request that reached it after its deadline (store time {store_time_ms} ms since the epoch); it did not run and never will")]
+    #[error("the lock store refused a request that reached it after its deadline (store time {store_time_ms} ms since the epoch); it was not run and never will be")]
     StaleRequest {
         /// The store's time when it refused, in milliseconds since the
         /// Unix epoch.
@@ -259,7 +261,8 @@ impl LockError {
     }
 
     /// Whether the store refused a request as past its deadline
-    /// ([`LockError::StaleRequest`]): it did not run and never will.
+    /// ([`LockError::StaleRequest`]): it will never run (and, within the
+    /// record's grace, never ran: [`crate::backend::outcome_forgotten`]).
     pub fn is_stale_request(&self) -> bool {
         matches!(self, Self::StaleRequest { .. })
     }

@@ -39,6 +39,7 @@ use crate::kind::{
 };
 pub(crate) use crate::queue_place::QueueTicket;
 use crate::stats::InFlight;
+use crate::store_clock::outcome_forgotten;
 use crate::telemetry;
 
 /// Decides, after each failure of one operation, whether to try again, and
@@ -258,12 +259,15 @@ pub(crate) struct Landed {
 /// the tail, until its own outcome left the queue a second time. (An
 /// attempt whose outcome stays unknown may still run later; its
 /// [`reconcile`] leaves the queue again once the store answered it.)
+/// `private_owner`: the request's owner was made for its wait alone (see
+/// [`reconcile`]).
 pub(crate) async fn acquire(
     inner: &Arc<ClientInner>,
     kind: &Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     sent: Instant,
     place: Option<QueueTicket>,
+    private_owner: bool,
 ) -> Landed {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
@@ -290,6 +294,7 @@ pub(crate) async fn acquire(
                         error: e,
                         wait_won: None,
                         place: None,
+                        private_owner,
                     };
                     return Landed {
                         attempt: Ok(Attempt::Unknown(unknown)),
@@ -378,6 +383,8 @@ pub(crate) struct Unsettled {
     /// The place of a wait that ended without the lock, shared by its
     /// unknown attempts: given up once the last of them was answered.
     place: Option<Arc<QueueTicket>>,
+    /// Whether its owner was made for its wait alone (see [`reconcile`]).
+    private_owner: bool,
 }
 
 impl Unsettled {
@@ -414,6 +421,7 @@ impl Drop for Unsettled {
                 self.sent,
                 ended,
                 self.place.take(),
+                self.private_owner,
             );
         }
     }
@@ -427,10 +435,11 @@ impl Drop for Unsettled {
 /// returns the first outcome if it ran; if it has not, the repeat runs it
 /// (taking the lock, which is then released) or, past the request's
 /// deadline, is refused as stale, which proves it never ran and never will
-/// (see the `store_clock` module). "Held" means it ran without taking the
-/// lock, and no copy of it can take it afterwards. So the answer comes
-/// however long the store was out of reach; the repeats stop only when the
-/// client is closed.
+/// (see the `store_clock` module) — unless the store was out of reach
+/// until the record of a first run expired ("stale past its record"
+/// below). "Held" means it ran without taking the lock, and no copy of it
+/// can take it afterwards. So an answer comes however long the store was
+/// out of reach; the repeats stop only when the client is closed.
 /// How the wait ended (`wait`) decides what an answer means:
 /// - "acquired" is a hold of the request's own (the first, or one more on
 ///   top of the wait's): released.
@@ -438,6 +447,16 @@ impl Drop for Unsettled {
 ///   wait holds when it took the lock by that grant ([`WON_BY_GRANT`]):
 ///   kept; otherwise (the wait gave up, or its own hold is one more on top
 ///   of this one) released, which gives the grant back.
+/// - "stale" past its record (the store was out of reach until the
+///   record of a first run, if there was one, expired:
+///   [`crate::backend::outcome_forgotten`]) cannot tell whether it ran.
+///   When the request's owner was made for its wait alone and the wait
+///   gave up, no guard holds anything as that owner, and none ever will:
+///   whatever the owner holds of the lock is this request's (or another
+///   unknown attempt's of the same wait, settled the same way), so it is
+///   released, as "acquired" is. Otherwise (an explicit or scoped owner,
+///   or a wait that took the lock) a release could take a hold a guard
+///   has, so the hold, if any, is left to its lease, with a warning.
 /// - "held" leaves any queue place the request made: with the wait's
 ///   ticket when the wait gave up, so a grant it never took goes to the
 ///   next waiter; without it when the wait took the lock, which may be by a
@@ -451,6 +470,7 @@ fn reconcile(
     started: Instant,
     wait: u8,
     place: Option<Arc<QueueTicket>>,
+    private_owner: bool,
 ) {
     let runtime = inner.runtime.clone();
     let in_flight = InFlight::start(&inner.stats);
@@ -462,21 +482,17 @@ fn reconcile(
                 tracing::warn!(lock = %req.name, "client closed before it could find out whether a failed acquisition took the lock; it expires with its lease");
             }
             Some(Ok(AcquireOutcome::Claimed)) if wait == WON_BY_GRANT => {}
-            Some(Ok(outcome @ (AcquireOutcome::Acquired { .. } | AcquireOutcome::Claimed))) => {
+            Some(Ok(AcquireOutcome::Acquired { .. } | AcquireOutcome::Claimed)) => {
                 tracing::debug!(lock = %req.name, "a failed acquisition took the lock after all; releasing it");
-                drop(PendingHold {
-                    in_flight: InFlight::start(&inner.stats),
-                    inner,
-                    kind: backend,
-                    req,
-                    armed: true,
-                    fencing_token: match outcome {
-                        AcquireOutcome::Acquired { fencing_token } => fencing_token,
-                        _ => None,
-                    },
-                    started,
-                    grant: false,
-                });
+                release_on_behalf(inner, backend, req, started);
+            }
+            Some(Err(e)) if outcome_forgotten(&e, req.deadline_ms) => {
+                if private_owner && wait == WAITING {
+                    tracing::debug!(lock = %req.name, "whether a failed acquisition took the lock can no longer be learned (its record expired while the store was out of reach); releasing on its behalf");
+                    release_on_behalf(inner, backend, req, started);
+                } else {
+                    tracing::warn!(lock = %req.name, owner = %req.owner, "whether a failed acquisition took the lock can no longer be learned (its record expired while the store was out of reach); if it did, that hold stays until its lease ends");
+                }
             }
             Some(Ok(AcquireOutcome::Held { .. })) => {
                 if req.queue_ms.is_some() && place.is_none() {
@@ -487,7 +503,7 @@ fn reconcile(
                     drop(place);
                 }
             }
-            // Stale: it never ran and never will.
+            // Stale within its record's grace: it never ran and never will.
             Some(Err(e)) if e.is_stale_request() => {}
             Some(Err(e)) => {
                 tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
@@ -495,6 +511,26 @@ fn reconcile(
         }
         // Before `_in_flight` ends: the leave counts itself from here.
         drop(place);
+    });
+}
+
+/// Releases the hold an acquisition `req` of `kind` (first sent at
+/// `started`) took, or may have taken, when no guard will have it.
+fn release_on_behalf(
+    inner: Arc<ClientInner>,
+    kind: Arc<dyn ExclusiveKind>,
+    req: AcquireRequest,
+    started: Instant,
+) {
+    drop(PendingHold {
+        in_flight: InFlight::start(&inner.stats),
+        inner,
+        kind,
+        req,
+        armed: true,
+        fencing_token: None,
+        started,
+        grant: false,
     });
 }
 

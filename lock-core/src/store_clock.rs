@@ -12,10 +12,12 @@
 //! permit given back twice).
 //!
 //! So every request carries a deadline on the store's clock: the store runs
-//! it only before that deadline, and keeps the record of a run until past
-//! it. A request therefore applies at most once, however late it arrives,
-//! and "refused as stale" ([`crate::LockError::StaleRequest`]) proves it
-//! never ran and never will. Both halves are judged by the store alone,
+//! it only before that deadline, and keeps the record of a run until
+//! [`RECORD_GRACE_MS`] past it. A request therefore applies at most once,
+//! however late it arrives, and "refused as stale"
+//! ([`crate::LockError::StaleRequest`]) within that grace proves it never
+//! ran and never will. Later, its record may be gone: stale then only
+//! proves it will never run ([`outcome_forgotten`]). Both halves are judged by the store alone,
 //! against its own clock, so the promise does not depend on this estimate
 //! being right: a wrong estimate only makes records live longer (the client
 //! runs ahead) or gets a request refused (the client runs behind), which
@@ -28,6 +30,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::Instant;
+
+/// How long past its request's deadline a record lives: the scripts'
+/// `RECORD_GRACE_MS` (common.lua in lock-script, which checks the two
+/// agree).
+pub const RECORD_GRACE_MS: u64 = 1_000;
+
+/// Whether `error`, the store's answer to a request with deadline
+/// `deadline_ms`, is a stale refusal that no longer proves the request
+/// never ran: the store answered it so long past the deadline that the
+/// record of a first run may have expired. The store reads its record
+/// before its clock, and the record's expiry (Redis freezes time for keys
+/// while a script runs) may lag that clock by a little, so this counts
+/// any refusal later than half the grace past the deadline.
+pub fn outcome_forgotten(error: &crate::LockError, deadline_ms: u64) -> bool {
+    matches!(
+        error,
+        crate::LockError::StaleRequest { store_time_ms }
+            if *store_time_ms >= deadline_ms.saturating_add(RECORD_GRACE_MS / 2)
+    )
+}
 
 /// The store's time, in milliseconds since the Unix epoch, as this client
 /// estimates it: its own wall clock when it was made, moved to the store's
@@ -91,5 +113,15 @@ mod tests {
         assert_eq!(clock.deadline_in(Duration::from_secs(30)), start + 90_000);
         clock.resync(start + 3_600_000);
         assert_eq!(clock.now_ms(), start + 3_600_000);
+    }
+
+    #[test]
+    fn a_stale_refusal_past_half_the_grace_forgets_the_outcome() {
+        let stale = |at| crate::LockError::StaleRequest { store_time_ms: at };
+        assert!(!outcome_forgotten(&stale(10_000), 10_000));
+        assert!(!outcome_forgotten(&stale(10_499), 10_000));
+        assert!(outcome_forgotten(&stale(10_500), 10_000));
+        assert!(outcome_forgotten(&stale(90_000), 10_000));
+        assert!(!outcome_forgotten(&crate::LockError::Closed, 10_000));
     }
 }

@@ -53,7 +53,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         None => (inner.watchdog_ms, true),
         Some(lease) => (fixed_lease_millis(&inner.config, lease, "lease")?, false),
     };
-    let owner = resolve_owner(inner, opts.owner)?;
+    let (owner, private_owner) = resolve_owner(inner, opts.owner)?;
     let deadline = match opts.wait {
         Wait::Forever => None,
         Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
@@ -68,6 +68,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
     let mut waiting = LockWait {
         lock,
         owner,
+        private_owner,
         lease_ms,
         fenced: opts.fenced,
         queue_ms,
@@ -120,6 +121,9 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
 struct LockWait<'a> {
     lock: &'a Lock,
     owner: Owner,
+    /// Whether `owner` was made for this wait alone (no explicit owner, no
+    /// owner scope): nothing else ever acquires as it.
+    private_owner: bool,
     lease_ms: u64,
     fenced: bool,
     queue_ms: Option<u64>,
@@ -209,7 +213,15 @@ impl Waiting for LockWait<'_> {
             // The attempt carries our place while it is in flight (see
             // `op::acquire`): dropped meanwhile, we leave only after it.
             let place = self.queued.take();
-            let landed = op::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
+            let landed = op::acquire(
+                inner,
+                self.lock.kind(),
+                self.request(),
+                sent,
+                place,
+                self.private_owner,
+            )
+            .await;
             self.queued = landed.place;
             let error = match landed.attempt {
                 Ok(Attempt::Unknown(mut unknown)) => {
@@ -267,16 +279,18 @@ impl Waiting for LockWait<'_> {
     }
 }
 
-fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<Owner> {
+/// The owner to acquire as, and whether it was made for this acquisition
+/// alone (neither given nor the scope's).
+fn resolve_owner(inner: &ClientInner, explicit: Option<Owner>) -> Result<(Owner, bool)> {
     match explicit {
         Some(owner) if owner.client_id() != inner.id => Err(LockError::invalid(format!(
             "owner {owner} belongs to another client (this client is {})",
             inner.id
         ))),
-        Some(owner) => Ok(owner),
+        Some(owner) => Ok((owner, false)),
         None => Ok(Owner::current()
             .filter(|o| o.client_id() == inner.id)
-            .unwrap_or_else(|| inner.new_owner())),
+            .map_or_else(|| (inner.new_owner(), true), |scoped| (scoped, false))),
     }
 }
 

@@ -33,3 +33,20 @@ pub fn with_common(parts: &[&str]) -> Script {
 /// Extends the lease of many locks (`renew.lua`).
 pub static RENEW: LazyLock<Script> =
     LazyLock::new(|| with_common(&[include_str!("scripts/renew.lua")]));
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine reads a stale refusal later than half the record's grace
+    /// as "its outcome is forgotten" (`lock_core::backend::outcome_forgotten`):
+    /// it must know the grace the scripts keep records for.
+    #[test]
+    fn the_engine_knows_the_record_grace() {
+        let line = format!(
+            "local RECORD_GRACE_MS = {}\n",
+            lock_core::backend::RECORD_GRACE_MS
+        );
+        assert!(COMMON_LUA.contains(&line), "common.lua lacks {line:?}");
+    }
+}

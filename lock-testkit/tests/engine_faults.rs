@@ -648,3 +648,150 @@ async fn margins_that_leave_no_lease_are_rejected() {
         .unwrap_err();
     assert!(err.is_invalid_argument(), "{err:?}");
 }
+
+/// Past its request's deadline, an acquisition whose record expired is
+/// refused as stale whether or not it ran: the outcome can no longer be
+/// learned.
+const RECORD_GONE: Duration = Duration::from_secs(40);
+
+/// Starts an acquisition of `lock` with `options` (inside the owner scope
+/// of `scope`, when given) whose first attempt runs and loses its reply
+/// (`ran`) or fails before it runs, and whose retries meet an outage that
+/// lasts until the request's record is gone; returns once the store is
+/// back and the background repeat had time to land.
+async fn unknown_past_its_record(
+    server: &InMemoryServer,
+    lock: &lock_redis::Lock,
+    options: AcquireOptions,
+    scope: Option<lock_redis::Owner>,
+    ran: bool,
+) {
+    if ran {
+        server.lose_next_replies(1);
+    } else {
+        server.fail_next(1);
+    }
+    let trying = {
+        let lock = lock.clone();
+        tokio::spawn(async move {
+            match scope {
+                Some(owner) => owner.scope(lock.acquire(options)).await,
+                None => lock.acquire(options).await,
+            }
+        })
+    };
+    // The first attempt has run (or failed); its retry waits a backoff.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    server.set_down(true);
+    let err = trying.await.unwrap().unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    tokio::time::sleep(RECORD_GONE).await;
+    server.set_down(false);
+    tokio::time::sleep(RetryPolicy::default().max_backoff * 2).await;
+}
+
+/// An acquisition that ran, whose reply was lost, and whose store stayed
+/// out of reach until its record expired: the background repeat is
+/// refused as stale, which no longer proves it never ran. Its owner was
+/// the wait's own and the wait gave up, so no guard can hold anything as
+/// that owner: the client releases on its behalf rather than leave the
+/// lock to its hour-long lease.
+#[tokio::test(start_paused = true)]
+async fn an_acquisition_whose_record_expired_is_released_on_its_behalf() {
+    let (server, c) = setup();
+    let lock = c.lock("record-expired").unwrap();
+    let options = AcquireOptions::new()
+        .no_wait()
+        .lease(Duration::from_secs(3600));
+    unknown_past_its_record(&server, &lock, options, None, true).await;
+    assert!(
+        !lock.is_locked().await.unwrap(),
+        "the hold it took is left until its lease ends"
+    );
+    assert_eq!(c.stats().in_flight, 0);
+}
+
+/// The same for an acquisition that never ran: the release on its behalf
+/// finds nothing, and leaves nothing.
+#[tokio::test(start_paused = true)]
+async fn an_expired_record_of_an_acquisition_that_never_ran_leaves_nothing() {
+    let (server, c) = setup();
+    let lock = c.lock("record-expired-never-ran").unwrap();
+    let options = AcquireOptions::new()
+        .no_wait()
+        .lease(Duration::from_secs(3600));
+    unknown_past_its_record(&server, &lock, options, None, false).await;
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(lock.try_lock().await.unwrap().is_some());
+}
+
+/// A re-entry by an explicit owner that holds the lock: past its record,
+/// whether it ran cannot be learned, and a release on its behalf could
+/// take the owner's other hold (here it never ran). It is left alone: the
+/// guard keeps its hold.
+#[tokio::test(start_paused = true)]
+async fn an_expired_record_of_an_explicit_owner_releases_nothing() {
+    let (server, c) = setup();
+    let lock = c.lock("record-expired-explicit").unwrap();
+    let g = lock
+        .lock_with_lease(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    let again = AcquireOptions::new()
+        .owner(g.owner())
+        .no_wait()
+        .lease(Duration::from_secs(3600));
+    unknown_past_its_record(&server, &lock, again, None, false).await;
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    assert!(!g.is_lost());
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// The same for an owner scope: its owner is shared by every acquisition
+/// inside the scope, so it is not released on an unknown attempt's behalf.
+#[tokio::test(start_paused = true)]
+async fn an_expired_record_in_an_owner_scope_releases_nothing() {
+    let (server, c) = setup();
+    let lock = c.lock("record-expired-scope").unwrap();
+    c.scope(async {
+        let g = lock
+            .lock_with_lease(Duration::from_secs(3600))
+            .await
+            .unwrap();
+        let again = AcquireOptions::new()
+            .no_wait()
+            .lease(Duration::from_secs(3600));
+        unknown_past_its_record(&server, &lock, again, Some(g.owner()), false).await;
+        assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+        assert!(!g.is_lost());
+        g.unlock().await.unwrap();
+    })
+    .await;
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// A wait that took the lock with a later attempt, as the owner made for
+/// it: a release on behalf of its earlier attempt, forgotten during the
+/// outage it rode out, could take the guard's own hold (here the earlier
+/// attempt never ran). Nothing is released.
+#[tokio::test(start_paused = true)]
+async fn a_forgotten_attempt_of_a_wait_that_took_the_lock_releases_nothing() {
+    let (server, c) = setup();
+    let lock = c.lock("record-expired-won").unwrap();
+    server.fail_next(1);
+    let waiting = {
+        let lock = lock.clone();
+        tokio::spawn(async move { lock.lock_with_lease(Duration::from_secs(3600)).await })
+    };
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    server.set_down(true);
+    tokio::time::sleep(RECORD_GONE).await;
+    server.set_down(false);
+    let g = waiting.await.unwrap().unwrap();
+    tokio::time::sleep(RetryPolicy::default().max_backoff * 2).await;
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    assert!(!g.is_lost());
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}

@@ -185,7 +185,9 @@ local RECORD_CLAIMED = 'claimed'
 
 -- Past its deadline a record lives this much longer: a margin for the
 -- store's clock read by TIME running ahead of the time Redis froze for key
--- expiry when the script started.
+-- expiry when the script started. lock-core's RECORD_GRACE_MS is the same
+-- (a test checks): a stale refusal well past it no longer proves that the
+-- request never ran (lock-core's outcome_forgotten).
 local RECORD_GRACE_MS = 1000
 local record_px = nil
 local store_time_ms = nil
