@@ -204,7 +204,10 @@ where
 /// task of its own until the store answers (`until_answered`), as a
 /// new request whenever the last was refused as stale, until the client is
 /// closed. So a caller who sees an error must not give the permits back
-/// again: they will be.
+/// again: they will be. (Unless the store stays out of reach until the
+/// request's record may be gone: then whether it ran cannot be learned,
+/// and it is not made again, since that could give the permits back twice;
+/// a warning says so.)
 ///
 /// # Errors
 /// [`crate::LockError::Closed`]; `op`'s error: a retryable one means the
@@ -241,6 +244,10 @@ where
             match answer {
                 None => {
                     tracing::warn!("{what}: client closed before the store answered a release; those permits stay taken");
+                    return;
+                }
+                Some(Err(e)) if outcome_forgotten(&e, req.deadline_ms()) => {
+                    tracing::warn!("{what}: whether the release ran can no longer be learned (its record expired while the store was out of reach); it is not made again, which could give the permits back twice: if it did not run, they stay taken (an expirable permit's until its lease ends)");
                     return;
                 }
                 Some(Err(e)) if e.is_stale_request() => {

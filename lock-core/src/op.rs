@@ -120,7 +120,10 @@ where
 
 /// [`retried`] for a request the store refuses once its deadline passed
 /// (it never ran): such a request is made again as a new one, within the
-/// same retry policy. `req` is left as last sent.
+/// same retry policy. `req` is left as last sent. Not when the refusal came
+/// so late that the record of a first run may be gone
+/// ([`outcome_forgotten`]): the first copy may have run, and a new request
+/// would apply the change twice; the stale error is returned then.
 pub(crate) async fn retried_redating<R, T, F, Fut>(
     inner: &ClientInner,
     what: &'static str,
@@ -138,7 +141,11 @@ where
         match op(req.clone()).await {
             Err(e) if retry.again(&e).await => continue,
             // Refused as stale: it never ran, so a new request is safe.
-            Err(e) if e.is_stale_request() && retry.again_for_new_request().await => {
+            Err(e)
+                if e.is_stale_request()
+                    && !outcome_forgotten(&e, req.deadline_ms())
+                    && retry.again_for_new_request().await =>
+            {
                 *req = req.clone().redated(inner.request_deadline());
             }
             result => return result,
@@ -204,6 +211,9 @@ where
 pub trait Redate: Clone {
     /// The same operation as a new request with deadline `deadline_ms`.
     fn redated(self, deadline_ms: u64) -> Self;
+
+    /// The request's deadline on the store's clock.
+    fn deadline_ms(&self) -> u64;
 }
 
 macro_rules! redate {
@@ -211,6 +221,10 @@ macro_rules! redate {
         impl Redate for $request {
             fn redated(self, deadline_ms: u64) -> Self {
                 <$request>::redated(self, deadline_ms)
+            }
+
+            fn deadline_ms(&self) -> u64 {
+                self.deadline_ms
             }
         }
     )*};

@@ -246,3 +246,32 @@ async fn two_permits(
     s.try_set_permits(2).await.unwrap();
     (c, s, attempts)
 }
+
+/// A release whose first copy ran, whose reply was lost, and whose store
+/// stayed out of reach until its record expired: the background repeat is
+/// refused as stale, which no longer proves the first copy never ran, so
+/// it must not be made again as a new request. Made again, it gives the
+/// permit back twice: one permit more than the semaphore was set to.
+#[tokio::test(start_paused = true)]
+async fn a_release_whose_record_expired_is_not_made_again() {
+    let server = InMemoryServer::new();
+    let c = server.client().unwrap();
+    let s = c.semaphore("release-record-expired").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    let permit = s.acquire().await.unwrap();
+    server.lose_next_replies(1);
+    let releasing = tokio::spawn(permit.release());
+    // The first copy has run; its retry waits a backoff.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    server.set_down(true);
+    let err = releasing.await.unwrap().unwrap_err();
+    assert!(err.is_retryable(), "{err}");
+    tokio::time::sleep(Duration::from_secs(40)).await;
+    server.set_down(false);
+    tokio::time::sleep(RetryPolicy::default().max_backoff * 2).await;
+    assert_eq!(
+        s.available_permits().await.unwrap(),
+        1,
+        "the permit was given back twice"
+    );
+}
