@@ -71,7 +71,10 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     // whose protocol it is.
     let redisson = if t.kind == Kind::Reentrant {
         let redisson = redisson::run(t).await?;
-        compare_with_redisson(&mut ours, &redisson);
+        let lib = t.lib_lockers(1).await?;
+        let in_turn = redisson::server_time_in_turn(t, &lib[0], t.bench.pick(5_000, 1_000)).await;
+        close_all(&lib).await;
+        compare_with_redisson(&mut ours, &redisson, in_turn?);
         Some(redisson)
     } else {
         None
@@ -144,25 +147,38 @@ fn add_alternating(t: &Target<'_>, ours: &mut Report, samples: &Alternated) -> R
     Ok(())
 }
 
-/// Adds to the reentrant lock's W1 its pair p50 and its server time per
-/// pair as ratios to the Redisson-protocol raw pair's (the latter with
-/// its goal).
-fn compare_with_redisson(ours: &mut Report, redisson: &Report) {
-    let ratio = |key: &str| match (ours.value(key), redisson.value(key)) {
+/// Adds to the reentrant lock's W1 its pair p50 as a ratio to the
+/// Redisson-protocol raw pair's, and its server time per pair as one
+/// (with the goal), from `in_turn`: both sides' server time per pair
+/// measured in turn ([`redisson::server_time_in_turn`]).
+fn compare_with_redisson(ours: &mut Report, redisson: &Report, in_turn: (f64, f64)) {
+    let p50 = match (ours.value("p50_us"), redisson.value("p50_us")) {
         (Some(mine), Some(theirs)) if theirs > 0.0 => Some(mine / theirs),
         _ => None,
     };
-    let (p50, server) = (ratio("p50_us"), ratio("server_us_per_pair"));
+    let (mine, theirs) = in_turn;
     ours.add(
         "p50_vs_redisson_raw",
         "pair p50 / raw Redisson-protocol pair p50 (same run)",
         p50,
         Unit::Ratio,
     )
+    .add(
+        "server_us_per_pair_in_turn",
+        "server time per pair, in blocks in turn with the raw Redisson-protocol pair",
+        mine,
+        Unit::Micros,
+    )
+    .add(
+        "redisson_raw_server_us_per_pair_in_turn",
+        "raw Redisson-protocol pair's server time per pair, in turn",
+        theirs,
+        Unit::Micros,
+    )
     .add_goal(
         "server_us_vs_redisson_raw",
-        "server time per pair / raw Redisson-protocol pair's (same run)",
-        server,
+        "server time per pair / raw Redisson-protocol pair's (in turn)",
+        (theirs > 0.0).then(|| mine / theirs),
         Unit::Ratio,
         goals::W1_SERVER_US_VS_REDISSON_RAW,
     );

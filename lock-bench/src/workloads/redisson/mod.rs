@@ -17,7 +17,9 @@ use lock_redis::{Owner, ScriptCall};
 use redis::aio::MultiplexedConnection;
 use redis::Script;
 
+use super::uncontended::pair;
 use crate::latency::Latencies;
+use crate::locker::Locker;
 use crate::report::{Report, Unit};
 use crate::server::Server;
 use crate::target::Target;
@@ -206,6 +208,41 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Report> {
     ));
     Ok(r)
 }
+
+/// Server time per pair, in µs, of `locker`'s lock and of the
+/// Redisson-protocol raw pair, measured in turn in blocks: the server's
+/// cost per command drifts over the seconds between two separate phases
+/// by more than the difference the goal judges (the same build measured
+/// 0.62–2.30× in separate phases on 2026-11-27). Each block resets the
+/// counters, runs [`SERVER_TIME_BLOCK`] pairs of one side, and reads them.
+pub(crate) async fn server_time_in_turn<L: Locker>(
+    t: &Target<'_>,
+    locker: &L,
+    pairs: usize,
+) -> Result<(f64, f64)> {
+    let bench = t.bench;
+    let name = t.name(&format!("w1:server-time:{}", locker.name()));
+    let mut raw = RedissonRaw::new(&bench.server, &t.name("w1:server-time:redisson-raw")).await?;
+    let (mut ours, mut theirs) = (0u64, 0u64);
+    let blocks = pairs.div_ceil(SERVER_TIME_BLOCK);
+    for _ in 0..blocks {
+        t.reset_stats().await?;
+        for _ in 0..SERVER_TIME_BLOCK {
+            pair(locker, &name).await?;
+        }
+        ours += t.command_stats().await?.usec("evalsha");
+        t.reset_stats().await?;
+        for _ in 0..SERVER_TIME_BLOCK {
+            raw.pair().await?;
+        }
+        theirs += t.command_stats().await?.usec("evalsha");
+    }
+    let per_pair = |usec: u64| usec as f64 / (blocks * SERVER_TIME_BLOCK) as f64;
+    Ok((per_pair(ours), per_pair(theirs)))
+}
+
+/// Pairs per block of [`server_time_in_turn`].
+const SERVER_TIME_BLOCK: usize = 250;
 
 #[cfg(test)]
 mod tests {
