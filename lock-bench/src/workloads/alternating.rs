@@ -1,7 +1,7 @@
 //! W1's comparisons with what it is judged against — the raw `EVALSHA`
 //! pair, and rslock — measured in turn with it: each round takes one pair
-//! of the library's lock, one raw pair, and one rslock pair, so all three
-//! see the same machine noise.
+//! of the library's lock, one raw pair, and one rslock pair (each first in
+//! one round of three), so all three see the same machine noise.
 //!
 //! Why not the baseline's raw pair, measured at the start of the run: on
 //! a shared 2-core machine the round trip drifts over the seconds between
@@ -58,19 +58,31 @@ pub(crate) async fn run<L: Locker, P: Locker>(
     };
     for round in 0..warm_up + rounds {
         let measured = round >= warm_up;
-        let ours = pair(locker, &ours_name).await?;
-        let started = std::time::Instant::now();
-        raw.pair().await?;
-        let raw_took = started.elapsed();
-        let peer_took = match peer {
-            Some(peer) => Some(pair(peer, &peer_name).await?),
-            None => None,
-        };
-        if measured {
-            out.ours.push(ours);
-            out.raw.push(raw_took);
-            if let (Some(samples), Some(took)) = (out.peer.as_mut(), peer_took) {
-                samples.push(took);
+        // Each side goes first, second and third in turn, so none always
+        // follows the same one (and whatever work it leaves behind).
+        for step in 0..3 {
+            match (round + step) % 3 {
+                0 => {
+                    let took = pair(locker, &ours_name).await?;
+                    if measured {
+                        out.ours.push(took);
+                    }
+                }
+                1 => {
+                    let started = std::time::Instant::now();
+                    raw.pair().await?;
+                    if measured {
+                        out.raw.push(started.elapsed());
+                    }
+                }
+                _ => {
+                    if let (Some(peer), Some(samples)) = (peer, out.peer.as_mut()) {
+                        let took = pair(peer, &peer_name).await?;
+                        if measured {
+                            samples.push(took);
+                        }
+                    }
+                }
             }
         }
     }
