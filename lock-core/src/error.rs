@@ -28,7 +28,11 @@ pub enum LockError {
     },
 
     /// The lock was lost while a guard still existed: a renewal found it
-    /// gone, or renewals failed until its lease ran out.
+    /// gone, or renewals failed until its lease ran out. Also the answer
+    /// of an acquisition whose reply came after its lease (less the safety
+    /// margin) ran out, counted from when it was sent: a store or network
+    /// slower than the lease, or a paused process. No guard is handed out
+    /// then (it would be lost already), and the hold is released.
     #[error("{what} was lost while held")]
     LockLost {
         /// The name of the lock or semaphore.

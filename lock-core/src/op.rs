@@ -33,7 +33,7 @@ use tracing::Instrument;
 use crate::client::ClientInner;
 pub(crate) use crate::detached::Detached;
 use crate::error::{LockError, Result};
-use crate::holds::Hold;
+use crate::holds::{Deadline, Hold};
 use crate::kind::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
 };
@@ -650,6 +650,16 @@ impl PendingHold {
     /// Whether it is the lock a release granted to the wait's ticket.
     pub(crate) fn is_grant(&self) -> bool {
         self.grant
+    }
+
+    /// Whether its lease, counted from when it was sent, already reached
+    /// the point where a guard of it would be reported lost: its reply
+    /// came that late (a store or network slower than the lease, or this
+    /// process paused). A guard of it would be lost as it is handed out.
+    pub(crate) fn is_overdue(&self) -> bool {
+        let lease = Duration::from_millis(self.req.lease_ms);
+        let margin = self.inner.config.safety_margin(lease);
+        Instant::now() >= Deadline::new(self.started, lease, margin).lost_at
     }
 
     /// Disarms the drop guard and returns what the guard needs.

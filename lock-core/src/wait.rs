@@ -242,6 +242,15 @@ impl Waiting for LockWait<'_> {
             }
         };
         match outcome {
+            // Its guard would be lost as it is handed out, so none is: the
+            // hold is released (as an abandoned one is) and the caller told.
+            // Not a busy look: a store slower than the lease would make
+            // every attempt end so, and the wait would never end.
+            Attempt::Acquired(hold) if hold.is_overdue() => {
+                tracing::warn!(lock = %self.lock.name(), "the lock was taken, but the reply came after its lease (less the safety margin) ran out; releasing it");
+                drop(hold);
+                Err(LockError::lock_lost(self.lock.name().as_str()))
+            }
             Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
             Attempt::Held { ttl } => Ok(Look::Busy(ttl)),
             // Never returned by the loop above, which keeps unknown outcomes.

@@ -795,3 +795,52 @@ async fn a_forgotten_attempt_of_a_wait_that_took_the_lock_releases_nothing() {
     g.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
 }
+
+/// A reply that comes after the lease (less its safety margin) ran out,
+/// counted from when the request was sent: the guard would be lost as it is
+/// handed out, so `lock()` fails with `LockLost` instead, and the hold is
+/// released rather than left to its lease. (Before, `lock()` returned a
+/// guard whose `is_lost()` was already true.)
+#[tokio::test(start_paused = true)]
+async fn a_reply_later_than_the_lease_hands_out_no_guard() {
+    let (server, c) = setup();
+    let lock = c.lock("late-reply").unwrap();
+    server.set_latency(Duration::from_millis(1500));
+    let late = lock.lock_with_lease(Duration::from_secs(1)).await;
+    server.set_latency(Duration::ZERO);
+    let err = late.expect_err("a guard lost as it is handed out");
+    assert!(
+        matches!(err, lock_redis::LockError::LockLost { .. }),
+        "{err:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!lock.is_locked().await.unwrap(), "the hold was released");
+    assert_eq!(c.stats().in_flight, 0);
+}
+
+/// The same for a re-entry by an explicit owner: only the hold the late
+/// acquisition added is given back; the owner's guard keeps its own.
+#[tokio::test(start_paused = true)]
+async fn a_late_reentry_gives_back_only_its_own_hold() {
+    let (server, c) = setup();
+    let lock = c.lock("late-reentry").unwrap();
+    let g = lock
+        .lock_with_lease(Duration::from_secs(3600))
+        .await
+        .unwrap();
+    server.set_latency(Duration::from_millis(1500));
+    let again = AcquireOptions::new()
+        .owner(g.owner())
+        .lease(Duration::from_secs(1));
+    let err = lock.acquire(again).await.expect_err("lost as handed out");
+    server.set_latency(Duration::ZERO);
+    assert!(
+        matches!(err, lock_redis::LockError::LockLost { .. }),
+        "{err:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(lock.hold_count(g.owner()).await.unwrap(), 1);
+    assert!(!g.is_lost());
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
