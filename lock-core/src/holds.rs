@@ -73,6 +73,12 @@ impl Deadline {
     pub fn expires(&self) -> Instant {
         self.expires
     }
+
+    /// When the hold is reported lost: [`Deadline::expires`] less the
+    /// safety margin.
+    pub fn lost_at(&self) -> Instant {
+        self.lost_at
+    }
 }
 
 /// An instant as nanoseconds since a point a year before the first one

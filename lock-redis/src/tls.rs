@@ -220,6 +220,15 @@ impl TlsOptions {
 pub fn client(info: redis::ConnectionInfo, tls: Option<&TlsOptions>) -> Result<redis::Client> {
     #[cfg(feature = "tls")]
     install_crypto_provider();
+    // redis-rs parses `rediss://` whenever any crate of the build enables
+    // its rustls support, and then panics at connect without a crypto
+    // provider, which only this crate's `tls` feature installs.
+    #[cfg(not(feature = "tls"))]
+    if matches!(info.addr(), redis::ConnectionAddr::TcpTls { .. }) {
+        return Err(LockError::invalid(
+            "a rediss:// URL needs lock-redis's `tls` feature",
+        ));
+    }
     let info = crate::connections::no_delay(info);
     let Some(tls) = tls else {
         return redis::Client::open(info)

@@ -275,3 +275,25 @@ async fn a_release_whose_record_expired_is_not_made_again() {
         "the permit was given back twice"
     );
 }
+
+/// An expirable permit whose reply comes after its lease (less the safety
+/// margin) ran out: no permit is handed out, since its guard would be lost
+/// already; it is given back, and the caller gets `LockLost`.
+#[tokio::test(start_paused = true)]
+async fn a_permit_whose_reply_comes_after_its_lease_is_given_back() {
+    let server = InMemoryServer::new();
+    let c = server.client().unwrap();
+    let s = c.permit_expirable_semaphore("late-permit").unwrap();
+    s.try_set_permits(1).await.unwrap();
+    server.set_latency(Duration::from_millis(1500));
+    let late = s.acquire_with_lease(Duration::from_secs(1)).await;
+    server.set_latency(Duration::ZERO);
+    let err = late.expect_err("a permit lost as it is handed out");
+    assert!(
+        matches!(err, lock_redis::LockError::LockLost { .. }),
+        "{err:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(s.available_permits().await.unwrap(), 1, "given back");
+    assert!(s.try_acquire().await.unwrap().is_some());
+}

@@ -180,7 +180,20 @@ impl PermitExpirableSemaphore {
                             Ok(match sem.kind.try_acquire_many(&req).await? {
                                 LeaseOutcome::Acquired => {
                                     let deadline = leasing.deadline(sem.inner(), sent);
-                                    Look::Got(PendingPermits::new(sem, req.ids, deadline, leasing))
+                                    let name = sem.name.clone();
+                                    let taken =
+                                        PendingPermits::new(sem, req.ids, deadline, leasing);
+                                    // Their guards would be lost as they are
+                                    // handed out: given back, and the caller
+                                    // told (as a lock's acquisition is).
+                                    if Instant::now() >= deadline.lost_at() {
+                                        drop(taken);
+                                        return Err(LockError::permit_lost(
+                                            name.as_str(),
+                                            format!("(one of {count} taken)"),
+                                        ));
+                                    }
+                                    Look::Got(taken)
                                 }
                                 LeaseOutcome::Busy { retry_in } => Look::Busy(retry_in),
                             })
