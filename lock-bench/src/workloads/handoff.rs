@@ -38,13 +38,29 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
         Kind::Reentrant | Kind::Handoff => Some(floor(t).await?),
         _ => None,
     };
+    // The fair lock is held to a ratio to the plain lock's W2H: measured
+    // again right before it, as the floors are, since the plain lock's
+    // own run is minutes earlier and this machine drifts by more than the
+    // goal's margin in that time (1.07× and 1.35× in two full runs of one
+    // build, 2026-11-27).
+    let w2h = match t.kind {
+        Kind::Reentrant => None,
+        Kind::Fair => {
+            let plain = t.bench.target(Kind::Reentrant)?;
+            let lib = plain.lib_lockers(CLIENTS).await?;
+            let result = measure(&plain, &lib, None, None).await;
+            close_all(&lib).await;
+            Some((result?.value("p50_us"), "measured right before"))
+        }
+        _ => Some((t.bench.reference.w2h_p50_us, "earlier in the run")),
+    };
     let lib = t.lib_lockers(CLIENTS).await?;
-    let result = measure(t, &lib, floor.as_ref()).await;
+    let result = measure(t, &lib, floor.as_ref(), w2h).await;
     close_all(&lib).await;
     reports.push(result?);
     #[cfg(feature = "rslock")]
     if matches!(t.kind, Kind::Reentrant | Kind::Lean) {
-        reports.push(measure(t, &t.bench.rs_lockers(CLIENTS), floor.as_ref()).await?);
+        reports.push(measure(t, &t.bench.rs_lockers(CLIENTS), floor.as_ref(), None).await?);
     }
     reports.extend(floor);
     Ok(reports)
@@ -173,6 +189,7 @@ async fn measure<L: Locker>(
     t: &Target<'_>,
     lockers: &[L],
     floor: Option<&Report>,
+    w2h: Option<(Option<f64>, &str)>,
 ) -> Result<Report> {
     let bench = t.bench;
     let workload = t.workload("W2H");
@@ -269,17 +286,17 @@ async fn measure<L: Locker>(
     if let Some(floor) = floor {
         vs_floor(&mut r, p50, floor, t.kind, reference);
     }
-    if t.kind != Kind::Reentrant {
-        if bench.reference.w2h_p50_us.is_none() {
+    if let Some((w2h, when)) = w2h {
+        if w2h.is_none() {
             r.note("W2H did not run, so there is no ratio to it");
         }
-        let vs_w2h = match (p50, bench.reference.w2h_p50_us) {
+        let vs_w2h = match (p50, w2h) {
             (Some(p50), Some(w2h)) => Some(p50 / w2h),
             _ => None,
         };
         r.add_goal(
             "p50_vs_w2h",
-            "handoff p50 / W2H (reentrant, standalone) p50",
+            &format!("handoff p50 / W2H (reentrant, standalone) p50, {when}"),
             vs_w2h,
             Unit::Ratio,
             (t.kind == Kind::Fair).then_some(Goal::AtMost(1.2)),
