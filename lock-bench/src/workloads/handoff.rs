@@ -296,7 +296,7 @@ async fn measure<L: Locker>(
         };
         r.add_goal(
             "p50_vs_w2h",
-            &format!("handoff p50 / W2H (reentrant, standalone) p50, {when}"),
+            format!("handoff p50 / W2H (reentrant, standalone) p50, {when}"),
             vs_w2h,
             Unit::Ratio,
             (t.kind == Kind::Fair).then_some(Goal::AtMost(1.2)),
