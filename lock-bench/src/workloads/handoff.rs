@@ -40,9 +40,10 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     };
     // The fair lock is held to a ratio to the plain lock's W2H: measured
     // again right before it, as the floors are, since the plain lock's
-    // own run is minutes earlier and this machine drifts by more than the
-    // goal's margin in that time (1.07× and 1.35× in two full runs of one
-    // build, 2026-11-27).
+    // own run is minutes earlier and this machine drifts in that time.
+    // (That alone does not steady it: two full runs of one build gave
+    // 1.07× and 1.35×, two runs measured right before 1.02× and 1.34×;
+    // the fair handoff's own p50 moved 529 → 647 µs. 2026-11-27.)
     let w2h = match t.kind {
         Kind::Reentrant => None,
         Kind::Fair => {
