@@ -272,13 +272,34 @@ async fn check_permits(
     ))
 }
 
-/// A failure to acquire that means "not acquired" (a hold given back for
-/// want of replicas) exits `code` (`-E`), as a wait that ran out does.
+/// A failure to acquire that means "not acquired" exits `code` (`-E`), as
+/// a wait that ran out does: a hold given back for want of replicas, or
+/// one whose reply came after its lease ran out (the library's `LockLost`,
+/// which before CMD started cannot mean that CMD's lock was lost).
 fn not_acquired_as(failure: Failure, code: u8) -> Failure {
-    if failure.code == exit::NOT_ACQUIRED {
+    if matches!(failure.code, exit::NOT_ACQUIRED | exit::LOST) {
         Failure { code, ..failure }
     } else {
         failure
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_lost_before_the_command_started_was_not_acquired() {
+        let late = Failure::lock("", &lock_redis::LockError::lock_lost("jobs"));
+        assert_eq!(late.code, exit::LOST);
+        assert_eq!(not_acquired_as(late, 3).code, 3);
+        let refused = Failure::new(exit::NOT_ACQUIRED, "not replicated");
+        assert_eq!(
+            not_acquired_as(refused, exit::NOT_ACQUIRED).code,
+            exit::NOT_ACQUIRED
+        );
+        let down = Failure::new(exit::UNAVAILABLE, "down");
+        assert_eq!(not_acquired_as(down, 3).code, exit::UNAVAILABLE);
     }
 }
 
