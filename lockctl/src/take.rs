@@ -284,25 +284,6 @@ fn not_acquired_as(failure: Failure, code: u8) -> Failure {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_hold_lost_before_the_command_started_was_not_acquired() {
-        let late = Failure::lock("", &lock_redis::LockError::lock_lost("jobs"));
-        assert_eq!(late.code, exit::LOST);
-        assert_eq!(not_acquired_as(late, 3).code, 3);
-        let refused = Failure::new(exit::NOT_ACQUIRED, "not replicated");
-        assert_eq!(
-            not_acquired_as(refused, exit::NOT_ACQUIRED).code,
-            exit::NOT_ACQUIRED
-        );
-        let down = Failure::new(exit::UNAVAILABLE, "down");
-        assert_eq!(not_acquired_as(down, 3).code, exit::UNAVAILABLE);
-    }
-}
-
 /// How a hold taken with `args` is lost, for messages.
 pub(crate) fn how_lost(args: &LockArgs) -> String {
     match (args.lease, args.permits) {
@@ -346,4 +327,23 @@ fn warn_unreleased(subject: &str, why: &str) {
     output::error(&format!(
         "warning: could not release {subject} ({why}); it expires with its lease"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hold_lost_before_the_command_started_was_not_acquired() {
+        let late = Failure::lock("", &lock_redis::LockError::lock_lost("jobs"));
+        assert_eq!(late.code, exit::LOST);
+        assert_eq!(not_acquired_as(late, 3).code, 3);
+        let refused = Failure::new(exit::NOT_ACQUIRED, "not replicated");
+        assert_eq!(
+            not_acquired_as(refused, exit::NOT_ACQUIRED).code,
+            exit::NOT_ACQUIRED
+        );
+        let down = Failure::new(exit::UNAVAILABLE, "down");
+        assert_eq!(not_acquired_as(down, 3).code, exit::UNAVAILABLE);
+    }
 }
