@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use crate::client::ClientInner;
 use crate::error::{LockError, Result};
 use crate::held::{self, Held};
-use crate::holds::{Deadline, Hold};
+use crate::holds::{CompactInstant, Deadline, Hold};
 use crate::kind::{AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget};
 use crate::name::LockName;
 use crate::op;
@@ -50,7 +50,7 @@ pub struct Guard {
     /// When a fixed lease expires (the rest of its [`Deadline`] follows
     /// from the lease); `None` under the watchdog, whose guards go by the
     /// hold's deadline.
-    own_expires: Option<Instant>,
+    own_expires: Option<CompactInstant>,
     /// The kind that took this guard's hold, for the holds gauge (the
     /// owner's shared hold may have been started by another kind of the
     /// same name).
@@ -94,7 +94,7 @@ impl Guard {
             fencing_token: fencing_token.unwrap_or_default(),
             fenced: fencing_token.is_some(),
             hold,
-            own_expires: (!watchdog).then_some(deadline.expires),
+            own_expires: (!watchdog).then(|| CompactInstant::new(deadline.expires)),
             kind_name,
             released: false,
         }
@@ -107,6 +107,7 @@ impl Guard {
     /// A fixed lease's own deadline, as [`Guard::new`] made it.
     fn own_deadline(&self) -> Option<Deadline> {
         self.own_expires.map(|expires| {
+            let expires = expires.get();
             let lease = Duration::from_millis(self.lease_ms);
             Deadline::new(
                 expires - lease,
