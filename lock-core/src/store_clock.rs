@@ -17,11 +17,12 @@
 //! however late it arrives, and "refused as stale"
 //! ([`crate::LockError::StaleRequest`]) within that grace proves it never
 //! ran and never will. Later, its record may be gone: stale then only
-//! proves it will never run ([`outcome_forgotten`]). Both halves are judged by the store alone,
-//! against its own clock, so the promise does not depend on this estimate
-//! being right: a wrong estimate only makes records live longer (the client
-//! runs ahead) or gets a request refused (the client runs behind), which
-//! re-synchronises the estimate from the store's time in the refusal.
+//! proves it will never run ([`outcome_forgotten`]). Both halves are
+//! judged by the store alone, against its own clock, so the promise does
+//! not depend on this estimate being right: a wrong estimate only makes
+//! records live longer (the client runs ahead) or gets a request refused
+//! (the client runs behind), which re-synchronises the estimate from the
+//! store's time in the refusal.
 //!
 //! The estimate follows `tokio::time`, so tests in paused time see the
 //! in-memory store's clock and this one advance together.
