@@ -186,7 +186,7 @@ impl Guard {
         self.hold_lost()
             || self
                 .own_deadline()
-                .is_some_and(|deadline| Instant::now() >= deadline.lost_at)
+                .is_some_and(|deadline| deadline.is_lost())
     }
 
     /// Resolves when the lock is lost (see [`Guard::is_lost`]). Use it to

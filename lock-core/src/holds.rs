@@ -74,10 +74,10 @@ impl Deadline {
         self.expires
     }
 
-    /// When the hold is reported lost: [`Deadline::expires`] less the
-    /// safety margin.
-    pub fn lost_at(&self) -> Instant {
-        self.lost_at
+    /// Whether the hold is reported lost by now: [`Deadline::expires`]
+    /// less the safety margin has passed.
+    pub fn is_lost(&self) -> bool {
+        Instant::now() >= self.lost_at
     }
 }
 

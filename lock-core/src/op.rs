@@ -659,7 +659,7 @@ impl PendingHold {
     pub(crate) fn is_overdue(&self) -> bool {
         let lease = Duration::from_millis(self.req.lease_ms);
         let margin = self.inner.config.safety_margin(lease);
-        Instant::now() >= Deadline::new(self.started, lease, margin).lost_at
+        Deadline::new(self.started, lease, margin).is_lost()
     }
 
     /// Disarms the drop guard and returns what the guard needs.

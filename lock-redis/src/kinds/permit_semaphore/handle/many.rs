@@ -180,18 +180,15 @@ impl PermitExpirableSemaphore {
                             Ok(match sem.kind.try_acquire_many(&req).await? {
                                 LeaseOutcome::Acquired => {
                                     let deadline = leasing.deadline(sem.inner(), sent);
-                                    let name = sem.name.clone();
+                                    let (name, first) = (sem.name.clone(), req.ids[0]);
                                     let taken =
                                         PendingPermits::new(sem, req.ids, deadline, leasing);
                                     // Their guards would be lost as they are
                                     // handed out: given back, and the caller
                                     // told (as a lock's acquisition is).
-                                    if Instant::now() >= deadline.lost_at() {
+                                    if deadline.is_lost() {
                                         drop(taken);
-                                        return Err(LockError::permit_lost(
-                                            name.as_str(),
-                                            format!("(one of {count} taken)"),
-                                        ));
+                                        return Err(LockError::permit_lost(name.as_str(), first));
                                     }
                                     Look::Got(taken)
                                 }
