@@ -52,33 +52,31 @@ pub(crate) async fn run(t: &Target<'_>) -> Result<Vec<Report>> {
     let peer = peer_goal.map(|_| t.bench.rs_lockers(1).remove(0));
     #[cfg(not(feature = "rslock"))]
     let peer: Option<Lib> = None;
-    let result: Result<(Report, Option<Latencies>)> = async {
+    let result: Result<(Report, Option<Latencies>, Option<Report>)> = async {
         let mut ours = measure(t, &lib[0], alongside.first()).await?;
+        let mut peer_alternating = None;
         if t.kind != Kind::Cluster {
             let rounds = t.bench.pick(5_000, 1_000);
             let samples = alternating::run(t, &lib[0], peer.as_ref(), rounds, WARM_UP).await?;
             add_alternating(t, &mut ours, &samples)?;
-            Ok((ours, samples.peer))
-        } else {
-            Ok((ours, None))
+            peer_alternating = samples.peer;
         }
+        // The Redisson-protocol raw pair runs right after the reentrant
+        // lock, whose protocol it is.
+        let mut redisson = None;
+        if t.kind == Kind::Reentrant {
+            let report = redisson::run(t).await?;
+            let pairs = t.bench.pick(5_000, 1_000);
+            let in_turn = redisson::server_time_in_turn(t, &lib[0], pairs).await?;
+            compare_with_redisson(&mut ours, &report, in_turn);
+            redisson = Some(report);
+        }
+        Ok((ours, peer_alternating, redisson))
     }
     .await;
     close_all(&lib).await;
     close_all(&alongside).await;
-    let (mut ours, peer_alternating) = result?;
-    // The Redisson-protocol raw pair runs right after the reentrant lock,
-    // whose protocol it is.
-    let redisson = if t.kind == Kind::Reentrant {
-        let redisson = redisson::run(t).await?;
-        let lib = t.lib_lockers(1).await?;
-        let in_turn = redisson::server_time_in_turn(t, &lib[0], t.bench.pick(5_000, 1_000)).await;
-        close_all(&lib).await;
-        compare_with_redisson(&mut ours, &redisson, in_turn?);
-        Some(redisson)
-    } else {
-        None
-    };
+    let (mut ours, peer_alternating, redisson) = result?;
     let Some(goal) = peer_goal else {
         return Ok(vec![ours]);
     };
