@@ -51,10 +51,6 @@ pub struct Guard {
     /// from the lease); `None` under the watchdog, whose guards go by the
     /// hold's deadline.
     own_expires: Option<CompactInstant>,
-    /// The kind that took this guard's hold, for the holds gauge (the
-    /// owner's shared hold may have been started by another kind of the
-    /// same name).
-    kind_name: &'static str,
     released: bool,
 }
 
@@ -86,18 +82,25 @@ impl Guard {
             // Closed meanwhile: nothing will renew it.
             inner.holds.end(&hold, "closed");
         }
-        let kind_name = telemetry::kind_label(kind.kind_name(), req.fenced);
-        telemetry::guard_held(kind_name, true);
-        Self {
+        let guard = Self {
             inner,
             lease_ms: req.lease_ms,
             fencing_token: fencing_token.unwrap_or_default(),
             fenced: fencing_token.is_some(),
             hold,
             own_expires: (!watchdog).then(|| CompactInstant::new(deadline.expires)),
-            kind_name,
             released: false,
-        }
+        };
+        telemetry::guard_held(guard.kind_label(), true);
+        guard
+    }
+
+    /// The guard's `kind` label in the holds gauge: its hold's kind (the
+    /// owner's hold of the lock, which another kind of the same layout may
+    /// have started), `fenced` when fenced. Worked out again at the drop
+    /// rather than kept: a guard is small (a client may hold 100 000 locks).
+    fn kind_label(&self) -> &'static str {
+        telemetry::kind_label(self.hold.kind.kind_name(), self.fenced)
     }
 
     fn watchdog(&self) -> bool {
@@ -352,7 +355,7 @@ impl Held for Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        telemetry::guard_held(self.kind_name, false);
+        telemetry::guard_held(self.kind_label(), false);
         if self.released {
             return;
         }

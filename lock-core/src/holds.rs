@@ -602,7 +602,7 @@ mod tests {
             std::mem::size_of::<Hold>()
         );
         assert!(
-            std::mem::size_of::<crate::Guard>() <= 64,
+            std::mem::size_of::<crate::Guard>() <= 48,
             "Guard is {} bytes",
             std::mem::size_of::<crate::Guard>()
         );
