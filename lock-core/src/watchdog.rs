@@ -286,12 +286,16 @@ impl Task {
     /// kind on its own, except the lanes whose renewal of an earlier tick
     /// is still in flight.
     fn start_tick<'a>(&'a self, in_flight: &mut InFlight<'a>) {
-        let (holds, lanes) = by_lane(self.holds.watched_holds());
+        // A lane whose every entry outlives one more interval would lose
+        // none of them whatever order its renewal takes (a tick takes
+        // less than an interval, or the next one starts on top).
+        let urgent = Instant::now() + self.lease / 3;
+        let (holds, lanes) = by_lane(self.holds.watched_holds(), urgent);
         for (lane, range) in lanes {
             let holds = Arc::clone(&holds);
             in_flight.start(lane, async move { self.renew_locks(&holds[range]).await });
         }
-        let (leases, lanes) = by_lane(self.permits.watched_leases());
+        let (leases, lanes) = by_lane(self.permits.watched_leases(), urgent);
         for (lane, range) in lanes {
             let leases = Arc::clone(&leases);
             in_flight.start(
@@ -555,8 +559,12 @@ type LaneRanges = Vec<(LaneKey, Range<usize>)>;
 
 /// `entries` grouped by kind and lane, in one array shared by the lanes'
 /// renewals (one pointer per entry, as before lanes) and each lane's range
-/// in it.
-fn by_lane<E: Watched>(mut entries: Vec<Arc<E>>) -> (Arc<Vec<Arc<E>>>, LaneRanges) {
+/// in it; earliest deadline first within each lane that has an entry
+/// reported lost before `urgent`.
+fn by_lane<E: Watched>(
+    mut entries: Vec<Arc<E>>,
+    urgent: Instant,
+) -> (Arc<Vec<Arc<E>>>, LaneRanges) {
     // By kind first, in place, then by lane within each kind: a lane is
     // worked out (a key and its node, for a cluster) once per entry for the
     // sort, not once per comparison. A kind whose entries share one lane
@@ -591,8 +599,16 @@ fn by_lane<E: Watched>(mut entries: Vec<Arc<E>>) -> (Arc<Vec<Arc<E>>>, LaneRange
     // under it may panic, which would end the watchdog. Milliseconds from
     // now in a u32 keep the cache at 8 B per entry (std indexes it with
     // u32 too); a deadline 49 days out sorts as the last.
+    //
+    // Only a lane with an urgent entry is sorted: in the steady state
+    // (every entry renewed a tick ago) none is, and a tick then takes no
+    // sort cache, half its transient memory (W4: RSS after the ticks).
     let now = Instant::now();
     for (_, range) in &lanes {
+        let lane = &entries[range.clone()];
+        if lane.iter().all(|entry| entry.lost_at() >= urgent) {
+            continue;
+        }
         entries[range.clone()].sort_by_cached_key(|entry| {
             let left = entry.lost_at().saturating_duration_since(now);
             u32::try_from(left.as_millis()).unwrap_or(u32::MAX)
@@ -738,9 +754,12 @@ mod tests {
     fn a_tick_renews_each_lane_earliest_deadline_first() {
         let now = Instant::now();
         // Latest deadline first, the lanes interleaved.
-        let (sorted, lanes) = by_lane(entries(12, |i| {
-            ((i % 2) as usize, i % 3, now + Duration::from_secs(100 - i))
-        }));
+        let (sorted, lanes) = by_lane(
+            entries(12, |i| {
+                ((i % 2) as usize, i % 3, now + Duration::from_secs(100 - i))
+            }),
+            now + Duration::from_secs(100),
+        );
         assert_eq!(lanes.len(), 6, "two kinds by three lanes");
         let mut seen = 0;
         for (key, range) in lanes {
@@ -761,10 +780,37 @@ mod tests {
     fn one_lane_is_still_earliest_deadline_first() {
         let now = Instant::now();
         // Deadlines scattered: 0, 37, 74, ... ms, modulo 300.
-        let (sorted, lanes) = by_lane(entries(300, |i| {
-            (7, 0, now + Duration::from_millis((i * 37) % 300))
-        }));
+        let (sorted, lanes) = by_lane(
+            entries(300, |i| (7, 0, now + Duration::from_millis((i * 37) % 300))),
+            now + Duration::from_millis(1),
+        );
         assert_eq!(lanes.len(), 1);
+        assert!(sorted.windows(2).all(|w| w[0].lost_at <= w[1].lost_at));
+    }
+
+    /// A lane whose entries all outlive `urgent` keeps the table's order:
+    /// the order cannot lose any of them, and sorting would cost a cache.
+    /// One urgent entry sorts its lane.
+    #[test]
+    fn only_a_lane_with_an_urgent_entry_is_sorted() {
+        let now = Instant::now();
+        let latest_first = |soonest: Instant| {
+            entries(12, move |i| {
+                (
+                    0,
+                    0,
+                    if i == 11 {
+                        soonest
+                    } else {
+                        now + Duration::from_secs(100 - i)
+                    },
+                )
+            })
+        };
+        let urgent = now + Duration::from_secs(50);
+        let (kept, _) = by_lane(latest_first(now + Duration::from_secs(60)), urgent);
+        assert!(kept.windows(2).all(|w| w[0].lost_at > w[1].lost_at));
+        let (sorted, _) = by_lane(latest_first(now), urgent);
         assert!(sorted.windows(2).all(|w| w[0].lost_at <= w[1].lost_at));
     }
 }
