@@ -1,7 +1,8 @@
 //! Validated lock names.
 
 use std::fmt;
-use std::sync::Arc;
+
+use arcstr::ArcStr;
 
 use crate::error::{LockError, Result};
 
@@ -11,9 +12,10 @@ use crate::error::{LockError, Result};
 pub const MAX_NAME_LEN: usize = 4096;
 
 /// A lock name that passed validation: non-empty, at most
-/// [`MAX_NAME_LEN`] bytes. Cheap to clone.
+/// [`MAX_NAME_LEN`] bytes. Cheap to clone (a reference count), and one
+/// pointer in size.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LockName(Arc<str>);
+pub struct LockName(ArcStr);
 
 impl LockName {
     /// Validates `name`.
@@ -37,7 +39,7 @@ impl LockName {
                 name.len()
             )));
         }
-        Ok(Self(Arc::from(name)))
+        Ok(Self(ArcStr::from(name)))
     }
 
     /// The name as a string slice.
