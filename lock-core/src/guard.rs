@@ -51,6 +51,9 @@ pub struct Guard {
     /// from the lease); `None` under the watchdog, whose guards go by the
     /// hold's deadline.
     own_expires: Option<CompactInstant>,
+    /// Whether the owner was made for this guard's wait alone
+    /// ([`AcquireRequest::private_owner`]).
+    private_owner: bool,
     released: bool,
 }
 
@@ -89,6 +92,7 @@ impl Guard {
             fenced: fencing_token.is_some(),
             hold,
             own_expires: (!watchdog).then(|| CompactInstant::new(deadline.expires)),
+            private_owner: req.private_owner,
             released: false,
         };
         telemetry::guard_held(guard.kind_label(), true);
@@ -329,7 +333,8 @@ impl Guard {
             self.owner(),
             self.lease_ms,
             self.inner.request_deadline(),
-        );
+        )
+        .private_owner(self.private_owner);
         Some(op::release(
             &self.inner,
             &self.hold.kind,

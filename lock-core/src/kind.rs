@@ -108,6 +108,13 @@ pub struct AcquireRequest {
     /// [`ExclusiveKind::leave_queue`] of the same ticket finds the grant.
     /// `None` for a try, and on kinds that do not hand over.
     pub wait_ticket: Option<u64>,
+    /// Whether [`AcquireRequest::owner`] was made for this request's wait
+    /// alone (no explicit owner, no owner scope): no other wait or guard
+    /// ever acquires or releases as it. Set by the engine; `false` from
+    /// [`AcquireRequest::new`]. A kind that keeps only its holder's token
+    /// may then take a repeat that finds the owner's token as this wait's
+    /// own hold ([`ExclusiveKind::one_hold_per_owner`]).
+    pub private_owner: bool,
 }
 
 impl AcquireRequest {
@@ -128,6 +135,7 @@ impl AcquireRequest {
             deadline_ms,
             queue_ms: None,
             wait_ticket: None,
+            private_owner: false,
         }
     }
 
@@ -140,6 +148,12 @@ impl AcquireRequest {
     /// Sets [`AcquireRequest::wait_ticket`].
     pub fn ticket(mut self, wait_ticket: Option<u64>) -> Self {
         self.wait_ticket = wait_ticket;
+        self
+    }
+
+    /// Sets [`AcquireRequest::private_owner`].
+    pub fn private_owner(mut self, private_owner: bool) -> Self {
+        self.private_owner = private_owner;
         self
     }
 }
@@ -183,6 +197,13 @@ pub struct ReleaseRequest {
     /// the Unix epoch: the store runs it only before then, and keeps its
     /// outcome until past then (see the `store_clock` module of lock-core).
     pub deadline_ms: u64,
+    /// Whether the owner was made for one wait alone (as
+    /// [`AcquireRequest::private_owner`]): it never holds the lock again
+    /// once this release ran. Set by the engine.
+    pub private_owner: bool,
+    /// Whether this request (this [`ReleaseRequest::request_id`]) was sent
+    /// before and its outcome is unknown. Set by the engine for each send.
+    pub repeat: bool,
 }
 
 impl ReleaseRequest {
@@ -202,7 +223,15 @@ impl ReleaseRequest {
             lease_ms,
             request_id: RequestId::new(),
             deadline_ms,
+            private_owner: false,
+            repeat: false,
         }
+    }
+
+    /// Sets [`ReleaseRequest::private_owner`].
+    pub fn private_owner(mut self, private_owner: bool) -> Self {
+        self.private_owner = private_owner;
+        self
     }
 }
 
@@ -397,6 +426,17 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// every exclusive lock.
     fn hold_side(&self) -> &'static str {
         ""
+    }
+
+    /// Whether the store keeps only *that* an owner holds the lock, not
+    /// which of its requests took it: a repeat of any acquisition of the
+    /// owner then answers "acquired" while the owner holds it, and an
+    /// owner's holds are one. The engine then never releases on behalf of
+    /// an unknown attempt of a wait that took the lock (its answer is the
+    /// wait's own hold). `false` (the default) for kinds whose request
+    /// records answer each request with its own outcome.
+    fn one_hold_per_owner(&self) -> bool {
+        false
     }
 
     /// The longest a waiter sleeps between looks, whatever the holder's

@@ -273,15 +273,12 @@ pub(crate) struct Landed {
 /// the tail, until its own outcome left the queue a second time. (An
 /// attempt whose outcome stays unknown may still run later; its
 /// [`reconcile`] leaves the queue again once the store answered it.)
-/// `private_owner`: the request's owner was made for its wait alone (see
-/// [`reconcile`]).
 pub(crate) async fn acquire(
     inner: &Arc<ClientInner>,
     kind: &Arc<dyn ExclusiveKind>,
     req: AcquireRequest,
     sent: Instant,
     place: Option<QueueTicket>,
-    private_owner: bool,
 ) -> Landed {
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
@@ -308,7 +305,6 @@ pub(crate) async fn acquire(
                         error: e,
                         wait_won: None,
                         place: None,
-                        private_owner,
                     };
                     return Landed {
                         attempt: Ok(Attempt::Unknown(unknown)),
@@ -397,8 +393,6 @@ pub(crate) struct Unsettled {
     /// The place of a wait that ended without the lock, shared by its
     /// unknown attempts: given up once the last of them was answered.
     place: Option<Arc<QueueTicket>>,
-    /// Whether its owner was made for its wait alone (see [`reconcile`]).
-    private_owner: bool,
 }
 
 impl Unsettled {
@@ -435,7 +429,6 @@ impl Drop for Unsettled {
                 self.sent,
                 ended,
                 self.place.take(),
-                self.private_owner,
             );
         }
     }
@@ -457,6 +450,12 @@ impl Drop for Unsettled {
 /// How the wait ended (`wait`) decides what an answer means:
 /// - "acquired" is a hold of the request's own (the first, or one more on
 ///   top of the wait's): released.
+///
+/// On a kind that keeps one hold per owner
+/// ([`ExclusiveKind::one_hold_per_owner`]), a wait that took the lock
+/// settles nothing: whatever its unknown attempts took is the one hold its
+/// guard has, and a repeat made after the guard let go would take the lock
+/// anew, for no one.
 /// - "claimed" (the lock granted to the wait's ticket) is the very hold the
 ///   wait holds when it took the lock by that grant ([`WON_BY_GRANT`]):
 ///   kept; otherwise (the wait gave up, or its own hold is one more on top
@@ -484,8 +483,10 @@ fn reconcile(
     started: Instant,
     wait: u8,
     place: Option<Arc<QueueTicket>>,
-    private_owner: bool,
 ) {
+    if wait != WAITING && backend.one_hold_per_owner() && place.is_none() {
+        return;
+    }
     let runtime = inner.runtime.clone();
     let in_flight = InFlight::start(&inner.stats);
     runtime.spawn(async move {
@@ -501,7 +502,7 @@ fn reconcile(
                 release_on_behalf(inner, backend, req, started);
             }
             Some(Err(e)) if outcome_forgotten(&e, req.deadline_ms) => {
-                if private_owner && wait == WAITING {
+                if req.private_owner && wait == WAITING {
                     tracing::debug!(lock = %req.name, "whether a failed acquisition took the lock can no longer be learned (its record expired while the store was out of reach); releasing on its behalf");
                     release_on_behalf(inner, backend, req, started);
                 } else {
@@ -577,7 +578,10 @@ pub(crate) fn release(
     let task = async move {
         let mut req = req;
         let kind = backend.kind_name();
-        let result = retried_redating(&task_inner, "release", kind, &mut req, |req| {
+        let mut last_sent = None;
+        let result = retried_redating(&task_inner, "release", kind, &mut req, |mut req| {
+            req.repeat = last_sent == Some(req.request_id);
+            last_sent = Some(req.request_id);
             let backend = Arc::clone(&backend);
             async move { backend.release(&req).await }
         })
@@ -684,7 +688,8 @@ impl Drop for PendingHold {
                 req.owner,
                 req.lease_ms,
                 self.inner.request_deadline(),
-            );
+            )
+            .private_owner(req.private_owner);
             drop(release(&self.inner, &self.kind, undo, None));
         }
     }

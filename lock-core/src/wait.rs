@@ -158,6 +158,7 @@ impl LockWait<'_> {
         )
         .queue(self.queue_ms)
         .ticket(self.wait_ticket)
+        .private_owner(self.private_owner)
     }
 
     /// Turns a hold into the caller's guard; taking the lock leaves the
@@ -213,15 +214,7 @@ impl Waiting for LockWait<'_> {
             // The attempt carries our place while it is in flight (see
             // `op::acquire`): dropped meanwhile, we leave only after it.
             let place = self.queued.take();
-            let landed = op::acquire(
-                inner,
-                self.lock.kind(),
-                self.request(),
-                sent,
-                place,
-                self.private_owner,
-            )
-            .await;
+            let landed = op::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
             self.queued = landed.place;
             let error = match landed.attempt {
                 Ok(Attempt::Unknown(mut unknown)) => {

@@ -183,7 +183,8 @@ impl ScriptEnv {
         if acked >= sync.replicas || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
             return Ok(outcome);
         }
-        let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.deadline_ms);
+        let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.deadline_ms)
+            .private_owner(req.private_owner);
         if let Err(e) = kind.release(&undo).await {
             tracing::warn!(lock = %req.name, error = %e, "could not give back an unreplicated hold; it lasts until its lease runs out");
         }

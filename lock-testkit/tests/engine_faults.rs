@@ -79,8 +79,9 @@ async fn lean_acquire_retried_after_lost_reply_is_not_refused() {
     assert!(!lock.is_locked().await.unwrap());
 }
 
-/// A lean release whose reply was lost is retried: the record answers
-/// "released" instead of "not held", so the guard reports no loss.
+/// A lean release whose reply was lost is retried: the repeat finds the
+/// key gone, which its first copy did, and answers "released" instead of
+/// "not held", so the guard reports no loss.
 #[tokio::test(start_paused = true)]
 async fn lean_release_retried_after_lost_reply_is_answered_released() {
     let (server, c) = setup();
@@ -89,6 +90,89 @@ async fn lean_release_retried_after_lost_reply_is_answered_released() {
     server.lose_next_replies(1);
     g.unlock().await.unwrap();
     assert_eq!(server.get_string("lean-lost-release"), None);
+}
+
+/// The keys the store holds, but the clients' own records.
+fn lock_keys(server: &InMemoryServer) -> Vec<String> {
+    let mut keys: Vec<String> = server
+        .keys()
+        .into_iter()
+        .filter(|k| !lock_redis::lock_script::clients::is_client_key(k))
+        .collect();
+    keys.sort();
+    keys
+}
+
+/// The lean path of the lean lock (an owner of the wait's own, unfenced)
+/// writes the lock key and nothing else; a repeat of an acquisition whose
+/// reply was lost finds the wait's token and takes its hold back.
+#[tokio::test(start_paused = true)]
+async fn a_lean_take_whose_reply_was_lost_takes_its_hold_back() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-take").unwrap();
+    server.lose_next_replies(1);
+    let g = lock.lock().await.unwrap();
+    assert_eq!(
+        server.get_string("lean-take").as_deref(),
+        Some(g.owner().field().as_str())
+    );
+    assert_eq!(lock_keys(&server), ["lean-take"], "no request record");
+    g.unlock().await.unwrap();
+    assert_eq!(lock_keys(&server), Vec::<String>::new());
+}
+
+/// A wait whose first attempt's outcome stayed unknown (every retry lost
+/// its reply) and that then took the lock: the unknown attempt took the
+/// same hold, the guard's, which settling it leaves alone. (A repeat that
+/// answered "acquired" used to be released on its behalf, taking the
+/// guard's lock from under it.)
+#[tokio::test(start_paused = true)]
+async fn a_lean_wait_that_took_the_lock_keeps_it_after_an_unknown_attempt() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-unknown-won").unwrap();
+    server.lose_next_replies(RetryPolicy::default().attempts);
+    let g = lock.lock().await.unwrap();
+    tokio::time::sleep(RetryPolicy::default().max_backoff * 2).await;
+    c.settle().await;
+    assert_eq!(
+        server.get_string("lean-unknown-won").as_deref(),
+        Some(g.owner().field().as_str()),
+        "the guard's hold was released on an unknown attempt's behalf"
+    );
+    assert!(!g.is_lost());
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// What the lean path gives up: a copy of an acquisition held on the
+/// network and delivered after its wait's guard released the lock takes
+/// it again, for no one, until its lease runs out (as with every library
+/// of the pattern, and as after a crash). The recorded path (an explicit
+/// owner here) refuses the late copy: its record answers it.
+#[tokio::test(start_paused = true)]
+async fn a_late_copy_of_a_lean_take_holds_the_lock_until_its_lease() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-late").unwrap();
+    let lease = Duration::from_secs(10);
+    server.delay_next(1, Duration::from_secs(2));
+    let g = lock.lock_with_lease(lease).await.unwrap();
+    g.unlock().await.unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(lock.is_locked().await.unwrap(), "the late copy took it");
+    tokio::time::sleep(lease).await;
+    assert!(!lock.is_locked().await.unwrap(), "until its lease ran out");
+
+    let owner = c.new_owner();
+    server.delay_next(1, Duration::from_secs(2));
+    let g = lock
+        .acquire(AcquireOptions::new().owner(owner).lease(lease))
+        .await
+        .unwrap()
+        .unwrap();
+    g.unlock().await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(!lock.is_locked().await.unwrap(), "the record refused it");
 }
 
 #[tokio::test(start_paused = true)]

@@ -7,10 +7,29 @@
 //! is absent; releasing deletes it only while it holds that token; renewing
 //! extends it only then. What those libraries lack comes from the engine:
 //! the watchdog, the lost-lock signal, an opt-in fencing token (`INCR` of
-//! `redisson_lock_token:{<name>}`), request records so a retried request
-//! never applies twice, and wake-ups by notice. Not re-entrant: an owner
-//! asking again for a lock it holds is refused
+//! `redisson_lock_token:{<name>}`), and wake-ups by notice. Not re-entrant:
+//! an owner asking again for a lock it holds is refused
 //! ([`lock_core::LockError::ReentryRefused`]).
+//!
+//! # Two paths: lean, and recorded
+//! A lock taken with the client's own owner for the wait (`lock()`,
+//! `try_lock()`, …: [`AcquireRequest::private_owner`]) goes the lean way,
+//! at the pattern's cost: `take.lua` and `give_back.lua` write the lock key
+//! and nothing else. The token itself tells a repeat what happened: an
+//! acquisition whose reply was lost finds the wait's own token and takes it
+//! back; a release whose reply was lost finds the key gone. What no record
+//! then rules out is a copy of an acquisition held up on the network and
+//! delivered after its wait's guard released the lock: it takes the lock
+//! again, for no one, until its lease runs out — as a crashed holder's lock
+//! stays, and as it does with every library of the pattern. Nobody else
+//! holds the lock meanwhile.
+//!
+//! A fenced acquisition, or one as an explicit owner or in an owner scope
+//! (`lock_as`, `with_owner`), goes the recorded way (`acquire.lua`,
+//! `release.lua`): each request's outcome is recorded until its deadline,
+//! so a repeat or a late copy never applies twice, as for the reentrant
+//! lock. An explicit owner may hold the lock again after a release, which a
+//! late copy of that release, unrecorded, would undo.
 //!
 //! Other libraries release without a notice, so a waiter looks again at
 //! least every [`FOREIGN_RELEASE_RECHECK`] whatever the holder's time to
@@ -24,9 +43,9 @@ use lock_core::backend::{
     AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
     RenewTarget, Wake,
 };
-use lock_core::{LockInfo, LockName, Owner, Result};
+use lock_core::{LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
-use lock_script::{replies, with_common, ScriptCall, ScriptEnv};
+use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
 use redis::Script;
 
 use super::reentrant;
@@ -41,10 +60,15 @@ pub const NAME: &str = "lean";
 /// at once.
 pub const FOREIGN_RELEASE_RECHECK: Duration = Duration::from_millis(250);
 
-/// Takes a lean lock (`acquire.lua`).
+/// Takes a lean lock for an owner of one wait, unrecorded (`take.lua`).
+pub static TAKE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("take.lua")));
+/// Releases a lock [`TAKE`] took, unrecorded (`give_back.lua`).
+pub static GIVE_BACK: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("give_back.lua")));
+/// Takes a lean lock, recorded (`acquire.lua`).
 pub static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| with_common(&[include_str!("acquire.lua")]));
-/// Deletes it while it holds the owner's token (`release.lua`).
+/// Deletes it while it holds the owner's token, recorded (`release.lua`).
 pub static RELEASE: LazyLock<Script> =
     LazyLock::new(|| with_common(&[include_str!("release.lua")]));
 /// Extends many lean locks' leases (`renew.lua`).
@@ -70,6 +94,8 @@ impl Lean {
     /// Every script of the kind, for preloading.
     pub fn scripts() -> Vec<&'static Script> {
         vec![
+            &TAKE,
+            &GIVE_BACK,
             &ACQUIRE,
             &RELEASE,
             &RENEW,
@@ -82,7 +108,9 @@ impl Lean {
 
 #[async_trait]
 impl ExclusiveKind for Lean {
-    /// Runs `acquire.lua` (with the replica sync of its [`ScriptEnv`]).
+    /// Runs `take.lua` for an unfenced acquisition of a
+    /// [private owner](AcquireRequest::private_owner), else `acquire.lua`
+    /// (with the replica sync of its [`ScriptEnv`]).
     ///
     /// # Errors
     /// [`lock_core::LockError::InvalidArgument`] for a zero lease (before any I/O);
@@ -95,7 +123,23 @@ impl ExclusiveKind for Lean {
     /// Dropping the future after the script was sent may leave the lock
     /// taken. Repeat the request (same request id) to learn the outcome.
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
-        reentrant::acquire_with(&self.env, self, &ACQUIRE, req, &[]).await
+        if req.fenced || !req.private_owner {
+            return reentrant::acquire_with(&self.env, self, &ACQUIRE, req, &[]).await;
+        }
+        check_lease(req.lease_ms)?;
+        let call = ScriptCall::new(
+            &TAKE,
+            vec![self.env.layout().lock_key(&req.name)],
+            vec![req.lease_ms.to_string(), req.owner.field()],
+        )
+        // A second run takes the owner's own hold back: same answer.
+        .idempotent(true);
+        self.env.acquire(self, call, req).await
+    }
+
+    /// The fast path keeps no record of which request took the lock.
+    fn one_hold_per_owner(&self) -> bool {
+        true
     }
 
     /// [`FOREIGN_RELEASE_RECHECK`]: other libraries release without a
@@ -104,8 +148,12 @@ impl ExclusiveKind for Lean {
         Some(FOREIGN_RELEASE_RECHECK)
     }
 
-    /// Runs `release.lua`; publishes `0` on the lock's channel when it
-    /// deletes the key.
+    /// Runs `give_back.lua` for a [private owner](ReleaseRequest::private_owner),
+    /// else `release.lua`; publishes `0` on the lock's channel when it
+    /// deletes the key. A repeated `give_back.lua` that finds the key gone
+    /// answers released: its first copy may have deleted it, and a lock
+    /// whose lease ran out while its release was on the way was released
+    /// either way.
     ///
     /// # Errors
     /// As [`Lean::try_acquire`](ExclusiveKind::try_acquire).
@@ -114,6 +162,21 @@ impl ExclusiveKind for Lean {
     /// Repeat the request with the same id to learn its first outcome.
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
         let layout = self.env.layout();
+        if req.private_owner {
+            let call = ScriptCall::new(
+                &GIVE_BACK,
+                vec![layout.lock_key(&req.name), layout.channel(&req.name)],
+                vec![
+                    UNLOCK_MESSAGE.to_owned(),
+                    req.owner.field(),
+                    self.env.publish_command(),
+                ],
+            );
+            // Not idempotent for the transport: a copy it sent again would
+            // find the key gone and could not tell that from a lock lost;
+            // the engine's retry marks its repeats.
+            return given_back(&self.env.eval(call).await?, req.repeat);
+        }
         let id = req.request_id.to_string();
         let call = ScriptCall::new(
             &RELEASE,
@@ -205,5 +268,19 @@ impl ExclusiveKind for Lean {
 
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
         lock_script::wake(payload)
+    }
+}
+
+/// `give_back.lua`'s reply: `1` released, nil held by another token, `0`
+/// the key gone — released when `repeat` (the first copy may have deleted
+/// it), else not held.
+fn given_back(reply: &redis::Value, repeat: bool) -> Result<ReleaseOutcome> {
+    match reply {
+        redis::Value::Int(0) if repeat => Ok(ReleaseOutcome::Released),
+        redis::Value::Int(0) | redis::Value::Nil => Ok(ReleaseOutcome::NotHeld),
+        redis::Value::Int(1) => Ok(ReleaseOutcome::Released),
+        other => Err(LockError::protocol(format!(
+            "give_back: unexpected reply {other:?}"
+        ))),
     }
 }
