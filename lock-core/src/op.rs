@@ -450,12 +450,6 @@ impl Drop for Unsettled {
 /// How the wait ended (`wait`) decides what an answer means:
 /// - "acquired" is a hold of the request's own (the first, or one more on
 ///   top of the wait's): released.
-///
-/// On a kind that keeps one hold per owner
-/// ([`ExclusiveKind::one_hold_per_owner`]), a wait that took the lock
-/// settles nothing: whatever its unknown attempts took is the one hold its
-/// guard has, and a repeat made after the guard let go would take the lock
-/// anew, for no one.
 /// - "claimed" (the lock granted to the wait's ticket) is the very hold the
 ///   wait holds when it took the lock by that grant ([`WON_BY_GRANT`]):
 ///   kept; otherwise (the wait gave up, or its own hold is one more on top
@@ -476,6 +470,12 @@ impl Drop for Unsettled {
 ///   grant whose entry the store keeps until its holder releases. A wait
 ///   that gave up hands over its `place` instead, left once every unknown
 ///   attempt of it was answered ([`Unsettled::leave_after`]).
+///
+/// On a kind that keeps one hold per owner
+/// ([`ExclusiveKind::one_hold_per_owner`]), a wait that took the lock
+/// settles nothing: whatever its unknown attempts took is the one hold its
+/// guard has, and a repeat made after the guard let go would take the lock
+/// anew, for no one.
 fn reconcile(
     inner: Arc<ClientInner>,
     backend: Arc<dyn ExclusiveKind>,

@@ -25,7 +25,7 @@
 //! holds the lock meanwhile.
 //!
 //! A fenced acquisition, or one as an explicit owner or in an owner scope
-//! (`lock_as`, `with_owner`), goes the recorded way (`acquire.lua`,
+//! (`lock_as`, `AcquireOptions::owner`, `Owner::scope`), goes the recorded way (`acquire.lua`,
 //! `release.lua`): each request's outcome is recorded until its deadline,
 //! so a repeat or a late copy never applies twice, as for the reentrant
 //! lock. An explicit owner may hold the lock again after a release, which a
