@@ -419,7 +419,7 @@ async fn send(
     let result = query_asking(conn, &pipe, wait.is_some()).await;
     match result {
         Err(e) if scripts::is_noscript(&e) => {
-            scripts::load(conn, call.script).await?;
+            scripts::load_for(conn, call).await?;
             query_asking(conn, &pipe, wait.is_some()).await
         }
         other => other,
@@ -429,7 +429,7 @@ async fn send(
 fn asking_pipeline(call: &ScriptCall<'_>, wait: Option<(u32, Duration)>) -> Pipeline {
     let mut pipe = Pipeline::new();
     pipe.cmd("ASKING").ignore();
-    pipe.add_command(call.evalsha());
+    pipe.add_command(call.to_cmd());
     if let Some((replicas, timeout)) = wait {
         pipe.cmd("WAIT").arg(replicas).arg(
             u64::try_from(timeout.as_millis())

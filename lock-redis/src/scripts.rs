@@ -30,11 +30,10 @@ pub async fn eval<C: ConnectionLike + Send>(
     conn: &mut C,
     call: &ScriptCall<'_>,
 ) -> RedisResult<Value> {
-    let cmd = call.evalsha();
+    let cmd = call.to_cmd();
     match cmd.query_async::<Value>(conn).await {
         Err(err) if is_noscript(&err) => {
-            tracing::debug!(sha = call.script.get_hash(), "NOSCRIPT: loading the script");
-            load(conn, call.script).await?;
+            load_for(conn, call).await?;
             cmd.query_async(conn).await
         }
         other => other,
@@ -69,10 +68,11 @@ pub async fn eval_pipelined<C: ConnectionLike + Send>(
     }
     let mut loaded: Vec<&str> = Vec::new();
     for &i in &missing {
-        let script = calls[i].script;
+        let Some(script) = calls[i].script() else {
+            continue;
+        };
         if !loaded.contains(&script.get_hash()) {
-            tracing::debug!(sha = script.get_hash(), "NOSCRIPT: loading the script");
-            load(conn, script).await?;
+            load_for(conn, &calls[i]).await?;
             loaded.push(script.get_hash());
         }
     }
@@ -90,7 +90,7 @@ async fn run_pipeline<'c, 's: 'c, C: ConnectionLike + Send>(
     let mut pipe = Pipeline::new();
     pipe.ignore_errors();
     for call in calls {
-        pipe.add_command(call.evalsha());
+        pipe.add_command(call.to_cmd());
     }
     pipe.query_async(conn).await
 }
@@ -112,7 +112,7 @@ pub async fn eval_and_wait<C: ConnectionLike + Send>(
     timeout: std::time::Duration,
 ) -> RedisResult<(Value, u32)> {
     let mut pipe = Pipeline::new();
-    pipe.add_command(call.evalsha())
+    pipe.add_command(call.to_cmd())
         .cmd("WAIT")
         .arg(replicas)
         .arg(
@@ -122,11 +122,31 @@ pub async fn eval_and_wait<C: ConnectionLike + Send>(
         );
     match pipe.query_async::<(Value, u32)>(conn).await {
         Err(err) if is_noscript(&err) => {
-            tracing::debug!(sha = call.script.get_hash(), "NOSCRIPT: loading the script");
-            load(conn, call.script).await?;
+            load_for(conn, call).await?;
             pipe.query_async(conn).await
         }
         other => other,
+    }
+}
+
+/// Loads the script of `call`, answered `NOSCRIPT` (a plain command has
+/// none, and is never answered so).
+///
+/// # Errors
+/// As [`load`].
+///
+/// # Cancel safety
+/// As [`load`].
+pub async fn load_for<C: ConnectionLike + Send>(
+    conn: &mut C,
+    call: &ScriptCall<'_>,
+) -> RedisResult<()> {
+    match call.script() {
+        Some(script) => {
+            tracing::debug!(sha = script.get_hash(), "NOSCRIPT: loading the script");
+            load(conn, script).await
+        }
+        None => Ok(()),
     }
 }
 

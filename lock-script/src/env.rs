@@ -172,14 +172,33 @@ impl ScriptEnv {
         call: ScriptCall<'_>,
         req: &AcquireRequest,
     ) -> Result<AcquireOutcome> {
+        self.acquire_decoded(kind, call, req, replies::acquire)
+            .await
+    }
+
+    /// [`ScriptEnv::acquire`] for a call whose reply `decode` reads (a
+    /// plain command's, [`ScriptCall::command`]).
+    ///
+    /// # Errors
+    /// As [`ScriptEnv::acquire`], and `decode`'s.
+    ///
+    /// # Cancel safety
+    /// As [`Transport::eval`].
+    pub async fn acquire_decoded(
+        &self,
+        kind: &dyn ExclusiveKind,
+        call: ScriptCall<'_>,
+        req: &AcquireRequest,
+        decode: fn(&Value) -> Result<AcquireOutcome>,
+    ) -> Result<AcquireOutcome> {
         let Some(sync) = self.replica_sync else {
-            return replies::acquire(&self.transport.eval(call).await?);
+            return decode(&self.transport.eval(call).await?);
         };
         let (reply, acked) = self
             .transport
             .eval_and_wait(call, sync.replicas, sync.timeout)
             .await?;
-        let outcome = replies::acquire(&reply)?;
+        let outcome = decode(&reply)?;
         if acked >= sync.replicas || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
             return Ok(outcome);
         }

@@ -49,7 +49,7 @@ pub mod scripts;
 pub mod slot;
 mod transport;
 
-pub use call::ScriptCall;
+pub use call::{Body, ScriptCall};
 pub use connection::ScriptConnection;
 pub use env::{check_lease, ReplicaSync, ScriptEnv, RENEW_CHUNK, RENEW_WINDOW};
 pub use layout::{wake, KeyLayout};

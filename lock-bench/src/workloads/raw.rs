@@ -125,7 +125,7 @@ impl RawLock {
             ],
         );
         let (took, _token): (i64, i64) = acquire
-            .evalsha()
+            .to_cmd()
             .query_async(&mut self.conn)
             .await
             .context("raw acquire EVALSHA failed")?;
@@ -151,7 +151,7 @@ impl RawLock {
             ],
         );
         let released: Option<i64> = release
-            .evalsha()
+            .to_cmd()
             .query_async(&mut self.conn)
             .await
             .context("raw release EVALSHA failed")?;

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
 use lock_redis::{LockError, Result};
 use lock_script::error::from_redis;
-use lock_script::{PubSubHandler, ScriptCall, Transport};
+use lock_script::{Body, PubSubHandler, ScriptCall, Transport};
 use redis::Value;
 
 use super::commands::Published;
@@ -146,33 +146,59 @@ impl MemoryTransport {
 /// its reply going nowhere.
 type Late = Box<dyn FnOnce(&mut State) -> Vec<Published> + Send>;
 
+/// What a late call runs, owned.
+enum LateBody {
+    Script(redis::Script),
+    Command(&'static str),
+}
+
 /// `calls`, owned, as one late arrival (a call's reply is dropped: its
 /// caller was told it failed).
 fn late(calls: &[ScriptCall<'_>]) -> Late {
-    let calls: Vec<(redis::Script, Vec<String>, Vec<String>)> = calls
+    let calls: Vec<(LateBody, Vec<String>, Vec<String>)> = calls
         .iter()
-        .map(|call| (call.script.clone(), call.keys.clone(), call.args.clone()))
+        .map(|call| {
+            let body = match call.body {
+                Body::Script(script) => LateBody::Script(script.clone()),
+                Body::Command(command) => LateBody::Command(command),
+            };
+            (body, call.keys.clone(), call.args.clone())
+        })
         .collect();
     Box::new(move |state| {
         let mut published = Vec::new();
-        for (script, keys, args) in calls {
-            published.extend(run_call(state, &ScriptCall::new(&script, keys, args)).1);
+        for (body, keys, args) in calls {
+            let call = match &body {
+                LateBody::Script(script) => ScriptCall::new(script, keys, args),
+                LateBody::Command(command) => ScriptCall::command(command, keys, args),
+            };
+            published.extend(run_call(state, &call).1);
         }
         published
     })
 }
 
-/// Runs `call` on `state` as `EVALSHA`; on `NOSCRIPT` loads the script
-/// (`SCRIPT LOAD`) and runs it once more.
+/// Runs `call` on `state`: a script as `EVALSHA` (on `NOSCRIPT` loading it,
+/// `SCRIPT LOAD`, and running it once more), a plain command as sent.
 fn run_call(state: &mut State, call: &ScriptCall<'_>) -> (ScriptReply, Vec<Published>) {
     let keys: Vec<Vec<u8>> = call.keys.iter().map(|k| k.as_bytes().to_vec()).collect();
     let args: Vec<Vec<u8>> = call.args.iter().map(|a| a.as_bytes().to_vec()).collect();
-    let sha = call.script.get_hash();
+    let script = match call.body {
+        Body::Script(script) => script,
+        Body::Command(command) => {
+            let words: Vec<Vec<u8>> = std::iter::once(command.as_bytes().to_vec())
+                .chain(keys)
+                .chain(args)
+                .collect();
+            return state.command(&words);
+        }
+    };
+    let sha = script.get_hash();
     let first = state.eval_sha(sha, &keys, &args);
     if !matches!(&first.0, ScriptReply::Error(e) if e == NOSCRIPT) {
         return first;
     }
-    match script_source(call.script) {
+    match script_source(script) {
         Ok(source) => {
             state.scripts.load(&source);
             state.eval_sha(sha, &keys, &args)

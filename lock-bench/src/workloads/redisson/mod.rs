@@ -98,7 +98,7 @@ impl RedissonRaw {
             vec![self.key.clone()],
             vec![LEASE_MS.to_owned(), self.field.clone()],
         )
-        .evalsha()
+        .to_cmd()
         .query_async(&mut self.conn)
         .await
         .context("Redisson-protocol acquire EVALSHA failed")
@@ -123,7 +123,7 @@ impl RedissonRaw {
                 RECORD_MS.to_owned(),
             ],
         )
-        .evalsha()
+        .to_cmd()
         .query_async(&mut self.conn)
         .await
         .context("Redisson-protocol release EVALSHA failed")

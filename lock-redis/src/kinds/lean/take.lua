@@ -1,7 +1,8 @@
--- take: take a lean lock for an owner made for one wait (the fast path:
--- no request record, as go-redsync, redis-py's Lock, node-redlock and
--- rslock take it, plus the owner's own hold taken back). Writes only the
--- lock key.
+-- take: take a lean lock for an owner made for one wait, once a plain
+-- `SET <key> <token> NX PX <lease> GET` found the key there (the lean
+-- path: no request record, as go-redsync, redis-py's Lock, node-redlock
+-- and rslock take it, plus the owner's own hold taken back). Writes only
+-- the lock key.
 --
 -- KEYS[1]  lock key                  <prefix><name>
 -- ARGV[1]  lease in milliseconds (>= 1)
