@@ -140,6 +140,12 @@ impl LockClient {
     /// asks again for a lock it holds is refused with
     /// [`lock_core::LockError::ReentryRefused`]. Makes no I/O.
     ///
+    /// Lean at the pattern's cost: taken without an explicit owner, it
+    /// keeps no request records, so a copy of an acquisition delivered
+    /// late, after its guard's release, holds the lock for no one until its
+    /// lease ends (see the `kinds::lean` module). [`LockClient::lock`]
+    /// keeps records for every request.
+    ///
     /// ```no_run
     /// # async fn demo(client: lock_redis::LockClient) -> lock_redis::Result<()> {
     /// let lock = client.lean_lock("shared-with-go-services")?;
