@@ -128,21 +128,15 @@ impl ExclusiveKind for Lean {
             return reentrant::acquire_with(&self.env, self, &ACQUIRE, req, &[]).await;
         }
         check_lease(req.lease_ms)?;
-        let key = self.env.layout().lock_key(&req.name);
-        let (lease, token) = (req.lease_ms.to_string(), req.owner.field());
+        let key = || self.env.layout().lock_key(&req.name);
+        let (lease, token) = (|| req.lease_ms.to_string(), || req.owner.field());
         // The common case, a free lock, in one plain command: as a script
         // the same step cost about 8 µs more server time per lock/unlock
         // pair (lock-bench's README). `NX` with `GET`: Redis 7.0, Valkey.
         let set = ScriptCall::command(
             "SET",
-            vec![key.clone()],
-            vec![
-                token.clone(),
-                "NX".into(),
-                "PX".into(),
-                lease.clone(),
-                "GET".into(),
-            ],
+            vec![key()],
+            vec![token(), "NX".into(), "PX".into(), lease(), "GET".into()],
         )
         // Sent again, it finds the owner's token and the script below
         // takes the hold back: same answer.
@@ -154,7 +148,7 @@ impl ExclusiveKind for Lean {
         // Taken already, by the owner (an earlier attempt of its wait, whose
         // reply was lost) or by someone else: `take.lua` sets the owner's
         // lease anew, or answers the holder's time to live.
-        let call = ScriptCall::new(&TAKE, vec![key], vec![lease, token])
+        let call = ScriptCall::new(&TAKE, vec![key()], vec![lease(), token()])
             // A second run takes the owner's own hold back: same answer.
             .idempotent(true);
         self.env.acquire(self, call, req).await
