@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use crate::error::{LockError, Result};
+use crate::holds::Deadline;
 use crate::wait_strategy::WaitStrategy;
 
 /// The longest lease or watchdog timeout accepted: 100 years. Redis stores
@@ -279,6 +280,13 @@ impl ClientConfig {
         (lease / 100)
             .saturating_add(Duration::from_millis(2))
             .saturating_add(self.loss_margin)
+    }
+
+    /// The deadline of a lease of `lease` whose acquisition was sent at
+    /// `sent`: it ends `lease` later, and is reported lost the
+    /// [safety margin](ClientConfig::safety_margin) before.
+    pub fn lease_deadline(&self, sent: tokio::time::Instant, lease: Duration) -> Deadline {
+        Deadline::new(sent, lease, self.safety_margin(lease))
     }
 
     /// How long after its first send a request id may still be sent

@@ -75,7 +75,7 @@ impl Guard {
         watchdog: bool,
     ) -> Self {
         let lease = Duration::from_millis(req.lease_ms);
-        let deadline = Deadline::new(started, lease, inner.config.safety_margin(lease));
+        let deadline = inner.config.lease_deadline(started, lease);
         let target = RenewTarget {
             name: req.name.clone(),
             owner: req.owner,
@@ -116,11 +116,7 @@ impl Guard {
         self.own_expires.map(|expires| {
             let expires = expires.get();
             let lease = Duration::from_millis(self.lease_ms);
-            Deadline::new(
-                expires - lease,
-                lease,
-                self.inner.config.safety_margin(lease),
-            )
+            self.inner.config.lease_deadline(expires - lease, lease)
         })
     }
 

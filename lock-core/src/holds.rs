@@ -618,9 +618,6 @@ impl Holds {
 mod tests {
     use super::*;
 
-    /// A held lock costs one `Hold` (plus its name) in the client, and
-    /// one pointer in the table: keep it small (lock-bench W4 measures
-    /// the whole: ≤ 300 B per held lock).
     /// The end flag and the count share a word without touching each
     /// other.
     #[test]
@@ -636,6 +633,9 @@ mod tests {
         assert!(count.ended(), "ended for good");
     }
 
+    /// A held lock costs one `Hold` (plus its name) in the client, and
+    /// one pointer in the table: keep it small (lock-bench W4 measures
+    /// the whole: ≤ 300 B per held lock).
     #[test]
     fn a_hold_stays_small() {
         assert!(

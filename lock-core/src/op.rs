@@ -33,7 +33,7 @@ use tracing::Instrument;
 use crate::client::ClientInner;
 pub(crate) use crate::detached::Detached;
 use crate::error::{LockError, Result};
-use crate::holds::{Deadline, Hold};
+use crate::holds::Hold;
 use crate::kind::{
     AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest, RenewTarget,
 };
@@ -662,8 +662,10 @@ impl PendingHold {
     /// process paused). A guard of it would be lost as it is handed out.
     pub(crate) fn is_overdue(&self) -> bool {
         let lease = Duration::from_millis(self.req.lease_ms);
-        let margin = self.inner.config.safety_margin(lease);
-        Deadline::new(self.started, lease, margin).is_lost()
+        self.inner
+            .config
+            .lease_deadline(self.started, lease)
+            .is_lost()
     }
 
     /// Disarms the drop guard and returns what the guard needs.

@@ -16,9 +16,10 @@
 //! `try_lock()`, …: [`AcquireRequest::private_owner`]) goes the lean way,
 //! at the pattern's cost: `SET … NX PX … GET` takes a free lock (`take.lua`
 //! when the key is there already), `give_back.lua` releases it, and
-//! neither writes anything but the lock key. The token itself tells a repeat what happened: an
-//! acquisition whose reply was lost finds the wait's own token and takes it
-//! back; a release whose reply was lost finds the key gone. What no record
+//! neither writes anything but the lock key. The token itself tells a
+//! repeat what happened: an acquisition whose reply was lost finds the
+//! wait's own token and takes it back; a release whose reply was lost
+//! finds the key gone. What no record
 //! then rules out is a copy of an acquisition held up on the network and
 //! delivered after its wait's guard released the lock: it takes the lock
 //! again, for no one, until its lease runs out — as a crashed holder's lock
@@ -26,11 +27,11 @@
 //! holds the lock meanwhile.
 //!
 //! A fenced acquisition, or one as an explicit owner or in an owner scope
-//! (`lock_as`, `AcquireOptions::owner`, `Owner::scope`), goes the recorded way (`acquire.lua`,
-//! `release.lua`): each request's outcome is recorded until its deadline,
-//! so a repeat or a late copy never applies twice, as for the reentrant
-//! lock. An explicit owner may hold the lock again after a release, which a
-//! late copy of that release, unrecorded, would undo.
+//! (`lock_as`, `AcquireOptions::owner`, `Owner::scope`), goes the recorded
+//! way (`acquire.lua`, `release.lua`): each request's outcome is recorded
+//! until its deadline, so a repeat or a late copy never applies twice, as
+//! for the reentrant lock. An explicit owner may hold the lock again after
+//! a release, which a late copy of that release, unrecorded, would undo.
 //!
 //! Other libraries release without a notice, so a waiter looks again at
 //! least every [`FOREIGN_RELEASE_RECHECK`] whatever the holder's time to

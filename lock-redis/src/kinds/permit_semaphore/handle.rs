@@ -117,7 +117,7 @@ impl Leasing {
 
     /// The deadline of this lease when its acquisition was sent at `sent`.
     fn deadline(self, inner: &Engine, sent: Instant) -> Deadline {
-        Deadline::new(sent, self.lease, inner.config().safety_margin(self.lease))
+        inner.config().lease_deadline(sent, self.lease)
     }
 }
 
@@ -471,7 +471,7 @@ impl PermitExpirableSemaphore {
             return Ok(false);
         }
         let deadline = match lease {
-            Some(lease) => Deadline::new(sent, lease, self.inner().config().safety_margin(lease)),
+            Some(lease) => self.inner().config().lease_deadline(sent, lease),
             // No expiry: only a renewal finding it gone, or a release, ends it.
             None => Deadline::new(sent, lock_core::MAX_LEASE, Duration::ZERO),
         };
