@@ -77,7 +77,9 @@ pub struct ClusterConfig {
     /// redirects, topology refreshes and waits for a failover), replica
     /// sync, TLS, credentials, lazy connect.
     pub connection: ConnectionOptions,
-    /// Multiplexed connections per master. Default 2.
+    /// The most multiplexed connections per master, each filled with
+    /// [`lock_redis::DEFAULT_CALLS_PER_CONNECTION`] calls in flight before
+    /// the next is used. Default 2.
     pub pool_size: usize,
     /// At most this many `-MOVED`/`-ASK` redirects are followed by one
     /// call. Default 5.

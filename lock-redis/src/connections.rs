@@ -4,11 +4,22 @@
 //!
 //! # How it works
 //! The set has [`RedisConfig::pool_size`](crate::RedisConfig::pool_size)
-//! slots. Each call takes the next slot round-robin (one atomic increment)
-//! and clones that slot's [`MultiplexedConnection`] (a handle: many calls
-//! share one socket, their commands pipelined by the connection's driver
-//! task). Nothing is sent to check a connection out; in particular no
-//! `PING`, so an operation costs exactly its own round trip.
+//! slots. Each call clones a slot's [`MultiplexedConnection`] (a handle:
+//! many calls share one socket, their commands pipelined by the
+//! connection's driver task). Nothing is sent to check a connection out; in
+//! particular no `PING`, so an operation costs exactly its own round trip.
+//!
+//! # Fill, then spill
+//! A call takes the first slot with fewer than
+//! [`RedisConfig::calls_per_connection`](crate::RedisConfig::calls_per_connection)
+//! calls in flight; only when every slot has that many are they taken
+//! round-robin.
+//! Calls that share a connection share its writes, reads and wake-ups (on
+//! the server's side too), so a connection is filled before the next is
+//! used, up to the point where one connection's driver task would become
+//! the bottleneck. A lightly used client thus keeps one connection open,
+//! and a connection that stops answering stops getting calls once it has
+//! that many of them waiting.
 //!
 //! A slot is connected lazily, by the first call that finds it empty or
 //! stale, within the connect timeout and the call's deadline. One task at a
@@ -49,7 +60,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use lock_core::{LockError, Result};
@@ -73,12 +84,46 @@ pub(crate) fn no_delay(info: redis::ConnectionInfo) -> redis::ConnectionInfo {
 }
 
 /// A connection handed out by [`ConnectionSet::get`], with what is needed to
-/// report it broken.
+/// report it broken. It counts as a call in flight on its slot until
+/// dropped.
 pub struct Lease {
     conn: MultiplexedConnection,
     slot: usize,
     generation: u64,
     epoch: u64,
+    in_flight: InFlight,
+}
+
+/// One call in flight on a slot, counted until dropped.
+struct InFlight {
+    count: Arc<AtomicUsize>,
+    /// How many calls it counts as.
+    weight: usize,
+}
+
+impl InFlight {
+    fn start(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self {
+            count: Arc::clone(count),
+            weight: 1,
+        }
+    }
+
+    /// Counts as `weight` calls from now on (never fewer than it does).
+    fn weigh(&mut self, weight: usize) {
+        if weight > self.weight {
+            self.count
+                .fetch_add(weight - self.weight, Ordering::Relaxed);
+            self.weight = weight;
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.weight, Ordering::Relaxed);
+    }
 }
 
 impl Lease {
@@ -106,12 +151,17 @@ pub struct ConnectionSet {
     connect_timeout: Duration,
     command_timeout: Duration,
     slots: Box<[Slot]>,
+    /// Calls on one connection before the next slot is used.
+    spill_at: usize,
+    /// The next slot when every slot has `spill_at` calls in flight.
     next: AtomicUsize,
     epoch: AtomicU64,
     closed: AtomicBool,
 }
 
 struct Slot {
+    /// Calls holding a lease of this slot.
+    in_flight: Arc<AtomicUsize>,
     state: Mutex<SlotState>,
     /// Held by the one task connecting this slot.
     connecting: tokio::sync::Mutex<()>,
@@ -164,6 +214,7 @@ impl ConnectionSet {
             .set_response_timeout(None);
         let slots = (0..config.pool_size.max(1))
             .map(|_| Slot {
+                in_flight: Arc::default(),
                 state: Mutex::new(SlotState::default()),
                 connecting: tokio::sync::Mutex::new(()),
             })
@@ -174,6 +225,7 @@ impl ConnectionSet {
             connect_timeout: config.connection.connect_timeout,
             command_timeout: config.connection.command_timeout,
             slots,
+            spill_at: config.calls_per_connection,
             next: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
             closed: AtomicBool::new(false),
@@ -185,8 +237,9 @@ impl ConnectionSet {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// A connection of the next slot, connecting it first if it has none
-    /// or only a stale one.
+    /// A connection of the first slot with room for another call (see the
+    /// module docs), connecting it first if it has none or only a stale
+    /// one.
     ///
     /// # Errors
     /// [`LockError::Closed`] after [`ConnectionSet::close`]; a retryable
@@ -198,15 +251,16 @@ impl ConnectionSet {
     /// Safe to drop: a half-made connection is dropped, and another caller
     /// then connects the slot.
     pub async fn get(&self, deadline: Instant) -> Result<Lease> {
-        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
-        self.get_slot(index, deadline).await
+        self.get_slot(self.pick(), deadline).await
     }
 
     /// A connection for pipelined batches (the watchdog's renewals),
     /// always of the first slot: a connection keeps the buffers its biggest
     /// message and reply took, so batches spread over the pool would make
     /// every connection keep a batch's worth (issue 15, W4: ~50 B per held
-    /// lock at 10 000 locks with 4 connections).
+    /// lock at 10 000 locks with 4 connections). While the batch is in
+    /// flight the slot counts as full, so calls made meanwhile go to the
+    /// next slot instead of waiting behind thousands of scripts.
     ///
     /// # Errors
     /// As [`ConnectionSet::get`].
@@ -214,7 +268,19 @@ impl ConnectionSet {
     /// # Cancel safety
     /// As [`ConnectionSet::get`].
     pub async fn get_for_batch(&self, deadline: Instant) -> Result<Lease> {
-        self.get_slot(0, deadline).await
+        let mut lease = self.get_slot(0, deadline).await?;
+        lease.in_flight.weigh(self.spill_at);
+        Ok(lease)
+    }
+
+    /// The first slot with fewer than `spill_at` calls in flight, else the
+    /// next round-robin (always, when `spill_at` is 0). Concurrent callers may read the same counts and
+    /// overfill a slot by a few calls: harmless, and no lock is taken.
+    fn pick(&self) -> usize {
+        self.slots
+            .iter()
+            .position(|slot| slot.in_flight.load(Ordering::Relaxed) < self.spill_at)
+            .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len())
     }
 
     async fn get_slot(&self, index: usize, deadline: Instant) -> Result<Lease> {
@@ -326,7 +392,8 @@ impl ConnectionSet {
     fn current(&self, index: usize) -> Option<Lease> {
         let epoch = self.epoch.load(Ordering::Acquire);
         let master = self.endpoint.generation();
-        let state = self.slots[index].state();
+        let slot = &self.slots[index];
+        let state = slot.state();
         let live = state
             .live
             .as_ref()
@@ -336,6 +403,7 @@ impl ConnectionSet {
             slot: index,
             generation: live.generation,
             epoch: live.epoch,
+            in_flight: InFlight::start(&slot.in_flight),
         })
     }
 
@@ -346,7 +414,8 @@ impl ConnectionSet {
         epoch: u64,
         master: u64,
     ) -> Result<Lease> {
-        let mut state = self.slots[index].state();
+        let slot = &self.slots[index];
+        let mut state = slot.state();
         // Checked under the slot lock, so `close` cannot miss this one.
         if self.is_closed() {
             return Err(LockError::Closed);
@@ -364,6 +433,7 @@ impl ConnectionSet {
             slot: index,
             generation,
             epoch,
+            in_flight: InFlight::start(&slot.in_flight),
         })
     }
 
@@ -429,12 +499,20 @@ mod tests {
     use lock_testkit::fixtures::RedisServer;
     use std::io;
 
-    fn set(server: &RedisServer, size: usize) -> ConnectionSet {
-        let config = RedisConfig::new(server.url())
+    fn config(server: &RedisServer, size: usize) -> RedisConfig {
+        RedisConfig::new(server.url())
             .pool_size(size)
             .command_timeout(Duration::from_secs(2))
-            .connect_timeout(Duration::from_secs(2));
-        ConnectionSet::new(server.client(), &config)
+            .connect_timeout(Duration::from_secs(2))
+    }
+
+    /// A set whose slots take one call each before the next is used, so
+    /// that calls held at once go to slots 0, 1, 2, ….
+    fn set(server: &RedisServer, size: usize) -> ConnectionSet {
+        ConnectionSet::new(
+            server.client(),
+            &config(server, size).calls_per_connection(1),
+        )
     }
 
     fn soon() -> Instant {
@@ -445,23 +523,51 @@ mod tests {
         RedisError::from(io::Error::from(io::ErrorKind::BrokenPipe))
     }
 
-    /// `(slot, generation, epoch)` of the next `n` leases.
-    async fn next_leases(set: &ConnectionSet, n: usize) -> Vec<(usize, u64, u64)> {
-        let mut seen = Vec::new();
+    /// `n` leases taken one after another and held together.
+    async fn hold(set: &ConnectionSet, n: usize) -> Vec<Lease> {
+        let mut held = Vec::new();
         for _ in 0..n {
-            let lease = set.get(soon()).await.unwrap();
-            seen.push((lease.slot, lease.generation, lease.epoch));
+            held.push(set.get(soon()).await.unwrap());
         }
-        seen
+        held
+    }
+
+    /// `(slot, generation, epoch)` of the next `n` leases, held together.
+    async fn next_leases(set: &ConnectionSet, n: usize) -> Vec<(usize, u64, u64)> {
+        hold(set, n)
+            .await
+            .iter()
+            .map(|lease| (lease.slot, lease.generation, lease.epoch))
+            .collect()
     }
 
     #[tokio::test]
-    async fn slots_are_used_round_robin_and_connected_once() {
+    async fn full_slots_spill_in_order_then_round_robin_and_connect_once() {
         let server = RedisServer::start();
         let set = set(&server, 3);
         let first = next_leases(&set, 3).await;
         assert_eq!(first, [(0, 1, 0), (1, 1, 0), (2, 1, 0)]);
-        assert_eq!(next_leases(&set, 3).await, first);
+        let twice = next_leases(&set, 6).await;
+        assert_eq!(twice[..3], first);
+        assert_eq!(twice[3..], first, "all full: round-robin");
+    }
+
+    /// The default threshold: a connection takes 8 calls before
+    /// the next is opened, and calls go back to the first once it has
+    /// room again, so a lightly used client keeps one connection.
+    #[tokio::test]
+    async fn calls_fill_the_first_connection_before_the_next_is_opened() {
+        let server = RedisServer::start();
+        let set = ConnectionSet::new(server.client(), &config(&server, 4));
+        let mut held = hold(&set, crate::DEFAULT_CALLS_PER_CONNECTION).await;
+        assert!(held.iter().all(|lease| lease.slot == 0));
+        let spilled = set.get(soon()).await.unwrap();
+        assert_eq!(spilled.slot, 1);
+        held.pop();
+        assert_eq!(set.get(soon()).await.unwrap().slot, 0, "room again");
+        drop((held, spilled));
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+        assert!(format!("{set:?}").contains("connected: 2"), "{set:?}");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -477,6 +583,19 @@ mod tests {
         for task in tasks {
             assert_eq!(task.await.unwrap(), 1);
         }
+    }
+
+    /// A batch on the first slot fills it: calls made meanwhile do not
+    /// queue behind it.
+    #[tokio::test]
+    async fn calls_made_during_a_batch_go_to_the_next_slot() {
+        let server = RedisServer::start();
+        let set = ConnectionSet::new(server.client(), &config(&server, 2));
+        let batch = set.get_for_batch(soon()).await.unwrap();
+        assert_eq!(batch.slot, 0);
+        assert_eq!(next_leases(&set, 2).await, [(1, 1, 0), (1, 1, 0)]);
+        drop(batch);
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
     }
 
     #[tokio::test]
@@ -518,7 +637,8 @@ mod tests {
         // A burst of reports about connections of the old epoch changes
         // nothing.
         set.report(&broken_lease, &broken());
-        assert_eq!(next_leases(&set, 4).await, after[..4]);
+        let again = next_leases(&set, 4).await;
+        assert!(again.iter().all(|&(_, g, e)| g == 2 && e == 1), "{again:?}");
     }
 
     #[tokio::test]
@@ -538,11 +658,18 @@ mod tests {
     async fn a_refused_connect_retires_every_older_connection() {
         let mut server = RedisServer::start();
         let set = set(&server, 3);
-        assert_eq!(next_leases(&set, 2).await, [(0, 1, 0), (1, 1, 0)]);
+        let held = hold(&set, 2).await;
+        let seen: Vec<_> = held
+            .iter()
+            .map(|l| (l.slot, l.generation, l.epoch))
+            .collect();
+        assert_eq!(seen, [(0, 1, 0), (1, 1, 0)]);
         server.kill();
-        // Slot 2 has no connection yet: connecting is refused.
+        // Slots 0 and 1 are busy and slot 2 has no connection yet:
+        // connecting is refused.
         let err = set.get(soon()).await.unwrap_err();
         assert!(err.is_retryable(), "{err:?}");
+        drop(held);
         server.restart();
         // Slots 0 and 1 do not hand out their dead connections.
         assert_eq!(

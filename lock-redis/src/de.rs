@@ -138,12 +138,21 @@ impl<'de> Deserialize<'de> for RedisConfig {
                 let mut config = RedisConfig::new("");
                 let mut url = None;
                 let fields = FieldName {
-                    own: &["url", "pool_size", "sentinel", "slot_checking_proxy"],
+                    own: &[
+                        "url",
+                        "pool_size",
+                        "calls_per_connection",
+                        "sentinel",
+                        "slot_checking_proxy",
+                    ],
                 };
                 while let Some(key) = map.next_key_seed(fields)? {
                     match key.as_str() {
                         "url" => url = Some(map.next_value()?),
                         "pool_size" => config.pool_size = map.next_value()?,
+                        "calls_per_connection" => {
+                            config.calls_per_connection = map.next_value()?;
+                        }
                         "sentinel" => config.sentinel = map.next_value()?,
                         "slot_checking_proxy" => config.slot_checking_proxy = map.next_value()?,
                         other => {

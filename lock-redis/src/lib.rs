@@ -78,9 +78,11 @@
 //!
 //! ## Connections
 //!
-//! Scripts run on [`RedisConfig::pool_size`] multiplexed connections (4 by
-//! default), taken round-robin and shared by any number of concurrent
-//! calls; each is opened on first use. Every lock operation is exactly one
+//! Scripts run on at most [`RedisConfig::pool_size`] multiplexed
+//! connections (4 by default), shared by any number of concurrent calls;
+//! each is opened on first use, and filled with
+//! [`RedisConfig::calls_per_connection`] calls in flight before the next
+//! is used. Every lock operation is exactly one
 //! round trip (`EVALSHA`): there is no connection pool, because
 //! deadpool-redis checks every connection with a `PING` round trip on
 //! checkout, doubling the cost of each lock operation; multiplexed
@@ -189,7 +191,7 @@ pub mod tls;
 
 /// For implementing [`CredentialsProvider`] (an async trait).
 pub use async_trait::async_trait;
-pub use config::{redact_url, RedisConfig, DEFAULT_POOL_SIZE};
+pub use config::{redact_url, RedisConfig, DEFAULT_CALLS_PER_CONNECTION, DEFAULT_POOL_SIZE};
 pub use credentials::{Credentials, CredentialsError, CredentialsProvider, StaticCredentials};
 pub use options::{ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use sentinel::SentinelConfig;

@@ -24,8 +24,10 @@ use lock_script::{PubSubHandler, Transport};
 
 /// A [`Transport`] to one Redis server.
 ///
-/// Scripts run on [`RedisConfig::pool_size`] multiplexed connections, taken
-/// round-robin; each is made on first use within the connect timeout
+/// Scripts run on at most [`RedisConfig::pool_size`] multiplexed
+/// connections, each filled with
+/// [`RedisConfig::calls_per_connection`] calls in flight before the next
+/// is used; each is made on first use within the connect timeout
 /// (asking the credentials provider, if any, first), and many calls share it at once. A call
 /// sends only its own command: nothing checks a connection before use (a
 /// pool such as `deadpool-redis` checks every connection with a `PING` round

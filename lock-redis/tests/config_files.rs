@@ -34,6 +34,7 @@ fn toml_example_sets_every_field() {
         command_timeout = "1s"
         connect_timeout = "250ms"
         pool_size = 8
+        calls_per_connection = 2
         replica_sync = {{ replicas = 1, timeout = "200ms" }}
         lazy_connect = true
         "#
@@ -44,6 +45,7 @@ fn toml_example_sets_every_field() {
         .command_timeout(Duration::from_secs(1))
         .connect_timeout(Duration::from_millis(250))
         .pool_size(8)
+        .calls_per_connection(2)
         .replica_sync(1, Duration::from_millis(200))
         .lazy_connect(true);
     assert_eq!(config, expected);

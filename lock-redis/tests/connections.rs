@@ -80,7 +80,7 @@ async fn each_operation_is_one_round_trip() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_restart_fails_about_one_call() {
-    let mut env = env_with(|c| c.pool_size(16)).await;
+    let mut env = env_with(|c| c.pool_size(16).calls_per_connection(0)).await;
     // Connect every slot.
     assert_eq!(run_pairs(&env.backend, "before", 32).await, 0);
     assert_eq!(clients_last_running(&env.server, "evalsha"), 16);
@@ -95,7 +95,7 @@ async fn a_server_restart_fails_about_one_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_connections_fail_about_one_call() {
-    let env = env_with(|c| c.pool_size(16)).await;
+    let env = env_with(|c| c.pool_size(16).calls_per_connection(0)).await;
     assert_eq!(run_pairs(&env.backend, "before", 32).await, 0);
     assert!(env.server.kill_normal_clients() >= 16);
 

@@ -20,11 +20,15 @@ async fn paused_server_times_out_every_call() {
     let o = owner();
     must_acquire(&env.backend, &acquire(&n, o, 10_000)).await;
     env.server.pause();
+    // The calls below stay in the paused server's socket buffers and run
+    // once it resumes, with deadlines far off: sent by another owner, they
+    // change nothing `o` holds, whichever connection they went on.
+    let other = owner();
 
     let started = Instant::now();
     let err = env
         .backend
-        .try_acquire(&acquire(&n, o, 10_000))
+        .try_acquire(&acquire(&n, other, 10_000))
         .await
         .unwrap_err();
     let took = started.elapsed();
@@ -37,7 +41,7 @@ async fn paused_server_times_out_every_call() {
     let started = Instant::now();
     let err = env
         .backend
-        .release(&release(&n, o, 10_000))
+        .release(&release(&n, other, 10_000))
         .await
         .unwrap_err();
     assert!(err.is_timeout(), "{err:?}");
