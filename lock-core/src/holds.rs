@@ -40,6 +40,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
+use hashbrown::hash_table::OccupiedEntry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -257,7 +258,9 @@ impl Hold {
 
     /// Whether this is the hold of `target` on `side` (see [`HoldKey`]).
     fn is_for(&self, target: &RenewTarget, side: &str) -> bool {
-        self.target == *target && self.kind.hold_side() == side
+        let own = self.kind.hold_side();
+        // A kind's side is one static string: the pointers usually decide.
+        self.target == *target && (std::ptr::eq(own, side) || own == side)
     }
 
     fn is_watched(&self) -> bool {
@@ -346,6 +349,15 @@ impl Table {
             })
             .ok()?;
         Some(entry.remove().0)
+    }
+
+    /// `hold`'s own entry, if it is the current one: found by pointer, so
+    /// no key is compared.
+    fn entry_of(&mut self, hold: &Arc<Hold>) -> Option<OccupiedEntry<'_, Arc<Hold>>> {
+        let hash = self.hash(HoldKey::of(hold));
+        self.holds
+            .find_entry(hash, |entry| Arc::ptr_eq(entry, hold))
+            .ok()
     }
 
     fn insert(&mut self, hold: Arc<Hold>) {
@@ -447,14 +459,13 @@ impl Holds {
     /// should send its release: not when its hold is lost, for the count in
     /// the store may belong to a newer generation then.
     pub(crate) fn unregister(&self, hold: &Arc<Hold>, watched: bool) -> bool {
-        let key = HoldKey::of(hold);
         let mut table = self.table();
-        if table.get(key).is_some_and(|entry| Arc::ptr_eq(entry, hold)) {
+        if let Some(entry) = table.entry_of(hold) {
             if watched && hold.watched.fetch_sub(1, Ordering::Relaxed) == 1 {
                 self.watched.fetch_sub(1, Ordering::AcqRel);
             }
             if hold.guards.remove_was_last() {
-                table.remove(key, Some(hold));
+                entry.remove();
             }
         }
         drop(table);
