@@ -136,11 +136,16 @@ pub(crate) fn kind_label(kind_name: &'static str, fenced: bool) -> &'static str 
 
 /// Runs `acquisition` of `kind` traced as span `lock.acquire` (INFO;
 /// fields `lock`, `kind`, `outcome`) and timed in [`ACQUIRE_SECONDS`].
-pub(crate) async fn acquisition<T, E>(
+///
+/// Not an `async fn`: one would keep `acquisition` twice in its state (the
+/// argument, and the instrumented future made of it), and an acquisition's
+/// future is most of what its caller's future is.
+pub(crate) fn acquisition<T, E>(
     kind: &'static str,
     lock: &crate::name::LockName,
     acquisition: impl std::future::Future<Output = Result<Option<T>, E>>,
-) -> Result<Option<T>, E> {
+) -> impl std::future::Future<Output = Result<Option<T>, E>> {
+    use futures::FutureExt;
     use tracing::Instrument;
     let span = tracing::info_span!(
         "lock.acquire",
@@ -148,10 +153,12 @@ pub(crate) async fn acquisition<T, E>(
         kind,
         outcome = tracing::field::Empty,
     );
+    // Dropped unfinished with the future, it reports `cancelled`.
     let mut timed = Timed::acquire(kind, span.clone());
-    let result = acquisition.instrument(span).await;
-    timed.finish(&result);
-    result
+    acquisition.instrument(span).map(move |result| {
+        timed.finish(&result);
+        result
+    })
 }
 
 /// A hold of `kind` was reported lost for `reason`.

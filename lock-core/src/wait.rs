@@ -107,9 +107,19 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         let channel = kind.channel(lock.name(), &owner);
         inner.waiters.join(&inner.connection, kind, channel)
     };
-    let result = wait_loop::wait(inner, &mut waiting, first, deadline, subscribe)
-        .instrument(span)
-        .await;
+    // Boxed: the wait (subscription, wake-ups, timers) is most of this
+    // future's size, and inline it would make every acquisition's future
+    // that big, waiting or not (3 976 bytes, moved as the caller's future
+    // is built); an acquisition that waits can afford one allocation.
+    let result = Box::pin(wait_loop::wait(
+        inner,
+        &mut waiting,
+        first,
+        deadline,
+        subscribe,
+    ))
+    .instrument(span)
+    .await;
     if let Some(timed) = &mut timed {
         timed.finish(&result);
     }
