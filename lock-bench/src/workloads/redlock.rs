@@ -8,6 +8,11 @@
 //! costs what N concurrent round trips cost on this machine; on two cores
 //! shared by the servers and the client that is well above one round trip,
 //! and the ratio of the PINGs says how much of the RedLock's ratio is that.
+//! A second floor sends the members' own scripts (the baseline's raw
+//! `EVALSHA` pair) to 1, 3 and 5 masters concurrently: unlike a `PING`,
+//! each costs its server tens of microseconds, and with more servers than
+//! cores that time no longer overlaps. The RedLock's ratio over this floor's
+//! is what its client adds.
 //!
 //! The masters are five throw-away redis-servers (`super::masters`).
 //! Each round runs one pair of each of the three, one after the other, so
@@ -22,6 +27,7 @@ use lock_redis::LockClient;
 use redis::aio::MultiplexedConnection;
 
 use super::masters::Masters;
+use super::raw::{RawLock, Site};
 use crate::latency::Latencies;
 use crate::locker::close_client;
 use crate::report::{Goal, Report, Unit};
@@ -39,8 +45,13 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     ));
     let masters = Masters::start(MASTERS);
     let raw = masters.connections().await?;
+    let servers = masters.stats_of(MASTERS)?;
+    let mut scripts = Vec::with_capacity(MASTERS);
+    for server in &servers {
+        scripts.push(RawLock::new(Site::Server(server), &bench.name("w1-redlock:raw")).await?);
+    }
     let clients = masters.clients().await?;
-    let result = measure(bench, &clients, &raw, pairs).await;
+    let result = measure(bench, &clients, &raw, &mut scripts, pairs).await;
     for client in &clients {
         close_client(client).await;
     }
@@ -51,6 +62,7 @@ async fn measure(
     bench: &Bench,
     clients: &[LockClient],
     raw: &[MultiplexedConnection],
+    scripts: &mut [RawLock],
     pairs: usize,
 ) -> Result<Report> {
     let name = bench.name("w1-redlock");
@@ -63,7 +75,7 @@ async fn measure(
         Ok(RedLock::new(locks)?)
     };
     let (red3, red5) = (over(3)?, over(5)?);
-    let mut lat: [Latencies; 6] = std::array::from_fn(|_| Latencies::with_capacity(pairs));
+    let mut lat: [Latencies; 9] = std::array::from_fn(|_| Latencies::with_capacity(pairs));
     let mut members = [0usize; 2];
     for i in 0..WARM_UP + pairs {
         let took = [
@@ -73,6 +85,9 @@ async fn measure(
             pings(&raw[..1]).await?,
             pings(&raw[..3]).await?,
             pings(&raw[..5]).await?,
+            script_pairs(&mut scripts[..1]).await?,
+            script_pairs(&mut scripts[..3]).await?,
+            script_pairs(&mut scripts[..5]).await?,
         ];
         if i >= WARM_UP {
             for (l, t) in lat.iter_mut().zip(took) {
@@ -80,9 +95,11 @@ async fn measure(
             }
         }
     }
-    let [one, three, five, ping1, ping3, ping5] = lat.map(|l| l.summary().context("no samples"));
+    let [one, three, five, ping1, ping3, ping5, script1, script3, script5] =
+        lat.map(|l| l.summary().context("no samples"));
     let (one, three, five) = (one?, three?, five?);
     let (ping1, ping3, ping5) = (ping1?, ping3?, ping5?);
+    let (script1, script3, script5) = (script1?, script3?, script5?);
     let mut r = Report::new("W1-redlock", "uncontended RedLock", "lock-core RedLock");
     r.add(
         "pairs",
@@ -159,6 +176,24 @@ async fn measure(
         Unit::Ratio,
     )
     .add(
+        "script3_vs_single",
+        "floor: raw EVALSHA pair to 3 masters concurrently p50 / to 1 master p50",
+        script3.p50_us / script1.p50_us,
+        Unit::Ratio,
+    )
+    .add(
+        "red3_vs_script_floor",
+        "3 masters ratio / raw-script floor ratio: what the RedLock's client adds",
+        (three.p50_us / one.p50_us) / (script3.p50_us / script1.p50_us),
+        Unit::Ratio,
+    )
+    .add(
+        "red5_vs_script_floor",
+        "5 masters ratio / raw-script floor ratio: what the RedLock's client adds",
+        (five.p50_us / one.p50_us) / (script5.p50_us / script1.p50_us),
+        Unit::Ratio,
+    )
+    .add(
         "red3_members",
         "3 masters: members held per acquisition (mean)",
         members[0] as f64 / (WARM_UP + pairs) as f64,
@@ -172,14 +207,32 @@ async fn measure(
     )
     .note("the masters are throw-away local redis-servers, whatever --url says");
     bench.progress(&format!(
-        "W1-redlock: p50 1 master {:.0} µs, 3 masters {:.2}× (PING floor {:.2}×), 5 masters {:.2}× ({:.2}×)",
+        "W1-redlock: p50 1 master {:.0} µs, 3 masters {:.2}× (PING floor {:.2}×, raw-script floor {:.2}×), 5 masters {:.2}× ({:.2}×, {:.2}×)",
         one.p50_us,
         three.p50_us / one.p50_us,
         ping3.p50_us / ping1.p50_us,
+        script3.p50_us / script1.p50_us,
         five.p50_us / one.p50_us,
-        ping5.p50_us / ping1.p50_us
+        ping5.p50_us / ping1.p50_us,
+        script5.p50_us / script1.p50_us
     ));
     Ok(r)
+}
+
+/// The raw acquire script on every lock in `locks` concurrently, then the
+/// raw release script on all of them concurrently: what a RedLock's pair
+/// costs the servers and the round trips, without its client.
+async fn script_pairs(locks: &mut [RawLock]) -> Result<Duration> {
+    let started = Instant::now();
+    for took in futures::future::join_all(locks.iter_mut().map(RawLock::acquire)).await {
+        if !took? {
+            anyhow::bail!("a raw RedLock floor lock was held by someone else");
+        }
+    }
+    for released in futures::future::join_all(locks.iter_mut().map(RawLock::release)).await {
+        released?;
+    }
+    Ok(started.elapsed())
 }
 
 /// Two round trips of PING to every connection in `conns`, concurrently:
