@@ -78,9 +78,13 @@ pub struct ClusterConfig {
     /// sync, TLS, credentials, lazy connect.
     pub connection: ConnectionOptions,
     /// The most multiplexed connections per master, each filled with
-    /// [`lock_redis::DEFAULT_CALLS_PER_CONNECTION`] calls in flight before
-    /// the next is used. Default 2.
+    /// [`ClusterConfig::calls_per_connection`] calls in flight before the
+    /// next is used. Default 2.
     pub pool_size: usize,
+    /// Calls in flight on one connection to a master before a call uses
+    /// the next, as [`RedisConfig::calls_per_connection`] (0: round-robin).
+    /// Default [`lock_redis::DEFAULT_CALLS_PER_CONNECTION`].
+    pub calls_per_connection: usize,
     /// At most this many `-MOVED`/`-ASK` redirects are followed by one
     /// call. Default 5.
     pub max_redirects: u32,
@@ -102,6 +106,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("seeds", &seeds)
             .field("connection", &self.connection)
             .field("pool_size", &self.pool_size)
+            .field("calls_per_connection", &self.calls_per_connection)
             .field("max_redirects", &self.max_redirects)
             .field("pubsub", &self.pubsub)
             .finish()
@@ -118,6 +123,7 @@ impl ClusterConfig {
             seeds: seeds.into_iter().map(Into::into).collect(),
             connection: ConnectionOptions::default(),
             pool_size: DEFAULT_POOL_SIZE,
+            calls_per_connection: lock_redis::DEFAULT_CALLS_PER_CONNECTION,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             pubsub: PubSubMode::Auto,
         }
@@ -127,6 +133,13 @@ impl ClusterConfig {
     #[must_use]
     pub fn pool_size(mut self, size: usize) -> Self {
         self.pool_size = size;
+        self
+    }
+
+    /// Sets [`ClusterConfig::calls_per_connection`].
+    #[must_use]
+    pub fn calls_per_connection(mut self, calls: usize) -> Self {
+        self.calls_per_connection = calls;
         self
     }
 
@@ -175,11 +188,12 @@ impl ClusterConfig {
     }
 
     /// The single-node configuration used for connections to `url`: the
-    /// shared options and the pool size.
+    /// shared options and the pool's size and filling.
     pub(crate) fn node_config(&self, url: &str) -> RedisConfig {
         RedisConfig::new(url)
             .connection(self.connection.clone())
             .pool_size(self.pool_size)
+            .calls_per_connection(self.calls_per_connection)
     }
 }
 
@@ -203,12 +217,21 @@ impl<'de> serde::Deserialize<'de> for ClusterConfig {
                 let mut config = ClusterConfig::new(Vec::<String>::new());
                 let mut seeds = None;
                 let fields = FieldName {
-                    own: &["seeds", "pool_size", "max_redirects", "pubsub"],
+                    own: &[
+                        "seeds",
+                        "pool_size",
+                        "calls_per_connection",
+                        "max_redirects",
+                        "pubsub",
+                    ],
                 };
                 while let Some(key) = map.next_key_seed(fields)? {
                     match key.as_str() {
                         "seeds" => seeds = Some(map.next_value()?),
                         "pool_size" => config.pool_size = map.next_value()?,
+                        "calls_per_connection" => {
+                            config.calls_per_connection = map.next_value()?;
+                        }
                         "max_redirects" => config.max_redirects = map.next_value()?,
                         "pubsub" => config.pubsub = map.next_value()?,
                         other => {
@@ -230,6 +253,21 @@ impl<'de> serde::Deserialize<'de> for ClusterConfig {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// The node connections fill as the cluster configuration says.
+    #[test]
+    fn nodes_get_the_pools_size_and_filling() {
+        let node = ClusterConfig::new(["redis://127.0.0.1:7000/"])
+            .pool_size(3)
+            .calls_per_connection(5)
+            .node_config("redis://127.0.0.1:7001/");
+        assert_eq!((node.pool_size, node.calls_per_connection), (3, 5));
+        let default = ClusterConfig::new(["redis://127.0.0.1:7000/"]).node_config("redis://h/");
+        assert_eq!(
+            default.calls_per_connection,
+            lock_redis::DEFAULT_CALLS_PER_CONNECTION
+        );
+    }
 
     #[test]
     fn defaults_validate() {

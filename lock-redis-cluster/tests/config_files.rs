@@ -14,6 +14,7 @@ fn toml_example_sets_every_field() {
         command_timeout = "2s"
         connect_timeout = "500ms"
         pool_size = 3
+        calls_per_connection = 4
         max_redirects = 7
         pubsub = "classic"
         replica_sync = { replicas = 1, timeout = "200ms" }
@@ -32,6 +33,7 @@ fn toml_example_sets_every_field() {
         Duration::from_millis(500)
     );
     assert_eq!((config.pool_size, config.max_redirects), (3, 7));
+    assert_eq!(config.calls_per_connection, 4);
     assert_eq!(config.pubsub, PubSubMode::Classic);
     assert!(config.connection.lazy_connect);
     let sync = config.connection.replica_sync.expect("replica sync");
