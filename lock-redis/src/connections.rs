@@ -13,11 +13,10 @@
 //! A call takes the first slot with fewer than
 //! [`RedisConfig::calls_per_connection`](crate::RedisConfig::calls_per_connection)
 //! calls in flight; only when every slot has that many are they taken
-//! round-robin.
-//! Calls that share a connection share its writes, reads and wake-ups (on
-//! the server's side too), so a connection is filled before the next is
-//! used, up to the point where one connection's driver task would become
-//! the bottleneck. A lightly used client thus keeps one connection open,
+//! round-robin. Calls that share a connection share its writes, reads and
+//! wake-ups (on the server's side too), so a connection is filled before
+//! the next is used, up to the point where one connection's driver task
+//! would become the bottleneck. A lightly used client thus keeps one connection open,
 //! and a connection that stops answering stops getting calls once it has
 //! that many of them waiting.
 //!
