@@ -182,6 +182,12 @@ async fn measure(
         Unit::Ratio,
     )
     .add(
+        "script5_vs_single",
+        "floor: raw EVALSHA pair to 5 masters concurrently p50 / to 1 master p50",
+        script5.p50_us / script1.p50_us,
+        Unit::Ratio,
+    )
+    .add(
         "red3_vs_script_floor",
         "3 masters ratio / raw-script floor ratio: what the RedLock's client adds",
         (three.p50_us / one.p50_us) / (script3.p50_us / script1.p50_us),
