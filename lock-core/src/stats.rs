@@ -32,6 +32,7 @@ pub(crate) struct Stats {
     pub(crate) subscriptions: Counter,
     pub(crate) renew_calls: Counter,
     pub(crate) renewed: Counter,
+    pub(crate) watchdog_wakes: Counter,
     in_flight: AtomicUsize,
     idle: Notify,
     waiting: AtomicUsize,
@@ -100,6 +101,11 @@ pub struct ClientStats {
     pub renew_calls: u64,
     /// Lease renewals that succeeded.
     pub renewed: u64,
+    /// Times a new watched hold woke the watchdog from rest (it rests once
+    /// a renewal interval passes with nothing to renew). A client taking
+    /// and releasing locks in quick succession wakes it at most once per
+    /// interval, not once per lock.
+    pub watchdog_wakes: u64,
     /// Locks and leased permits the watchdog is keeping alive right now.
     pub watched: u64,
     /// Waiters parked right now, between attempts, until an unlock notice or
@@ -134,6 +140,7 @@ impl Stats {
             subscriptions_active: subscriptions_active as u64,
             renew_calls: self.renew_calls.get(),
             renewed: self.renewed.get(),
+            watchdog_wakes: self.watchdog_wakes.get(),
             watched: watched as u64,
             in_flight: self.in_flight.load(Ordering::Acquire) as u64,
             waiting: self.waiting.load(Ordering::Acquire) as u64,

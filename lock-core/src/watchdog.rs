@@ -228,10 +228,16 @@ impl Task {
                         }
                     }
                     _ => {
-                        next_tick = None;
                         if !self.park().await {
                             return;
                         }
+                        // Woken by a new hold: start the schedule now, so
+                        // that a hold released before this task ran keeps
+                        // it resting until the tick rather than parked
+                        // again, to be woken by the next hold (a wake-up
+                        // per lock on a client that locks in quick
+                        // succession).
+                        next_tick = Some(Instant::now() + interval);
                     }
                 }
                 continue;
@@ -344,6 +350,9 @@ impl Task {
             _ = self.shutdown.cancelled() => false,
         };
         self.holds.unpark();
+        if woken {
+            self.stats.watchdog_wakes.incr();
+        }
         woken
     }
 

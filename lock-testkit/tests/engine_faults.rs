@@ -928,3 +928,30 @@ async fn a_late_reentry_gives_back_only_its_own_hold() {
     g.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
 }
+
+/// A client that takes and releases locks in quick succession wakes its
+/// watchdog once per renewal interval, not once per lock: each wake-up is
+/// a hop to another task, on a multi-threaded runtime often to another
+/// thread, on the path of every acquisition.
+#[tokio::test(start_paused = true)]
+async fn locking_in_quick_succession_wakes_the_watchdog_once_per_interval() {
+    let (_server, c) = setup();
+    let lock = c.lock("succession").unwrap();
+    let succession = async || {
+        for _ in 0..20 {
+            let g = lock.lock().await.unwrap();
+            g.unlock().await.unwrap();
+            // The watchdog runs here, after the release: it finds nothing
+            // to renew.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    };
+    succession().await;
+    assert_eq!(c.stats().watchdog_wakes, 1);
+    // A renewal interval (a third of the lease) with nothing to renew puts
+    // it to rest: the next hold wakes it again.
+    tokio::time::sleep(WATCHDOG / 3).await;
+    succession().await;
+    assert_eq!(c.stats().watchdog_wakes, 2);
+    assert_eq!(c.stats().renew_calls, 0, "no lock was held at a tick");
+}
