@@ -954,4 +954,12 @@ async fn locking_in_quick_succession_wakes_the_watchdog_once_per_interval() {
     succession().await;
     assert_eq!(c.stats().watchdog_wakes, 2);
     assert_eq!(c.stats().renew_calls, 0, "no lock was held at a tick");
+    // Resting until its tick, it still renews a hold taken meanwhile,
+    // which no wake-up announced.
+    let g = lock.lock().await.unwrap();
+    tokio::time::sleep(WATCHDOG * 3).await;
+    g.check().expect("renewed at every tick");
+    assert_eq!(c.stats().watchdog_wakes, 2);
+    assert!(c.stats().renew_calls >= 8, "{:?}", c.stats());
+    g.unlock().await.unwrap();
 }
