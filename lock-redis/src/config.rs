@@ -85,8 +85,8 @@ pub struct RedisConfig {
     /// by any number of concurrent calls (their commands are pipelined), so
     /// this is not a limit on concurrency: a few connections serve many
     /// tasks, and fewer connections pipeline better. Default 4
-    /// ([`DEFAULT_POOL_SIZE`] says why). Not a shared option: a cluster opens its pool per master,
-    /// and so has a default of its own.
+    /// ([`DEFAULT_POOL_SIZE`] says why). Not a shared option: a cluster
+    /// opens its pool per master, and so has a default of its own.
     ///
     /// (The name is kept from when this was the size of a connection pool;
     /// a pool checked every connection with a `PING` round trip on

@@ -16,9 +16,9 @@
 //! round-robin. Calls that share a connection share its writes, reads and
 //! wake-ups (on the server's side too), so a connection is filled before
 //! the next is used, up to the point where one connection's driver task
-//! would become the bottleneck. A lightly used client thus keeps one connection open,
-//! and a connection that stops answering stops getting calls once it has
-//! that many of them waiting.
+//! would become the bottleneck. A lightly used client thus keeps one
+//! connection open, and a connection that stops answering stops getting
+//! calls once it has that many of them waiting.
 //!
 //! A slot is connected lazily, by the first call that finds it empty or
 //! stale, within the connect timeout and the call's deadline. One task at a
@@ -273,8 +273,9 @@ impl ConnectionSet {
     }
 
     /// The first slot with fewer than `spill_at` calls in flight, else the
-    /// next round-robin (always, when `spill_at` is 0). Concurrent callers may read the same counts and
-    /// overfill a slot by a few calls: harmless, and no lock is taken.
+    /// next round-robin (always, when `spill_at` is 0). Concurrent callers
+    /// may read the same counts and overfill a slot by a few calls:
+    /// harmless, and no lock is taken.
     fn pick(&self) -> usize {
         self.slots
             .iter()

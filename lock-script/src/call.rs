@@ -90,6 +90,7 @@ impl<'a> ScriptCall<'a> {
         // command buffer growing by doubling would take up to twice their
         // size (issue 15: the memory a watchdog tick takes per lock).
         let words = 3 + self.keys.len() + self.args.len();
+        // 60: the command word, a script's SHA-1 and the number of keys.
         let bytes = 60
             + self
                 .keys
