@@ -305,6 +305,18 @@ impl Engine {
         self.inner.request_deadline()
     }
 
+    /// Tells the engine the store read its own clock as `store_ms`
+    /// (milliseconds since the Unix epoch) during a call that took
+    /// `round_trip` and has just returned. Requests are dated by the
+    /// store's clock as the engine estimates it; refusals only ever move
+    /// that estimate forward, so a store that reports its time from time
+    /// to time is how a client whose clock runs ahead is brought back
+    /// (the `store_clock` module). The estimate moves only when it lies
+    /// outside the reading's window by more than a small tolerance.
+    pub fn observe_store_time(&self, store_ms: u64, round_trip: std::time::Duration) {
+        self.inner.clock.observe(store_ms, round_trip);
+    }
+
     /// The table of leased permits this client's guards hold, which the
     /// watchdog renews: a permit kind registers each permit it hands out.
     pub fn permits(&self) -> &crate::permit_leases::PermitLeases {

@@ -127,6 +127,6 @@ pub mod backend {
         check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,
         LeasesRequest, PermitCounts, PermitLease, PermitRenewal, PermitRequest, PermitTarget,
     };
-    pub use crate::store_clock::{outcome_forgotten, RECORD_GRACE_MS};
+    pub use crate::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
     pub use crate::wait::fixed_lease_millis;
 }

@@ -21,8 +21,25 @@
 //! judged by the store alone, against its own clock, so the promise does
 //! not depend on this estimate being right: a wrong estimate only makes
 //! records live longer (the client runs ahead) or gets a request refused
-//! (the client runs behind), which re-synchronises the estimate from the
-//! store's time in the refusal.
+//! (the client runs behind).
+//!
+//! # Following the store both ways
+//! A refusal carries the store's time, so a client running behind learns
+//! it from its first refused request. A client running ahead is never
+//! refused: its requests' deadlines, and so their records, lie that much
+//! further out (an hour ahead, records would live an hour). So the
+//! estimate also follows readings of the store's clock that a store hands
+//! the engine ([`crate::backend::Engine::observe_store_time`]; on Redis,
+//! every write of the client's own record, when the client starts and
+//! every third of the watchdog timeout). A reading was taken somewhere in
+//! its round trip; the estimate moves to the middle of that window when it
+//! lies outside it by more than [`FOLLOW_TOLERANCE_MS`], in either
+//! direction. A record then lives at most its request's window, plus the
+//! grace, plus that tolerance and half a round trip.
+//!
+//! The estimate runs on the monotonic clock between readings, so the
+//! client's wall clock stepping (NTP, a suspended laptop) does not move it;
+//! only its reading at start does, and the first reading corrects that.
 //!
 //! The estimate follows `tokio::time`, so tests in paused time see the
 //! in-memory store's clock and this one advance together.
@@ -51,6 +68,12 @@ pub fn outcome_forgotten(error: &crate::LockError, deadline_ms: u64) -> bool {
             if *store_time_ms >= deadline_ms.saturating_add(RECORD_GRACE_MS / 2)
     )
 }
+
+/// How far outside a reading's window the estimate may lie before it
+/// follows the reading. Above the jitter of a healthy round trip's halves,
+/// so a steady clock is not moved (and logged) at every reading; far below
+/// the grace a record gets past its deadline.
+pub const FOLLOW_TOLERANCE_MS: u64 = 25;
 
 /// The store's time, in milliseconds since the Unix epoch, as this client
 /// estimates it: its own wall clock when it was made, moved to the store's
@@ -87,6 +110,25 @@ impl StoreClock {
             .saturating_add(u64::try_from(window.as_millis()).unwrap_or(u64::MAX))
     }
 
+    /// The store read its clock as `store_ms` during a round trip that
+    /// took `round_trip` and just ended: the store's time now lies between
+    /// `store_ms` and `store_ms + round_trip`. Moves the estimate to the
+    /// middle of that window when it lies outside it by more than
+    /// [`FOLLOW_TOLERANCE_MS`] (ahead or behind); `true` when it moved.
+    pub(crate) fn observe(&self, store_ms: u64, round_trip: Duration) -> bool {
+        let window = u64::try_from(round_trip.as_millis()).unwrap_or(u64::MAX);
+        let earliest = store_ms.saturating_sub(FOLLOW_TOLERANCE_MS);
+        let latest = store_ms
+            .saturating_add(window)
+            .saturating_add(FOLLOW_TOLERANCE_MS);
+        let estimate = self.now_ms();
+        if (earliest..=latest).contains(&estimate) {
+            return false;
+        }
+        self.resync(store_ms.saturating_add(window / 2));
+        true
+    }
+
     /// The store reported `store_ms` as its time: estimate from it on.
     pub(crate) fn resync(&self, store_ms: u64) {
         let elapsed = u64::try_from(self.anchor.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -114,6 +156,27 @@ mod tests {
         assert_eq!(clock.deadline_in(Duration::from_secs(30)), start + 90_000);
         clock.resync(start + 3_600_000);
         assert_eq!(clock.now_ms(), start + 3_600_000);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn follows_readings_ahead_and_behind_beyond_the_tolerance() {
+        let clock = StoreClock::new();
+        let start = clock.now_ms();
+        let rtt = Duration::from_millis(10);
+        // Within the reading's window (and the tolerance): left alone.
+        assert!(!clock.observe(start - 5, rtt));
+        assert!(!clock.observe(start - 10 - FOLLOW_TOLERANCE_MS, rtt));
+        assert!(!clock.observe(start + FOLLOW_TOLERANCE_MS, rtt));
+        assert_eq!(clock.now_ms(), start);
+        // The store an hour behind (this client's clock ahead): followed
+        // back, to the middle of the reading's window.
+        assert!(clock.observe(start - 3_600_000, rtt));
+        assert_eq!(clock.now_ms(), start - 3_600_000 + 5);
+        // And ahead again.
+        assert!(clock.observe(start + 60_000, rtt));
+        assert_eq!(clock.now_ms(), start + 60_005);
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert_eq!(clock.now_ms(), start + 61_005);
     }
 
     #[test]

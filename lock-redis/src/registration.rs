@@ -6,7 +6,10 @@
 //! One task per client writes the record when the client starts and again
 //! every third of the watchdog timeout (as the watchdog renews locks), with
 //! a time to live of the whole watchdog timeout: a client that dies without
-//! closing loses its record within that, as it loses its locks. A write
+//! closing loses its record within that, as it loses its locks. Each write
+//! answers the store's clock, which the engine's estimate of it follows
+//! (so a client whose clock runs ahead dates its requests, and sizes their
+//! records, by the store's clock within one write of starting). A write
 //! that failed for a passing reason (a lazy-connect client before its
 //! server is up, an outage) is tried again within a second; one refused
 //! (an ACL without the records' keys) at the next period, logged once. The task holds the engine only weakly:
@@ -101,12 +104,20 @@ impl Refresher {
                     .collect(),
                 _ => return,
             };
+            let sent = tokio::time::Instant::now();
             let next = match self
                 .records
                 .write(self.id, &self.info, &permits, self.ttl_ms)
                 .await
             {
-                Ok(()) => self.period,
+                Ok(store_ms) => {
+                    // The write read the store's clock: requests are dated
+                    // by it, also when this client's clock runs ahead.
+                    if let Some(engine) = self.engine.upgrade() {
+                        engine.observe_store_time(store_ms, sent.elapsed());
+                    }
+                    self.period
+                }
                 Err(error) if error.is_retryable() => {
                     tracing::debug!(%error, client = %self.id, "client record not written; trying again");
                     self.period.min(RETRY_AFTER)

@@ -121,9 +121,13 @@ impl ClientRecords {
 
     /// Writes client `id`'s record: `info`, and the ids of the `permits`
     /// its guards hold; it runs out after `ttl_ms` unless written again.
+    /// Returns the store's clock as the write read it, in milliseconds
+    /// since the Unix epoch (the client's estimate of that clock follows
+    /// it: `lock_core::backend::Engine::observe_store_time`).
     ///
     /// # Errors
-    /// Store errors.
+    /// Store errors; [`lock_core::LockError::Protocol`] for a reply that
+    /// is not the store's time.
     ///
     /// # Cancel safety
     /// Each write replaces the record whole: safe to drop and repeat.
@@ -133,13 +137,18 @@ impl ClientRecords {
         info: &ClientInfo,
         permits: &[String],
         ttl_ms: u64,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let layout = self.env.layout();
         let mut args = vec![id.to_string(), ttl_ms.to_string()];
         args.extend(record::encode(info, permits));
         let keys = vec![registry_key(layout), record_key(layout, id)];
         let call = ScriptCall::new(&WRITE, keys, args).idempotent(true);
-        self.env.eval(call).await.map(drop)
+        match self.env.eval(call).await? {
+            redis::Value::Int(now_ms) => u64::try_from(now_ms).map_err(|_| {
+                crate::error::bad_reply("client record write", &redis::Value::Int(now_ms))
+            }),
+            other => Err(crate::error::bad_reply("client record write", &other)),
+        }
     }
 
     /// Removes client `id`'s record.

@@ -5,7 +5,8 @@
 -- KEYS[2] the client's record: hash
 -- ARGV[1] client id; ARGV[2] the record's time to live (ms);
 -- ARGV[3..] the record's field, value pairs
--- Reply: 1
+-- Reply: the server's clock (TIME) in ms since the Unix epoch, as read
+--        here: the client's estimate of the store's clock follows it
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local ttl = tonumber(ARGV[2])
@@ -18,4 +19,4 @@ redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 if redis.call('PTTL', KEYS[1]) < ttl then
     redis.call('PEXPIRE', KEYS[1], ttl)
 end
-return 1
+return now

@@ -502,6 +502,16 @@ impl InMemoryServer {
         self.state().now_ms()
     }
 
+    /// Steps the store's clock (`TIME`) by `by_ms` (back when negative),
+    /// as a store whose clock differs from its clients' does: a client
+    /// made before or after the step starts by estimating the store's time
+    /// from its own clock, which is then that far off. Keys keep the time
+    /// to live they had (the in-memory store keeps expiry by tokio's
+    /// monotonic clock), so step before writing keys whose expiry matters.
+    pub fn step_clock(&self, by_ms: i64) {
+        self.state().epoch_ms += by_ms;
+    }
+
     // ---- fault injection ----
 
     /// While `true`, every transport call fails with a retryable
