@@ -201,9 +201,6 @@ pub struct ReleaseRequest {
     /// [`AcquireRequest::private_owner`]): it never holds the lock again
     /// once this release ran. Set by the engine.
     pub private_owner: bool,
-    /// Whether this request (this [`ReleaseRequest::request_id`]) was sent
-    /// before and its outcome is unknown. Set by the engine for each send.
-    pub repeat: bool,
 }
 
 impl ReleaseRequest {
@@ -224,7 +221,6 @@ impl ReleaseRequest {
             request_id: RequestId::new(),
             deadline_ms,
             private_owner: false,
-            repeat: false,
         }
     }
 

@@ -578,10 +578,7 @@ pub(crate) fn release(
     let task = async move {
         let mut req = req;
         let kind = backend.kind_name();
-        let mut last_sent = None;
-        let result = retried_redating(&task_inner, "release", kind, &mut req, |mut req| {
-            req.repeat = last_sent == Some(req.request_id);
-            last_sent = Some(req.request_id);
+        let result = retried_redating(&task_inner, "release", kind, &mut req, |req| {
             let backend = Arc::clone(&backend);
             async move { backend.release(&req).await }
         })

@@ -80,16 +80,57 @@ async fn lean_acquire_retried_after_lost_reply_is_not_refused() {
 }
 
 /// A lean release whose reply was lost is retried: the repeat finds the
-/// key gone, which its first copy did, and answers "released" instead of
-/// "not held", so the guard reports no loss.
+/// key gone, which its first copy did, but which a loss meanwhile (a force
+/// unlock) would show alike. The lean path keeps no record to tell them
+/// apart, so the unlock reports the loss it cannot rule out, never a
+/// release it cannot prove; the lock is free either way.
 #[tokio::test(start_paused = true)]
-async fn lean_release_retried_after_lost_reply_is_answered_released() {
+async fn lean_release_retried_after_lost_reply_reports_what_it_cannot_prove() {
     let (server, c) = setup();
     let lock = c.lean_lock("lean-lost-release").unwrap();
     let g = lock.lock().await.unwrap();
     server.lose_next_replies(1);
-    g.unlock().await.unwrap();
+    let unlocked = g.unlock().await.unwrap_err();
+    assert!(unlocked.is_not_held(), "{unlocked:?}");
     assert_eq!(server.get_string("lean-lost-release"), None);
+    assert!(!lock.is_locked().await.unwrap());
+}
+
+/// An unlock whose first send never reached the store, of a lean lock
+/// force-unlocked meanwhile: its next send finds the key gone, and says
+/// so. (It said "released" when the engine marked every second send a
+/// repeat.)
+#[tokio::test(start_paused = true)]
+async fn a_lean_unlock_never_reports_a_lost_lock_as_released() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-force-unlocked").unwrap();
+    let g = lock.lock().await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    server.fail_next(1);
+    let unlocked = g.unlock().await.unwrap_err();
+    assert!(unlocked.is_not_held(), "{unlocked:?}");
+}
+
+/// `run_locked` of a lean lock force-unlocked during the work, whose
+/// unlock's first send fails before reaching the store: the loss comes
+/// back, not the work's result.
+#[tokio::test(start_paused = true)]
+async fn run_locked_reports_a_lean_lock_lost_behind_a_failed_send() {
+    let (server, c) = setup();
+    let lock = c.lean_lock("lean-run-locked").unwrap();
+    let other = c.lean_lock("lean-run-locked").unwrap();
+    let ran = lock
+        .run_locked(async |_| {
+            assert!(other.force_unlock().await.unwrap());
+            server.fail_next(1);
+            42
+        })
+        .await;
+    let lost = ran.unwrap_err();
+    assert!(
+        matches!(lost, lock_redis::LockError::LockLost { .. }),
+        "{lost:?}"
+    );
 }
 
 /// The keys the store holds, but the clients' own records.

@@ -18,8 +18,11 @@
 //! when the key is there already), `give_back.lua` releases it, and
 //! neither writes anything but the lock key. The token itself tells a
 //! repeat what happened: an acquisition whose reply was lost finds the
-//! wait's own token and takes it back; a release whose reply was lost
-//! finds the key gone. What no record
+//! wait's own token and takes it back. A release whose reply was lost
+//! finds the key gone, which its first copy may have done or a loss
+//! (a force unlock, an eviction) may have: with no record to tell them
+//! apart, it reports the lock lost (`NotHeld`; `LockLost` from
+//! `run_locked`), never a release it cannot prove. What no record
 //! then rules out is a copy of an acquisition held up on the network and
 //! delivered after its wait's guard released the lock: it takes the lock
 //! again, for no one, until its lease runs out — as a crashed holder's lock
@@ -168,10 +171,12 @@ impl ExclusiveKind for Lean {
 
     /// Runs `give_back.lua` for a [private owner](ReleaseRequest::private_owner),
     /// else `release.lua`; publishes `0` on the lock's channel when it
-    /// deletes the key. A repeated `give_back.lua` that finds the key gone
-    /// answers released: its first copy may have deleted it, and a lock
-    /// whose lease ran out while its release was on the way was released
-    /// either way.
+    /// deletes the key. `give_back.lua` keeps no record, so a repeat (after
+    /// a lost reply) that finds the key gone answers "not held": its first
+    /// copy may have deleted it, or the lock was lost meanwhile, and only a
+    /// record could tell; the guard then reports the loss it cannot rule
+    /// out rather than a release it cannot prove. `release.lua`'s record
+    /// answers a repeat exactly.
     ///
     /// # Errors
     /// As [`Lean::try_acquire`](ExclusiveKind::try_acquire).
@@ -191,9 +196,8 @@ impl ExclusiveKind for Lean {
                 ],
             );
             // Not idempotent for the transport: a copy it sent again would
-            // find the key gone and could not tell that from a lock lost;
-            // the engine's retry marks its repeats.
-            return given_back(&self.env.eval(call).await?, req.repeat);
+            // find the key gone and could not tell that from a lock lost.
+            return given_back(&self.env.eval(call).await?);
         }
         let id = req.request_id.to_string();
         let call = ScriptCall::new(
@@ -307,11 +311,13 @@ fn set_reply(reply: &redis::Value) -> Result<AcquireOutcome> {
 }
 
 /// `give_back.lua`'s reply: `1` released, nil held by another token, `0`
-/// the key gone — released when `repeat` (the first copy may have deleted
-/// it), else not held.
-fn given_back(reply: &redis::Value, repeat: bool) -> Result<ReleaseOutcome> {
+/// the key gone. The key gone is "not held" also for a repeat whose first
+/// copy may have deleted it: nothing on the store tells that from a lock
+/// lost meanwhile (a force unlock, an eviction), and a loss reported as a
+/// release would hide it from the holder (`run_locked` would return the
+/// work's result instead of `LockLost`).
+fn given_back(reply: &redis::Value) -> Result<ReleaseOutcome> {
     match reply {
-        redis::Value::Int(0) if repeat => Ok(ReleaseOutcome::Released),
         redis::Value::Int(0) | redis::Value::Nil => Ok(ReleaseOutcome::NotHeld),
         redis::Value::Int(1) => Ok(ReleaseOutcome::Released),
         other => Err(LockError::protocol(format!(
