@@ -74,6 +74,9 @@ if [ -z "$valkey_server" ] || ! "$valkey_server" --version >/dev/null 2>&1; then
 fi
 echo "==> $("$valkey_server" --version)"
 
+# After the install steps above: a fresh machine may lack python3 until then.
+echo "==> the crates' root pages show what a user holds"
+python3 scripts/check_landing_pages.py
 echo "==> building the tests and binaries"
 # Built once with cargo's own output, so a compile error reads as usual;
 # the listing below then only reads what this built.

@@ -1,5 +1,11 @@
 //! # lock-core: the distributed lock engine
 //!
+//! A service does not depend on this crate directly: `lock-redis` (or
+//! `lock-redis-cluster`) re-exports every type here that a service holds
+//! ([`Lock`], [`Guard`], [`LockError`], [`ClientConfig`], …), and its
+//! `connect` makes the client. Depend on `lock-core` to build a lock kind
+//! or a store; the seams are in [`backend`].
+//!
 //! Store-agnostic: it knows nothing of Redis — no key, channel or message
 //! name — and no lock kind by name. A store is reached through one
 //! [`Connection`](backend::Connection) per client (notices, subscriptions,
@@ -18,9 +24,9 @@
 //!   nothing; [`RedLock`]: one lock over N independent stores, held by a
 //!   majority (Redlock). Both compose [`Lock`] handles.
 //! - The counting kinds (semaphores, the latch) live in their kind
-//!   folders and wait and retry through [`counting`], the same wait loop;
-//!   the watchdog renews leased permits through
-//!   [`PermitRenewal`](backend::PermitRenewal).
+//!   folders and wait and retry through `backend::counting` (see
+//!   [`backend`]), the same wait loop; the watchdog renews leased permits
+//!   through [`PermitRenewal`](backend::PermitRenewal).
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.

@@ -47,7 +47,7 @@
 //! contain braces ([`ClusterConfig::validate`]).
 //!
 //! Each script call goes to the master of its slot over a few multiplexed
-//! connections per master (the single-node [`lock_redis::connections`]
+//! connections per master (the single-node `lock_redis::connections`
 //! machinery). The transport handles the cluster's answers itself:
 //!
 //! | answer | what happens |
@@ -155,6 +155,7 @@ mod transport;
 use std::sync::Arc;
 
 pub use config::{ClusterConfig, PubSubMode, ReplicaSync};
+#[doc(inline)]
 pub use lock_redis::users::*;
 pub use lock_redis::{
     Credentials, CredentialsError, CredentialsProvider, StaticCredentials, TlsOptions,

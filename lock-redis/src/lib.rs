@@ -1,22 +1,81 @@
 //! # lock-redis: locks on Redis
 //!
-//! [`connect`] gives a [`LockClient`] on one Redis server that hands out
-//! every lock kind: [`LockClient::lock`] (Redisson 4.x's reentrant lock,
-//! [`kinds::Reentrant`]) and [`LockClient::fair_lock`] (its fair lock,
-//! [`kinds::Fair`] from `lock-fair`) and [`LockClient::count_down_latch`]
-//! (its count-down latch, [`kinds::Latch`]), over the same connections,
-//! pub/sub connection and watchdog; [`LockClient::describe`] reads any of
-//! their layouts ([`describe`]). Keys, scripts and replies are Redisson's, so
-//! Java services using Redisson and Rust services using this crate can
-//! share locks. This crate re-exports [`redis`], [`lock_script`] and the
-//! core types of [`lock_core`], so it is the only dependency a service
-//! needs.
+//! Redisson-compatible distributed locks, semaphores and latches on Redis
+//! (one server or Sentinel; Redis Cluster through `lock-redis-cluster`),
+//! with a watchdog that renews what you hold, a lost-lock signal, fencing
+//! tokens, and waiters woken by unlock notices. This crate re-exports
+//! [`redis`], [`lock_script`] and the core types of [`lock_core`], so it is
+//! the only dependency a service needs.
+//!
+//! ## Your first lock
+//!
+//! ```no_run
+//! use lock_redis::{ClientConfig, RedisConfig};
+//!
+//! # async fn demo() -> lock_redis::Result<()> {
+//! let client = lock_redis::connect(
+//!     RedisConfig::new("redis://127.0.0.1:6379/").key_prefix("billing:"),
+//!     ClientConfig::default(), // watchdog 30 s, 4 attempts with jittered backoff
+//! )
+//! .await?;
+//! let guard = client.lock("invoice:42")?.lock().await?; // waits; the watchdog renews it
+//! tokio::select! {
+//!     _ = guard.lost() => { /* the lock may be someone else's now: stop */ }
+//!     _ = async { /* … work … */ } => guard.unlock().await?,
+//! }
+//! // The same, written once for you: the work is cancelled if the lock is
+//! // lost, and the unlock's outcome comes back with its result.
+//! let total = client
+//!     .lock("invoice:43")?
+//!     .run_locked(async |guard| {
+//!         guard.check()?; // before a step that must not run without the lock
+//!         Ok::<_, lock_redis::LockError>(42)
+//!     })
+//!     .await??;
+//! # let _ = total;
+//! # Ok(()) }
+//! ```
+//!
+//! [`connect`] gives a [`LockClient`]: make one per process (it owns the
+//! client id, one pub/sub connection and one watchdog for all its locks).
+//! Its constructors hand out every kind:
+//!
+//! | kind | constructor | handle → guard |
+//! | --- | --- | --- |
+//! | reentrant lock (the default) | [`LockClient::lock`] | [`Lock`] → [`Guard`] |
+//! | non-reentrant lock | [`LockClient::non_reentrant_lock`] | [`Lock`] → [`Guard`] |
+//! | lean lock (go-redsync's, redis-py's layout) | [`LockClient::lean_lock`] | [`Lock`] → [`Guard`] |
+//! | fair lock, direct hand-off | [`LockClient::fair_lock`], [`LockClient::handoff_lock`] | [`FairLock`], [`HandoffLock`] → [`Guard`] |
+//! | fenced lock | [`LockClient::fenced_lock`] | [`FencedLock`] → [`FencedGuard`] |
+//! | read-write lock | [`LockClient::read_write_lock`] | [`ReadWriteLock`] → [`Guard`] |
+//! | semaphore | [`LockClient::semaphore`] | [`Semaphore`] → [`PermitGuard`] |
+//! | expirable-permit semaphore | [`LockClient::permit_expirable_semaphore`] | [`PermitExpirableSemaphore`] → [`ExpirablePermit`] |
+//! | count-down latch | [`LockClient::count_down_latch`] | [`CountDownLatch`] |
+//! | multi-lock, RedLock | [`MultiLock::new`], [`RedLock::new`] | [`MultiGuard`], [`RedGuard`] |
+//!
+//! Every call returns [`Result`] with a [`LockError`], whose predicates
+//! ([`LockError::is_retryable`], [`LockError::is_lock_lost`], …) say what
+//! happened; [`ClientConfig`] sets leases, retries and waiting,
+//! [`RedisConfig`] the connection. Unit tests use `lock-testkit`'s
+//! in-memory server, which runs these kinds' own scripts in paused time.
+//! Read next: the workspace README and its `docs/` folder (locks,
+//! semaphores and latches, deployments, configuration, errors).
+//!
+//! ## The crate's layers
+//!
+//! [`connect`] binds every lock kind: [`LockClient::lock`] (Redisson 4.x's
+//! reentrant lock, `kinds::Reentrant`), [`LockClient::fair_lock`] (its
+//! fair lock, from `lock-fair`), [`LockClient::count_down_latch`] (its
+//! count-down latch) and the others, over the same connections, pub/sub
+//! connection and watchdog; [`LockClient::describe`] reads any of their
+//! layouts. Keys, scripts and replies are Redisson's, so Java services
+//! using Redisson and Rust services using this crate can share locks.
 //!
 //! The crate is two layers: the single-node *transport* ([`SingleNode`]:
 //! connections, the script runner with `EVALSHA`/`NOSCRIPT`, pub/sub) and
-//! the *kinds* ([`kinds`]: each kind's scripts, and the one place that
-//! registers every kind on a client, [`LockClient::new`], which every
-//! deployment's `connect` uses, `lock_redis_cluster::connect` included).
+//! the *kinds* (each kind's scripts, and the one place that registers
+//! every kind on a client, [`LockClient::new`], which every deployment's
+//! `connect` uses, `lock_redis_cluster::connect` included).
 //!
 //! ## Configuration
 //!
@@ -206,6 +265,7 @@ pub use lock_script::{
     PubSubEvent, PubSubHandler, ScriptCall, ScriptConnection, ScriptEnv, Transport,
 };
 pub use redis;
+#[doc(inline)]
 pub use users::*;
 
 /// Every item a service uses, whatever its deployment: the client, every

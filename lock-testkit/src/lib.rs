@@ -1,4 +1,32 @@
-//! # lock-testkit
+//! # lock-testkit: testing code that takes locks
+//!
+//! Unit tests of a service that uses `lock-redis` need no Redis:
+//! [`InMemoryServer`] runs the lock kinds' own Lua scripts, so what passes
+//! here is what Redis does, and under tokio's paused time leases, renewals
+//! and waits cost no real time (add tokio's `test-util` feature to your
+//! dev-dependencies):
+//!
+//! ```rust,test_harness
+//! use std::time::Duration;
+//! use lock_testkit::InMemoryServer;
+//!
+//! #[tokio::test(start_paused = true)] // leases, renewals and waits run in virtual time
+//! async fn only_one_worker_runs_the_report() -> lock_redis::Result<()> {
+//!     let server = InMemoryServer::new(); // the kinds' own Lua scripts, no Redis
+//!     let (a, b) = (server.client()?, server.client()?);
+//!     let guard = a.lock("reports:daily")?.lock().await?;
+//!     let other = b.lock("reports:daily")?.try_lock_for(Duration::from_secs(5)).await?;
+//!     assert!(other.is_none()); // five virtual seconds, no real wait
+//!     guard.unlock().await?;
+//!     assert!(b.lock("reports:daily")?.try_lock().await?.is_some());
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Faults are levers on the server: [`InMemoryServer::set_down`],
+//! [`InMemoryServer::fail_next`], [`InMemoryServer::lose_next_replies`],
+//! [`InMemoryServer::delay_next`], [`InMemoryServer::set_latency`],
+//! [`InMemoryServer::step_clock`] and more. What else is here:
 //!
 //! - [`InMemoryServer`]: an in-memory Redis on which the lock kinds' own
 //!   Lua scripts run (an embedded Lua 5.1), reached through
