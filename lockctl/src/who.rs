@@ -86,8 +86,9 @@ fn line_at(c: &ClientInfo, now_ms: u64) -> String {
         .checked_sub(c.started_ms)
         .filter(|_| c.started_ms > 0)
     {
-        // Whole seconds: the rest is noise between two machines' clocks.
-        let up = Duration::from_secs(up / 1000);
+        // Tenths of a second: finer is noise between two machines'
+        // clocks, coarser shows a client up half a second as "up 0ms".
+        let up = Duration::from_millis(up / 100 * 100);
         text.push_str(&format!(", up {}", duration::display(up)));
     }
     text
@@ -112,6 +113,12 @@ mod tests {
                 duration::display(Duration::from_secs(90))
             )
         );
+        // Up half a second: said so, not "0ms".
+        assert_eq!(
+            line_at(&web3(), 1_000_540),
+            "service billing on web-3, pid 4242 (billing-worker), up 500ms"
+        );
+        assert_eq!(line_at(&web3(), 1_001_540).rsplit(' ').next(), Some("1.5s"));
         // No service, no executable, a clock behind the client's.
         let bare = ClientInfo::new("h", 1, 5_000, "0.1.0");
         assert_eq!(line_at(&bare, 4_000), "h, pid 1");
