@@ -153,6 +153,27 @@ impl RedisConfig {
     /// As [`RedisConfig::from_connection_info`], for the server `client`
     /// connects to.
     ///
+    /// # Why the settings, not the client's connections
+    /// A lock client opens connections of its own, and cannot run on a
+    /// redis-rs `Client`'s or `ConnectionManager`'s: its watchdog's
+    /// renewals must never queue behind another call (a service's slow
+    /// command, a `BLPOP`, a large pipeline, a replica `WAIT`), or held
+    /// locks expire on a healthy server. So it keeps a few multiplexed
+    /// connections it fills and replaces itself (every call bounded by
+    /// the timeouts the engine sizes its request records by), puts `WAIT`
+    /// on connections no renewal uses, and keeps a pub/sub connection
+    /// whose subscriptions it restores after every reconnect. A lightly
+    /// used lock client keeps one command connection and the pub/sub one
+    /// open ([`RedisConfig::pool_size`] is the most it opens).
+    ///
+    /// ```
+    /// let existing = redis::Client::open("redis://app:secret@127.0.0.1:6379/2").unwrap();
+    /// let config = lock_redis::RedisConfig::from_client(&existing)
+    ///     .unwrap()
+    ///     .key_prefix("billing:");
+    /// assert_eq!(config.connection_info().unwrap().redis_settings().db(), 2);
+    /// ```
+    ///
     /// # Errors
     /// As [`RedisConfig::from_connection_info`].
     pub fn from_client(client: &redis::Client) -> Result<Self> {
