@@ -56,7 +56,7 @@ pub const DEFAULT_CALLS_PER_CONNECTION: usize = 8;
 /// cluster's configuration (see [`ConnectionOptions`]).
 ///
 /// With the `serde` feature it is read from a service's configuration file
-/// (only `url` is required; durations as `"3s"`, `"250ms"`; the shared
+/// (only `url` is required, or `sentinel` instead; durations as `"3s"`, `"250ms"`; the shared
 /// options sit beside `url`). It is not serialized: that would write the
 /// password out again. Errors while reading name the field, never the
 /// URL's password; [`crate::connect`] validates the result.

@@ -131,7 +131,7 @@ impl<'de> Deserialize<'de> for RedisConfig {
             type Value = RedisConfig;
 
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a Redis configuration (a table with `url`)")
+                f.write_str("a Redis configuration (a table with `url`, or with `sentinel`)")
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
@@ -162,7 +162,13 @@ impl<'de> Deserialize<'de> for RedisConfig {
                         }
                     }
                 }
-                config.url = url.ok_or_else(|| A::Error::missing_field("url"))?;
+                // A Sentinel group names its master itself: no `url` then
+                // (as `RedisConfig::sentinel` sets none).
+                config.url = match (url, &config.sentinel) {
+                    (Some(url), _) => url,
+                    (None, Some(_)) => String::new(),
+                    (None, None) => return Err(A::Error::missing_field("url")),
+                };
                 Ok(config)
             }
         }

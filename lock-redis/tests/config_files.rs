@@ -71,6 +71,21 @@ fn only_the_url_is_required() {
     assert_eq!(json.connection.command_timeout, Duration::from_millis(500));
 }
 
+/// A Sentinel group names its master: its file needs no `url`.
+#[test]
+fn a_sentinel_file_needs_no_url() {
+    let file = r#"
+        key_prefix = "billing:"
+        sentinel = { sentinels = ["redis://127.0.0.1:26379"], master_name = "locks" }
+    "#;
+    let config: RedisConfig = toml::from_str(file).unwrap();
+    assert_eq!(
+        config,
+        RedisConfig::sentinel(["redis://127.0.0.1:26379"], "locks").key_prefix("billing:")
+    );
+    assert!(config.validate().is_ok());
+}
+
 #[test]
 fn errors_name_the_field_but_never_the_password() {
     let cases = [
