@@ -77,6 +77,12 @@ echo "==> $("$valkey_server" --version)"
 # After the install steps above: a fresh machine may lack python3 until then.
 echo "==> the crates' root pages show what a user holds"
 python3 scripts/check_landing_pages.py
+# The published crates, as `cargo publish` would build them: each from its
+# own packaged sources, its workspace dependencies from their packages (a
+# file a crate includes from outside its folder, or a dev-dependency cycle,
+# fails here). The two unpublished crates (publish = false) are left out.
+echo "==> cargo package (every published crate builds from its package)"
+cargo package --workspace --exclude lock-examples --exclude lock-bench --allow-dirty --quiet
 echo "==> building the tests and binaries"
 # Built once with cargo's own output, so a compile error reads as usual;
 # the listing below then only reads what this built.
