@@ -171,6 +171,48 @@ impl LockWait<'_> {
         .private_owner(self.private_owner)
     }
 
+    /// The hold one of this wait's unknown attempts took, if the store says
+    /// one did: asked after a later attempt was refused as a re-entry (see
+    /// `op::Unsettled::own_hold`), newest first (on a kind that refuses
+    /// re-entry at most one of them holds the lock; an older one that also
+    /// answers "acquired" held it before, and its hold ended). The one that
+    /// answers is settled; the others are settled when the wait is over.
+    ///
+    /// The record of a request outlives its hold when the lease is shorter
+    /// than the request's deadline: "acquired" then proves the hold is the
+    /// attempt's only while its lease, counted from when it was sent, is
+    /// not over. Past that, an owner made for this wait alone still holds
+    /// nothing but this wait's holds; an explicit or scoped owner may hold
+    /// the lock by a guard of its own, so the refusal stands then (the
+    /// attempt's hold, if it is one, ends with its lease, which is over).
+    /// A second wait of an owner whose guard holds the lock is so refused
+    /// whatever its own attempts did: each of them found the lock held by
+    /// that guard, or never ran.
+    ///
+    /// `Ok(None)` when none took it (the refusal is genuine); an error when
+    /// one could not be asked (the answer is still unknown) and none took it.
+    async fn own_hold(&mut self) -> Result<Option<op::PendingHold>> {
+        let mut unknown = None;
+        for i in (0..self.unsettled.len()).rev() {
+            match self.unsettled[i].own_hold().await {
+                Ok(Some(hold)) => {
+                    drop(self.unsettled.remove(i));
+                    if hold.is_overdue() && !self.private_owner {
+                        hold.forget();
+                        return Ok(None);
+                    }
+                    return Ok(Some(hold));
+                }
+                Ok(None) => {}
+                Err(e) if e.is_retryable() => {
+                    unknown.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        unknown.map_or(Ok(None), Err)
+    }
+
     /// Turns a hold into the caller's guard; taking the lock leaves the
     /// queue.
     fn won(&mut self, hold: op::PendingHold) -> Guard {
@@ -237,6 +279,20 @@ impl Waiting for LockWait<'_> {
                     self.outage.over();
                     self.last_sent = sent;
                     break outcome;
+                }
+                // The hold the refusal found may be one an earlier attempt
+                // of this very wait took, its reply lost.
+                Err(error) if error.is_reentry_refused() && !self.unsettled.is_empty() => {
+                    match self.own_hold().await {
+                        Ok(Some(hold)) => {
+                            self.outage.over();
+                            self.last_sent = sent;
+                            break Attempt::Acquired(hold);
+                        }
+                        Ok(None) => return Err(error),
+                        // Still unknown: ride it out and look again.
+                        Err(unknown) => unknown,
+                    }
                 }
                 Err(error) => error,
             };

@@ -25,6 +25,7 @@ mod memory_redlock_faults;
 mod memory_transport;
 mod observability;
 mod outages;
+mod own_attempts;
 #[cfg(feature = "fixtures")]
 mod proxy_fixture;
 #[cfg(feature = "fixtures")]
