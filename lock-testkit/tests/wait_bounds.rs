@@ -202,3 +202,49 @@ async fn a_multi_lock_wait_with_a_silent_store_ends_at_its_bound() {
     assert_eq!(locks_left(&first, "bound-multi-a"), Vec::<String>::new());
     assert_eq!(locks_left(&second, "bound-multi-b"), Vec::<String>::new());
 }
+
+/// The counting kinds wait through the same loop: a semaphore's, an
+/// expirable-permit semaphore's and a latch's timed waits end at their
+/// bound with a silent store.
+#[tokio::test(start_paused = true)]
+async fn counting_waits_on_a_silent_server_end_at_their_bound() {
+    let (server, c) = store();
+    let sem = c.semaphore("bound-sem").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    let expirable = c.permit_expirable_semaphore("bound-exp").unwrap();
+    assert!(expirable.try_set_permits(1).await.unwrap());
+    let latch = c.count_down_latch("bound-latch").unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    silence(&server);
+    let started = Instant::now();
+    let err = sem.try_acquire_for(WAIT).await.unwrap_err();
+    assert_within_bound(started);
+    assert!(err.is_timeout(), "{err}");
+    let started = Instant::now();
+    let err = expirable.try_acquire_for(WAIT).await.unwrap_err();
+    assert_within_bound(started);
+    assert!(err.is_timeout(), "{err}");
+    let started = Instant::now();
+    let err = latch.wait_for(WAIT).await.unwrap_err();
+    assert_within_bound(started);
+    assert!(err.is_timeout(), "{err}");
+    settle(&[&server], &[&c]).await;
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+    assert_eq!(expirable.available_permits().await.unwrap(), 1);
+}
+
+/// A semaphore on a slow store: the attempt in flight at the deadline
+/// takes the permit later, and nobody receives it, so it goes back.
+#[tokio::test(start_paused = true)]
+async fn a_semaphore_wait_on_a_slow_server_gives_its_late_permit_back() {
+    let (server, c) = store_without_timeout();
+    let sem = c.semaphore("bound-sem-slow").unwrap();
+    assert!(sem.try_set_permits(1).await.unwrap());
+    server.set_latency(SLOW);
+    let started = Instant::now();
+    let err = sem.try_acquire_for(WAIT).await.unwrap_err();
+    assert_within_bound(started);
+    assert!(err.is_timeout(), "{err}");
+    settle(&[&server], &[&c]).await;
+    assert_eq!(sem.available_permits().await.unwrap(), 1);
+}
