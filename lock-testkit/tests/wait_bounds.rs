@@ -248,3 +248,34 @@ async fn a_semaphore_wait_on_a_slow_server_gives_its_late_permit_back() {
     settle(&[&server], &[&c]).await;
     assert_eq!(sem.available_permits().await.unwrap(), 1);
 }
+
+/// A fair lock's waiter queues from its first look: cut off with the
+/// store silent, its place is given up once its attempt lands, so no
+/// entry is left in the queue.
+#[tokio::test(start_paused = true)]
+async fn a_fair_wait_whose_store_went_silent_leaves_no_queue_entry() {
+    let (server, c) = store();
+    let other = server.client_with(ClientConfig::default()).unwrap();
+    let held = other.fair_lock("bound-fair").unwrap().lock().await.unwrap();
+    let fair = c.fair_lock("bound-fair").unwrap();
+    let waiter = fair.clone();
+    let started = Instant::now();
+    let wait = tokio::spawn(async move { waiter.try_lock_for(WAIT).await });
+    tokio::time::sleep(WAIT / 4).await;
+    assert_eq!(
+        server.list("redisson_lock_queue:{bound-fair}").len(),
+        1,
+        "queued"
+    );
+    silence(&server);
+    assert!(wait.await.unwrap().unwrap().is_none());
+    assert_within_bound(started);
+    settle(&[&server], &[&c, &other]).await;
+    assert_eq!(
+        server.list("redisson_lock_queue:{bound-fair}"),
+        Vec::<String>::new(),
+        "a queue entry was left behind"
+    );
+    held.unlock().await.unwrap();
+    assert!(fair.try_lock().await.unwrap().is_some());
+}
