@@ -30,9 +30,10 @@ use tokio::time::Instant;
 use crate::client::{ClientInner, Engine};
 use crate::connection::Channel;
 use crate::detached::Detached;
-use crate::error::Result;
+use crate::error::{LockError, Result};
 use crate::name::LockName;
 use crate::op;
+use crate::options::WAIT_OVERSHOOT;
 use crate::store_clock::outcome_forgotten;
 use crate::telemetry::{self, Timed};
 use crate::wait_loop::{self, Waiting};
@@ -286,11 +287,23 @@ where
     Fut: Future<Output = Result<Look<P>>>,
 {
     let inner = &engine.inner;
+    // A wait with time left is cut at its deadline plus the overshoot (as
+    // a lock's is; see `WAIT_OVERSHOOT`); a try (deadline now) is bounded
+    // by the retry policy.
+    let cut = deadline
+        .filter(|d| *d > Instant::now())
+        .and_then(|d| d.checked_add(WAIT_OVERSHOOT));
+    let mut waiting = Attempts {
+        attempt,
+        cut,
+        answered: false,
+        cut_short: false,
+    };
     let waited = async {
-        let mut waiting = Attempts(attempt);
-        let first = match waiting.look().await? {
-            Look::Got(p) => return Ok(Some(p)),
-            Look::Busy(retry_in) => retry_in,
+        let first = match waiting.look().await {
+            Ok(Look::Got(p)) => return Ok(Some(p)),
+            Ok(Look::Busy(retry_in)) => retry_in,
+            Err(e) => return waiting.ran_out(e),
         };
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Ok(None);
@@ -306,7 +319,8 @@ where
         let subscribe = || inner.waiters.join_with(&inner.connection, reader, channel);
         let result = wait_loop::wait(inner, &mut waiting, first, deadline, subscribe)
             .instrument(span)
-            .await;
+            .await
+            .or_else(|e| waiting.ran_out(e));
         timed.finish(&result);
         result
     };
@@ -315,7 +329,28 @@ where
 
 /// A counting kind's side of the wait loop: each look is a fresh attempt,
 /// and a look that took permits owns them (dropped, they go back).
-struct Attempts<A>(A);
+struct Attempts<A> {
+    attempt: A,
+    /// When a look still in flight is given up (`None`: never).
+    cut: Option<Instant>,
+    /// Whether the store answered a look of this wait.
+    answered: bool,
+    /// Whether a look was cut off at `cut`.
+    cut_short: bool,
+}
+
+impl<A> Attempts<A> {
+    /// How a wait that failed with `error` ends: as one that ran out when
+    /// its last look was cut off after the store had answered it, else
+    /// with `error` (as a lock's wait does).
+    fn ran_out<P>(&self, error: LockError) -> Result<Option<P>> {
+        if self.cut_short && self.answered {
+            Ok(None)
+        } else {
+            Err(error)
+        }
+    }
+}
 
 impl<P, A, Fut> Waiting for Attempts<A>
 where
@@ -324,8 +359,28 @@ where
 {
     type Got = P;
 
+    /// One attempt, given up at the cut-off: the attempt's call finishes
+    /// in the background then, and what it takes goes back (see
+    /// [`acquire`]). An error, also for a wait that then ends as one that
+    /// ran out, so a wake-up the look did not use is passed on.
     async fn look(&mut self) -> Result<Look<P>> {
-        (self.0)().await
+        let Some(cut) = self.cut else {
+            return (self.attempt)().await;
+        };
+        match Box::pin(tokio::time::timeout_at(cut, (self.attempt)())).await {
+            Ok(look) => {
+                if look.is_ok() {
+                    self.answered = true;
+                }
+                look
+            }
+            Err(_) => {
+                self.cut_short = true;
+                Err(LockError::timeout(
+                    "the store did not answer within the wait",
+                ))
+            }
+        }
     }
 }
 

@@ -424,12 +424,15 @@ pub trait ExclusiveKind: Send + Sync + 'static {
         ""
     }
 
-    /// Whether the store keeps only *that* an owner holds the lock, not
-    /// which of its requests took it: a repeat of any acquisition of the
-    /// owner then answers "acquired" while the owner holds it, and an
-    /// owner's holds are one. The engine then never releases on behalf of
-    /// an unknown attempt of a wait that took the lock (its answer is the
-    /// wait's own hold). `false` (the default) for kinds whose request
+    /// Whether an owner holds the lock at most once: the store keeps only
+    /// *that* an owner holds it, not which of its requests took it (a
+    /// repeat of any acquisition of the owner then answers "acquired"
+    /// while the owner holds it), or the kind refuses re-entry (a request
+    /// record saying "acquired" may outlive a short lease, while the owner
+    /// holds the lock by a later request). The engine then never releases
+    /// on behalf of an unknown attempt of a wait that took the lock (what
+    /// it took is the wait's own hold, or a hold that ended). `false` (the
+    /// default) for kinds that count an owner's re-entries, whose request
     /// records answer each request with its own outcome.
     fn one_hold_per_owner(&self) -> bool {
         false

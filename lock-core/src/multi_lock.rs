@@ -31,6 +31,12 @@
 //!   its safety margin, and [`MultiGuard::lease_deadline`] is the earliest
 //!   of the members'.
 //! - The [`MultiGuard`] is lost when any member is lost.
+//! - `try_lock_for(d)` returns within `d` plus [`crate::WAIT_OVERSHOOT`]
+//!   whatever a member's store does (never answers, answers slowly, drops
+//!   packets): each member waits only for what is left of the budget, its
+//!   look still in flight at the deadline is left to finish in the
+//!   background, and the whole acquisition (the release of what it took
+//!   included) is cut at the deadline plus that overshoot.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -41,7 +47,7 @@ use tokio::time::Instant;
 use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
-use crate::options::{AcquireOptions, Wait};
+use crate::options::{cut_off, AcquireOptions, Wait};
 use crate::telemetry;
 use crate::wait;
 
@@ -124,8 +130,21 @@ impl MultiLock {
         telemetry::acquisition("multi", first, self.acquire_counted(opts)).await
     }
 
-    /// [`MultiLock::acquire`], once its span and metrics are set up.
+    /// [`MultiLock::acquire`], once its span and metrics are set up, given
+    /// up at the wait's deadline plus [`crate::WAIT_OVERSHOOT`] whatever a
+    /// member's store does: what was taken is released (in the background,
+    /// by the members' dropped guards and calls).
     async fn acquire_counted(&self, opts: AcquireOptions) -> Result<Option<MultiGuard>> {
+        match cut_off(opts.wait, Instant::now()) {
+            None => self.acquire_rounds(opts).await,
+            Some(cut) => tokio::time::timeout_at(cut, self.acquire_rounds(opts))
+                .await
+                .unwrap_or(Ok(None)),
+        }
+    }
+
+    /// The rounds of [`MultiLock::acquire`].
+    async fn acquire_rounds(&self, opts: AcquireOptions) -> Result<Option<MultiGuard>> {
         if opts.owner.is_some() {
             return Err(LockError::invalid(
                 "a multi-lock's members take their own owners; an explicit owner is refused",
@@ -164,7 +183,16 @@ impl MultiLock {
             };
             let wait = match until {
                 None => Wait::Forever,
-                Some(until) => Wait::For(until.saturating_duration_since(Instant::now())),
+                Some(until) => {
+                    let left = until.saturating_duration_since(Instant::now());
+                    // Out of time: a member asked with no wait left would be
+                    // a try, which only the retry policy bounds. (A try of
+                    // the whole multi-lock tries every member.)
+                    if left.is_zero() && opts.wait != Wait::For(Duration::ZERO) {
+                        return Ok(give_back(taken, deadline).await);
+                    }
+                    Wait::For(left)
+                }
             };
             let member = AcquireOptions {
                 wait,

@@ -380,7 +380,9 @@ pub(crate) const WON_BY_GRANT: u8 = 2;
 /// the queue under the wait's feet (its place, or a grant, given to the
 /// next waiter while the wait goes on). A later attempt of the same wait is
 /// a new request of the same owner: if the unknown one took the lock, the
-/// later one re-enters it, and the settling releases the extra hold.
+/// later one re-enters it, and the settling releases the extra hold; on a
+/// kind that refuses re-entry the later one is refused, and the wait asks
+/// its unknown attempts whether the hold is theirs ([`Unsettled::own_hold`]).
 pub(crate) struct Unsettled {
     inner: Arc<ClientInner>,
     kind: Arc<dyn ExclusiveKind>,
@@ -405,6 +407,59 @@ impl Unsettled {
     /// dropped; see [`reconcile`] for what each ending changes).
     pub(crate) fn settle_after(&mut self, won: Arc<AtomicU8>) {
         self.wait_won = Some(won);
+    }
+
+    /// Asks the store again what this attempt did, for its wait, whose
+    /// later attempt was refused as a re-entry: the hold the refusal found
+    /// may be this attempt's. The same request is sent again (within the
+    /// retry policy): its record answers with its first outcome, or, if it
+    /// has not run, it runs now (and is refused, the owner holding the
+    /// lock).
+    ///
+    /// `Ok(Some(hold))` when it took the lock: the hold is the wait's, and
+    /// this attempt is settled (dropping it settles nothing more).
+    /// `Ok(None)` when it did not: it found the lock held, was refused as a
+    /// re-entry itself, or never ran (refused as stale; also past its
+    /// record, when that can no longer be told, so the refusal stands and
+    /// this attempt is settled after the wait, as before). An error when
+    /// the answer is still unknown (a transient error) or the store refused
+    /// the request otherwise.
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves this attempt unsettled, as it was: a copy
+    /// of the request sent meanwhile is answered by its record.
+    pub(crate) async fn own_hold(&mut self) -> Result<Option<PendingHold>> {
+        let Some(req) = &self.req else {
+            return Ok(None);
+        };
+        let kind = Arc::clone(&self.kind);
+        let answer = retried(&self.inner, "acquire", kind.kind_name(), || {
+            kind.try_acquire(req)
+        })
+        .await;
+        let (fencing_token, grant) = match answer {
+            Ok(AcquireOutcome::Acquired { fencing_token }) => (fencing_token, false),
+            Ok(AcquireOutcome::Claimed) => (None, true),
+            Ok(AcquireOutcome::Held { .. }) => return Ok(None),
+            Err(e) if e.is_reentry_refused() || e.is_stale_request() => {
+                self.inner.learn_clock(&e);
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(req) = self.req.take() else {
+            return Ok(None);
+        };
+        Ok(Some(PendingHold {
+            in_flight: InFlight::start(&self.inner.stats),
+            inner: Arc::clone(&self.inner),
+            kind,
+            req,
+            armed: true,
+            fencing_token,
+            started: self.sent,
+            grant,
+        }))
     }
 
     /// Gives the place of its wait, which ended without the lock, up only
@@ -519,7 +574,9 @@ fn reconcile(
                 }
             }
             // Stale within its record's grace: it never ran and never will.
-            Some(Err(e)) if e.is_stale_request() => {}
+            // Refused as a re-entry (its owner held the lock): it ran and
+            // took nothing.
+            Some(Err(e)) if e.is_stale_request() || e.is_reentry_refused() => {}
             Some(Err(e)) => {
                 tracing::warn!(%e, lock = %req.name, "giving up reconciling a failed acquisition");
             }
@@ -663,6 +720,12 @@ impl PendingHold {
             .config
             .lease_deadline(self.started, lease)
             .is_lost()
+    }
+
+    /// Disarms the drop guard without releasing anything: the hold, if it
+    /// is still there, is left to its lease.
+    pub(crate) fn forget(mut self) {
+        self.armed = false;
     }
 
     /// Disarms the drop guard and returns what the guard needs.

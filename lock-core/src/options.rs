@@ -11,9 +11,38 @@ pub enum Wait {
     /// Until the lock is taken, through store outages of any length.
     #[default]
     Forever,
-    /// At most this long; `Duration::ZERO` tries once (a failure the
-    /// retry policy does not get past is returned at once).
+    /// At most this long (plus at most [`WAIT_OVERSHOOT`]), whatever the
+    /// store does: a call still unanswered then is left to finish in the
+    /// background (what it takes is released), also for a
+    /// [`crate::RedLock`] or [`crate::MultiLock`] whose member's store
+    /// never answers, answers slowly or drops packets. `Duration::ZERO`
+    /// tries once, as the retry policy says: a failure it does not get
+    /// past is returned then, however long its attempts took.
     For(Duration),
+}
+
+/// How much later than its [`Wait::For`] a wait may end: the grace a look
+/// at the store still in flight at the deadline gets (a look made just
+/// before the deadline, or the last one at the deadline itself, can still
+/// take the lock). Bounded because every await of a wait is bounded by
+/// the deadline plus this grace: its looks (each one's retries and
+/// backoff included, cut at that instant and left to finish in the
+/// background), its sleeps and its subscription; a multi-lock or RedLock
+/// cuts the whole acquisition (its rounds, its members and the release of
+/// what a failed round took) at the same instant. On a loaded machine the
+/// scheduler's own delay comes on top.
+pub const WAIT_OVERSHOOT: Duration = Duration::from_millis(50);
+
+/// When a wait of `wait` started at `start` ends at the latest: its
+/// deadline plus [`WAIT_OVERSHOOT`]; `None` for a wait without one and for
+/// a try (`Wait::For(Duration::ZERO)`), which the retry policy bounds.
+pub(crate) fn cut_off(wait: Wait, start: tokio::time::Instant) -> Option<tokio::time::Instant> {
+    match wait {
+        Wait::For(wait) if !wait.is_zero() => start
+            .checked_add(wait)
+            .and_then(|deadline| deadline.checked_add(WAIT_OVERSHOOT)),
+        _ => None,
+    }
 }
 
 /// Options of one acquisition; see [`crate::Lock::acquire`].

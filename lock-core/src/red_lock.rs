@@ -30,6 +30,15 @@
 //!   pass fits the budget, as Redisson's per-member `remaining / N` does.
 //!   The cap keeps a round that succeeds at its end valid for most of a
 //!   lease.
+//! - **Wait bound**: `try_lock_for(d)` returns within `d` plus
+//!   [`crate::WAIT_OVERSHOOT`] whatever one member does (never answers,
+//!   answers slowly, drops packets): each member's wait is cut at its own
+//!   bound (a look still in flight then is left to finish in the
+//!   background), the first round lasts at most a round wait (a try's
+//!   one round, the retry policy), the members tried once a quorum is
+//!   held get a round wait, and the whole acquisition is cut at the
+//!   deadline plus that overshoot. What a call left behind takes is
+//!   released when it lands; nothing is stranded.
 //! - **Giving up early**: a round ends as soon as a quorum can no longer
 //!   be reached. When the members that *failed* (errors, not a busy lock)
 //!   alone make a quorum impossible, the acquisition fails with the first
@@ -89,7 +98,7 @@ use crate::error::{LockError, Result};
 use crate::guard::Guard;
 use crate::lock::Lock;
 use crate::multi_lock::{release_all, unlock_all};
-use crate::options::{AcquireOptions, Wait};
+use crate::options::{cut_off, AcquireOptions, Wait};
 use crate::telemetry;
 use crate::wait;
 
@@ -163,8 +172,22 @@ impl RedLock {
         telemetry::acquisition("redlock", first, self.acquire_counted(opts)).await
     }
 
-    /// [`RedLock::acquire`], once its span and metrics are set up.
+    /// [`RedLock::acquire`], once its span and metrics are set up, given
+    /// up at the wait's deadline plus [`crate::WAIT_OVERSHOOT`] whatever a
+    /// member does (never answers, answers slowly, drops packets): its
+    /// members' calls still in flight then finish in the background, and
+    /// what they take is released.
     async fn acquire_counted(&self, opts: AcquireOptions) -> Result<Option<RedGuard>> {
+        match cut_off(opts.wait, Instant::now()) {
+            None => self.acquire_rounds(opts).await,
+            Some(cut) => tokio::time::timeout_at(cut, self.acquire_rounds(opts))
+                .await
+                .unwrap_or(Ok(None)),
+        }
+    }
+
+    /// The rounds of [`RedLock::acquire`].
+    async fn acquire_rounds(&self, opts: AcquireOptions) -> Result<Option<RedGuard>> {
         if opts.owner.is_some() {
             return Err(LockError::invalid(
                 "a RedLock's members take their own owners; an explicit owner is refused",
@@ -200,7 +223,11 @@ impl RedLock {
                 self.ordered_round(&opts, round_wait, &mut failed).await?
             } else {
                 contended = true;
-                self.first_round(&opts, &mut failed).await?
+                // A try's one round is bounded by the retry policy; a wait's
+                // by its round wait, so a silent member costs no more.
+                let until =
+                    (opts.wait != Wait::For(Duration::ZERO)).then(|| Instant::now() + round_wait);
+                self.first_round(&opts, until, &mut failed).await?
             };
             if let Some(guards) = taken {
                 return Ok(Some(RedGuard {
@@ -280,13 +307,18 @@ impl RedLock {
                 wait: Wait::For(Duration::ZERO),
                 ..waiting
             };
-            let rest = order[next..]
+            // A member that does not answer within a round wait is left
+            // behind (its call finishes in the background, and what it
+            // takes is released): a silent one would hold the quorum
+            // back for its whole retry policy.
+            let mut rest = order[next..]
                 .iter()
                 .map(|&i| wait::acquire_member(&self.members[i], once.clone()))
-                .collect::<FuturesUnordered<_>>()
-                .collect::<Vec<_>>()
-                .await;
-            taken.extend(rest.into_iter().filter_map(|r| r.ok().flatten()));
+                .collect::<FuturesUnordered<_>>();
+            let until = Instant::now() + wait;
+            while let Ok(Some(outcome)) = tokio::time::timeout_at(until, rest.next()).await {
+                taken.extend(outcome.ok().flatten());
+            }
         }
         self.settle_round(taken, busy, errors).await
     }
@@ -331,6 +363,7 @@ impl RedLock {
     async fn first_round(
         &self,
         opts: &AcquireOptions,
+        until: Option<Instant>,
         failed: &mut [bool],
     ) -> Result<Option<Vec<Guard>>> {
         let quorum = self.quorum();
@@ -355,7 +388,7 @@ impl RedLock {
         let mut errors = Vec::new();
         let mut stragglers_until = None;
         while busy + errors.len() <= spare {
-            let next = match stragglers_until {
+            let next = match stragglers_until.into_iter().chain(until).min() {
                 None => pending.next().await,
                 Some(until) => match tokio::time::timeout_at(until, pending.next()).await {
                     Ok(next) => next,

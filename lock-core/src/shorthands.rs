@@ -86,12 +86,15 @@ macro_rules! acquire_shorthands {
 
             #[doc = concat!("Waits up to `wait` for ", $what, " (watchdog lease): `Ok(None)`,")]
             /// holding nothing, when the wait ran out. Store outages are waited
-            /// out until the deadline.
+            /// out until the deadline. Returns within `wait` plus
+            /// [`crate::WAIT_OVERSHOOT`] whatever the store does: a call still
+            /// unanswered then finishes in the background (what it takes is
+            /// released).
             ///
             /// # Errors
             /// As [`acquire`](Self::acquire), and the retryable error of the
             /// last attempt when the store was still unavailable at the
-            /// deadline.
+            /// deadline (a timeout when it never answered).
             ///
             /// # Cancel safety
             /// As [`lock`](Self::lock).

@@ -20,7 +20,7 @@ use crate::guard::Guard;
 use crate::kind::AcquireRequest;
 use crate::lock::Lock;
 use crate::op::{self, Attempt};
-use crate::options::{AcquireOptions, Wait};
+use crate::options::{cut_off, AcquireOptions, Wait};
 use crate::outage::Outage;
 use crate::owner::Owner;
 use crate::telemetry::{self, Timed};
@@ -54,9 +54,10 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         Some(lease) => (fixed_lease_millis(&inner.config, lease, "lease")?, false),
     };
     let (owner, private_owner) = resolve_owner(inner, opts.owner)?;
+    let start = Instant::now();
     let deadline = match opts.wait {
         Wait::Forever => None,
-        Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
+        Wait::For(wait) => Some(start.checked_add(wait).unwrap_or_else(far_future)),
     };
     // A queueing waiter queues from its first attempt; a try never does.
     let queue_ms = (kind.queues_waiters() && opts.wait != Wait::For(Duration::ZERO))
@@ -81,11 +82,15 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         won: Arc::new(AtomicU8::new(op::WAITING)),
         unsettled: Vec::new(),
         queued: None,
-        last_sent: Instant::now(),
+        last_sent: start,
+        cut: cut_off(opts.wait, start),
+        answered: false,
+        cut_short: false,
     };
-    let first = match waiting.look().await? {
-        Look::Got(guard) => return Ok(Some(guard)),
-        Look::Busy(ttl) => ttl,
+    let first = match waiting.look().await {
+        Ok(Look::Got(guard)) => return Ok(Some(guard)),
+        Ok(Look::Busy(ttl)) => ttl,
+        Err(e) => return waiting.ran_out(e),
     };
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
@@ -119,7 +124,8 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         subscribe,
     ))
     .instrument(span)
-    .await;
+    .await
+    .or_else(|e| waiting.ran_out(e));
     if let Some(timed) = &mut timed {
         timed.finish(&result);
     }
@@ -154,6 +160,16 @@ struct LockWait<'a> {
     /// was granted after that attempt ran, so its lease runs from no
     /// earlier.
     last_sent: Instant,
+    /// When a look still in flight is given up: the wait's deadline plus
+    /// [`crate::WAIT_OVERSHOOT`] (`None` for a try and a wait without
+    /// one). Without it one look of a silent store would take its whole
+    /// retry policy (4 × a 3 s command timeout by default) past the wait.
+    cut: Option<Instant>,
+    /// Whether the store answered a look of this wait: a look cut off
+    /// after that ends the wait as one that ran out, else with a timeout.
+    answered: bool,
+    /// Whether a look was cut off at [`LockWait::cut`].
+    cut_short: bool,
 }
 
 impl LockWait<'_> {
@@ -169,6 +185,122 @@ impl LockWait<'_> {
         .queue(self.queue_ms)
         .ticket(self.wait_ticket)
         .private_owner(self.private_owner)
+    }
+
+    /// The hold one of this wait's unknown attempts took, if the store says
+    /// one did: asked after a later attempt was refused as a re-entry (see
+    /// `op::Unsettled::own_hold`), newest first (on a kind that refuses
+    /// re-entry at most one of them holds the lock; an older one that also
+    /// answers "acquired" held it before, and its hold ended). The one that
+    /// answers is settled; the others are settled when the wait is over.
+    ///
+    /// The record of a request outlives its hold when the lease is shorter
+    /// than the request's deadline: "acquired" then proves the hold is the
+    /// attempt's only while its lease, counted from when it was sent, is
+    /// not over. Past that, an owner made for this wait alone still holds
+    /// nothing but this wait's holds; an explicit or scoped owner may hold
+    /// the lock by a guard of its own, so the refusal stands then (the
+    /// attempt's hold, if it is one, ends with its lease, which is over).
+    /// A second wait of an owner whose guard holds the lock is so refused
+    /// whatever its own attempts did: each of them found the lock held by
+    /// that guard, or never ran.
+    ///
+    /// `Ok(None)` when none took it (the refusal is genuine); an error when
+    /// one could not be asked (the answer is still unknown) and none took it.
+    async fn own_hold(&mut self) -> Result<Option<op::PendingHold>> {
+        let mut unknown = None;
+        for i in (0..self.unsettled.len()).rev() {
+            match self.unsettled[i].own_hold().await {
+                Ok(Some(hold)) => {
+                    drop(self.unsettled.remove(i));
+                    if hold.is_overdue() && !self.private_owner {
+                        hold.forget();
+                        return Ok(None);
+                    }
+                    return Ok(Some(hold));
+                }
+                Ok(None) => {}
+                Err(e) if e.is_retryable() => {
+                    unknown.get_or_insert(e);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        unknown.map_or(Ok(None), Err)
+    }
+
+    /// How a wait that failed with `error` ends: as one that ran out
+    /// (`Ok(None)`) when its last look was cut off at the deadline after
+    /// the store had answered it (the lock was held, and the store went
+    /// silent or slow since), else with `error`.
+    fn ran_out(&self, error: LockError) -> Result<Option<Guard>> {
+        if self.cut_short && self.answered {
+            Ok(None)
+        } else {
+            Err(error)
+        }
+    }
+
+    /// One look, with the kind's retries, riding out outages within the
+    /// wait's deadline.
+    async fn look_once(&mut self) -> Result<Look<Guard>> {
+        let inner = self.lock.inner();
+        let outcome = loop {
+            let sent = Instant::now();
+            // The attempt carries our place while it is in flight (see
+            // `op::acquire`): dropped meanwhile, we leave only after it.
+            let place = self.queued.take();
+            let landed = op::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
+            self.queued = landed.place;
+            let error = match landed.attempt {
+                Ok(Attempt::Unknown(mut unknown)) => {
+                    let error = unknown.error().clone();
+                    unknown.settle_after(Arc::clone(&self.won));
+                    self.unsettled.push(unknown);
+                    error
+                }
+                Ok(outcome) => {
+                    self.outage.over();
+                    self.last_sent = sent;
+                    self.answered = true;
+                    break outcome;
+                }
+                // The hold the refusal found may be one an earlier attempt
+                // of this very wait took, its reply lost.
+                Err(error) if error.is_reentry_refused() && !self.unsettled.is_empty() => {
+                    match self.own_hold().await {
+                        Ok(Some(hold)) => {
+                            self.outage.over();
+                            self.last_sent = sent;
+                            self.answered = true;
+                            break Attempt::Acquired(hold);
+                        }
+                        Ok(None) => return Err(error),
+                        // Still unknown: ride it out and look again.
+                        Err(unknown) => unknown,
+                    }
+                }
+                Err(error) => error,
+            };
+            if !self.outage.ride(&error).await {
+                return Err(error);
+            }
+        };
+        match outcome {
+            // Its guard would be lost as it is handed out, so none is: the
+            // hold is released (as an abandoned one is) and the caller told.
+            // Not a busy look: a store slower than the lease would make
+            // every attempt end so, and the wait would never end.
+            Attempt::Acquired(hold) if hold.is_overdue() => {
+                tracing::warn!(lock = %self.lock.name(), "the lock was taken, but the reply came after its lease (less the safety margin) ran out; releasing it");
+                drop(hold);
+                Err(LockError::lock_lost(self.lock.name().as_str()))
+            }
+            Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
+            Attempt::Held { ttl } => Ok(Look::Busy(ttl)),
+            // Never returned by the loop above, which keeps unknown outcomes.
+            Attempt::Unknown(unknown) => Err(unknown.error().clone()),
+        }
     }
 
     /// Turns a hold into the caller's guard; taking the lock leaves the
@@ -217,47 +349,28 @@ impl Drop for LockWait<'_> {
 impl Waiting for LockWait<'_> {
     type Got = Guard;
 
+    /// One look, given up at the wait's cut-off (its attempt in flight,
+    /// detached, then finishes in the background: a hold it takes is
+    /// released, an unknown outcome settled; see the `op` module).
     async fn look(&mut self) -> Result<Look<Guard>> {
-        let inner = self.lock.inner();
-        let outcome = loop {
-            let sent = Instant::now();
-            // The attempt carries our place while it is in flight (see
-            // `op::acquire`): dropped meanwhile, we leave only after it.
-            let place = self.queued.take();
-            let landed = op::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
-            self.queued = landed.place;
-            let error = match landed.attempt {
-                Ok(Attempt::Unknown(mut unknown)) => {
-                    let error = unknown.error().clone();
-                    unknown.settle_after(Arc::clone(&self.won));
-                    self.unsettled.push(unknown);
-                    error
-                }
-                Ok(outcome) => {
-                    self.outage.over();
-                    self.last_sent = sent;
-                    break outcome;
-                }
-                Err(error) => error,
-            };
-            if !self.outage.ride(&error).await {
-                return Err(error);
-            }
+        let Some(cut) = self.cut else {
+            return self.look_once().await;
         };
-        match outcome {
-            // Its guard would be lost as it is handed out, so none is: the
-            // hold is released (as an abandoned one is) and the caller told.
-            // Not a busy look: a store slower than the lease would make
-            // every attempt end so, and the wait would never end.
-            Attempt::Acquired(hold) if hold.is_overdue() => {
-                tracing::warn!(lock = %self.lock.name(), "the lock was taken, but the reply came after its lease (less the safety margin) ran out; releasing it");
-                drop(hold);
-                Err(LockError::lock_lost(self.lock.name().as_str()))
+        // Boxed: the timer would make every acquisition's future bigger,
+        // timed or not (see `acquire_traced`); a timed one affords it.
+        match Box::pin(tokio::time::timeout_at(cut, self.look_once())).await {
+            Ok(look) => look,
+            // An error, not a busy look, also when the wait ends as one
+            // that ran out (`ran_out`): a look that was cut did not use
+            // the wake-up it may have been given, which the wait loop then
+            // passes on.
+            Err(_) => {
+                self.cut_short = true;
+                Err(LockError::timeout(format!(
+                    "lock {:?}: the store did not answer within the wait",
+                    self.lock.name().as_str()
+                )))
             }
-            Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
-            Attempt::Held { ttl } => Ok(Look::Busy(ttl)),
-            // Never returned by the loop above, which keeps unknown outcomes.
-            Attempt::Unknown(unknown) => Err(unknown.error().clone()),
         }
     }
 

@@ -263,3 +263,46 @@ async fn a_grant_to_a_live_wait_whose_replies_were_lost_has_one_holder() {
         c.close().await;
     }
 }
+
+/// A wait's own attempt (issue 37, item 4), on Redis: a non-reentrant
+/// wait's first attempt takes the lock, and its reply and every retry's is
+/// swallowed (the outcome unknown). Its next attempt finds the lock held
+/// by the wait's own owner; asking the first attempt again (its record:
+/// "acquired") gives the wait that hold, instead of `ReentryRefused` for
+/// a lock nobody else held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_reentrant_wait_takes_the_hold_its_swallowed_attempt_took() {
+    let server = RedisServer::start();
+    let proxy = FaultProxy::in_front_of(&server);
+    let client = through(
+        &proxy,
+        ClientConfig::default().watchdog_timeout(Duration::from_secs(3)),
+    )
+    .await;
+    // Loads the script first: a swallowed EVALSHA answered NOSCRIPT would
+    // not have run.
+    let warm = client.non_reentrant_lock("own-swallowed-warm").unwrap();
+    warm.lock().await.unwrap().unlock().await.unwrap();
+    let name = "own-swallowed";
+    let lock = client.non_reentrant_lock(name).unwrap();
+    let pattern = format!("redisson_lock_latch:{{{name}}}");
+    let attempts = RetryPolicy::default().attempts;
+    let swallowed: Vec<_> = (0..attempts)
+        .map(|_| proxy.swallow_reply_next(&pattern))
+        .collect();
+    let guard = tokio::time::timeout(Duration::from_secs(20), lock.lock())
+        .await
+        .expect("the wait ends")
+        .expect("the wait's own hold, not a re-entry");
+    assert!(
+        swallowed.iter().all(|s| s.has_matched()),
+        "every reply was swallowed"
+    );
+    client.settle().await;
+    assert_eq!(lock.hold_count(guard.owner()).await.unwrap(), 1);
+    assert!(!guard.is_lost());
+    guard.unlock().await.unwrap();
+    client.settle().await;
+    assert!(!lock.is_locked().await.unwrap());
+    client.close().await;
+}

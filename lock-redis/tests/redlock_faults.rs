@@ -162,3 +162,45 @@ async fn contenders_take_turns_on_three_masters() {
     // in a measured run; the bound is loose for a loaded machine.
     assert!(took < Duration::from_secs(20), "{took:?}");
 }
+
+/// A master that drops packets (issue 37, item 6): three redis-servers,
+/// the contender reaching the first through a proxy that is then
+/// partitioned (nothing flows, nothing is closed). A holder keeps the lock
+/// on all three; the contender's ordered rounds try the silent master
+/// first. At Redis's default 3 s command timeout its whole retry policy is
+/// over 12 s; the wait must end near its 2 s bound instead (checked with a
+/// generous bound: it did not wait that policy out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_master_costs_a_wait_no_more_than_its_bound() {
+    use lock_testkit::fixtures::FaultProxy;
+    let name = unique("red-silent");
+    let servers: Vec<RedisServer> = (0..3).map(|_| RedisServer::start()).collect();
+    let proxy = FaultProxy::in_front_of(&servers[0]);
+    let mut holders = Vec::new();
+    for server in &servers {
+        holders.push(connect(server).await.lock(&name).unwrap());
+    }
+    let holder = RedLock::new(holders).unwrap();
+    let mut contenders = Vec::new();
+    let urls = [proxy.url(), servers[1].url(), servers[2].url()];
+    for url in urls {
+        let redis = RedisConfig::new(url).command_timeout(Duration::from_secs(3));
+        let client = lock_redis::connect(redis, ClientConfig::default())
+            .await
+            .expect("connect to the fixture");
+        contenders.push(client.lock(&name).unwrap());
+    }
+    let contender = RedLock::new(contenders).unwrap();
+    let held = hold_every_member(&holder).await;
+    proxy.partition();
+    let started = std::time::Instant::now();
+    let theirs = contender
+        .try_lock_for(Duration::from_secs(2))
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    assert!(theirs.is_none(), "no second holder");
+    assert!(took < Duration::from_secs(9), "waited {took:?}");
+    proxy.heal();
+    held.unlock().await.unwrap();
+}

@@ -25,6 +25,7 @@ mod memory_redlock_faults;
 mod memory_transport;
 mod observability;
 mod outages;
+mod own_attempts;
 #[cfg(feature = "fixtures")]
 mod proxy_fixture;
 #[cfg(feature = "fixtures")]
@@ -36,6 +37,7 @@ mod semaphore_faults;
 #[cfg(feature = "fixtures")]
 mod sentinel_fixture;
 mod store_clock;
+mod wait_bounds;
 
 /// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
 /// target): cargo builds no file it is not told about.

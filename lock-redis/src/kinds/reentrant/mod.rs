@@ -189,6 +189,15 @@ impl ExclusiveKind for Reentrant {
         self.kind_name
     }
 
+    /// The non-reentrant lock: an owner holds it at most once, so whatever
+    /// an unknown attempt of a wait that took the lock took is the guard's
+    /// hold, or a hold that has expired since; its record, which may
+    /// outlive a short lease, must not make the engine release the
+    /// owner's hold on its behalf.
+    fn one_hold_per_owner(&self) -> bool {
+        self.refuse_reentry
+    }
+
     /// The lock's channel, `redisson_lock__channel:{<name>}`, shared by
     /// every waiter of the lock.
     fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {
