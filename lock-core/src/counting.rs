@@ -33,6 +33,7 @@ use crate::detached::Detached;
 use crate::error::Result;
 use crate::name::LockName;
 use crate::op;
+use crate::outage::Outage;
 use crate::store_clock::outcome_forgotten;
 use crate::telemetry::{self, Timed};
 use crate::wait_loop::{self, Waiting};
@@ -287,7 +288,14 @@ where
 {
     let inner = &engine.inner;
     let waited = async {
-        let mut waiting = Attempts(attempt);
+        let mut waiting = Attempts {
+            attempt,
+            // As a lock's waiter does (the `outage` module): a store
+            // outage or a refusal that proves the attempt did not run
+            // costs the wait time, not its end; a try fails as the retry
+            // policy says.
+            outage: Outage::new(&inner.config.retry, &inner.outages, name, deadline),
+        };
         let first = match waiting.look().await? {
             Look::Got(p) => return Ok(Some(p)),
             Look::Busy(retry_in) => retry_in,
@@ -314,10 +322,17 @@ where
 }
 
 /// A counting kind's side of the wait loop: each look is a fresh attempt,
-/// and a look that took permits owns them (dropped, they go back).
-struct Attempts<A>(A);
+/// and a look that took permits owns them (dropped, they go back). A look
+/// whose attempt failed with a retryable error makes a fresh one after a
+/// backoff while the wait's deadline allows ([`Outage::ride`]): the failed
+/// attempt's outcome, if unknown, is settled in the background
+/// ([`acquire`]), so a fresh attempt never takes twice.
+struct Attempts<'a, A> {
+    attempt: A,
+    outage: Outage<'a>,
+}
 
-impl<P, A, Fut> Waiting for Attempts<A>
+impl<P, A, Fut> Waiting for Attempts<'_, A>
 where
     A: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<P>>>,
@@ -325,7 +340,19 @@ where
     type Got = P;
 
     async fn look(&mut self) -> Result<Look<P>> {
-        (self.0)().await
+        loop {
+            match (self.attempt)().await {
+                Ok(look) => {
+                    self.outage.over();
+                    return Ok(look);
+                }
+                Err(error) => {
+                    if !self.outage.ride(&error).await {
+                        return Err(error);
+                    }
+                }
+            }
+        }
     }
 }
 
