@@ -142,3 +142,63 @@ async fn a_waiting_acquire_rides_out_a_refusal() {
         .expect("the waiter gets the permit");
     assert_eq!(permit.permits(), 1);
 }
+
+/// The exclusive kinds' locks, each as a `Lock` (the reentrant lock, the
+/// fair lock, each side of a read-write lock: two locks, since a writer
+/// waits for the reader of another owner).
+fn exclusive(client: &LockClient, name: &str) -> Vec<(&'static str, lock_redis::Lock)> {
+    let read = client.read_write_lock(format!("{name}-read")).unwrap();
+    let write = client.read_write_lock(format!("{name}-write")).unwrap();
+    vec![
+        ("reentrant", client.lock(name).unwrap()),
+        (
+            "fair",
+            client
+                .fair_lock(format!("{name}-fair"))
+                .unwrap()
+                .as_lock()
+                .clone(),
+        ),
+        ("read", read.read().clone()),
+        ("write", write.write().clone()),
+    ]
+}
+
+/// A guard's unlock (or drop) during a refusal goes on in the background:
+/// the lock is free soon after the refusal ends, not at the end of its
+/// lease (a minute here).
+#[tokio::test(start_paused = true)]
+async fn locks_released_during_a_refusal_are_free_soon_after_it() {
+    let lease = Duration::from_secs(60);
+    for dropped in [false, true] {
+        let (server, client) = setup();
+        let name = if dropped {
+            "refused-drop"
+        } else {
+            "refused-unlock"
+        };
+        let locks = exclusive(&client, name);
+        let mut guards = Vec::new();
+        for (kind, lock) in &locks {
+            guards.push((*kind, lock.lock_with_lease(lease).await.unwrap()));
+        }
+        server.refuse_writes(Some(NOREPLICAS));
+        for (kind, guard) in guards {
+            if dropped {
+                drop(guard);
+            } else {
+                let err = guard.unlock().await.expect_err("refused");
+                assert!(err.is_retryable(), "{kind}: {err:?}");
+            }
+        }
+        tokio::time::sleep(REFUSAL).await;
+        server.refuse_writes(None);
+        background_settles().await;
+        for (kind, lock) in &locks {
+            assert!(
+                !lock.is_locked().await.unwrap(),
+                "{kind} (dropped: {dropped}): still held after the refusal"
+            );
+        }
+    }
+}
