@@ -202,3 +202,19 @@ async fn locks_released_during_a_refusal_are_free_soon_after_it() {
         }
     }
 }
+
+/// A count-down during a refusal is counted once the refusal ends: a
+/// latch waited on opens.
+#[tokio::test(start_paused = true)]
+async fn a_count_down_during_a_refusal_counts_after_it() {
+    let (server, client) = setup();
+    let latch = client.count_down_latch("refused-latch").unwrap();
+    assert!(latch.try_set_count(1).await.unwrap());
+    server.refuse_writes(Some(NOREPLICAS));
+    let err = latch.count_down().await.expect_err("refused");
+    assert!(err.is_retryable(), "{err:?}");
+    tokio::time::sleep(REFUSAL).await;
+    server.refuse_writes(None);
+    background_settles().await;
+    assert_eq!(latch.count().await.unwrap(), 0, "counted down once");
+}
