@@ -17,7 +17,10 @@
 //!
 //! # Waiting
 //! [`wait_for`]: a first attempt, then the wait loop, each look a fresh
-//! attempt; [`wait_until`]: the same for a condition that takes nothing. A kind that knows no time to look again (no lease ends)
+//! attempt, riding out store outages (and refusals that prove an attempt
+//! did not run) as a lock's waiter does, within the wait's deadline (the
+//! `outage` module); [`wait_until`]: the same for a condition that takes
+//! nothing. A kind that knows no time to look again (no lease ends)
 //! falls back to [`crate::ClientConfig::no_ttl_recheck`].
 
 use std::future::Future;
