@@ -94,3 +94,60 @@ async fn a_waiter_rides_out_a_master_refusing_writes() {
     client.close().await;
     holder.close().await;
 }
+
+/// Polls `replica` until its link to the master is up, within [`WITHIN`].
+async fn until_synced(replica: &RedisServer) {
+    let synced = tokio::time::timeout(WITHIN, async {
+        while !format!("{:?}", replica.cmd(&["INFO", "replication"]))
+            .contains("master_link_status:up")
+        {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(synced.is_ok(), "the replica never synced");
+}
+
+/// The same with a real replica going away: the master has
+/// `min-replicas-to-write 1`, and its one replica leaves
+/// (`REPLICAOF NO ONE`) and comes back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_given_back_while_the_replica_is_away_are_free_when_it_is_back() {
+    let primary = RedisServer::start();
+    let replica = RedisServer::builder()
+        .arg("--replicaof")
+        .arg("127.0.0.1")
+        .arg(primary.port().to_string())
+        .start();
+    until_synced(&replica).await;
+    primary.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
+    let client = client(&primary).await;
+    let sem = client.semaphore("replica-away").unwrap();
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let released = sem.acquire().await.unwrap();
+    let dropped = sem.acquire().await.unwrap();
+
+    replica.cmd(&["REPLICAOF", "NO", "ONE"]);
+    // The master notices at once (the replica's link closes); poll until
+    // it refuses, so the releases below surely meet the refusal.
+    let refusing = tokio::time::timeout(WITHIN, async {
+        while !primary
+            .try_cmd(&["SET", "probe", "1"])
+            .is_err_and(|e| e.code() == Some("NOREPLICAS"))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(refusing.is_ok(), "the master never refused writes");
+    if let Err(e) = released.release().await {
+        assert!(e.is_retryable(), "{e:?}");
+    }
+    drop(dropped);
+    tokio::time::sleep(REFUSAL).await;
+    let port = primary.port().to_string();
+    replica.cmd(&["REPLICAOF", "127.0.0.1", &port]);
+    until_synced(&replica).await;
+    until_available(&sem, 2).await;
+    client.close().await;
+}
