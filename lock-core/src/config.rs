@@ -139,7 +139,12 @@ impl RetryPolicy {
 #[non_exhaustive]
 pub struct ClientConfig {
     /// The lease of a lock taken without an explicit lease; renewed every
-    /// third of it while the guard lives. Default 30 s.
+    /// third of it while the guard lives. Default 30 s. At least about
+    /// 6.19 ms (7 ms in whole milliseconds), more with a
+    /// [`ClientConfig::loss_margin`]: its safety margin
+    /// ([`ClientConfig::safety_margin`]) must fit in a third of it, so that
+    /// the renewal two thirds into the lease, the last after a failed
+    /// first one, still comes before the guard is reported lost.
     #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
     pub watchdog_timeout: Duration,
     /// How transient failures are retried.
@@ -351,18 +356,18 @@ impl ClientConfig {
     /// # Errors
     /// [`LockError::InvalidArgument`] naming the first bad field.
     pub fn validate(&self) -> Result<()> {
-        let wd = lease_millis(self.watchdog_timeout, "watchdog_timeout")?;
-        if wd < 3 {
-            return Err(LockError::invalid(
-                "watchdog_timeout must be at least 3 ms (it is renewed every third of it)",
-            ));
-        }
+        lease_millis(self.watchdog_timeout, "watchdog_timeout")?;
+        // The one lower bound of watchdog_timeout (a shorter one than
+        // `shortest_watchdog_timeout` always fails it).
         let margin = self.safety_margin(self.watchdog_timeout);
         if margin > self.watchdog_timeout / 3 {
+            let shortest = shortest_watchdog_timeout(self.loss_margin);
             return Err(LockError::invalid(format!(
-                "loss_margin of {:?} (a safety margin of {margin:?} with the drift allowance) \
-                 leaves no room for renewals: the margin must be at most a third of \
-                 watchdog_timeout ({:?}); lower loss_margin or raise watchdog_timeout",
+                "watchdog_timeout of {:?} with a loss_margin of {:?} leaves no room for renewals: \
+                 its safety margin ({margin:?}: a hundredth of it + 2 ms of drift allowance + \
+                 loss_margin) must be at most a third of it ({:?}); watchdog_timeout must be at \
+                 least {shortest:?} with this loss_margin (raise it, or lower loss_margin)",
+                self.watchdog_timeout,
                 self.loss_margin,
                 self.watchdog_timeout / 3,
             )));
@@ -382,6 +387,36 @@ impl ClientConfig {
         }
         self.wait_strategy.validate()
     }
+}
+
+/// Whether the safety margin of a watchdog lease of `timeout` with
+/// `loss_margin` fits in a third of it (see [`ClientConfig::validate`]).
+fn leaves_room_for_renewals(timeout: Duration, loss_margin: Duration) -> bool {
+    let config = ClientConfig {
+        loss_margin,
+        ..ClientConfig::default()
+    };
+    config.safety_margin(timeout) <= timeout / 3
+}
+
+/// The shortest `watchdog_timeout` whose safety margin (`t / 100 + 2 ms +
+/// loss_margin`) fits in a third of it: `(2 ms + loss_margin) × 300 / 97`,
+/// about 6.19 ms without a loss margin. Found to the nanosecond, as the
+/// check computes it (integer divisions of a `Duration`).
+fn shortest_watchdog_timeout(loss_margin: Duration) -> Duration {
+    let fixed = Duration::from_millis(2).saturating_add(loss_margin);
+    let guess = fixed.as_nanos().saturating_mul(300).div_ceil(97);
+    let mut shortest = Duration::from_nanos(u64::try_from(guess).unwrap_or(u64::MAX));
+    // The guess is within a few nanoseconds of the bound either way.
+    while !leaves_room_for_renewals(shortest, loss_margin) && shortest < MAX_LEASE {
+        shortest += Duration::from_nanos(1);
+    }
+    while shortest > Duration::from_nanos(1)
+        && leaves_room_for_renewals(shortest - Duration::from_nanos(1), loss_margin)
+    {
+        shortest -= Duration::from_nanos(1);
+    }
+    shortest
 }
 
 /// A service name is shown to operators on one line: not empty, short, no
@@ -456,6 +491,38 @@ mod tests {
             .record_ttl(Duration::ZERO)
             .validate()
             .is_err());
+    }
+
+    /// The documented bound is the checked one (issue 37, item 12): about
+    /// 6.19 ms without a loss margin (so 7 ms in whole milliseconds), and
+    /// it grows with the loss margin.
+    #[test]
+    fn watchdog_timeout_is_refused_below_its_documented_minimum() {
+        let check = |t: Duration, loss: Duration| {
+            ClientConfig::default()
+                .watchdog_timeout(t)
+                .loss_margin(loss)
+                .validate()
+        };
+        let shortest = shortest_watchdog_timeout(Duration::ZERO);
+        assert!(
+            shortest > Duration::from_micros(6_185) && shortest < Duration::from_micros(6_190),
+            "{shortest:?}"
+        );
+        assert!(check(shortest, Duration::ZERO).is_ok());
+        let e = check(shortest - Duration::from_nanos(1), Duration::ZERO).unwrap_err();
+        assert!(e.is_invalid_argument(), "{e:?}");
+        assert!(e.to_string().contains(&format!("{shortest:?}")), "{e}");
+        assert!(check(Duration::from_millis(7), Duration::ZERO).is_ok());
+        assert!(check(Duration::from_millis(6), Duration::ZERO).is_err());
+        // 3 ms, the bound the docs used to give, was never enough.
+        assert!(check(Duration::from_millis(3), Duration::ZERO).is_err());
+
+        let loss = Duration::from_secs(1);
+        let shortest = shortest_watchdog_timeout(loss);
+        assert!(check(shortest, loss).is_ok());
+        assert!(check(shortest - Duration::from_nanos(1), loss).is_err());
+        assert!(shortest > Duration::from_millis(3_098) && shortest < Duration::from_millis(3_099));
     }
 
     #[test]

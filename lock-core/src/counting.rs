@@ -17,7 +17,10 @@
 //!
 //! # Waiting
 //! [`wait_for`]: a first attempt, then the wait loop, each look a fresh
-//! attempt; [`wait_until`]: the same for a condition that takes nothing. A kind that knows no time to look again (no lease ends)
+//! attempt, riding out store outages (and refusals that prove an attempt
+//! did not run) as a lock's waiter does, within the wait's deadline (the
+//! `outage` module); [`wait_until`]: the same for a condition that takes
+//! nothing. A kind that knows no time to look again (no lease ends)
 //! falls back to [`crate::ClientConfig::no_ttl_recheck`].
 
 use std::future::Future;
@@ -34,6 +37,7 @@ use crate::error::{LockError, Result};
 use crate::name::LockName;
 use crate::op;
 use crate::options::WAIT_OVERSHOOT;
+use crate::outage::Outage;
 use crate::store_clock::outcome_forgotten;
 use crate::telemetry::{self, Timed};
 use crate::wait_loop::{self, Waiting};
@@ -295,6 +299,10 @@ where
         .and_then(|d| d.checked_add(WAIT_OVERSHOOT));
     let mut waiting = Attempts {
         attempt,
+        // As a lock's waiter does (the `outage` module): a store outage or
+        // a refusal that proves the attempt did not run costs the wait
+        // time, not its end; a try fails as the retry policy says.
+        outage: Outage::new(&inner.config.retry, &inner.outages, name, deadline),
         cut,
         answered: false,
         cut_short: false,
@@ -328,9 +336,14 @@ where
 }
 
 /// A counting kind's side of the wait loop: each look is a fresh attempt,
-/// and a look that took permits owns them (dropped, they go back).
-struct Attempts<A> {
+/// and a look that took permits owns them (dropped, they go back). A look
+/// whose attempt failed with a retryable error makes a fresh one after a
+/// backoff while the wait's deadline allows ([`Outage::ride`]): the failed
+/// attempt's outcome, if unknown, is settled in the background
+/// ([`acquire`]), so a fresh attempt never takes twice.
+struct Attempts<'a, A> {
     attempt: A,
+    outage: Outage<'a>,
     /// When a look still in flight is given up (`None`: never).
     cut: Option<Instant>,
     /// Whether the store answered a look of this wait.
@@ -339,7 +352,7 @@ struct Attempts<A> {
     cut_short: bool,
 }
 
-impl<A> Attempts<A> {
+impl<A> Attempts<'_, A> {
     /// How a wait that failed with `error` ends: as one that ran out when
     /// its last look was cut off after the store had answered it, else
     /// with `error` (as a lock's wait does).
@@ -352,7 +365,7 @@ impl<A> Attempts<A> {
     }
 }
 
-impl<P, A, Fut> Waiting for Attempts<A>
+impl<P, A, Fut> Waiting for Attempts<'_, A>
 where
     A: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<P>>>,
@@ -364,21 +377,30 @@ where
     /// [`acquire`]). An error, also for a wait that then ends as one that
     /// ran out, so a wake-up the look did not use is passed on.
     async fn look(&mut self) -> Result<Look<P>> {
-        let Some(cut) = self.cut else {
-            return (self.attempt)().await;
-        };
-        match Box::pin(tokio::time::timeout_at(cut, (self.attempt)())).await {
-            Ok(look) => {
-                if look.is_ok() {
+        loop {
+            let tried = match self.cut {
+                None => (self.attempt)().await,
+                Some(cut) => match Box::pin(tokio::time::timeout_at(cut, (self.attempt)())).await {
+                    Ok(tried) => tried,
+                    Err(_) => {
+                        self.cut_short = true;
+                        return Err(LockError::timeout(
+                            "the store did not answer within the wait",
+                        ));
+                    }
+                },
+            };
+            match tried {
+                Ok(look) => {
                     self.answered = true;
+                    self.outage.over();
+                    return Ok(look);
                 }
-                look
-            }
-            Err(_) => {
-                self.cut_short = true;
-                Err(LockError::timeout(
-                    "the store did not answer within the wait",
-                ))
+                Err(error) => {
+                    if !self.outage.ride(&error).await {
+                        return Err(error);
+                    }
+                }
             }
         }
     }

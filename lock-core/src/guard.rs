@@ -29,8 +29,11 @@ use crate::telemetry;
 ///
 /// # Dropping
 /// Dropping a guard stops its renewal at once and sends the release from a
-/// background task on the client's runtime; errors there are logged, and the
-/// lock then expires with its lease. Call [`Guard::unlock`] to see errors.
+/// background task on the client's runtime. One whose outcome is unknown
+/// after the retry policy (an outage, a store refusing writes) goes on
+/// until the store answers, within the lease; other errors are logged, and
+/// the lock then expires with its lease. Call [`Guard::unlock`] to see
+/// errors.
 /// A guard whose lock is already known lost sends no release: the owner may
 /// hold the lock again by then, and that newer hold is not this guard's.
 #[must_use = "the lock is released as soon as the guard is dropped"]
@@ -299,7 +302,9 @@ impl Guard {
     /// [`LockError::NotHeld`] when the lock was no longer ours: its lease
     /// ran out, it was force-unlocked or deleted (nothing is sent when that
     /// was known already, [`Guard::is_lost`]); backend errors that outlived
-    /// the retry policy (the lock then expires with its lease).
+    /// the retry policy: a retryable one means the release goes on in the
+    /// background until the store answers (or the lease ends, which frees
+    /// the lock as well).
     ///
     /// # Cancel safety
     /// The release runs to completion even if this future is dropped.

@@ -25,6 +25,11 @@ pub(crate) struct Nodes {
     pubsub_tls: Option<Arc<rustls::ClientConfig>>,
     sets: Mutex<HashMap<Addr, Arc<ConnectionSet>>>,
     closed: std::sync::atomic::AtomicBool,
+    /// Whether any node's connections were ever made, shared by every
+    /// node's set: a node first reached after the client connected fails
+    /// a connect as the client's others do (`ConnectionSet`'s docs: a
+    /// failed reconnect is an outage).
+    established: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Nodes {
@@ -69,6 +74,7 @@ impl Nodes {
             pubsub_tls,
             sets: Mutex::new(HashMap::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            established: Arc::default(),
         })
     }
 
@@ -130,10 +136,13 @@ impl Nodes {
             self.connection_info(addr)?,
             self.config.connection.tls.as_ref(),
         )?;
-        let set = Arc::new(ConnectionSet::new(
-            client,
-            &self.config.node_config(&format!("redis://{addr}/")),
-        ));
+        let set = Arc::new(
+            ConnectionSet::new(
+                client,
+                &self.config.node_config(&format!("redis://{addr}/")),
+            )
+            .sharing_established(Arc::clone(&self.established)),
+        );
         sets.insert(addr.clone(), set.clone());
         Ok(set)
     }

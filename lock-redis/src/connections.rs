@@ -49,6 +49,22 @@
 //! Calls already running on a discarded connection finish on it; its socket
 //! closes when the last of them drops its handle.
 //!
+//! # A failed reconnect is an outage
+//! Once the set has made a connection, a connect that fails for any reason
+//! (the credentials provider failing, `AUTH` refused, a TLS handshake
+//! refused, as well as a refused or timed-out connect) is
+//! [`LockError::Unavailable`], with the cause in its message and source:
+//! the request never reached the server, so it is safe to retry, and what
+//! the client is doing (a wait, a release, a permit given back, renewals)
+//! must ride it out as it rides a server restart, not end or be lost over
+//! a provider that fails for a moment or a token that rotated on the
+//! server a moment before the provider's. A cause that persists shows as
+//! an outage that does not end, its cause in the log (the waits' outage
+//! warning, the background releases' warnings). Before the first
+//! connection (a new client's connect, or a lazy one's first call) such a
+//! refusal keeps its own error ([`LockError::Unauthorized`],
+//! [`LockError::Tls`], ...): there the caller has a configuration to fix.
+//!
 //! # Following a Sentinel master
 //! A set made for a Sentinel group asks the group's master for a client on
 //! every connect (the master is cached until a failure). Broken
@@ -156,6 +172,9 @@ pub struct ConnectionSet {
     next: AtomicUsize,
     epoch: AtomicU64,
     closed: AtomicBool,
+    /// Whether a connection was ever made (by this set, or by another of
+    /// the same client sharing the flag): see the module docs.
+    established: Arc<AtomicBool>,
 }
 
 struct Slot {
@@ -228,7 +247,20 @@ impl ConnectionSet {
             next: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
             closed: AtomicBool::new(false),
+            established: Arc::default(),
         }
+    }
+
+    /// This set, counting as established (a failed connect is then
+    /// [`LockError::Unavailable`], see the module docs) once `established`
+    /// is set, which it sets when it connects. A transport of several sets
+    /// (the cluster's, one per node) gives all of them one flag, so a node
+    /// first reached after the client connected is treated as the client
+    /// is.
+    #[must_use]
+    pub fn sharing_established(mut self, established: Arc<AtomicBool>) -> Self {
+        self.established = established;
+        self
     }
 
     /// Whether [`ConnectionSet::close`] was called.
@@ -319,7 +351,7 @@ impl ConnectionSet {
             Err(e) if e.is_timeout() && connect_by >= deadline => {
                 return Err(self.checkout_timed_out());
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(self.connect_failed(e)),
         };
         let conn = match timeout_at(
             connect_by,
@@ -338,7 +370,7 @@ impl ConnectionSet {
                     self.retire_up_to(epoch);
                 }
                 self.endpoint.invalidate();
-                return Err(from_redis(&e, ""));
+                return Err(self.connect_failed(from_redis(&e, "")));
             }
             Err(_) if connect_by < deadline => {
                 self.endpoint.invalidate();
@@ -420,6 +452,7 @@ impl ConnectionSet {
         if self.is_closed() {
             return Err(LockError::Closed);
         }
+        self.established.store(true, Ordering::Release);
         state.generation += 1;
         let generation = state.generation;
         state.live = Some(Live {
@@ -452,6 +485,21 @@ impl ConnectionSet {
     /// Makes every connection made in `epoch` or before stale.
     fn retire_up_to(&self, epoch: u64) {
         self.epoch.fetch_max(epoch + 1, Ordering::AcqRel);
+    }
+
+    /// The error of a connect that failed with `error`: on an established
+    /// set, a refusal that would not be retried (credentials, TLS, a
+    /// provider's bad answer) is [`LockError::Unavailable`] with `error`
+    /// as its source (see the module docs).
+    fn connect_failed(&self, error: LockError) -> LockError {
+        if error.is_retryable() || error.is_closed() || !self.established.load(Ordering::Acquire) {
+            return error;
+        }
+        tracing::debug!(%error, "reconnecting to redis failed; retried as an outage");
+        LockError::unavailable(
+            format!("reconnecting to redis failed: {error}"),
+            Some(Arc::new(error)),
+        )
     }
 
     fn checkout_timed_out(&self) -> LockError {

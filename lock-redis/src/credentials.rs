@@ -71,11 +71,18 @@ impl fmt::Debug for Credentials {
 /// any configuration
 /// ([`ConnectionOptions::credentials`](crate::ConnectionOptions::credentials)).
 ///
-/// An error fails the connect with [`LockError::Unauthorized`] (the
-/// message says the provider failed): the library cannot tell a transient
-/// failure of the provider's own source from a permanent one, so a
-/// provider should retry what it can itself, and keep handing out its last
-/// token while that is still valid.
+/// An error fails the connect. Before the client's first connection (a
+/// new client's `connect`, a lazy client's first call) that is
+/// [`LockError::Unauthorized`] (the message says the provider failed):
+/// the configuration may be wrong, and the caller can act on it. Once the
+/// client has connected, a failed *re*connect is an outage
+/// ([`LockError::Unavailable`], the provider's error in the message and as
+/// the source; see [`crate::connections`]): the request never reached the
+/// server, so waits ride it out and a release or a permit given back keeps
+/// going in the background until the provider answers again, instead of
+/// being lost over a provider failing for a moment. A provider should
+/// still retry what it can itself, and keep handing out its last token
+/// while that is still valid.
 ///
 /// ```
 /// use lock_redis::{async_trait, Credentials, CredentialsError, CredentialsProvider, RedisConfig};
@@ -101,7 +108,7 @@ pub trait CredentialsProvider: Send + Sync {
     ///
     /// # Errors
     /// Whatever keeps the provider from giving credentials; the connect
-    /// fails with [`LockError::Unauthorized`].
+    /// fails (see the trait's docs for how).
     async fn credentials(&self) -> std::result::Result<Credentials, CredentialsError>;
 }
 

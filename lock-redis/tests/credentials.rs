@@ -2,7 +2,9 @@
 //! every connect and reconnect, command and pub/sub connections alike, so
 //! after the server's password rotates and the connections are killed the
 //! client comes back with the fresh token; a provider that fails is
-//! `LockError::Unauthorized`, at connect or (lazily) at the first call.
+//! `LockError::Unauthorized`, at connect or (lazily) at the first call, and
+//! an outage (`Unavailable`, ridden out, releases kept going) for a client
+//! that connected before.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -143,19 +145,138 @@ async fn after_a_rotation_the_client_reconnects_with_the_fresh_token() {
     client.close().await;
 }
 
+/// An established client whose reconnect is refused (the server rotated
+/// the token before the provider did) is in an outage, not refused: the
+/// request never reached the server. A try says so (retryable, the
+/// refusal in the message and as the source), and a wait rides it until
+/// the provider has the new token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stale_token_after_a_rotation_is_unauthorized() {
+async fn a_stale_token_after_a_rotation_is_an_outage_the_waits_ride() {
     let server = server_with_user("token-1");
     let provider = Rotating::new("token-1");
     let client = connect(config(&server, provider.clone())).await.unwrap();
     let lock = client.lock("stale").unwrap();
     lock.lock().await.unwrap().unlock().await.unwrap();
 
-    // The server moves on; the provider does not.
+    // The server moves on; the provider does not, yet.
     rotate_on_server(&server, "token-2");
     kill_user_connections(&server);
     let e = lock.try_lock().await.unwrap_err();
-    assert!(e.is_unauthorized(), "{e:?}");
+    assert!(e.is_unavailable() && e.is_retryable(), "{e:?}");
+    assert!(e.to_string().contains("reconnecting"), "{e}");
+    let cause = std::error::Error::source(&e).expect("the refusal is the source");
+    assert!(
+        cause.to_string().contains("refused the credentials"),
+        "{cause}"
+    );
+
+    let waiting = tokio::spawn(async move { lock.lock().await });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!waiting.is_finished(), "the wait ended: {waiting:?}");
+    provider.rotate("token-2");
+    let guard = tokio::time::timeout(WITHIN, waiting)
+        .await
+        .expect("the wait ends once the provider has the token")
+        .unwrap()
+        .expect("and gets the lock");
+    guard.unlock().await.unwrap();
+    client.close().await;
+}
+
+/// Fails while told to, else gives `USER`'s token: a token service that is
+/// down for a moment.
+#[derive(Clone, Default)]
+struct Flaky {
+    failing: Arc<std::sync::atomic::AtomicBool>,
+    token: Arc<Mutex<String>>,
+}
+
+impl Flaky {
+    fn fail_for(&self, outage: Duration) {
+        self.failing.store(true, Ordering::SeqCst);
+        let failing = Arc::clone(&self.failing);
+        tokio::spawn(async move {
+            tokio::time::sleep(outage).await;
+            failing.store(false, Ordering::SeqCst);
+        });
+    }
+}
+
+#[async_trait]
+impl CredentialsProvider for Flaky {
+    async fn credentials(&self) -> Result<Credentials, CredentialsError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err("the token service is down".into());
+        }
+        Ok(Credentials::user(USER, self.token.lock().unwrap().clone()))
+    }
+}
+
+/// Bounds "it did finish" generously: a loaded machine is slow, never this
+/// slow.
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// Polls `available` until it reads `want`, within [`WITHIN`].
+async fn until_available(sem: &lock_redis::Semaphore, want: i64) {
+    let reached = tokio::time::timeout(WITHIN, async {
+        loop {
+            if sem.available_permits().await.ok() == Some(want) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        reached.is_ok(),
+        "never {want} permits free: {:?}",
+        sem.available_permits().await
+    );
+}
+
+/// Permits given back while the connections were killed and the provider
+/// failed for half a second are free once it recovers (issue 37, item 2):
+/// the reconnect failing proves the release never reached the server, so
+/// it goes on in the background instead of ending with `Unauthorized`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_given_back_while_the_provider_fails_are_not_lost() {
+    let server = server_with_user("token-1");
+    let provider = Flaky::default();
+    provider.token.lock().unwrap().push_str("token-1");
+    let client = connect(config(&server, provider.clone())).await.unwrap();
+    let sem = client.semaphore("flaky-provider").unwrap();
+    assert!(sem.try_set_permits(2).await.unwrap());
+    let released = sem.acquire().await.unwrap();
+    let dropped = sem.acquire().await.unwrap();
+
+    provider.fail_for(Duration::from_millis(500));
+    kill_user_connections(&server);
+    if let Err(e) = released.release().await {
+        // It outlived the retry policy: it goes on in the background.
+        assert!(e.is_retryable(), "{e:?}");
+    }
+    drop(dropped);
+    until_available(&sem, 2).await;
+    client.close().await;
+}
+
+/// A wait that meets the provider failing rides it out and gets the lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wait_rides_out_a_failing_provider() {
+    let server = server_with_user("token-1");
+    let provider = Flaky::default();
+    provider.token.lock().unwrap().push_str("token-1");
+    let client = connect(config(&server, provider.clone())).await.unwrap();
+    let lock = client.lock("flaky-wait").unwrap();
+    lock.lock().await.unwrap().unlock().await.unwrap();
+
+    provider.fail_for(Duration::from_secs(1));
+    kill_user_connections(&server);
+    let guard = tokio::time::timeout(WITHIN, lock.lock())
+        .await
+        .expect("the wait ends once the provider recovers")
+        .expect("and gets the lock");
+    guard.unlock().await.unwrap();
     client.close().await;
 }
 

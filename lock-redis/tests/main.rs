@@ -43,6 +43,7 @@ mod sentinel;
 mod slot_checking_proxy;
 mod stuck_requests;
 mod tls;
+mod write_refusals;
 
 /// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
 /// target): cargo builds no file it is not told about.

@@ -7,6 +7,8 @@
 //! | I/O error, connection refused / reset / closed | [`LockError::Unavailable`] | yes |
 //! | no reply within the command timeout | [`LockError::Unavailable`] with `timed_out` ([`LockError::is_timeout`]) | yes |
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY`, `NOSCRIPT` after a reload | [`LockError::Unavailable`] | yes |
+//! | a master refusing writes: `NOREPLICAS` (fewer good replicas than `min-replicas-to-write`), `MISCONF` (a failed RDB save with `stop-writes-on-bgsave-error`), also from inside a script | [`LockError::Unavailable`] | yes |
+//! | `ERR max number of clients reached` (the server turning a new connection away) | [`LockError::Unavailable`] | yes |
 //! | no connection within the command timeout, or none could be made | [`LockError::Unavailable`] | yes |
 //! | `STALEREQUEST <ms>` (a request that reached a script after its deadline; nothing written, and it never runs) | [`LockError::StaleRequest`] with the store's time | yes, as a new request |
 //! | `UPGRADE` (a read-write lock's write acquisition by an owner holding its read side; nothing written) | [`LockError::UpgradeRefused`] with the lock key (the kind puts the lock's name in) | no |
@@ -17,6 +19,20 @@
 //! | invalid URL or client configuration | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
 //! | the backend was closed | [`LockError::Closed`] | no |
+//!
+//! The rule: a refusal that proves the request did not run is transient.
+//! Redis refuses `NOREPLICAS` and `MISCONF` before a script's (or a
+//! command's) first write, and the lock scripts write nothing before their
+//! first write can be refused, so the request did nothing and running it
+//! again is safe; the refusal ends when the replica or the disk is back.
+//! Mapped to a non-retryable error, a release refused this way would be
+//! lost for good (a plain semaphore permit has no lease to end it) and a
+//! waiter would stop waiting. The refusals that stay non-retryable are
+//! those the caller has to act on: a wrong type, an ACL rule, `OOM` (see
+//! [`LockError::OutOfMemory`]: releases are never refused by it). A
+//! credentials failure while *re*connecting an established client is the
+//! transports' to classify (`lock_redis::ConnectionSet`): there it is a
+//! connection that could not be made, [`LockError::Unavailable`].
 //!
 //! The backend never retries (only a `NOSCRIPT` reply is answered by loading
 //! the script and running it once more): the engine retries retryable errors
@@ -49,6 +65,19 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
             | "NOSCRIPT"),
         ) => {
             return LockError::unavailable(format!("redis is not ready ({code}): {err}"), source());
+        }
+        // Refused before anything was written: the request did not run.
+        Some(code @ ("NOREPLICAS" | "MISCONF")) => {
+            return LockError::unavailable(
+                format!("redis refuses writes for now ({code}): {err}"),
+                source(),
+            );
+        }
+        Some("ERR") if too_many_clients(err) => {
+            return LockError::unavailable(
+                format!("redis turned the connection away: {err}"),
+                source(),
+            );
         }
         Some(STALE_REQUEST) => {
             if let Some(store_time_ms) = stale_request_time(err) {
@@ -105,6 +134,15 @@ fn unauthorized(err: &RedisError) -> LockError {
     LockError::Unauthorized {
         message: err.to_string(),
     }
+}
+
+/// Redis's answer to a connection past `maxclients`, sent before it reads
+/// any command (so nothing ran), then it closes the connection.
+const TOO_MANY_CLIENTS: &str = "max number of clients reached";
+
+fn too_many_clients(err: &RedisError) -> bool {
+    err.detail()
+        .is_some_and(|detail| detail.starts_with(TOO_MANY_CLIENTS))
 }
 
 /// How a script's `redis.call` refused by the ACL (a command, key or
@@ -271,6 +309,44 @@ mod tests {
             assert!(e.is_retryable(), "{code}: {e}");
             assert!(!e.is_timeout(), "{code}: {e}");
         }
+    }
+
+    /// A master refusing writes (`min-replicas-to-write` unmet, a failed
+    /// RDB save) refused before anything ran: a release or a wait meeting
+    /// it must be retried, not end with `Protocol` (issue 37, item 1).
+    #[test]
+    fn write_refusals_are_retryable() {
+        for (code, detail) in [
+            ("NOREPLICAS", "Not enough good replicas to write."),
+            (
+                "MISCONF",
+                "Redis is configured to save RDB snapshots, but it's currently unable to \
+                 persist to disk. Commands that may modify the data set are disabled.",
+            ),
+            // As it comes from inside a script.
+            (
+                "NOREPLICAS",
+                "Not enough good replicas to write. script: 0123, on @user_script:12.",
+            ),
+        ] {
+            let err = redis::make_extension_error(code.to_owned(), Some(detail.to_owned()));
+            let e = from_redis(&err, "k");
+            assert!(e.is_unavailable() && e.is_retryable(), "{code}: {e:?}");
+            assert!(!e.is_timeout(), "{code}: {e:?}");
+            assert!(e.to_string().contains(code), "{e}");
+        }
+    }
+
+    /// `maxclients` reached: the server says so before it reads a command.
+    #[test]
+    fn a_server_full_of_clients_is_retryable() {
+        let err = RedisError::from((
+            ErrorKind::Server(redis::ServerErrorKind::ResponseError),
+            "An error was signalled by the server",
+            "max number of clients reached".to_owned(),
+        ));
+        let e = from_redis(&err, "");
+        assert!(e.is_retryable(), "{err:?} -> {e:?}");
     }
 
     #[test]

@@ -38,6 +38,7 @@ mod semaphore_faults;
 mod sentinel_fixture;
 mod store_clock;
 mod wait_bounds;
+mod write_refusals;
 
 /// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
 /// target): cargo builds no file it is not told about.

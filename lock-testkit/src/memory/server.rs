@@ -29,6 +29,9 @@ pub(crate) struct Faults {
     pub(crate) drop_notices: bool,
     /// Calls slower than this fail after it, without running.
     pub(crate) command_timeout: Option<Duration>,
+    /// While set, scripts and write commands answer this error reply
+    /// without running, as a master refusing writes does.
+    pub(crate) refuse_writes: Option<String>,
 }
 
 /// One connection's pub/sub: what it is subscribed to, and who hears it.
@@ -561,6 +564,17 @@ impl InMemoryServer {
     /// (the default): calls wait out any latency.
     pub fn set_command_timeout(&self, timeout: Option<Duration>) {
         self.state().faults.command_timeout = timeout;
+    }
+
+    /// While `Some(reply)`, every script and write command answers the
+    /// error reply `reply` (code first: `"NOREPLICAS Not enough good
+    /// replicas to write."`, `"MISCONF ..."`) without running, as a Redis
+    /// master refusing writes does (`min-replicas-to-write` unmet, a failed
+    /// RDB save); reads still answer. The reply reaches the kinds through
+    /// the same error mapping as a real server's (`lock_script::error`).
+    /// `None` ends the refusal.
+    pub fn refuse_writes(&self, reply: Option<&str>) {
+        self.state().faults.refuse_writes = reply.map(str::to_owned);
     }
 
     /// While `true`, published notices reach nobody (a pub/sub outage).

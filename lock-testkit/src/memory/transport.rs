@@ -180,7 +180,13 @@ fn late(calls: &[ScriptCall<'_>]) -> Late {
 
 /// Runs `call` on `state`: a script as `EVALSHA` (on `NOSCRIPT` loading it,
 /// `SCRIPT LOAD`, and running it once more), a plain command as sent.
+/// While the store refuses writes ([`InMemoryServer::refuse_writes`]),
+/// a script or write command answers the refusal without running.
 fn run_call(state: &mut State, call: &ScriptCall<'_>) -> (ScriptReply, Vec<Published>) {
+    let read = matches!(call.body, Body::Command(command) if READS.iter().any(|r| r.eq_ignore_ascii_case(command)));
+    if let Some(refusal) = state.faults.refuse_writes.clone().filter(|_| !read) {
+        return (ScriptReply::Error(refusal), Vec::new());
+    }
     let keys: Vec<Vec<u8>> = call.keys.iter().map(|k| k.as_bytes().to_vec()).collect();
     let args: Vec<Vec<u8>> = call.args.iter().map(|a| a.as_bytes().to_vec()).collect();
     let script = match call.body {
@@ -206,6 +212,11 @@ fn run_call(state: &mut State, call: &ScriptCall<'_>) -> (ScriptReply, Vec<Publi
         Err(e) => (ScriptReply::Error(format!("ERR {e}")), Vec::new()),
     }
 }
+
+/// The commands a master refusing writes still runs. (Scripts are all
+/// refused: the kinds' scripts write, and Redis refuses a script that may
+/// write at its first write, before anything was written.)
+const READS: [&str; 6] = ["GET", "PTTL", "EXISTS", "HGETALL", "TIME", "PING"];
 
 /// A script's reply as the kinds see it from any transport.
 fn decode(reply: ScriptReply, first_key: &str) -> Result<Value> {

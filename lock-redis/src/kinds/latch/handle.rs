@@ -14,7 +14,9 @@
 //! count was set or the latch deleted makes them read the count again.
 //!
 //! A count-down is retried after an unknown outcome with its request id,
-//! so it never counts twice.
+//! so it never counts twice, and goes on in the background when the retry
+//! policy runs out (as a permit given back does), so it is never lost to a
+//! transient fault.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -115,15 +117,26 @@ impl CountDownLatch {
     /// changes nothing (returns 0). Retried after an unknown outcome
     /// without counting twice.
     ///
+    /// A count-down is given back to the latch as a permit is to a
+    /// semaphore ([`counting::give_back`]): when its outcome is still
+    /// unknown after the retry policy (an outage, a master refusing
+    /// writes), it goes on in the background until the store answers, so a
+    /// latch waited on opens once the fault ends.
+    ///
     /// # Errors
-    /// As [`CountDownLatch::try_set_count`] (but for the count checks).
+    /// As [`CountDownLatch::try_set_count`] (but for the count checks). A
+    /// retryable error means the count-down goes on in the background: do
+    /// not count down again for it.
     ///
     /// # Cancel safety
-    /// Dropping the future may leave the count-down done or not.
+    /// The count-down runs to completion even when this future is dropped.
     pub async fn count_down(&self) -> Result<u64> {
-        let req = self.request();
-        self.retrying("count_down", || self.kind.count_down(&req))
-            .await
+        let kind = Arc::clone(&self.kind);
+        counting::give_back(&self.client, "count down", self.request(), move |req| {
+            let kind = Arc::clone(&kind);
+            async move { kind.count_down(&req).await }
+        })
+        .await
     }
 
     /// The current count; 0 when the latch is open (not set, deleted, or

@@ -382,9 +382,6 @@ impl PermitExpirableSemaphore {
         }
     }
 
-    /// Gives back the permit `id` from a background task (a dropped guard
-    /// or acquisition); errors are logged, and the permit then comes back
-    /// with its lease.
     /// The guard of the permit `id`, taken with `leasing` and valid until
     /// `deadline`: registered with the client's table (and its watchdog).
     fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> ExpirablePermit {
@@ -397,6 +394,10 @@ impl PermitExpirableSemaphore {
         ExpirablePermit::new(self.clone(), lease)
     }
 
+    /// Gives back the permit `id` from a background task (a dropped guard
+    /// or acquisition), which keeps trying through transient faults until
+    /// the store answers ([`counting::give_back`]); other errors are
+    /// logged, and the permit then comes back with its lease.
     pub(crate) fn release_in_background(&self, id: PermitId) {
         let inner = self.inner().clone();
         let kind = Arc::clone(&self.kind);

@@ -32,7 +32,8 @@ use super::PermitExpirableSemaphore;
 ///
 /// # Dropping
 /// Dropping the guard stops its renewal at once and sends the release from
-/// a background task on the client's runtime; errors there are logged, and
+/// a background task on the client's runtime, which keeps trying through
+/// transient faults until the store answers; other errors are logged, and
 /// the permit then comes back with its lease. Call
 /// [`ExpirablePermit::release`] to see errors, or [`ExpirablePermit::into_id`] to
 /// keep the permit taken for whoever releases it by id. A guard of a permit
@@ -145,8 +146,8 @@ impl ExpirablePermit {
     /// [`LockError::NotHeld`] when the permit was no longer taken: its
     /// lease ended, or it was released by id (nothing is sent when that was
     /// known already, [`ExpirablePermit::is_lost`]); store errors that
-    /// outlived the retry policy (the permit then comes back with its
-    /// lease); [`LockError::Closed`].
+    /// outlived the retry policy (a retryable one means the release goes on
+    /// in the background until the store answers); [`LockError::Closed`].
     ///
     /// # Cancel safety
     /// The release runs to completion even when this future is dropped.
