@@ -150,3 +150,19 @@ async fn closed_backends_fail_with_closed() {
         .await
     );
 }
+
+/// A database index past the server's `databases` (16) is a configuration
+/// to fix: `InvalidArgument`, naming the setting, not `Protocol`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_index_out_of_range_is_an_invalid_argument() {
+    let server = RedisServer::start();
+    let url = format!("{}99", server.url());
+    let e = lock_redis::connect(
+        lock_redis::RedisConfig::new(url),
+        lock_redis::ClientConfig::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.is_invalid_argument(), "{e:?}");
+    assert!(e.to_string().contains("databases"), "{e}");
+}

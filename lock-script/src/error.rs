@@ -16,7 +16,7 @@
 //! | `OOM` (at `maxmemory` with `noeviction`: a script's first refused write; the scripts refuse before writing anything) | [`LockError::OutOfMemory`] | no (see its docs) |
 //! | wrong password / user (`WRONGPASS`, `NOAUTH`), a user lacking a permission (`NOPERM`, also from inside a script, in Redis's and Valkey's words) | [`LockError::Unauthorized`] | no |
 //! | a TLS handshake failing over a certificate (server's not trusted, ours refused or missing; feature `tls`) | [`LockError::Tls`] | no |
-//! | invalid URL or client configuration | [`LockError::InvalidArgument`] | no |
+//! | invalid URL or client configuration; a database index (`/<db>`) past the server's `databases` (`ERR DB index is out of range`) | [`LockError::InvalidArgument`] | no |
 //! | a reply of an unexpected shape, any other error reply | [`LockError::Protocol`] | no |
 //! | the backend was closed | [`LockError::Closed`] | no |
 //!
@@ -100,6 +100,15 @@ pub fn from_redis(err: &RedisError, first_key: &str) -> LockError {
             };
         }
         Some("WRONGPASS" | "NOAUTH" | "NOPERM") => return unauthorized(err),
+        // The URL's `/<db>` past the server's `databases` setting: `SELECT`
+        // on connect refuses it, for good. A configuration to fix, not a
+        // bug to report.
+        Some("ERR") if err.detail().is_some_and(|d| d.contains(DB_OUT_OF_RANGE)) => {
+            return LockError::invalid(format!(
+                "the database index in the URL (`redis://host:port/<db>`) is out of range for \
+                 this server (its `databases` setting, 16 by default): {err}"
+            ));
+        }
         _ => {}
     }
     if let Some(message) = tls::certificate_failure(err) {
@@ -163,6 +172,9 @@ fn script_lacks_permission(err: &RedisError) -> bool {
             .detail()
             .is_some_and(|detail| SCRIPT_NOPERM.iter().any(|text| detail.contains(text)))
 }
+
+/// What Redis and Valkey say of a `SELECT` past their `databases`.
+const DB_OUT_OF_RANGE: &str = "DB index is out of range";
 
 /// The error code of a fencing-token counter that does not hold an integer
 /// (see `scripts/common.lua`).
@@ -399,6 +411,17 @@ mod tests {
             "{e:?}"
         );
         assert!(e.is_retryable() && e.is_stale_request());
+    }
+
+    #[test]
+    fn a_database_index_out_of_range_is_an_invalid_argument() {
+        let select = redis::make_extension_error(
+            "ERR".to_owned(),
+            Some("DB index is out of range".to_owned()),
+        );
+        let e = from_redis(&select, "k");
+        assert!(e.is_invalid_argument() && !e.is_retryable(), "{e:?}");
+        assert!(e.to_string().contains("databases"), "{e}");
     }
 
     #[test]
