@@ -54,6 +54,7 @@
 
 mod client;
 mod client_info;
+mod closing;
 pub mod config;
 mod connection;
 #[doc(hidden)] // Shown in `backend`.
@@ -65,6 +66,7 @@ mod guard;
 mod held;
 mod holds;
 mod kind;
+mod live_permits;
 mod lock;
 mod multi_lock;
 pub mod name;
@@ -122,6 +124,7 @@ pub mod backend {
         deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
         RenewTarget, RequestId,
     };
+    pub use crate::live_permits::{GiveBack, LivePermit, LivePermits};
     pub use crate::permit_leases::{PermitHold, PermitLeases};
     pub use crate::semaphore_kind::{
         check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,

@@ -54,6 +54,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         Some(lease) => (fixed_lease_millis(&inner.config, lease, "lease")?, false),
     };
     let (owner, private_owner) = resolve_owner(inner, opts.owner)?;
+    refuse_self_deadlock(lock, private_owner, opts.wait)?;
     let deadline = match opts.wait {
         Wait::Forever => None,
         Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
@@ -172,8 +173,25 @@ impl LockWait<'_> {
     }
 
     /// Turns a hold into the caller's guard; taking the lock leaves the
-    /// queue.
-    fn won(&mut self, hold: op::PendingHold) -> Guard {
+    /// queue. The hold joins the client's table before the acquisition
+    /// stops counting as in flight, so a close that waited for every
+    /// acquisition in flight finds it there; once the client is closing the
+    /// table refuses it, and it is given back (dropped) instead:
+    /// [`LockError::Closed`].
+    fn won(&mut self, hold: op::PendingHold) -> Result<Guard> {
+        let inner = self.lock.inner();
+        let registered = Guard::register(
+            inner,
+            hold.kind(),
+            hold.request(),
+            hold.started(),
+            self.watchdog,
+        );
+        let Some((registered, deadline)) = registered else {
+            tracing::debug!(lock = %self.lock.name(), "the lock was taken while the client closed; giving it back");
+            drop(hold);
+            return Err(LockError::Closed);
+        };
         if let Some(place) = self.queued.take() {
             place.disarm();
         }
@@ -183,16 +201,15 @@ impl LockWait<'_> {
             op::WON
         };
         self.won.store(ended, Ordering::Release);
-        let kind = Arc::clone(hold.kind());
-        let (req, fencing_token, started) = hold.accept();
-        Guard::new(
-            Arc::clone(self.lock.inner()),
-            &kind,
-            req,
+        let (req, fencing_token, _) = hold.accept();
+        Ok(Guard::new(
+            Arc::clone(inner),
+            registered,
+            &req,
             fencing_token,
-            started,
+            deadline,
             self.watchdog,
-        )
+        ))
     }
 }
 
@@ -254,7 +271,7 @@ impl Waiting for LockWait<'_> {
                 drop(hold);
                 Err(LockError::lock_lost(self.lock.name().as_str()))
             }
-            Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
+            Attempt::Acquired(hold) => self.won(hold).map(Look::Got),
             Attempt::Held { ttl } => Ok(Look::Busy(ttl)),
             // Never returned by the loop above, which keeps unknown outcomes.
             Attempt::Unknown(unknown) => Err(unknown.error().clone()),
@@ -262,7 +279,7 @@ impl Waiting for LockWait<'_> {
     }
 
     /// Handed over by the release itself: ours without asking.
-    fn handed(&mut self, subscription: &Subscription) -> Option<Guard> {
+    fn handed(&mut self, subscription: &Subscription) -> Option<Result<Guard>> {
         let ticket = self.wait_ticket?;
         if !subscription.take_grant(ticket) {
             return None;
@@ -289,6 +306,32 @@ impl Waiting for LockWait<'_> {
     fn may_skip_first_look(&self) -> bool {
         !self.lock.kind().queues_waiters()
     }
+}
+
+/// Refuses at once a plain acquisition (`private_owner`) that would wait
+/// for a hold its own task took by a plain acquisition
+/// ([`LockError::SelfDeadlock`]): each plain acquisition is an owner of its
+/// own, so it would wait for itself forever. A try that does not wait
+/// cannot hang, and answers "held" as before; outside a tokio task there
+/// is no task to tell, and nothing is checked. One lookup in the client's
+/// table of holds, by (task, lock name).
+fn refuse_self_deadlock(lock: &Lock, private_owner: bool, wait: Wait) -> Result<()> {
+    if !private_owner || wait == Wait::For(Duration::ZERO) {
+        return Ok(());
+    }
+    let Some(task) = tokio::task::try_id() else {
+        return Ok(());
+    };
+    if lock
+        .inner()
+        .holds
+        .held_by_task(task, lock.name(), lock.kind().as_ref())
+    {
+        return Err(LockError::SelfDeadlock {
+            name: lock.name().as_str().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// The owner to acquire as, and whether it was made for this acquisition

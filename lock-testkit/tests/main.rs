@@ -35,6 +35,7 @@ mod run_locked;
 mod semaphore_faults;
 #[cfg(feature = "fixtures")]
 mod sentinel_fixture;
+mod shutdown;
 
 /// Every `tests/*.rs` file is listed above (or is its own `[[test]]`
 /// target): cargo builds no file it is not told about.
