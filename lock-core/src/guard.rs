@@ -86,7 +86,7 @@ impl Guard {
             name: req.name.clone(),
             owner: req.owner,
         };
-        let task = req.private_owner.then(tokio::task::try_id).flatten();
+        let task = req.private_owner.then(crate::holds::TaskKey::current);
         let hold =
             inner
                 .holds

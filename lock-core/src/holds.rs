@@ -372,7 +372,7 @@ struct Table {
     /// held lock pays). Keyed by the name alone, so a hold finds its entry
     /// without knowing its task; one name has one exclusive holder, so a
     /// bucket is long only with many read holds of one name.
-    by_task: HashTable<(tokio::task::Id, Arc<Hold>)>,
+    by_task: HashTable<(TaskKey, Arc<Hold>)>,
     hasher: DefaultHashBuilder,
     /// Set by [`Holds::close`]: no hold registers any more.
     closed: bool,
@@ -442,7 +442,7 @@ impl Table {
             .is_some()
     }
 
-    fn insert(&mut self, hold: Arc<Hold>, task: Option<tokio::task::Id>) {
+    fn insert(&mut self, hold: Arc<Hold>, task: Option<TaskKey>) {
         if let Some(task) = task {
             let hash = self.name_hash(&hold.target.name);
             let hasher = &self.hasher;
@@ -455,6 +455,30 @@ impl Table {
         let hasher = &self.hasher;
         self.holds
             .insert_unique(hash, hold, |hold| hasher.hash_one(HoldKey::of(hold)));
+    }
+}
+
+/// What runs an acquisition, as far as waiting for itself goes: the
+/// tokio task, or, outside any task (the body of `#[tokio::main]` or of
+/// a `block_on`, which is no task), the thread that polls it, which runs
+/// nothing else in the meantime: a sync caller's `block_on(lock.lock())`
+/// twice on one thread waits for itself as a task would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskKey {
+    /// A tokio task.
+    Task(tokio::task::Id),
+    /// A thread polling a future outside any tokio task.
+    Thread(std::thread::ThreadId),
+}
+
+impl TaskKey {
+    /// What runs the caller now. A thread-local read (and, outside a
+    /// task, the thread handle's reference count): no allocation.
+    pub(crate) fn current() -> Self {
+        match tokio::task::try_id() {
+            Some(id) => Self::Task(id),
+            None => Self::Thread(std::thread::current().id()),
+        }
     }
 }
 
@@ -512,7 +536,7 @@ impl Holds {
         deadline: Deadline,
         watched: bool,
         private: bool,
-        task: Option<tokio::task::Id>,
+        task: Option<TaskKey>,
     ) -> Option<Arc<Hold>> {
         let key = HoldKey::new(&target, kind.as_ref());
         let mut table = self.table();
@@ -554,11 +578,13 @@ impl Holds {
     }
 
     /// Whether task `task` holds `name` by a plain acquisition (its own
-    /// owner) that keeps a plain acquisition through `kind` waiting: that
-    /// acquisition would wait for its own task. One hash lookup.
+    /// owner) under the watchdog that keeps a plain acquisition through
+    /// `kind` waiting: that acquisition would wait for its own task
+    /// forever. (A fixed lease ends by itself: waiting for it is a wait,
+    /// not a hang.) One hash lookup.
     pub(crate) fn held_by_task(
         &self,
-        task: tokio::task::Id,
+        task: TaskKey,
         name: &crate::LockName,
         kind: &dyn ExclusiveKind,
     ) -> bool {
@@ -570,7 +596,11 @@ impl Holds {
         table
             .by_task
             .find(hash, |(id, hold)| {
-                *id == task && hold.target.name == *name && !hold.overdue() && hold.blocks(kind)
+                *id == task
+                    && hold.target.name == *name
+                    && hold.is_watched()
+                    && !hold.overdue()
+                    && hold.blocks(kind)
             })
             .is_some()
     }

@@ -309,19 +309,17 @@ impl Waiting for LockWait<'_> {
 }
 
 /// Refuses at once a plain acquisition (`private_owner`) that would wait
-/// for a hold its own task took by a plain acquisition
+/// for a hold its own task (or, outside any task, its own thread: see
+/// `holds::TaskKey`) took by a plain acquisition
 /// ([`LockError::SelfDeadlock`]): each plain acquisition is an owner of its
 /// own, so it would wait for itself forever. A try that does not wait
-/// cannot hang, and answers "held" as before; outside a tokio task there
-/// is no task to tell, and nothing is checked. One lookup in the client's
-/// table of holds, by (task, lock name).
+/// cannot hang, and answers "held" as before. One lookup in the client's
+/// table of holds, by lock name, skipped while no plain hold is indexed.
 fn refuse_self_deadlock(lock: &Lock, private_owner: bool, wait: Wait) -> Result<()> {
     if !private_owner || wait == Wait::For(Duration::ZERO) {
         return Ok(());
     }
-    let Some(task) = tokio::task::try_id() else {
-        return Ok(());
-    };
+    let task = crate::holds::TaskKey::current();
     if lock
         .inner()
         .holds
