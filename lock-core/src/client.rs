@@ -7,7 +7,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::config::{lease_millis, ClientConfig};
-use crate::connection::Connection;
+use crate::connection::{Connection, Notice, NoticeSink};
 use crate::error::{LockError, Result};
 use crate::fenced_lock::FencedLock;
 use crate::holds::Holds;
@@ -266,9 +266,10 @@ impl Engine {
     }
 
     /// Closes the client, giving back everything it holds:
-    /// 1. No new acquisition starts ([`LockError::Closed`]); acquisitions
-    ///    and releases already in flight finish ([`Engine::settle`]): an
-    ///    acquisition landing now is given back, not handed out.
+    /// 1. No new acquisition starts ([`LockError::Closed`]), and waiting
+    ///    ones end with it at once; acquisitions and releases already in
+    ///    flight finish ([`Engine::settle`]): an acquisition landing now
+    ///    is given back, not handed out.
     /// 2. Every live guard and permit is told it is lost
     ///    ([`crate::Guard::lost`] resolves), and the client gives back every
     ///    lock (all holds of each owner, every kind and side) and every
@@ -305,6 +306,10 @@ impl Engine {
     /// As [`Engine::close`]; dropping the future may skip `last`.
     pub async fn close_with<F: Future<Output = ()>>(&self, last: F) {
         if !self.inner.closed.swap(true, Ordering::SeqCst) {
+            // Every waiter looks again now, and its attempt ends its wait
+            // with `Closed`, rather than sleeping until a notice or the
+            // holder's time to live.
+            self.inner.waiters.deliver(Notice::Reset);
             let left = Arc::new(AtomicUsize::new(0));
             let bound = self.inner.config.close_timeout;
             let gave_back = crate::closing::give_back_all(&self.inner, Arc::clone(&left));

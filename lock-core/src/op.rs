@@ -290,6 +290,13 @@ pub(crate) async fn acquire(
         in_flight,
         async move {
             let mut place = place;
+            // A wait's next attempt after a close began: the wait ends.
+            if let Err(closed) = task_inner.check_open() {
+                return Landed {
+                    attempt: Err(closed),
+                    place,
+                };
+            }
             let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
                 backend.try_acquire(&req)
             });

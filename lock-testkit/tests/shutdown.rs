@@ -293,3 +293,35 @@ async fn a_lock_handed_to_a_waiter_during_close_is_given_back() {
     drop(held);
     assert_eq!(lock_keys(&server, &["handed"]), Vec::<String>::new());
 }
+
+/// A waiter of the closing client, waiting for another client's lock,
+/// ends at once with `Closed`, not when that holder lets go.
+#[tokio::test(start_paused = true)]
+async fn waiters_end_with_closed_at_once() {
+    let server = InMemoryServer::new();
+    let long = ClientConfig::default().watchdog_timeout(Duration::from_secs(30));
+    let holder = server.client_with(long.clone()).unwrap();
+    let _held = holder.lock("busy").unwrap().lock().await.unwrap();
+    let c = server.client_with(long).unwrap();
+    let waiter = {
+        let lock = c.lock("busy").unwrap();
+        tokio::spawn(async move { lock.lock().await.map(|g| g.owner()) })
+    };
+    let sem = c.semaphore("empty").unwrap();
+    sem.try_set_permits(0).await.unwrap();
+    let sem_waiter = tokio::spawn(async move { sem.acquire().await.map(|p| p.forget()) });
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let started = Instant::now();
+    c.close().await;
+    let outcome = tokio::time::timeout(Duration::from_millis(100), waiter)
+        .await
+        .expect("the waiter ended with the close")
+        .unwrap();
+    assert!(matches!(outcome, Err(LockError::Closed)), "{outcome:?}");
+    let outcome = tokio::time::timeout(Duration::from_millis(100), sem_waiter)
+        .await
+        .expect("the semaphore's waiter ended with the close")
+        .unwrap();
+    assert!(matches!(outcome, Err(LockError::Closed)), "{outcome:?}");
+    assert!(started.elapsed() < Duration::from_millis(100));
+}
