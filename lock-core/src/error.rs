@@ -133,11 +133,11 @@ pub enum LockError {
         name: String,
     },
 
-    /// A plain acquisition (no explicit owner, no owner scope) that would
-    /// wait for a hold its own task took by a plain acquisition: each plain
+    /// A plain acquisition (no explicit owner, no owner scope) that found
+    /// the lock held by a plain acquisition of its own task: each plain
     /// acquisition is an owner of its own, so the second would wait for the
-    /// first forever. Refused at once; nothing was taken, and the first
-    /// hold is untouched. Re-enter with the first guard's owner
+    /// first forever. Refused before it waits; nothing was taken, and the
+    /// first hold is untouched. Re-enter with the first guard's owner
     /// (`lock.lock_as(guard.owner())`) or inside an owner scope
     /// (`client.scope`), or release first. A try that does not wait
     /// (`try_lock`) is not refused: it answers "held", as for any holder.

@@ -54,7 +54,6 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         Some(lease) => (fixed_lease_millis(&inner.config, lease, "lease")?, false),
     };
     let (owner, private_owner) = resolve_owner(inner, opts.owner)?;
-    refuse_self_deadlock(lock, private_owner, opts.wait)?;
     let deadline = match opts.wait {
         Wait::Forever => None,
         Wait::For(wait) => Some(Instant::now().checked_add(wait).unwrap_or_else(far_future)),
@@ -91,6 +90,9 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
     }
+    // Held: before it waits, a wait for its own task is refused (a queue
+    // place taken by the first attempt is left as the wait is dropped).
+    refuse_self_deadlock(lock, private_owner)?;
 
     let label = telemetry::kind_label(kind.kind_name(), opts.fenced);
     let span = tracing::debug_span!(
@@ -308,15 +310,17 @@ impl Waiting for LockWait<'_> {
     }
 }
 
-/// Refuses at once a plain acquisition (`private_owner`) that would wait
-/// for a hold its own task (or, outside any task, its own thread: see
-/// `holds::TaskKey`) took by a plain acquisition
-/// ([`LockError::SelfDeadlock`]): each plain acquisition is an owner of its
-/// own, so it would wait for itself forever. A try that does not wait
-/// cannot hang, and answers "held" as before. One lookup in the client's
-/// table of holds, by lock name, skipped while no plain hold is indexed.
-fn refuse_self_deadlock(lock: &Lock, private_owner: bool, wait: Wait) -> Result<()> {
-    if !private_owner || wait == Wait::For(Duration::ZERO) {
+/// Refuses a plain acquisition (`private_owner`) whose first attempt
+/// found the lock held, when the hold is its own task's (or, outside any
+/// task, its own thread's: see `holds::TaskKey`) by a plain acquisition
+/// ([`LockError::SelfDeadlock`]): each plain acquisition is an owner of
+/// its own, so it would wait for itself forever. Checked only then: a free
+/// lock costs no lookup, and a hold the client still lists but the store
+/// no longer has (force-unlocked, not yet found out) refuses nothing. A try
+/// that does not wait cannot hang, and answers "held" before this. One
+/// lookup in the client's table of holds, by lock name.
+fn refuse_self_deadlock(lock: &Lock, private_owner: bool) -> Result<()> {
+    if !private_owner {
         return Ok(());
     }
     let task = crate::holds::TaskKey::current();

@@ -208,3 +208,18 @@ async fn a_fixed_lease_hold_is_waited_for() {
     assert!(leased.is_lost());
     next.unlock().await.unwrap();
 }
+
+/// The check runs only once the store said "held": a lock the task still
+/// has a guard of, but which was force-unlocked (the guard not yet told),
+/// is taken as the free lock it is.
+#[tokio::test(start_paused = true)]
+async fn a_force_unlocked_hold_refuses_nothing() {
+    let (_server, c) = setup();
+    let lock = c.lock("forced").unwrap();
+    let stale = lock.lock().await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    let fresh = at_once(lock.lock()).await.unwrap();
+    assert!(lock.is_held_by(fresh.owner()).await.unwrap());
+    drop(stale);
+    fresh.unlock().await.unwrap();
+}
