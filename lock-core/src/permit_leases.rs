@@ -167,7 +167,7 @@ impl PermitLeases {
 
     /// Registers the guard of a permit just taken through `kind`, whose
     /// acquisition gives `deadline`; `watched` when the watchdog renews it.
-    /// `None` once the client is closing ([`PermitLeases::close`]): the
+    /// `None` once the client is closing ([`crate::backend::Engine::close`]): the
     /// caller gives the permit back itself, since no close will.
     pub fn register(
         &self,
