@@ -86,7 +86,10 @@ impl Guard {
             name: req.name.clone(),
             owner: req.owner,
         };
-        let task = req.private_owner.then(crate::holds::TaskKey::current);
+        let task = req
+            .private_owner
+            .then(crate::holds::TaskKey::current)
+            .flatten();
         let hold =
             inner
                 .holds

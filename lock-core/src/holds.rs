@@ -467,17 +467,24 @@ impl Table {
 pub(crate) enum TaskKey {
     /// A tokio task.
     Task(tokio::task::Id),
-    /// A thread polling a future outside any tokio task.
-    Thread(std::thread::ThreadId),
+    /// A thread polling a future outside any tokio task, by a number of
+    /// this process's own (see [`TaskKey::current`]).
+    Thread(u64),
 }
 
 impl TaskKey {
-    /// What runs the caller now. A thread-local read (and, outside a
-    /// task, the thread handle's reference count): no allocation.
-    pub(crate) fn current() -> Self {
+    /// What runs the caller now; `None` only on a thread whose
+    /// thread-locals are being torn down (no check there). A thread-local
+    /// read: no allocation, and no call that could panic (as
+    /// `std::thread::current` may late in a thread's life).
+    pub(crate) fn current() -> Option<Self> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        thread_local! {
+            static THREAD: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
         match tokio::task::try_id() {
-            Some(id) => Self::Task(id),
-            None => Self::Thread(std::thread::current().id()),
+            Some(id) => Some(Self::Task(id)),
+            None => THREAD.try_with(|id| Self::Thread(*id)).ok(),
         }
     }
 }

@@ -323,7 +323,9 @@ fn refuse_self_deadlock(lock: &Lock, private_owner: bool) -> Result<()> {
     if !private_owner {
         return Ok(());
     }
-    let task = crate::holds::TaskKey::current();
+    let Some(task) = crate::holds::TaskKey::current() else {
+        return Ok(());
+    };
     if lock
         .inner()
         .holds
