@@ -34,6 +34,21 @@
 //! generation. Guards of an ended generation touch nothing of a newer one:
 //! they unregister from their own entry only, and send no release, since
 //! the count in the store may be the new hold's.
+//!
+//! # Closing
+//! The client's close ([`crate::backend::Engine::close`]) empties the
+//! table and closes it in one step ([`Holds::close`]): every hold ends (its
+//! guards are told, reason `closed`) and goes to the close, which gives it
+//! back; a registration after that is refused, so an acquisition landing
+//! during the close gives its hold back itself. A guard of an ended hold
+//! sends nothing: its hold was the close's to give back.
+//!
+//! # Plain holds by task
+//! A hold taken by a plain acquisition (an owner made for that one wait)
+//! is also listed by lock name with the task that took it (outside any
+//! task: the thread), so a plain acquisition of the same task that finds
+//! the lock held is refused instead of waiting for itself
+//! ([`crate::LockError::SelfDeadlock`], [`Holds::held_by_task`]).
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
