@@ -326,11 +326,14 @@ async fn waiters_end_with_closed_at_once() {
     assert!(started.elapsed() < Duration::from_millis(100));
 }
 
-/// The warnings of WARN events: each event's fields, as text.
-#[derive(Clone, Default)]
-struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<Vec<(String, String)>>>>);
+/// One event's fields, as text.
+type EventFields = Vec<(String, String)>;
 
-struct Fields(Vec<(String, String)>);
+/// The WARN events seen: each event's fields.
+#[derive(Clone, Default)]
+struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<EventFields>>>);
+
+struct Fields(EventFields);
 
 impl tracing::field::Visit for Fields {
     fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
