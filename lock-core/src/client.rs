@@ -1,17 +1,18 @@
 //! The client: one per process (or per store), shared by every task.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use uuid::Uuid;
 
 use crate::config::{lease_millis, ClientConfig};
-use crate::connection::Connection;
+use crate::connection::{Connection, Notice, NoticeSink};
 use crate::error::{LockError, Result};
 use crate::fenced_lock::FencedLock;
 use crate::holds::Holds;
 use crate::kind::ExclusiveKind;
+use crate::live_permits::LivePermits;
 use crate::lock::Lock;
 use crate::name::LockName;
 use crate::owner::Owner;
@@ -66,13 +67,20 @@ pub(crate) struct ClientInner {
     pub(crate) clock: StoreClock,
     /// Waiters riding out a store outage (the `outage` module).
     pub(crate) outages: crate::outage::Outages,
+    /// Counted permits of this client's live guards (a plain
+    /// semaphore's), given back by the close.
+    pub(crate) live_permits: Arc<LivePermits>,
     next_owner: AtomicU64,
+    /// Set when a close starts: no new acquisition starts.
     closed: AtomicBool,
+    /// Set when a close has given back what it could: background repeats
+    /// stop, the connection closes.
+    shut: AtomicBool,
 }
 
 impl ClientInner {
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
+        if self.closed.load(Ordering::SeqCst) {
             Err(LockError::Closed)
         } else {
             Ok(())
@@ -80,7 +88,13 @@ impl ClientInner {
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Whether a close finished giving back (or ran out of time): nothing
+    /// more reaches the store.
+    pub(crate) fn is_shut(&self) -> bool {
+        self.shut.load(Ordering::Acquire)
     }
 
     /// The deadline of a request made now: it may run for
@@ -158,8 +172,10 @@ impl Engine {
                 waiter_ms,
                 clock: StoreClock::new(),
                 outages: Default::default(),
+                live_permits: Arc::new(LivePermits::default()),
                 next_owner: AtomicU64::new(1),
                 closed: AtomicBool::new(false),
+                shut: AtomicBool::new(false),
             }),
         })
     }
@@ -249,19 +265,33 @@ impl Engine {
         self.inner.stats.idle().await;
     }
 
-    /// Closes the client: later operations fail with [`LockError::Closed`];
-    /// requests already in flight — including background releases of guards
-    /// dropped before — finish first ([`Engine::settle`]); then the
-    /// watchdog stops and the connection is closed. Unlock what
-    /// you hold first: nothing renews a lock any more once the watchdog
-    /// stops, so every guard of a lock it kept alive is told at once that
-    /// its lock is lost ([`crate::Guard::lost`]; the lock itself expires
-    /// within `watchdog_timeout`). Guards with only a fixed lease keep it
-    /// until it runs out; none can be released after the close.
+    /// Closes the client, giving back everything it holds:
+    /// 1. No new acquisition starts ([`LockError::Closed`]), and waiting
+    ///    ones end with it at once; acquisitions and releases already in
+    ///    flight finish ([`Engine::settle`]): an acquisition landing now
+    ///    is given back, not handed out.
+    /// 2. Every live guard and permit is told it is lost
+    ///    ([`crate::Guard::lost`] resolves), and the client gives back every
+    ///    lock (all holds of each owner, every kind and side) and every
+    ///    permit its guards hold, retrying transient failures.
+    /// 3. After at most [`ClientConfig::close_timeout`] for steps 1 and 2,
+    ///    the watchdog stops and the connection closes; what was not given
+    ///    back by then stays until its lease ends (a warning gives the
+    ///    count).
+    ///
+    /// A guard or permit used afterwards answers [`LockError::Closed`]
+    /// (unlock, release, check); dropping it sends nothing. A service
+    /// stops taking new work first, then closes, then exits (docs:
+    /// configuration.md, "Shutting down").
+    ///
+    /// Dropping the last handle of a client without a close gives nothing
+    /// back by itself: guards keep their client alive, and each releases
+    /// as usual when dropped.
     ///
     /// # Cancel safety
-    /// The client is marked closed at once; dropping the future skips the
-    /// wait for requests in flight and the closing of connections.
+    /// The client is marked closed at once, and the give-backs already
+    /// started go on in the background; dropping the future skips the
+    /// rest (the wait, stopping the watchdog, closing the connection).
     pub async fn close(&self) {
         self.close_with(async {}).await;
     }
@@ -275,8 +305,22 @@ impl Engine {
     /// # Cancel safety
     /// As [`Engine::close`]; dropping the future may skip `last`.
     pub async fn close_with<F: Future<Output = ()>>(&self, last: F) {
-        if !self.inner.closed.swap(true, Ordering::AcqRel) {
-            self.settle().await;
+        if !self.inner.closed.swap(true, Ordering::SeqCst) {
+            // Every waiter looks again now, and its attempt ends its wait
+            // with `Closed`, rather than sleeping until a notice or the
+            // holder's time to live.
+            self.inner.waiters.deliver(Notice::Reset);
+            let left = Arc::new(AtomicUsize::new(0));
+            let bound = self.inner.config.close_timeout;
+            let gave_back = crate::closing::give_back_all(&self.inner, Arc::clone(&left));
+            if tokio::time::timeout(bound, gave_back).await.is_err() {
+                tracing::warn!(
+                    left = left.load(Ordering::Acquire),
+                    ?bound,
+                    "close: not everything was given back within close_timeout; those locks and permits stay until their leases end"
+                );
+            }
+            self.inner.shut.store(true, Ordering::Release);
             self.inner.watchdog.stop();
             last.await;
             self.inner.connection.close().await;
@@ -321,6 +365,13 @@ impl Engine {
     /// watchdog renews: a permit kind registers each permit it hands out.
     pub fn permits(&self) -> &crate::permit_leases::PermitLeases {
         &self.inner.permits
+    }
+
+    /// The table of counted permits this client's live guards hold (a
+    /// plain semaphore's), which [`Engine::close`] gives back: a counting
+    /// kind registers each guard it hands out.
+    pub fn live_permits(&self) -> &Arc<LivePermits> {
+        &self.inner.live_permits
     }
 
     /// Whether the watchdog stopped ([`Engine::close`]): a permit

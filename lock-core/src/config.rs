@@ -189,6 +189,18 @@ pub struct ClientConfig {
     /// empty, no control characters. Default none: the record still names
     /// the host, the process and its executable.
     pub service_name: Option<String>,
+    /// How long [`crate::backend::Engine::close`] (a deployment's
+    /// `client.close()`) waits for the client to give back what it holds
+    /// (every lock and permit of its live guards, and the releases already
+    /// on their way), retrying transient failures meanwhile. What is not
+    /// given back by then stays until its lease ends (a warning says how
+    /// many). Default 5 s: a healthy store answers in milliseconds, and
+    /// five seconds rides out a failover's first seconds, yet leaves most
+    /// of an orchestrator's grace period (Kubernetes: 30 s between SIGTERM
+    /// and SIGKILL) to the service's own shutdown. Zero gives back nothing
+    /// and closes at once.
+    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    pub close_timeout: Duration,
 }
 
 /// The longest [`ClientConfig::service_name`], in bytes.
@@ -205,6 +217,7 @@ impl Default for ClientConfig {
             loss_margin: Duration::ZERO,
             wait_strategy: WaitStrategy::Subscribe,
             service_name: None,
+            close_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -249,6 +262,12 @@ impl ClientConfig {
     /// Sets [`ClientConfig::wait_strategy`].
     pub fn wait_strategy(mut self, strategy: WaitStrategy) -> Self {
         self.wait_strategy = strategy;
+        self
+    }
+
+    /// Sets [`ClientConfig::close_timeout`].
+    pub fn close_timeout(mut self, timeout: Duration) -> Self {
+        self.close_timeout = timeout;
         self
     }
 

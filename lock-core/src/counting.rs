@@ -207,8 +207,8 @@ where
 /// made again as a new one); when the outcome is still unknown after the
 /// retry policy, the caller gets the error and the release goes on in a
 /// task of its own until the store answers (`until_answered`), as a
-/// new request whenever the last was refused as stale, until the client is
-/// closed. So a caller who sees an error must not give the permits back
+/// new request whenever the last was refused as stale, until the client's
+/// close is over. So a caller who sees an error must not give the permits back
 /// again: they will be. (Unless the store stays out of reach until the
 /// request's record may be gone: then whether it ran cannot be learned,
 /// and it is not made again, since that could give the permits back twice;
@@ -230,7 +230,11 @@ where
     Fut: Future<Output = Result<T>> + Send,
 {
     let inner = &engine.inner;
-    inner.check_open()?;
+    // A release still runs while the client closes (a guard dropped then,
+    // an acquisition given back as it lands); not once the close is over.
+    if inner.is_shut() {
+        return Err(crate::LockError::Closed);
+    }
     let task_inner = Arc::clone(inner);
     let in_flight = InFlight::start(&inner.stats);
     let (told, answer) = tokio::sync::oneshot::channel();
@@ -248,7 +252,7 @@ where
             let answer = op::until_answered(&task_inner, || op(req.clone())).await;
             match answer {
                 None => {
-                    tracing::warn!("{what}: client closed before the store answered a release; those permits stay taken");
+                    tracing::warn!("{what}: the client's close ended before the store answered a release; those permits stay taken");
                     return;
                 }
                 Some(Err(e)) if outcome_forgotten(&e, req.deadline_ms()) => {

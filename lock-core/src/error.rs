@@ -133,7 +133,25 @@ pub enum LockError {
         name: String,
     },
 
-    /// The client was closed; no further operation is possible.
+    /// A plain acquisition (no explicit owner, no owner scope) that found
+    /// the lock held by a plain acquisition of its own task: each plain
+    /// acquisition is an owner of its own, so the second would wait for the
+    /// first forever. Refused before it waits; nothing was taken, and the
+    /// first hold is untouched. Re-enter with the first guard's owner
+    /// (`lock.lock_as(guard.owner())`) or inside an owner scope
+    /// (`client.scope`), or release first. A try that does not wait
+    /// (`try_lock`) is not refused: it answers "held", as for any holder.
+    /// See docs/locks.md, "Re-entry within a task".
+    #[error("lock {name:?}: this task holds it already by a plain acquisition, so this one would wait for itself forever; re-enter with the guard's owner (lock_as / client.scope) or release it first")]
+    SelfDeadlock {
+        /// The lock name.
+        name: String,
+    },
+
+    /// The client was closed ([`crate::backend::Engine::close`], a
+    /// deployment's `client.close()`), or is closing: no new acquisition
+    /// starts, and a guard or permit used after its close (unlock, extend,
+    /// check, release) answers this; the close gave back what it held.
     #[error("lock client is closed")]
     Closed,
 
@@ -318,6 +336,12 @@ impl LockError {
         matches!(self, Self::ReentryRefused { .. })
     }
 
+    /// Whether a plain acquisition would have waited for its own task's
+    /// hold ([`LockError::SelfDeadlock`]).
+    pub fn is_self_deadlock(&self) -> bool {
+        matches!(self, Self::SelfDeadlock { .. })
+    }
+
     /// Whether the client was closed ([`LockError::Closed`]).
     pub fn is_closed(&self) -> bool {
         matches!(self, Self::Closed)
@@ -457,6 +481,7 @@ mod tests {
             },
             LockError::UpgradeRefused { name: "a".into() },
             LockError::ReentryRefused { name: "a".into() },
+            LockError::SelfDeadlock { name: "a".into() },
             LockError::Closed,
             LockError::StaleRequest { store_time_ms: 1 },
             LockError::Unauthorized {
@@ -485,6 +510,7 @@ mod tests {
             LockError::OutOfMemory { .. } => LockError::is_out_of_memory,
             LockError::UpgradeRefused { .. } => LockError::is_upgrade_refused,
             LockError::ReentryRefused { .. } => LockError::is_reentry_refused,
+            LockError::SelfDeadlock { .. } => LockError::is_self_deadlock,
             LockError::Closed => LockError::is_closed,
             LockError::StaleRequest { .. } => LockError::is_stale_request,
             LockError::Unauthorized { .. } => LockError::is_unauthorized,

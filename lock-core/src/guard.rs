@@ -36,6 +36,7 @@ use crate::telemetry;
 /// errors.
 /// A guard whose lock is already known lost sends no release: the owner may
 /// hold the lock again by then, and that newer hold is not this guard's.
+/// Nor does a guard of a closed client: the close gave its lock back.
 #[must_use = "the lock is released as soon as the guard is dropped"]
 #[derive(Debug)]
 pub struct Guard {
@@ -69,25 +70,46 @@ impl std::fmt::Debug for ClientInner {
 }
 
 impl Guard {
-    pub(crate) fn new(
-        inner: Arc<ClientInner>,
+    /// Registers the hold that `req`, first sent at `started`, took
+    /// through `kind` with the client's table of holds (a plain
+    /// acquisition's with the task that made it, see
+    /// [`crate::LockError::SelfDeadlock`]): its entry and the deadline its
+    /// guard goes by. `None` once the client is closing: the caller gives
+    /// the hold back.
+    pub(crate) fn register(
+        inner: &ClientInner,
         kind: &Arc<dyn ExclusiveKind>,
-        req: AcquireRequest,
-        fencing_token: Option<u64>,
+        req: &AcquireRequest,
         started: Instant,
         watchdog: bool,
-    ) -> Self {
+    ) -> Option<(Arc<Hold>, Deadline)> {
         let lease = Duration::from_millis(req.lease_ms);
         let deadline = inner.config.lease_deadline(started, lease);
         let target = RenewTarget {
             name: req.name.clone(),
             owner: req.owner,
         };
-        let hold = inner.holds.register(target, kind, deadline, watchdog);
-        if watchdog && inner.watchdog.is_stopped() {
-            // Closed meanwhile: nothing will renew it.
-            inner.holds.end(&hold, "closed");
-        }
+        let task = req
+            .private_owner
+            .then(crate::holds::TaskKey::current)
+            .flatten();
+        let hold =
+            inner
+                .holds
+                .register(target, kind, deadline, watchdog, req.private_owner, task)?;
+        Some((hold, deadline))
+    }
+
+    /// The guard of `hold`, just registered ([`Guard::register`]) for
+    /// `req`, whose lease gives `deadline`.
+    pub(crate) fn new(
+        inner: Arc<ClientInner>,
+        hold: Arc<Hold>,
+        req: &AcquireRequest,
+        fencing_token: Option<u64>,
+        deadline: Deadline,
+        watchdog: bool,
+    ) -> Self {
         let guard = Self {
             inner,
             lease_ms: req.lease_ms,
@@ -245,9 +267,12 @@ impl Guard {
     /// ```
     ///
     /// # Errors
-    /// [`LockError::LockLost`].
+    /// [`LockError::LockLost`]; [`LockError::Closed`] once the client was
+    /// closed (which gave the lock back).
     pub fn check(&self) -> Result<()> {
-        if self.is_lost() {
+        if self.is_lost() && self.inner.is_closed() {
+            Err(LockError::Closed)
+        } else if self.is_lost() {
             Err(LockError::lock_lost(self.name().as_str()))
         } else {
             Ok(())
@@ -301,10 +326,11 @@ impl Guard {
     /// # Errors
     /// [`LockError::NotHeld`] when the lock was no longer ours: its lease
     /// ran out, it was force-unlocked or deleted (nothing is sent when that
-    /// was known already, [`Guard::is_lost`]); backend errors that outlived
-    /// the retry policy: a retryable one means the release goes on in the
-    /// background until the store answers (or the lease ends, which frees
-    /// the lock as well).
+    /// was known already, [`Guard::is_lost`]); [`LockError::Closed`] after
+    /// the client was closed (which gave the lock back); backend errors
+    /// that outlived the retry policy: a retryable one means the release
+    /// goes on in the background until the store answers (or the lease
+    /// ends, which frees the lock as well).
     ///
     /// # Cancel safety
     /// The release runs to completion even if this future is dropped.
@@ -312,6 +338,8 @@ impl Guard {
         self.released = true;
         let outcome = match self.start_release() {
             Some(release) => release.await?,
+            // The close gave the lock back already.
+            None if self.inner.is_closed() => return Err(LockError::Closed),
             None => ReleaseOutcome::NotHeld,
         };
         match outcome {
@@ -365,11 +393,8 @@ impl Drop for Guard {
         if self.released {
             return;
         }
-        if self.inner.is_closed() {
-            self.inner.holds.unregister(&self.hold, self.watchdog());
-            tracing::debug!(lock = %self.name(), "guard dropped after close; lock expires with its lease");
-            return;
-        }
+        // After a close, the hold is ended (the close gave it back) and
+        // nothing is sent.
         drop(self.start_release());
     }
 }

@@ -34,13 +34,27 @@
 //! generation. Guards of an ended generation touch nothing of a newer one:
 //! they unregister from their own entry only, and send no release, since
 //! the count in the store may be the new hold's.
+//!
+//! # Closing
+//! The client's close ([`crate::backend::Engine::close`]) empties the
+//! table and closes it in one step ([`Holds::close`]): every hold ends (its
+//! guards are told, reason `closed`) and goes to the close, which gives it
+//! back; a registration after that is refused, so an acquisition landing
+//! during the close gives its hold back itself. A guard of an ended hold
+//! sends nothing: its hold was the close's to give back.
+//!
+//! # Plain holds by task
+//! A hold taken by a plain acquisition (an owner made for that one wait)
+//! is also listed by lock name with the task that took it (outside any
+//! task: the thread), so a plain acquisition of the same task that finds
+//! the lock held is refused instead of waiting for itself
+//! ([`crate::LockError::SelfDeadlock`], [`Holds::held_by_task`]).
 
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::Duration;
 
-use hashbrown::hash_table::OccupiedEntry;
 use hashbrown::{DefaultHashBuilder, HashTable};
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -150,13 +164,9 @@ pub(crate) struct Hold {
     pub(crate) target: RenewTarget,
     /// The kind that took the hold: it renews and releases it.
     pub(crate) kind: Arc<dyn ExclusiveKind>,
-    /// Guards of this generation still registered, and whether it ended.
+    /// Guards of this generation still registered, how many of them the
+    /// watchdog keeps alive, and whether it ended.
     guards: GuardCount,
-    /// How many of them the watchdog keeps alive (likewise).
-    watched: AtomicU32,
-    /// The deadline's two instants. Each only ever moves later, so a
-    /// reader that sees one of them already moved by a renewal and the
-    /// other not yet still sees a deadline this hold had.
     expires: AtomicInstant,
     lost_at: AtomicInstant,
 }
@@ -264,28 +274,71 @@ impl Hold {
     }
 
     fn is_watched(&self) -> bool {
-        self.watched.load(Ordering::Relaxed) > 0
+        self.guards.watched() > 0
+    }
+
+    /// Whether the owner was made for one wait alone.
+    pub(crate) fn is_private(&self) -> bool {
+        self.guards.private()
+    }
+
+    /// Whether this hold keeps `kind`'s plain acquisition of the same lock
+    /// waiting: both sides are one, or either is exclusive (a read hold
+    /// does not keep another read waiting).
+    fn blocks(&self, kind: &dyn ExclusiveKind) -> bool {
+        !(self.kind.shares_side() && kind.shares_side())
     }
 }
 
-/// A hold's guard count and its end flag in one word: a flag of its own
-/// would take a hold's size past a multiple of 16 bytes, and the allocator
-/// would round it up to the next (W4: bytes per held lock).
+/// A hold's guard count, its watched-guard count, its private-owner
+/// flag and its end flag in one word: fields of their own would take a hold's
+/// size past a multiple of 16 bytes, and the allocator would round it up
+/// to the next (W4: bytes per held lock). Bits 0–30: watchdog guards;
+/// 31: the owner is private ([`crate::backend::AcquireRequest::private_owner`]);
+/// 32–62: guards; 63: ended.
 #[derive(Debug, Default)]
-struct GuardCount(AtomicU32);
+struct GuardCount(AtomicU64);
 
 impl GuardCount {
-    /// The end flag; the count is the bits below it.
-    const ENDED: u32 = 1 << 31;
+    /// The end flag.
+    const ENDED: u64 = 1 << 63;
+    /// One guard.
+    const GUARD: u64 = 1 << 32;
+    /// The private-owner flag.
+    const PRIVATE: u64 = 1 << 31;
+    /// The watchdog guards' bits.
+    const WATCHED: u64 = (1 << 31) - 1;
 
-    /// One guard more (under the table's lock).
-    fn add(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+    /// No guard yet, of a `private` owner's hold or not.
+    fn new(private: bool) -> Self {
+        Self(AtomicU64::new(if private { Self::PRIVATE } else { 0 }))
     }
 
-    /// One guard less (under the table's lock); whether it was the last.
-    fn remove_was_last(&self) -> bool {
-        self.0.fetch_sub(1, Ordering::Relaxed) & !Self::ENDED == 1
+    /// Whether the hold's owner was made for one wait alone.
+    fn private(&self) -> bool {
+        self.0.load(Ordering::Relaxed) & Self::PRIVATE != 0
+    }
+
+    /// One guard more (under the table's lock), a watchdog one when
+    /// `watched`; whether it is the hold's first watchdog guard.
+    fn add(&self, watched: bool) -> bool {
+        let delta = Self::GUARD + u64::from(watched);
+        let before = self.0.fetch_add(delta, Ordering::Relaxed);
+        watched && before & Self::WATCHED == 0
+    }
+
+    /// One guard less (under the table's lock): whether it was the last
+    /// guard, and whether it was the last watchdog guard (`watched`).
+    fn remove(&self, watched: bool) -> (bool, bool) {
+        let delta = Self::GUARD + u64::from(watched);
+        let before = self.0.fetch_sub(delta, Ordering::Relaxed);
+        let guards = (before & !Self::ENDED) >> 32;
+        (guards == 1, watched && before & Self::WATCHED == 1)
+    }
+
+    /// How many watchdog guards it has.
+    fn watched(&self) -> u64 {
+        self.0.load(Ordering::Relaxed) & Self::WATCHED
     }
 
     /// Sets the end flag, for good: every guard of the hold is told.
@@ -326,7 +379,18 @@ impl<'a> HoldKey<'a> {
 /// side), keyed by what the hold holds, so an entry is one pointer.
 struct Table {
     holds: HashTable<Arc<Hold>>,
+    /// The holds taken by a plain acquisition inside a task, by lock name,
+    /// with the task's id: what that task's next plain acquisition looks
+    /// up, so it fails at once instead of waiting for itself
+    /// ([`Holds::held_by_task`]). An entry is an id and a pointer: no
+    /// allocation of its own, and nothing in the hold (whose size every
+    /// held lock pays). Keyed by the name alone, so a hold finds its entry
+    /// without knowing its task; one name has one exclusive holder, so a
+    /// bucket is long only with many read holds of one name.
+    by_task: HashTable<(TaskKey, Arc<Hold>)>,
     hasher: DefaultHashBuilder,
+    /// Set by [`Holds::close`]: no hold registers any more.
+    closed: bool,
 }
 
 impl Table {
@@ -334,9 +398,27 @@ impl Table {
         self.hasher.hash_one(key)
     }
 
+    fn name_hash(&self, name: &crate::LockName) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
     fn get(&self, key: HoldKey<'_>) -> Option<&Arc<Hold>> {
         self.holds
             .find(self.hash(key), |hold| hold.is_for(key.target, key.side))
+    }
+
+    /// Takes `hold` out of the task index, if it is there.
+    fn unindex(&mut self, hold: &Arc<Hold>) {
+        if !hold.is_private() || self.by_task.is_empty() {
+            return;
+        }
+        let hash = self.name_hash(&hold.target.name);
+        if let Ok(entry) = self
+            .by_task
+            .find_entry(hash, |(_, entry)| Arc::ptr_eq(entry, hold))
+        {
+            entry.remove();
+        }
     }
 
     /// Removes `key`'s entry, if it is `only` (when given).
@@ -348,23 +430,77 @@ impl Table {
                 hold.is_for(key.target, key.side) && only.is_none_or(|only| Arc::ptr_eq(hold, only))
             })
             .ok()?;
-        Some(entry.remove().0)
+        let removed = entry.remove().0;
+        self.unindex(&removed);
+        Some(removed)
     }
 
-    /// `hold`'s own entry, if it is the current one: found by pointer, so
-    /// no key is compared.
-    fn entry_of(&mut self, hold: &Arc<Hold>) -> Option<OccupiedEntry<'_, Arc<Hold>>> {
+    /// Removes `hold`'s own entry, if it is the current one: found by
+    /// pointer, so no key is compared.
+    fn remove_own(&mut self, hold: &Arc<Hold>) {
         let hash = self.hash(HoldKey::of(hold));
-        self.holds
+        if let Ok(entry) = self
+            .holds
             .find_entry(hash, |entry| Arc::ptr_eq(entry, hold))
-            .ok()
+        {
+            entry.remove();
+            self.unindex(hold);
+        }
     }
 
-    fn insert(&mut self, hold: Arc<Hold>) {
+    /// Whether `hold` is the current entry of its key.
+    fn is_current(&self, hold: &Arc<Hold>) -> bool {
+        self.holds
+            .find(self.hash(HoldKey::of(hold)), |entry| {
+                Arc::ptr_eq(entry, hold)
+            })
+            .is_some()
+    }
+
+    fn insert(&mut self, hold: Arc<Hold>, task: Option<TaskKey>) {
+        if let Some(task) = task {
+            let hash = self.name_hash(&hold.target.name);
+            let hasher = &self.hasher;
+            self.by_task
+                .insert_unique(hash, (task, Arc::clone(&hold)), |(_, hold)| {
+                    hasher.hash_one(&hold.target.name)
+                });
+        }
         let hash = self.hash(HoldKey::of(&hold));
         let hasher = &self.hasher;
         self.holds
             .insert_unique(hash, hold, |hold| hasher.hash_one(HoldKey::of(hold)));
+    }
+}
+
+/// What runs an acquisition, as far as waiting for itself goes: the
+/// tokio task, or, outside any task (the body of `#[tokio::main]` or of
+/// a `block_on`, which is no task), the thread that polls it, which runs
+/// nothing else in the meantime: a sync caller's `block_on(lock.lock())`
+/// twice on one thread waits for itself as a task would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TaskKey {
+    /// A tokio task.
+    Task(tokio::task::Id),
+    /// A thread polling a future outside any tokio task, by a number of
+    /// this process's own (see [`TaskKey::current`]).
+    Thread(u64),
+}
+
+impl TaskKey {
+    /// What runs the caller now; `None` only on a thread whose
+    /// thread-locals are being torn down (no check there). A thread-local
+    /// read: no allocation, and no call that could panic (as
+    /// `std::thread::current` may late in a thread's life).
+    pub(crate) fn current() -> Option<Self> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        thread_local! {
+            static THREAD: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+        }
+        match tokio::task::try_id() {
+            Some(id) => Some(Self::Task(id)),
+            None => THREAD.try_with(|id| Self::Thread(*id)).ok(),
+        }
     }
 }
 
@@ -391,7 +527,9 @@ impl Holds {
         Self {
             table: Mutex::new(Table {
                 holds: HashTable::new(),
+                by_task: HashTable::new(),
                 hasher: DefaultHashBuilder::default(),
+                closed: false,
             }),
             watched: AtomicUsize::new(0),
             parked: AtomicBool::new(false),
@@ -406,18 +544,27 @@ impl Holds {
     }
 
     /// Registers a guard of `target`, taken through `kind`, whose
-    /// acquisition gives `deadline`; `watched` for a watchdog guard. Joins
-    /// the owner's entry while its hold lasts (a re-entry extends it), else
-    /// starts a new generation.
+    /// acquisition gives `deadline`; `watched` for a watchdog guard;
+    /// `task`: the task whose plain acquisition took it (indexed for
+    /// [`Holds::held_by_task`]). Joins the owner's entry while its hold
+    /// lasts (a re-entry extends it), else starts a new generation.
+    ///
+    /// `None` once the client is closing ([`Holds::close`]): the caller
+    /// gives the hold back itself, since no close will.
     pub(crate) fn register(
         &self,
         target: RenewTarget,
         kind: &Arc<dyn ExclusiveKind>,
         deadline: Deadline,
         watched: bool,
-    ) -> Arc<Hold> {
+        private: bool,
+        task: Option<TaskKey>,
+    ) -> Option<Arc<Hold>> {
         let key = HoldKey::new(&target, kind.as_ref());
         let mut table = self.table();
+        if table.closed {
+            return None;
+        }
         // Joining extends the entry's deadline; an entry that cannot be
         // extended has ended and makes way for a new generation.
         let current = table.get(key).cloned();
@@ -428,17 +575,15 @@ impl Holds {
                 let hold = Arc::new(Hold {
                     target,
                     kind: Arc::clone(kind),
-                    guards: GuardCount::default(),
-                    watched: AtomicU32::new(0),
+                    guards: GuardCount::new(private),
                     expires: AtomicInstant::new(deadline.expires),
                     lost_at: AtomicInstant::new(deadline.lost_at),
                 });
-                table.insert(Arc::clone(&hold));
+                table.insert(Arc::clone(&hold), task.filter(|_| private));
                 (hold, ended)
             }
         };
-        hold.guards.add();
-        let first_watched = watched && hold.watched.fetch_add(1, Ordering::Relaxed) == 0;
+        let first_watched = hold.guards.add(watched);
         // SeqCst with `park`: either the watchdog sees this hold before it
         // parks, or this sees it parked and wakes it.
         let wake = first_watched
@@ -451,21 +596,51 @@ impl Holds {
         if wake {
             self.work.notify_one();
         }
-        hold
+        Some(hold)
+    }
+
+    /// Whether task `task` holds `name` by a plain acquisition (its own
+    /// owner) under the watchdog that keeps a plain acquisition through
+    /// `kind` waiting: that acquisition would wait for its own task
+    /// forever. (A fixed lease ends by itself: waiting for it is a wait,
+    /// not a hang.) One hash lookup.
+    pub(crate) fn held_by_task(
+        &self,
+        task: TaskKey,
+        name: &crate::LockName,
+        kind: &dyn ExclusiveKind,
+    ) -> bool {
+        let table = self.table();
+        if table.by_task.is_empty() {
+            return false;
+        }
+        let hash = table.name_hash(name);
+        table
+            .by_task
+            .find(hash, |(id, hold)| {
+                *id == task
+                    && hold.target.name == *name
+                    && hold.is_watched()
+                    && !hold.overdue()
+                    && hold.blocks(kind)
+            })
+            .is_some()
     }
 
     /// A guard of `hold` goes away (`watched`: a watchdog guard); the entry
     /// leaves the table with its last guard. Returns whether the guard
-    /// should send its release: not when its hold is lost, for the count in
-    /// the store may belong to a newer generation then.
+    /// should send its release: not when its hold is lost (the count in
+    /// the store may belong to a newer generation then), nor when the
+    /// client's close took it over ([`Holds::close`]).
     pub(crate) fn unregister(&self, hold: &Arc<Hold>, watched: bool) -> bool {
         let mut table = self.table();
-        if let Some(entry) = table.entry_of(hold) {
-            if watched && hold.watched.fetch_sub(1, Ordering::Relaxed) == 1 {
+        if table.is_current(hold) {
+            let (last, last_watched) = hold.guards.remove(watched);
+            if last_watched {
                 self.watched.fetch_sub(1, Ordering::AcqRel);
             }
-            if hold.guards.remove_was_last() {
-                entry.remove();
+            if last {
+                table.remove_own(hold);
             }
         }
         drop(table);
@@ -603,6 +778,23 @@ impl Holds {
         }
     }
 
+    /// The client is closing: no hold registers from now on, and every
+    /// hold in the table ends, its guards told it is lost (reason
+    /// `closed`). Returns them, for the close to give back: a guard of an
+    /// ended hold sends no release of its own.
+    pub(crate) fn close(&self) -> Vec<Arc<Hold>> {
+        let mut table = self.table();
+        table.closed = true;
+        let holds: Vec<Arc<Hold>> = table.holds.drain().collect();
+        table.by_task.clear();
+        drop(table);
+        self.watched.store(0, Ordering::Release);
+        for hold in &holds {
+            self.finish(hold, Some("closed"));
+        }
+        holds
+    }
+
     /// The watchdog is about to wait for [`Holds::work`] (already
     /// enabled): `false`, and it stays awake, when a hold is watched.
     pub(crate) fn park(&self) -> bool {
@@ -633,15 +825,19 @@ mod tests {
     /// other.
     #[test]
     fn a_guard_count_keeps_its_end_flag_apart() {
-        let count = GuardCount::default();
-        count.add();
-        count.add();
+        let count = GuardCount::new(true);
+        assert!(count.add(true), "the first watchdog guard");
+        assert!(!count.add(false));
+        assert!(!count.add(true));
+        assert_eq!(count.watched(), 2);
         assert!(!count.ended());
         assert!(count.end(), "the first end ends it");
         assert!(!count.end(), "a second end is not counted");
-        assert!(!count.remove_was_last());
-        assert!(count.remove_was_last());
+        assert_eq!(count.remove(true), (false, false));
+        assert_eq!(count.remove(false), (false, false));
+        assert_eq!(count.remove(true), (true, true));
         assert!(count.ended(), "ended for good");
+        assert!(count.private(), "the private flag stays");
     }
 
     /// A held lock costs one `Hold` (plus its name) in the client, and

@@ -424,6 +424,16 @@ pub trait ExclusiveKind: Send + Sync + 'static {
         ""
     }
 
+    /// Whether holds on this side are shared: another owner's hold on it
+    /// does not keep an acquisition of this side waiting (a read-write
+    /// lock's read side). The engine refuses a plain acquisition that
+    /// would wait for a hold its own task took ([`crate::LockError::SelfDeadlock`]),
+    /// unless both are on shared sides. `false` (the default) for every
+    /// exclusive lock.
+    fn shares_side(&self) -> bool {
+        false
+    }
+
     /// Whether an owner holds the lock at most once: the store keeps only
     /// *that* an owner holds it, not which of its requests took it (a
     /// repeat of any acquisition of the owner then answers "acquired"

@@ -60,6 +60,7 @@
 
 mod client;
 mod client_info;
+mod closing;
 pub mod config;
 mod connection;
 #[doc(hidden)] // Shown in `backend`.
@@ -71,6 +72,7 @@ mod guard;
 mod held;
 mod holds;
 mod kind;
+mod live_permits;
 mod lock;
 mod multi_lock;
 pub mod name;
@@ -128,6 +130,7 @@ pub mod backend {
         deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
         RenewTarget, RequestId,
     };
+    pub use crate::live_permits::{GiveBack, LivePermit, LivePermits};
     pub use crate::permit_leases::{PermitHold, PermitLeases};
     pub use crate::semaphore_kind::{
         check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,

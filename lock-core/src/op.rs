@@ -179,8 +179,9 @@ where
 /// request whose outcome stayed unknown after its retries (the record
 /// then gives the first outcome; a repeat past the request's deadline is
 /// refused as stale, which proves it never ran). Sleeps a backoff before
-/// each repeat, capped at the policy's last; `None` when the client was
-/// closed first. Transient failures never end it: however long the store
+/// each repeat, capped at the policy's last; `None` when the client's
+/// close ended first (it gave back what it could: the repeats go on while
+/// it does, so an acquisition in flight when it began is settled too). Transient failures never end it: however long the store
 /// is out of reach, the answer comes.
 pub(crate) async fn until_answered<T, F, Fut>(inner: &ClientInner, mut op: F) -> Option<Result<T>>
 where
@@ -192,7 +193,7 @@ where
     loop {
         tokio::time::sleep(policy.backoff(attempt)).await;
         attempt = (attempt + 1).min(policy.attempts.max(1));
-        if inner.is_closed() {
+        if inner.is_shut() {
             return None;
         }
         match op().await {
@@ -289,6 +290,13 @@ pub(crate) async fn acquire(
         in_flight,
         async move {
             let mut place = place;
+            // A wait's next attempt after a close began: the wait ends.
+            if let Err(closed) = task_inner.check_open() {
+                return Landed {
+                    attempt: Err(closed),
+                    place,
+                };
+            }
             let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
                 backend.try_acquire(&req)
             });
@@ -814,6 +822,16 @@ impl PendingHold {
     /// The kind that took the hold.
     pub(crate) fn kind(&self) -> &Arc<dyn ExclusiveKind> {
         &self.kind
+    }
+
+    /// The acquisition that took it.
+    pub(crate) fn request(&self) -> &AcquireRequest {
+        &self.req
+    }
+
+    /// When its first attempt was sent.
+    pub(crate) fn started(&self) -> Instant {
+        self.started
     }
 }
 

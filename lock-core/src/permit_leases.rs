@@ -142,6 +142,8 @@ impl PermitHold {
 /// Every leased permit of one client's guards ([`crate::backend::Engine::permits`]).
 pub struct PermitLeases {
     table: Mutex<HashMap<PermitTarget, Arc<PermitHold>>>,
+    /// Set by [`PermitLeases::close`]: no permit registers any more.
+    closed: AtomicBool,
     /// Entries the watchdog renews.
     watched: AtomicUsize,
     /// Woken when a watched entry registers.
@@ -152,6 +154,7 @@ impl PermitLeases {
     pub(crate) fn new() -> Self {
         Self {
             table: Mutex::new(HashMap::new()),
+            closed: AtomicBool::new(false),
             watched: AtomicUsize::new(0),
             work: Notify::new(),
         }
@@ -164,13 +167,15 @@ impl PermitLeases {
 
     /// Registers the guard of a permit just taken through `kind`, whose
     /// acquisition gives `deadline`; `watched` when the watchdog renews it.
+    /// `None` once the client is closing ([`crate::backend::Engine::close`]): the
+    /// caller gives the permit back itself, since no close will.
     pub fn register(
         &self,
         target: PermitTarget,
         kind: Arc<dyn PermitRenewal>,
         deadline: Deadline,
         watched: bool,
-    ) -> Arc<PermitHold> {
+    ) -> Option<Arc<PermitHold>> {
         let lease = Arc::new(PermitHold {
             target: target.clone(),
             kind,
@@ -179,13 +184,35 @@ impl PermitLeases {
             ended: AtomicBool::new(false),
             deadline: Mutex::new(deadline),
         });
+        let mut table = self.table();
+        // Read under the table's lock, which `close` sets it under.
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
         // Ids are fresh per acquisition: no entry of this target exists.
-        self.table().insert(target, Arc::clone(&lease));
+        table.insert(target, Arc::clone(&lease));
+        drop(table);
         if watched {
             self.watched.fetch_add(1, Ordering::AcqRel);
             self.work.notify_one();
         }
-        lease
+        Some(lease)
+    }
+
+    /// The client is closing: no permit registers from now on, and every
+    /// permit in the table ends, its guard told it is lost (reason
+    /// `closed`). Returns them, for the close to give back: a guard of an
+    /// ended permit sends no release of its own.
+    pub(crate) fn close(&self) -> Vec<Arc<PermitHold>> {
+        let mut table = self.table();
+        self.closed.store(true, Ordering::Release);
+        let leases: Vec<Arc<PermitHold>> = table.drain().map(|(_, lease)| lease).collect();
+        drop(table);
+        self.watched.store(0, Ordering::Release);
+        for lease in &leases {
+            lease.finish(Some("closed"));
+        }
+        leases
     }
 
     /// Removes `lease`'s entry if it is still there; whether it was.

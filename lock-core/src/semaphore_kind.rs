@@ -372,6 +372,14 @@ pub trait PermitRenewal: Send + Sync + 'static {
     /// A whole-call error when nothing could be sent at all.
     async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>>;
 
+    /// Gives back one permit by id: `true` when it was taken and is given
+    /// back, `false` when it was not taken (any more). The client's close
+    /// gives back its guards' permits with it.
+    ///
+    /// # Errors
+    /// As a release by id of the kind's handle.
+    async fn release(&self, req: &LeaseRelease) -> Result<bool>;
+
     /// Which lane renews `target` now, as
     /// [`crate::backend::ExclusiveKind::renew_lane`] for locks.
     fn renew_lane(&self, target: &PermitTarget) -> u64 {

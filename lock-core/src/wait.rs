@@ -95,6 +95,9 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
     if deadline.is_some_and(|d| Instant::now() >= d) {
         return Ok(None);
     }
+    // Held: before it waits, a wait for its own task is refused (a queue
+    // place taken by the first attempt is left as the wait is dropped).
+    refuse_self_deadlock(lock, private_owner)?;
 
     let label = telemetry::kind_label(kind.kind_name(), opts.fenced);
     let span = tracing::debug_span!(
@@ -296,7 +299,7 @@ impl LockWait<'_> {
                 drop(hold);
                 Err(LockError::lock_lost(self.lock.name().as_str()))
             }
-            Attempt::Acquired(hold) => Ok(Look::Got(self.won(hold))),
+            Attempt::Acquired(hold) => self.won(hold).map(Look::Got),
             Attempt::Held { ttl } => Ok(Look::Busy(ttl)),
             // Never returned by the loop above, which keeps unknown outcomes.
             Attempt::Unknown(unknown) => Err(unknown.error().clone()),
@@ -304,8 +307,25 @@ impl LockWait<'_> {
     }
 
     /// Turns a hold into the caller's guard; taking the lock leaves the
-    /// queue.
-    fn won(&mut self, hold: op::PendingHold) -> Guard {
+    /// queue. The hold joins the client's table before the acquisition
+    /// stops counting as in flight, so a close that waited for every
+    /// acquisition in flight finds it there; once the client is closing the
+    /// table refuses it, and it is given back (dropped) instead:
+    /// [`LockError::Closed`].
+    fn won(&mut self, hold: op::PendingHold) -> Result<Guard> {
+        let inner = self.lock.inner();
+        let registered = Guard::register(
+            inner,
+            hold.kind(),
+            hold.request(),
+            hold.started(),
+            self.watchdog,
+        );
+        let Some((registered, deadline)) = registered else {
+            tracing::debug!(lock = %self.lock.name(), "the lock was taken while the client closed; giving it back");
+            drop(hold);
+            return Err(LockError::Closed);
+        };
         if let Some(place) = self.queued.take() {
             place.disarm();
         }
@@ -315,16 +335,15 @@ impl LockWait<'_> {
             op::WON
         };
         self.won.store(ended, Ordering::Release);
-        let kind = Arc::clone(hold.kind());
-        let (req, fencing_token, started) = hold.accept();
-        Guard::new(
-            Arc::clone(self.lock.inner()),
-            &kind,
-            req,
+        let (req, fencing_token, _) = hold.accept();
+        Ok(Guard::new(
+            Arc::clone(inner),
+            registered,
+            &req,
             fencing_token,
-            started,
+            deadline,
             self.watchdog,
-        )
+        ))
     }
 }
 
@@ -375,7 +394,7 @@ impl Waiting for LockWait<'_> {
     }
 
     /// Handed over by the release itself: ours without asking.
-    fn handed(&mut self, subscription: &Subscription) -> Option<Guard> {
+    fn handed(&mut self, subscription: &Subscription) -> Option<Result<Guard>> {
         let ticket = self.wait_ticket?;
         if !subscription.take_grant(ticket) {
             return None;
@@ -402,6 +421,34 @@ impl Waiting for LockWait<'_> {
     fn may_skip_first_look(&self) -> bool {
         !self.lock.kind().queues_waiters()
     }
+}
+
+/// Refuses a plain acquisition (`private_owner`) whose first attempt
+/// found the lock held, when the hold is its own task's (or, outside any
+/// task, its own thread's: see `holds::TaskKey`) by a plain acquisition
+/// ([`LockError::SelfDeadlock`]): each plain acquisition is an owner of
+/// its own, so it would wait for itself forever. Checked only then: a free
+/// lock costs no lookup, and a hold the client still lists but the store
+/// no longer has (force-unlocked, not yet found out) refuses nothing. A try
+/// that does not wait cannot hang, and answers "held" before this. One
+/// lookup in the client's table of holds, by lock name.
+fn refuse_self_deadlock(lock: &Lock, private_owner: bool) -> Result<()> {
+    if !private_owner {
+        return Ok(());
+    }
+    let Some(task) = crate::holds::TaskKey::current() else {
+        return Ok(());
+    };
+    if lock
+        .inner()
+        .holds
+        .held_by_task(task, lock.name(), lock.kind().as_ref())
+    {
+        return Err(LockError::SelfDeadlock {
+            name: lock.name().as_str().to_owned(),
+        });
+    }
+    Ok(())
 }
 
 /// The owner to acquire as, and whether it was made for this acquisition

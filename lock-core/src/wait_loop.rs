@@ -60,8 +60,10 @@ pub(crate) trait Waiting {
     async fn look(&mut self) -> Result<Look<Self::Got>>;
 
     /// Something handed to this wait directly while it slept (a lock a
-    /// release granted to the wait's ticket), checked after every sleep.
-    fn handed(&mut self, _subscription: &Subscription) -> Option<Self::Got> {
+    /// release granted to the wait's ticket), checked after every sleep;
+    /// `Some(Err)` when it cannot be taken (the client is closing: it is
+    /// given back).
+    fn handed(&mut self, _subscription: &Subscription) -> Option<Result<Self::Got>> {
         None
     }
 
@@ -158,7 +160,7 @@ pub(crate) async fn wait<W: Waiting>(
         drop(parked);
         if let Some(got) = subscription.as_ref().and_then(|s| waiting.handed(s)) {
             disarm(&mut baton);
-            return Ok(Some(got));
+            return got.map(Some);
         }
     }
 }

@@ -318,20 +318,42 @@ impl LockClient {
         self.engine.settle().await;
     }
 
-    /// Closes the client: later operations fail with
-    /// [`lock_core::LockError::Closed`]; requests already in flight —
-    /// including background releases of guards dropped before — finish
-    /// first ([`LockClient::settle`]); then the watchdog stops and the
-    /// connections are closed, after the client's record
-    /// ([`LockClient::client_info`]) is removed. Unlock what you hold first: nothing renews a
-    /// lock any more once the watchdog stops, so every guard of a lock it
-    /// kept alive is told at once that its lock is lost
-    /// ([`lock_core::Guard::lost`]; the lock itself expires within
-    /// `watchdog_timeout`).
+    /// Closes the client, giving back everything it holds
+    /// ([`lock_core::backend::Engine::close`]): no new acquisition starts
+    /// ([`lock_core::LockError::Closed`]); every live guard and permit is
+    /// told it is lost ([`lock_core::Guard::lost`] resolves); every lock
+    /// of every kind (all holds of each owner) and every permit its guards
+    /// hold is given back, with releases already in flight, retrying
+    /// transient failures, for at most
+    /// [`ClientConfig::close_timeout`](lock_core::ClientConfig::close_timeout);
+    /// then the watchdog stops, the client's record
+    /// ([`LockClient::client_info`]) is removed and the connections are
+    /// closed. What was not given back in time stays until its lease ends
+    /// (a warning gives the count). Guards and permits used afterwards
+    /// answer `Closed`; dropping them sends nothing.
+    ///
+    /// A service stops taking new work, then calls this, then exits (on
+    /// SIGTERM too): docs/configuration.md, "Shutting down". Dropping the
+    /// last handle without a close gives nothing back by itself: guards
+    /// keep the client alive and release as usual when dropped.
     ///
     /// # Cancel safety
-    /// The client is marked closed at once; dropping the future skips the
-    /// wait for requests in flight and the closing of connections.
+    /// The client is marked closed at once, and the give-backs already
+    /// started go on in the background; dropping the future skips the
+    /// rest (the wait, removing the record, closing the connections).
+    ///
+    /// # Examples
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
+    /// # async fn main() -> lock_redis::Result<()> {
+    /// # let server = lock_testkit::InMemoryServer::new();
+    /// # let client = server.client()?;
+    /// let guard = client.lock("leader")?.lock().await?;
+    /// client.close().await; // "leader" is free now, not in 30 s
+    /// assert!(guard.is_lost());
+    /// assert!(guard.unlock().await.unwrap_err().is_closed());
+    /// # Ok(()) }
+    /// ```
     pub async fn close(&self) {
         // The record goes after the last release, while a connection is
         // still open to remove it.

@@ -180,7 +180,8 @@
 //! | `TRYAGAIN`, `CLUSTERDOWN`, `LOADING`, `MASTERDOWN`, `BUSY`, `READONLY` | [`LockError::Unavailable`] | yes |
 //! | a master refusing writes (`NOREPLICAS`, `MISCONF`), `maxclients` reached: refused before anything ran | [`LockError::Unavailable`] | yes |
 //! | an unexpected reply | [`LockError::Protocol`] | no |
-//! | after [`LockClient::close`] | [`LockError::Closed`] | no |
+//! | a plain `lock()` of a lock the same task holds by a plain `lock()` (it would wait for itself) | [`LockError::SelfDeadlock`] ([`LockError::is_self_deadlock`]; docs/locks.md, "Re-entry within a task") | no |
+//! | after [`LockClient::close`] (which gave back what the client held), a guard's or permit's use included | [`LockError::Closed`] | no |
 //!
 //! The transport itself never retries: the engine retries retryable errors
 //! with the same request id, and the request records make a repeated

@@ -40,6 +40,7 @@ mod redlock_faults;
 mod replica_sync;
 mod scripts;
 mod sentinel;
+mod shutdown;
 mod slot_checking_proxy;
 mod stuck_requests;
 mod tls;

@@ -33,9 +33,11 @@ mod redis_fixture;
 mod redisson_semaphore_scenarios;
 mod redlock_contention;
 mod run_locked;
+mod self_deadlock;
 mod semaphore_faults;
 #[cfg(feature = "fixtures")]
 mod sentinel_fixture;
+mod shutdown;
 mod store_clock;
 mod wait_bounds;
 mod write_refusals;

@@ -225,9 +225,10 @@ pub async fn dropped_guard_releases_in_background(h: &dyn Harness) {
     assert_eq!(a.stats().watched, 0);
 }
 
-/// Closing the client stops the watchdog, so nothing keeps its locks any
-/// more: every watchdog guard is told at once, and so is a fixed-lease
-/// guard of the same hold.
+/// Closing the client gives its locks back: every guard is told at once,
+/// watchdog and fixed-lease guards of the same hold alike, the lock is
+/// free, and the guards answer `Closed` afterwards (issue 37, item 9: the
+/// close used to leave the lock to expire with its lease).
 pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
     let a = client(h).await;
     let lock = super::lock(h, &a, unique("closing"));
@@ -243,11 +244,18 @@ pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
         .unwrap();
     a.close().await;
     assert!(g.is_lost(), "a closed client's watchdog guard is not told");
-    assert!(g.check().unwrap_err().is_lock_lost());
+    assert!(g.check().unwrap_err().is_closed());
     assert!(leased.is_lost());
     tokio::time::timeout(Duration::from_millis(10), g.lost())
         .await
         .expect("lost() resolves at once");
+    let b = client(h).await;
+    assert!(
+        !super::lock(h, &b, lock.name()).is_locked().await.unwrap(),
+        "given back by the close"
+    );
+    assert!(g.unlock().await.unwrap_err().is_closed());
+    assert!(leased.unlock().await.unwrap_err().is_closed());
 }
 
 /// (a) A re-entry with a shorter lease does not shorten the owner's hold:

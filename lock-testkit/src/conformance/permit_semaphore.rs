@@ -473,8 +473,8 @@ pub async fn update_lease_time_moves_the_guard_deadline(h: &dyn Harness) {
     permit.release().await.unwrap();
 }
 
-/// Closing the client tells the guards of the permits its watchdog
-/// renewed; fixed-lease guards keep their lease.
+/// Closing the client gives back every permit its guards hold, renewed
+/// or leased, and tells their guards.
 pub async fn close_tells_watchdog_permit_guards(h: &dyn Harness) {
     let a = watchdog_client(h).await;
     let s = sem(&a, &unique("psem-close"));
@@ -482,12 +482,23 @@ pub async fn close_tells_watchdog_permit_guards(h: &dyn Harness) {
     let renewed = s.acquire().await.unwrap();
     let leased = s.acquire_with_lease(Duration::from_secs(60)).await.unwrap();
     a.close().await;
+    // Both given back by the close (issue 37, item 9: a leased permit used
+    // to stay taken until its lease ended), and both told.
     assert!(renewed.is_lost());
-    assert!(!leased.is_lost());
+    assert!(leased.is_lost());
+    assert!(renewed.check().unwrap_err().is_closed());
     assert!(matches!(
         leased.release().await.unwrap_err(),
         LockError::Closed
     ));
+    let b = watchdog_client(h).await;
+    assert_eq!(
+        sem(&b, s.name().as_str())
+            .available_permits()
+            .await
+            .unwrap(),
+        2
+    );
 }
 
 /// A semaphore whose count was overwritten with another type loses its

@@ -384,14 +384,23 @@ impl PermitExpirableSemaphore {
 
     /// The guard of the permit `id`, taken with `leasing` and valid until
     /// `deadline`: registered with the client's table (and its watchdog).
-    fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> ExpirablePermit {
+    /// `None` once the client is closing: the permit is given back here
+    /// (the close will not see it).
+    fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> Option<ExpirablePermit> {
         let lease = self.inner().permits().register(
             self.target(id),
             Arc::clone(&self.kind) as Arc<dyn PermitRenewal>,
             deadline,
             leasing.watched,
         );
-        ExpirablePermit::new(self.clone(), lease)
+        match lease {
+            Some(lease) => Some(ExpirablePermit::new(self.clone(), lease)),
+            None => {
+                tracing::debug!(semaphore = %self.name, "a permit was taken while the client closed; giving it back");
+                self.release_in_background(id);
+                None
+            }
+        }
     }
 
     /// Gives back the permit `id` from a background task (a dropped guard

@@ -401,4 +401,10 @@ impl PermitRenewal for PermitSemaphore {
     fn renew_lane(&self, target: &PermitTarget) -> u64 {
         self.env.renew_lane(&target.name)
     }
+
+    /// [`PermitSemaphore::release`]: the client's close gives back its
+    /// guards' permits with it.
+    async fn release(&self, req: &LeaseRelease) -> Result<bool> {
+        PermitSemaphore::release(self, req).await
+    }
 }

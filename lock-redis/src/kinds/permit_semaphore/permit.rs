@@ -27,7 +27,7 @@ use super::PermitExpirableSemaphore;
 /// semaphore was deleted), renewals could not be confirmed until a safety
 /// margin before its lease ends ([`lock_core::ClientConfig::safety_margin`]),
 /// its fixed lease (less the margin) ran out, this client gave it back by
-/// id or was closed while the watchdog kept it. A fixed-lease permit is not
+/// id, or the client was closed (which gives every guard's permit back). A fixed-lease permit is not
 /// renewed, so only its lease end and this client's own calls tell it.
 ///
 /// # Dropping
@@ -49,10 +49,6 @@ pub struct ExpirablePermit {
 impl ExpirablePermit {
     pub(crate) fn new(semaphore: PermitExpirableSemaphore, lease: Arc<PermitHold>) -> Self {
         telemetry::guard_held(lease.kind_name(), true);
-        if lease.is_watched() && semaphore.inner().watchdog_stopped() {
-            // Closed meanwhile: nothing will renew it.
-            semaphore.inner().permits().end(&lease, "closed");
-        }
         Self {
             semaphore,
             lease,
@@ -131,9 +127,12 @@ impl ExpirablePermit {
     /// ```
     ///
     /// # Errors
-    /// [`LockError::LockLost`].
+    /// [`LockError::LockLost`]; [`LockError::Closed`] once the client was
+    /// closed (which gave the permit back).
     pub fn check(&self) -> Result<()> {
-        if self.is_lost() {
+        if self.is_lost() && self.semaphore.inner().is_closed() {
+            Err(LockError::Closed)
+        } else if self.is_lost() {
             Err(LockError::permit_lost(self.name().as_str(), self.id()))
         } else {
             Ok(())
@@ -154,7 +153,12 @@ impl ExpirablePermit {
     pub async fn release(mut self) -> Result<()> {
         self.done = true;
         let not_held = || LockError::permit_not_held(self.name().as_str(), self.id());
-        if !self.semaphore.inner().permits().unregister(&self.lease) {
+        let inner = self.semaphore.inner();
+        if !inner.permits().unregister(&self.lease) {
+            // The close gave it back already.
+            if inner.is_closed() {
+                return Err(LockError::Closed);
+            }
             return Err(not_held());
         }
         // Runs to completion on the client's runtime even if dropped.
@@ -207,11 +211,8 @@ impl Drop for ExpirablePermit {
             return;
         }
         let inner = self.semaphore.inner();
+        // A close ended the permit (and gave it back): nothing is sent.
         let send = inner.permits().unregister(&self.lease);
-        if inner.is_closed() {
-            tracing::debug!(semaphore = %self.name(), "permit guard dropped after close; the permit comes back with its lease");
-            return;
-        }
         if !send {
             tracing::debug!(semaphore = %self.name(), "guard of a lost permit dropped; nothing to send");
             return;

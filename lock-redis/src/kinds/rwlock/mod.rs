@@ -344,6 +344,12 @@ impl ExclusiveKind for Read {
     fn hold_side(&self) -> &'static str {
         "read"
     }
+
+    /// Readers share the lock: a task's second read does not wait for
+    /// its first.
+    fn shares_side(&self) -> bool {
+        true
+    }
 }
 
 /// The write side: one owner, and no reader but that owner. Reached with

@@ -31,8 +31,15 @@
 //! ([`PermitGuard::release`], a dropped guard, [`Semaphore::release`]) that
 //! fails after the retry policy goes on in the background until the store
 //! answers it (the same request while it may still run, a new one once the
-//! store refused it as stale), until the client is closed; the caller who
-//! sees the error must not give the permits back again.
+//! store refused it as stale), until the client's close is over; the
+//! caller who sees the error must not give the permits back again.
+//!
+//! # Closing
+//! Each guard handed out is registered with its client
+//! ([`lock_core::backend::LivePermits`]), so the client's close gives its
+//! permits back; the guard then sends nothing, and its release answers
+//! [`LockError::Closed`]. Permits a guard [forgot](PermitGuard::forget)
+//! are nobody's: a close leaves them taken.
 //!
 //! What cannot be promised: a store that loses data (a restart without
 //! persistence, a failover to a replica that had not received the last
@@ -48,8 +55,8 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use lock_core::backend::counting::{self, InFlight, Look, WakeReader};
-use lock_core::backend::Engine;
 use lock_core::backend::{check_change, check_permits, PermitRequest};
+use lock_core::backend::{Engine, LivePermit};
 use lock_core::{lease_millis, LockError, LockName, Result};
 
 use super::SemaphoreStore;
@@ -361,11 +368,16 @@ impl Semaphore {
             },
         )
         .await?;
-        Ok(pending.map(|mut guard| {
-            // Now the caller's: no longer in flight.
-            guard.in_flight = None;
-            guard
-        }))
+        match pending {
+            // Taken while the client closed: dropped, it gives them back.
+            Some(guard) if guard.live.is_none() => Err(LockError::Closed),
+            Some(mut guard) => {
+                // Now the caller's: no longer in flight.
+                guard.in_flight = None;
+                Ok(Some(guard))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Gives back `n` permits without a guard — taken by a guard that was
@@ -454,6 +466,10 @@ pub struct PermitGuard {
     /// [`lock_core::backend::Engine::settle`] cannot slip between an abandoned acquisition
     /// and its undoing.
     in_flight: Option<InFlight>,
+    /// The guard's entry in its client's table of counted permits, which
+    /// the close gives back; `None` when the client was closing as the
+    /// guard was made (it then gives them back as it is dropped).
+    live: Option<LivePermit>,
 }
 
 impl std::fmt::Debug for PermitGuard {
@@ -468,12 +484,26 @@ impl std::fmt::Debug for PermitGuard {
 impl PermitGuard {
     fn new(semaphore: Semaphore, permits: u64) -> Self {
         let in_flight = Some(counting::in_flight(&semaphore.client));
+        let sem = semaphore.clone();
+        let live = semaphore.client.live_permits().register(Box::new(move || {
+            Box::pin(async move {
+                let req = sem.request(permits);
+                release(&sem.client, &sem.kind, req).await
+            })
+        }));
         Self {
             semaphore,
             permits,
             armed: true,
             in_flight,
+            live,
         }
+    }
+
+    /// Takes the guard's entry out of its client's table: `false` when
+    /// the client's close took it (and gave the permits back).
+    fn take_live(&self) -> bool {
+        self.live.as_ref().is_none_or(LivePermit::take)
     }
 
     /// How many permits this guard holds.
@@ -489,13 +519,17 @@ impl PermitGuard {
     /// Gives the permits back now, and reports the outcome.
     ///
     /// # Errors
-    /// As [`Semaphore::release`].
+    /// As [`Semaphore::release`]; [`LockError::Closed`] after the client
+    /// was closed (which gave them back).
     ///
     /// # Cancel safety
     /// The release runs to completion even when this future is dropped.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
         self.in_flight = None;
+        if !self.take_live() {
+            return Err(LockError::Closed);
+        }
         let req = self.semaphore.request(self.permits);
         release(&self.semaphore.client, &self.semaphore.kind, req).await
     }
@@ -505,6 +539,8 @@ impl PermitGuard {
     /// gives back later with [`Semaphore::release`].
     pub fn forget(mut self) -> u64 {
         self.armed = false;
+        // Nobody's now: a close leaves them taken.
+        self.take_live();
         self.permits
     }
 }
@@ -514,7 +550,8 @@ impl Drop for PermitGuard {
         // A guard handed out is the caller's; it no longer counts as in
         // flight once its release is on its way (or forgotten).
         let _in_flight = self.in_flight.take();
-        if !self.armed || self.semaphore.client.is_closed() {
+        // After a close took the entry, it gave the permits back.
+        if !self.armed || !self.take_live() {
             return;
         }
         let engine = self.semaphore.client.clone();

@@ -203,7 +203,7 @@ impl PermitExpirableSemaphore {
             },
         )
         .await?;
-        Ok(pending.map(PendingPermits::accept))
+        pending.map(PendingPermits::accept).transpose()
     }
 
     /// Gives back every permit of `ids`, all or none, and tells waiters how
@@ -311,20 +311,31 @@ impl PendingPermits {
     }
 
     /// The caller has them: each gets its guard, as a single acquisition's
-    /// permit does.
-    fn accept(mut self) -> Vec<ExpirablePermit> {
+    /// permit does. [`LockError::Closed`] when the client began to close
+    /// first: each permit is then given back (by the close, or by
+    /// [`PermitExpirableSemaphore::guard`] for one the close did not see).
+    fn accept(mut self) -> Result<Vec<ExpirablePermit>> {
         self.armed = false;
         let sem = &self.semaphore;
-        std::mem::take(&mut self.ids)
+        // Every id gets its guard or its give-back, so none is collected
+        // short of the end.
+        let guards: Vec<Option<ExpirablePermit>> = std::mem::take(&mut self.ids)
             .into_iter()
             .map(|id| sem.guard(id, self.deadline, self.leasing))
-            .collect()
+            .collect();
+        if guards.iter().any(Option::is_none) {
+            return Err(LockError::Closed);
+        }
+        Ok(guards.into_iter().flatten().collect())
     }
 }
 
 impl Drop for PendingPermits {
     fn drop(&mut self) {
-        if !self.armed || self.semaphore.inner().is_closed() {
+        // Given back while the client closes too; after its close the
+        // release answers `Closed` and the permits come back with their
+        // lease.
+        if !self.armed {
             return;
         }
         let inner = self.semaphore.inner().clone();
