@@ -15,6 +15,7 @@ mod client_records;
 #[cfg(feature = "fixtures")]
 mod cluster_fixture;
 mod conformance;
+mod crashed_clients;
 mod engine_faults;
 mod fault_fuzz;
 mod live_waits;

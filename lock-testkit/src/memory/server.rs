@@ -1,6 +1,6 @@
 //! [`InMemoryServer`]: the shared store many in-memory clients talk to.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -47,6 +47,9 @@ pub(crate) struct State {
     pub(crate) keys: Keyspace,
     pub(crate) faults: Faults,
     connections: Vec<Weak<Connection>>,
+    /// The transport of each client [`InMemoryServer::client_with`] made,
+    /// by client id: what [`InMemoryServer::crash`] cuts.
+    clients: HashMap<uuid::Uuid, Weak<MemoryTransport>>,
     /// The store's clock: the wall clock when the server was made, advanced
     /// by tokio time since (so it follows paused time).
     epoch_ms: i64,
@@ -217,6 +220,7 @@ impl InMemoryServer {
                 keys: Keyspace::default(),
                 faults: Faults::default(),
                 connections: Vec::new(),
+                clients: HashMap::new(),
                 epoch_ms: std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_millis() as i64),
@@ -267,7 +271,38 @@ impl InMemoryServer {
     /// # Errors
     /// As [`LockClient::new`].
     pub fn client_with(&self, config: ClientConfig) -> Result<LockClient> {
-        lock_redis::LockClient::new(self.env(), config)
+        let transport = self.transport();
+        let env = ScriptEnv::new(Arc::clone(&transport) as _, self.layout.clone());
+        let client = lock_redis::LockClient::new(env, config)?;
+        let mut state = self.state();
+        state.clients.retain(|_, t| t.strong_count() > 0);
+        state
+            .clients
+            .insert(client.id(), Arc::downgrade(&transport));
+        Ok(client)
+    }
+
+    /// Kills `client` as `SIGKILL` kills its process: from now on nothing
+    /// of it reaches the store. Its watchdog stops renewing, nothing it
+    /// holds is given back, and it hears no notice; its locks, leased
+    /// permits and client record stay until their leases run out, as a
+    /// crashed holder's do, and a plain semaphore's permits stay for good.
+    /// What the test still calls on it (a guard's `unlock`, a new `lock`)
+    /// fails with [`LockError::Closed`] and reaches nothing. For the
+    /// failover tests of a service: another client takes over after the
+    /// lease, under paused time.
+    ///
+    /// Only a client this server made ([`InMemoryServer::client`],
+    /// [`InMemoryServer::client_with`]); `false` for any other.
+    pub fn crash(&self, client: &LockClient) -> bool {
+        let transport = self.state().clients.remove(&client.id());
+        match transport.and_then(|t| t.upgrade()) {
+            Some(transport) => {
+                transport.cut();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Publishes `message` on `channel` to every subscribed connection;

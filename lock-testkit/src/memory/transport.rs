@@ -53,6 +53,21 @@ impl std::fmt::Debug for MemoryTransport {
 }
 
 impl MemoryTransport {
+    /// Cuts the connection: every later call fails with
+    /// [`LockError::Closed`] without reaching the store, and its
+    /// subscriptions are gone. A closed client's transport, and a crashed
+    /// one's ([`InMemoryServer::crash`]): from the store's side the two
+    /// look alike, but a crashed client gave nothing back first.
+    pub(crate) fn cut(&self) {
+        self.closed.store(true, Ordering::Release);
+        let mut connection = self
+            .connection
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        connection.channels.clear();
+        connection.handler = None;
+    }
+
     pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>) -> Self {
         Self {
             server,
@@ -325,12 +340,6 @@ impl Transport for MemoryTransport {
     }
 
     async fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-        let mut connection = self
-            .connection
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        connection.channels.clear();
-        connection.handler = None;
+        self.cut();
     }
 }
