@@ -20,6 +20,21 @@
 //! connection open, and a connection that stops answering stops getting
 //! calls once it has that many of them waiting.
 //!
+//! # `WAIT` apart
+//! A `WAIT` (replica sync) blocks its connection until the replicas
+//! acknowledge or its timeout passes: Redis reads nothing more from that
+//! client meanwhile. On a shared connection it would hold up every call
+//! pipelined behind it, the watchdog's renewals on the first connection
+//! above all (issue 37: with a replica that stopped acknowledging, held
+//! locks expired while renewals sat behind seconds of `WAIT`s). So
+//! acquisitions that wait for replicas take their connection with
+//! [`ConnectionSet::get_for_wait`] from slots of their own (as many as
+//! the ordinary ones, one `WAIT` each before the next is used), which no
+//! other call uses: a `WAIT` delays only its own acquisition (and, with
+//! more `WAIT`s in flight than such slots, the `WAIT`s queued behind it).
+//! They are connected lazily like the others, so a client that never
+//! waits for replicas never opens one.
+//!
 //! A slot is connected lazily, by the first call that finds it empty or
 //! stale, within the connect timeout and the call's deadline. One task at a
 //! time connects a slot; other calls for that slot wait for it (bounded by
@@ -149,11 +164,19 @@ pub struct ConnectionSet {
     config: AsyncConnectionConfig,
     connect_timeout: Duration,
     command_timeout: Duration,
+    /// The ordinary slots (`..pool`), then as many for `WAIT`s
+    /// (`pool..`); see the module docs.
     slots: Box<[Slot]>,
+    /// How many ordinary slots (and how many for `WAIT`s) there are.
+    pool: usize,
     /// Calls on one connection before the next slot is used.
     spill_at: usize,
     /// The next slot when every slot has `spill_at` calls in flight.
     next: AtomicUsize,
+    /// The next `WAIT` slot when every one has a call in flight.
+    next_wait: AtomicUsize,
+    /// What this server said last about its connected replicas.
+    replicas: Mutex<Option<KnownReplicas>>,
     epoch: AtomicU64,
     closed: AtomicBool,
 }
@@ -179,6 +202,22 @@ struct Live {
     epoch: u64,
     /// The endpoint's generation (which master) it was made for.
     master: u64,
+}
+
+/// How long a replica count read from `INFO replication` is used before
+/// the server is asked again: 1 s. A replica that connects is waited for
+/// from at most this long after; a master without replicas pays one `INFO`
+/// (pipelined with an acquisition, no round trip of its own) per second.
+pub const REPLICAS_FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// A server's connected replicas as it last said.
+struct KnownReplicas {
+    count: u32,
+    at: Instant,
+    /// The endpoint's generation and the set's epoch it was said in: a
+    /// failover or a reconnect makes it stale.
+    master: u64,
+    epoch: u64,
 }
 
 impl Slot {
@@ -211,7 +250,8 @@ impl ConnectionSet {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connection.connect_timeout))
             .set_response_timeout(None);
-        let slots = (0..config.pool_size.max(1))
+        let pool = config.pool_size.max(1);
+        let slots = (0..2 * pool)
             .map(|_| Slot {
                 in_flight: Arc::default(),
                 state: Mutex::new(SlotState::default()),
@@ -224,8 +264,11 @@ impl ConnectionSet {
             connect_timeout: config.connection.connect_timeout,
             command_timeout: config.connection.command_timeout,
             slots,
+            pool,
             spill_at: config.calls_per_connection,
             next: AtomicUsize::new(0),
+            next_wait: AtomicUsize::new(0),
+            replicas: Mutex::new(None),
             epoch: AtomicU64::new(0),
             closed: AtomicBool::new(false),
         }
@@ -272,15 +315,64 @@ impl ConnectionSet {
         Ok(lease)
     }
 
-    /// The first slot with fewer than `spill_at` calls in flight, else the
-    /// next round-robin (always, when `spill_at` is 0). Concurrent callers
-    /// may read the same counts and overfill a slot by a few calls:
-    /// harmless, and no lock is taken.
+    /// A connection for a call that ends in `WAIT`, from the slots no
+    /// other call uses (see the module docs): the first with no call in
+    /// flight, else the next round-robin.
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::get`].
+    ///
+    /// # Cancel safety
+    /// As [`ConnectionSet::get`].
+    pub async fn get_for_wait(&self, deadline: Instant) -> Result<Lease> {
+        let waits = &self.slots[self.pool..];
+        let index = waits
+            .iter()
+            .position(|slot| slot.in_flight.load(Ordering::Relaxed) == 0)
+            .unwrap_or_else(|| self.next_wait.fetch_add(1, Ordering::Relaxed) % self.pool);
+        self.get_slot(self.pool + index, deadline).await
+    }
+
+    /// The first ordinary slot with fewer than `spill_at` calls in flight,
+    /// else the next round-robin (always, when `spill_at` is 0). Concurrent
+    /// callers may read the same counts and overfill a slot by a few
+    /// calls: harmless, and no lock is taken.
     fn pick(&self) -> usize {
-        self.slots
+        self.slots[..self.pool]
             .iter()
             .position(|slot| slot.in_flight.load(Ordering::Relaxed) < self.spill_at)
-            .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len())
+            .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed) % self.pool)
+    }
+
+    /// How many replicas this server had connected when last asked, if
+    /// that is recent (within [`REPLICAS_FRESH_FOR`]) and was said by the
+    /// master and the connections of now; `None` when it must be asked
+    /// again (see [`crate::replicas`]).
+    pub fn known_replicas(&self) -> Option<u32> {
+        let known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
+        let known = known.as_ref()?;
+        let current = known.master == self.endpoint.generation()
+            && known.epoch == self.epoch.load(Ordering::Acquire)
+            && known.at.elapsed() < REPLICAS_FRESH_FOR;
+        current.then_some(known.count)
+    }
+
+    /// Remembers that the server has `count` replicas connected (from its
+    /// `INFO replication`), for [`REPLICAS_FRESH_FOR`].
+    pub fn learn_replicas(&self, count: u32) {
+        *self.replicas.lock().unwrap_or_else(PoisonError::into_inner) = Some(KnownReplicas {
+            count,
+            at: Instant::now(),
+            master: self.endpoint.generation(),
+            epoch: self.epoch.load(Ordering::Acquire),
+        });
+    }
+
+    /// Forgets the replica count: a `WAIT` was acknowledged by another
+    /// number of replicas than it named, so the next acquisition asks the
+    /// server again (as Redisson does).
+    pub fn forget_replicas(&self) {
+        *self.replicas.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
     async fn get_slot(&self, index: usize, deadline: Instant) -> Result<Lease> {
@@ -485,7 +577,7 @@ impl fmt::Debug for ConnectionSet {
             })
             .count();
         f.debug_struct("ConnectionSet")
-            .field("size", &self.slots.len())
+            .field("size", &self.pool)
             .field("connected", &connected)
             .field("epoch", &epoch)
             .field("closed", &self.is_closed())

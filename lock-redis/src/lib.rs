@@ -181,6 +181,7 @@ pub mod describe;
 pub mod kinds;
 mod pubsub;
 mod registration;
+pub mod replicas;
 #[doc(hidden)]
 pub mod scripts;
 pub mod sentinel;
@@ -288,7 +289,7 @@ pub async fn connect_env(redis: &RedisConfig) -> Result<ScriptEnv> {
     redis.validate()?;
     let transport = Arc::new(SingleNode::new(redis)?);
     if !redis.connection.lazy_connect {
-        let needed = commands::single_node(redis.connection.replica_sync.is_some());
+        let needed = commands::single_node(redis.connection.waits_required());
         transport.check(&needed, &kinds::scripts()).await?;
     }
     Ok(ScriptEnv::new(transport, redis.layout()).with_replica_sync(redis.connection.replica_sync))
