@@ -464,6 +464,14 @@ impl ConnectionSet {
     /// connection is treated as broken.
     pub fn report_no_reply(&self, lease: &Lease) {
         tracing::debug!(slot = lease.slot, "no reply from redis in time");
+        if lease.slot >= self.pool {
+            // A `WAIT` queued behind others on its connection runs out of
+            // time when replicas do not acknowledge: that says nothing of
+            // the server, so only this connection is replaced (its
+            // `WAIT`s dropped with it), not every connection of the set.
+            self.drop_slot(lease);
+            return;
+        }
         self.discard(lease);
         self.endpoint.invalidate();
     }
@@ -531,6 +539,11 @@ impl ConnectionSet {
 
     fn discard(&self, lease: &Lease) {
         self.retire_up_to(lease.epoch);
+        self.drop_slot(lease);
+    }
+
+    /// Drops the slot's connection if it is still the one `lease` used.
+    fn drop_slot(&self, lease: &Lease) {
         let mut state = self.slots[lease.slot].state();
         if state
             .live
@@ -688,6 +701,26 @@ mod tests {
         assert_eq!(next_leases(&set, 2).await, [(1, 1, 0), (1, 1, 0)]);
         drop(batch);
         assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+    }
+
+    /// `WAIT`s take slots of their own, one call each, and no ordinary
+    /// call lands there; a `WAIT` that ran out of time replaces its own
+    /// connection only.
+    #[tokio::test]
+    async fn waits_have_slots_of_their_own() {
+        let server = RedisServer::start();
+        let set = ConnectionSet::new(server.client(), &config(&server, 2));
+        let first = set.get_for_wait(soon()).await.unwrap();
+        let second = set.get_for_wait(soon()).await.unwrap();
+        assert_eq!((first.slot, second.slot), (2, 3));
+        let third = set.get_for_wait(soon()).await.unwrap();
+        assert!(third.slot >= 2, "all busy: round-robin among WAIT slots");
+        assert_eq!(next_leases(&set, 2).await, [(0, 1, 0), (0, 1, 0)]);
+        set.report_no_reply(&first);
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)], "epoch kept");
+        drop((first, second, third));
+        let again = set.get_for_wait(soon()).await.unwrap();
+        assert_eq!((again.slot, again.generation, again.epoch), (2, 2, 0));
     }
 
     #[tokio::test]
