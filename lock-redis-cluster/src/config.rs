@@ -287,7 +287,7 @@ mod tests {
             (base().pool_size(0), "pool_size"),
             (base().max_redirects(0), "max_redirects"),
             (
-                base().replica_sync(0, Duration::from_secs(1)),
+                base().replica_sync(1, Duration::ZERO),
                 "replica_sync",
             ),
         ];

@@ -298,11 +298,11 @@ impl Inner {
             let seen = self.topology.rounds();
             // `WAIT` blocks its connection: never one other calls share
             // (renewals above all; issue 37).
-            let known = set.known_replicas();
+            let plan = replicas::Plan::for_set(&set);
             let waits = match op {
                 Op::Eval(_) => false,
                 Op::EvalWait(..) => true,
-                Op::EvalSynced(..) => known != Some(0),
+                Op::EvalSynced(..) => plan.waits(),
             };
             let got = if waits {
                 set.get_for_wait(deadline).await
@@ -326,12 +326,13 @@ impl Inner {
                 Err(e) => return Err(e),
             };
             let extra = match op {
-                Op::EvalWait(_, _, timeout) | Op::EvalSynced(_, timeout) => *timeout,
-                Op::Eval(_) => Duration::ZERO,
+                Op::EvalWait(_, _, timeout) => *timeout,
+                Op::EvalSynced(_, timeout) if waits => *timeout,
+                Op::EvalSynced(..) | Op::Eval(_) => Duration::ZERO,
             };
             let result = timeout_at(
                 deadline + extra,
-                send(lease.conn(), op, asking, known, &set),
+                send(lease.conn(), op, asking, plan, &set),
             )
             .await;
             let err = match result {
@@ -416,27 +417,30 @@ fn too_many_redirects(first_key: &str, err: &redis::RedisError) -> LockError {
 }
 
 /// Sends `op` on `conn` (a connection of `set`), after `ASKING` when
-/// `asking`; loads the script on `NOSCRIPT` and sends once more. `known`
-/// is `set`'s replica count for [`Op::EvalSynced`].
+/// `asking`; loads the script on `NOSCRIPT` and sends once more. `plan`
+/// is what `set` knows of its replicas, for [`Op::EvalSynced`].
 async fn send(
     conn: &mut redis::aio::MultiplexedConnection,
     op: &Op<'_>,
     asking: bool,
-    known: Option<u32>,
+    plan: replicas::Plan,
     set: &ConnectionSet,
 ) -> RedisResult<(Value, Option<ReplicaAcks>)> {
     let (call, wait) = match op {
         Op::Eval(call) => (*call, None),
         Op::EvalWait(call, replicas, timeout) => (*call, Some((*replicas, *timeout))),
         Op::EvalSynced(call, timeout) if !asking => {
-            let synced = replicas::eval_synced(conn, call, known, *timeout).await?;
+            let synced = replicas::eval_synced(conn, call, plan, *timeout).await?;
             synced.record(set);
             let acks = ReplicaAcks::new(synced.acked, synced.connected);
             return Ok((synced.value, Some(acks)));
         }
         // A slot being migrated (rare, brief): the replicas known of the
         // importing node are waited for; when none are known yet, none.
-        Op::EvalSynced(call, timeout) => (*call, known.filter(|&n| n > 0).map(|n| (n, *timeout))),
+        Op::EvalSynced(call, timeout) => match plan {
+            replicas::Plan::Wait(n) => (*call, Some((n, *timeout))),
+            _ => (*call, None),
+        },
     };
     let acks = |acked: Option<u32>| acked.map(|a| ReplicaAcks::new(a, wait.map_or(0, |w| w.0)));
     if !asking {

@@ -344,17 +344,22 @@ impl ConnectionSet {
             .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed) % self.pool)
     }
 
-    /// How many replicas this server had connected when last asked, if
-    /// that is recent (within [`REPLICAS_FRESH_FOR`]) and was said by the
-    /// master and the connections of now; `None` when it must be asked
-    /// again (see [`crate::replicas`]).
-    pub fn known_replicas(&self) -> Option<u32> {
+    /// How many replicas this server had connected when last asked (by
+    /// the master and the connections of now), and whether that is recent
+    /// (within [`REPLICAS_FRESH_FOR`]); `None` when never asked, or asked
+    /// of another master or over connections replaced since (see
+    /// [`crate::replicas`]).
+    pub fn known_replicas(&self) -> (Option<u32>, bool) {
         let known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
-        let known = known.as_ref()?;
-        let current = known.master == self.endpoint.generation()
-            && known.epoch == self.epoch.load(Ordering::Acquire)
-            && known.at.elapsed() < REPLICAS_FRESH_FOR;
-        current.then_some(known.count)
+        let Some(known) = known.as_ref() else {
+            return (None, false);
+        };
+        if known.master != self.endpoint.generation()
+            || known.epoch != self.epoch.load(Ordering::Acquire)
+        {
+            return (None, false);
+        }
+        (Some(known.count), known.at.elapsed() < REPLICAS_FRESH_FOR)
     }
 
     /// Remembers that the server has `count` replicas connected (from its
@@ -368,11 +373,16 @@ impl ConnectionSet {
         });
     }
 
-    /// Forgets the replica count: a `WAIT` was acknowledged by another
-    /// number of replicas than it named, so the next acquisition asks the
-    /// server again (as Redisson does).
+    /// Makes the replica count stale (kept, but asked again by the next
+    /// acquisition): a `WAIT` was acknowledged by another number of
+    /// replicas than it named (as in Redisson).
     pub fn forget_replicas(&self) {
-        *self.replicas.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        let mut known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
+        match (known.as_mut(), Instant::now().checked_sub(REPLICAS_FRESH_FOR)) {
+            (Some(known), Some(long_ago)) => known.at = long_ago,
+            // A clock younger than the freshness: forgetting it all is as good.
+            _ => *known = None,
+        }
     }
 
     async fn get_slot(&self, index: usize, deadline: Instant) -> Result<Lease> {

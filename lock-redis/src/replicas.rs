@@ -14,9 +14,12 @@
 //! [`REPLICAS_FRESH_FOR`](crate::connections::REPLICAS_FRESH_FOR). An
 //! acquisition that finds no fresh count sends `INFO replication` in one
 //! pipeline with its script (no round trip of its own) and reads
-//! `connected_slaves`; then, with replicas, sends its `WAIT`. As in
-//! Redisson, a `WAIT` acknowledged by another number of replicas than it
-//! named (one stopped, one joined) makes the next acquisition ask again.
+//! `connected_slaves`; then, if the server had replicas before, sends its
+//! `WAIT`. A server that had none is asked on an ordinary connection and
+//! not waited for that once, so a master without replicas never gets a
+//! `WAIT` nor a connection for one (see [`Plan`]). As in Redisson, a
+//! `WAIT` acknowledged by another number of replicas than it named (one
+//! stopped, one joined) makes the next acquisition ask again.
 //!
 //! # Servers that refuse `INFO` or `WAIT`
 //! A user whose ACL forbids `INFO` or `WAIT` (`NOPERM`), or a server that
@@ -70,34 +73,48 @@ impl Synced {
     }
 }
 
-/// A lease for a call with the connected-replicas rule, and the replica
-/// count it will use: an ordinary connection when the server is known to
-/// have no replicas (no `WAIT` will be sent), else a `WAIT` connection.
-///
-/// # Errors
-/// As [`ConnectionSet::get`].
-///
-/// # Cancel safety
-/// As [`ConnectionSet::get`].
-pub async fn lease(
-    set: &ConnectionSet,
-    deadline: tokio::time::Instant,
-) -> lock_core::Result<(crate::connections::Lease, Option<u32>)> {
-    let known = set.known_replicas();
-    let lease = if known == Some(0) {
-        set.get(deadline).await?
-    } else {
-        set.get_for_wait(deadline).await?
-    };
-    Ok((lease, known))
+/// What an acquisition with the connected-replicas rule sends, decided
+/// from what its [`ConnectionSet`] knows of the server's replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plan {
+    /// Known (recently) to have none: the script alone.
+    Alone,
+    /// Known (recently) to have `n`: the script and `WAIT n`.
+    Wait(u32),
+    /// Had `n > 0` a while ago: `INFO replication` and the script, then
+    /// `WAIT` for as many as it says.
+    AskThenWait,
+    /// Had none, or never asked: `INFO replication` and the script on an
+    /// ordinary connection, no `WAIT` (a replica that has just connected
+    /// is waited for from the next acquisition on), so a server without
+    /// replicas never gets a `WAIT` connection.
+    Ask,
 }
 
-/// Runs `call` on `conn` with the connected-replicas rule, `known` being
-/// the count [`lease`] gave: `Some(0)`, the script alone; `Some(n)`, the
-/// script and `WAIT n timeout` in one pipeline; `None`, `INFO replication`
-/// and the script in one pipeline, then `WAIT` when the server has
-/// replicas. On `NOSCRIPT` the script is loaded and the call made once
-/// more. Call [`Synced::record`] with the set of `conn` afterwards.
+impl Plan {
+    /// The plan for `set` now.
+    pub fn for_set(set: &ConnectionSet) -> Self {
+        match set.known_replicas() {
+            (Some(0), true) => Self::Alone,
+            (Some(n), true) => Self::Wait(n),
+            (Some(n), false) if n > 0 => Self::AskThenWait,
+            _ => Self::Ask,
+        }
+    }
+
+    /// Whether it sends `WAIT`: it then needs a `WAIT` connection
+    /// ([`ConnectionSet::get_for_wait`]) and the replica timeout on top of
+    /// the command timeout.
+    pub fn waits(self) -> bool {
+        matches!(self, Self::Wait(_) | Self::AskThenWait)
+    }
+}
+
+/// Runs `call` on `conn` with the connected-replicas rule, as `plan` says
+/// (see [`Plan`]; `conn` must be a `WAIT` connection when it
+/// [waits](Plan::waits)). On `NOSCRIPT` the script is loaded and the call
+/// made once more. Call [`Synced::record`] with the set of `conn`
+/// afterwards.
 ///
 /// # Errors
 /// The connection's error, the script's error reply. A refused `INFO` or
@@ -108,17 +125,17 @@ pub async fn lease(
 pub async fn eval_synced<C: ConnectionLike + Send>(
     conn: &mut C,
     call: &ScriptCall<'_>,
-    known: Option<u32>,
+    plan: Plan,
     timeout: Duration,
 ) -> RedisResult<Synced> {
-    match known {
-        Some(0) => Ok(Synced {
+    match plan {
+        Plan::Alone => Ok(Synced {
             value: scripts::eval(conn, call).await?,
             acked: 0,
             connected: 0,
             update: Update::Keep,
         }),
-        Some(connected) => {
+        Plan::Wait(connected) => {
             let mut pipe = Pipeline::new();
             pipe.ignore_errors();
             pipe.add_command(call.to_cmd());
@@ -132,7 +149,7 @@ pub async fn eval_synced<C: ConnectionLike + Send>(
             let value = next(&mut replies)??;
             Ok(waited(value, connected, next(&mut replies)?, Update::Keep))
         }
-        None => {
+        Plan::AskThenWait | Plan::Ask => {
             let mut pipe = Pipeline::new();
             pipe.ignore_errors();
             pipe.cmd("INFO").arg("replication");
@@ -153,12 +170,13 @@ pub async fn eval_synced<C: ConnectionLike + Send>(
                     0
                 }
             };
-            if connected == 0 {
+            if connected == 0 || plan == Plan::Ask {
+                // Not waited for: nothing to hold against the acquisition.
                 return Ok(Synced {
                     value,
                     acked: 0,
                     connected: 0,
-                    update: Update::Learn(0),
+                    update: Update::Learn(connected),
                 });
             }
             let wait = wait_cmd(connected, timeout).query_async::<u32>(conn).await;
@@ -237,16 +255,36 @@ fn refused(command: &str, err: &RedisError) {
     }
 }
 
-/// `connected_slaves` of an `INFO replication` reply (0 when missing or
-/// unreadable: a server that does not say has no replicas we can wait for).
+/// The replicas that can acknowledge, from an `INFO replication` reply:
+/// those listed `state=online`. A replica still in its first sync
+/// (`wait_bgsave`, `send_bulk`: right after it connected, or after a
+/// failover made the old master a replica of the new one) is connected
+/// but acknowledges nothing until it has loaded the data, so counting it
+/// would fail every acquisition meanwhile. Servers that list no replica
+/// lines are read by `connected_slaves`; 0 when unreadable (a server that
+/// does not say has no replicas we can wait for).
 fn connected_replicas(info: &Value) -> u32 {
     let Ok(text) = redis::from_redis_value_ref::<String>(info) else {
         return 0;
     };
-    text.lines()
-        .find_map(|line| line.strip_prefix("connected_slaves:"))
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
+    let mut listed = 0;
+    let mut online = 0;
+    let mut connected = 0;
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("connected_slaves:") {
+            connected = n.trim().parse().unwrap_or(0);
+        } else if line.starts_with("slave") && line.contains(":ip=") {
+            listed += 1;
+            if line.split(',').any(|field| field == "state=online") {
+                online += 1;
+            }
+        }
+    }
+    if listed > 0 {
+        online
+    } else {
+        connected
+    }
 }
 
 #[cfg(test)]
@@ -256,9 +294,15 @@ mod tests {
     #[test]
     fn the_count_is_read_from_info_replication() {
         let info = Value::BulkString(
-            b"# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=127.0.0.1\r\n".to_vec(),
+            b"# Replication\r\nrole:master\r\nconnected_slaves:3\r\n\
+              slave0:ip=127.0.0.1,port=7001,state=online,offset=10,lag=0\r\n\
+              slave1:ip=127.0.0.1,port=7002,state=online,offset=10,lag=1\r\n\
+              slave2:ip=127.0.0.1,port=7003,state=wait_bgsave,offset=0,lag=0\r\n"
+                .to_vec(),
         );
-        assert_eq!(connected_replicas(&info), 2);
+        assert_eq!(connected_replicas(&info), 2, "only replicas online");
+        let unlisted = Value::BulkString(b"connected_slaves:1\r\n".to_vec());
+        assert_eq!(connected_replicas(&unlisted), 1);
         let none = Value::BulkString(b"# Replication\r\nrole:master\r\n".to_vec());
         assert_eq!(connected_replicas(&none), 0);
         assert_eq!(connected_replicas(&Value::Nil), 0);

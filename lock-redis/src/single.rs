@@ -227,10 +227,17 @@ impl Transport for SingleNode {
         timeout: Duration,
     ) -> Result<(Value, ReplicaAcks)> {
         let deadline = Instant::now() + self.command_timeout;
-        let (mut lease, known) = replicas::lease(&self.connections, deadline).await?;
+        let plan = replicas::Plan::for_set(&self.connections);
+        // `WAIT` blocks its connection: never one other calls share. A call
+        // that sends none is bounded by the command timeout alone.
+        let (mut lease, bound) = if plan.waits() {
+            (self.connections.get_for_wait(deadline).await?, deadline + timeout)
+        } else {
+            (self.connections.get(deadline).await?, deadline)
+        };
         let result = timeout_at(
-            deadline + timeout,
-            replicas::eval_synced(lease.conn(), &call, known, timeout),
+            bound,
+            replicas::eval_synced(lease.conn(), &call, plan, timeout),
         )
         .await;
         let synced = self.finish(&lease, result, call.first_key(), "script call with WAIT")?;
