@@ -298,11 +298,13 @@ impl Inner {
             let seen = self.topology.rounds();
             // `WAIT` blocks its connection: never one other calls share
             // (renewals above all; issue 37).
-            let plan = replicas::Plan::for_set(&set);
-            let waits = match op {
-                Op::Eval(_) => false,
-                Op::EvalWait(..) => true,
-                Op::EvalSynced(..) => plan.waits(),
+            let (plan, waits) = match op {
+                Op::Eval(_) => (replicas::Plan::Alone, false),
+                Op::EvalWait(..) => (replicas::Plan::Alone, true),
+                Op::EvalSynced(..) => {
+                    let plan = replicas::resolve(&set, deadline).await;
+                    (plan, plan.waits())
+                }
             };
             let got = if waits {
                 set.get_for_wait(deadline).await

@@ -144,8 +144,9 @@
 //! least `n` (and requires `WAIT`); [`RedisConfig::replica_sync_off`] turns
 //! it off. When the rule is not met in time, the hold just taken is given
 //! back and the call fails with [`LockError::NotReplicated`]
-//! ([`ReplicaSync`]). On one loopback machine the default costs an
-//! uncontended lock+unlock pair COST_SHORT (lock-bench `W1-replica`).
+//! ([`ReplicaSync`]). With one replica on the same loopback machine the
+//! default costs an uncontended lock+unlock pair about 1.2× its time with
+//! replica sync off (p50 297 µs against 243 µs; lock-bench `W1-replica`).
 //!
 //! ## Notices
 //!

@@ -13,11 +13,13 @@
 //! remembers how many replicas its server said it had, for
 //! [`REPLICAS_FRESH_FOR`](crate::connections::REPLICAS_FRESH_FOR). An
 //! acquisition that finds no fresh count sends `INFO replication` in one
-//! pipeline with its script (no round trip of its own) and reads
-//! `connected_slaves`; then, if the server had replicas before, sends its
-//! `WAIT`. A server that had none is asked on an ordinary connection and
-//! not waited for that once, so a master without replicas never gets a
-//! `WAIT` nor a connection for one (see [`Plan`]). As in Redisson, a
+//! pipeline with its script (no round trip of its own) when the server had
+//! replicas, then sends its `WAIT`; a server that had none (or was never
+//! asked: a new client, a new master after a failover) is asked first, with
+//! `INFO replication` alone on an ordinary connection (one round trip, about
+//! once a second per master), so a master without replicas never gets a
+//! `WAIT` nor a connection for one, and the first acquisition is checked
+//! like any other (see [`Plan`]). As in Redisson, a
 //! `WAIT` acknowledged by another number of replicas than it named (one
 //! stopped, one joined) makes the next acquisition ask again.
 //!
@@ -84,10 +86,10 @@ pub enum Plan {
     /// Had `n > 0` a while ago: `INFO replication` and the script, then
     /// `WAIT` for as many as it says.
     AskThenWait,
-    /// Had none, or never asked: `INFO replication` and the script on an
-    /// ordinary connection, no `WAIT` (a replica that has just connected
-    /// is waited for from the next acquisition on), so a server without
-    /// replicas never gets a `WAIT` connection.
+    /// Had none, or never asked: [`resolve`] asks first (`INFO
+    /// replication` alone, on an ordinary connection: a server without
+    /// replicas never gets a `WAIT` connection, and a replica that has just
+    /// connected is waited for at once).
     Ask,
 }
 
@@ -106,13 +108,60 @@ impl Plan {
     /// ([`ConnectionSet::get_for_wait`]) and the replica timeout on top of
     /// the command timeout.
     pub fn waits(self) -> bool {
-        matches!(self, Self::Wait(_) | Self::AskThenWait)
+        matches!(self, Self::Wait(_) | Self::AskThenWait | Self::Ask)
+    }
+}
+
+/// The plan for `set`, asking the server first (one `INFO replication`
+/// round trip on an ordinary connection, by `deadline`) when it must be
+/// asked and has had no replicas: [`Plan::Alone`] or [`Plan::Wait`], or
+/// [`Plan::AskThenWait`] when asking failed (the acquisition then asks in
+/// its own pipeline, and waits if it must).
+///
+/// # Cancel safety
+/// Safe to drop: `INFO` changes nothing.
+pub async fn resolve(set: &ConnectionSet, deadline: tokio::time::Instant) -> Plan {
+    let plan = Plan::for_set(set);
+    if plan != Plan::Ask {
+        return plan;
+    }
+    let Ok(mut lease) = set.get(deadline).await else {
+        return Plan::AskThenWait;
+    };
+    let asked = tokio::time::timeout_at(
+        deadline,
+        redis::cmd("INFO")
+            .arg("replication")
+            .query_async::<Value>(lease.conn()),
+    )
+    .await;
+    match asked {
+        Ok(Ok(info)) => set.learn_replicas(connected_replicas(&info)),
+        Ok(Err(e)) if e.code().is_some() && !e.is_unrecoverable_error() => {
+            // An error reply (NOPERM, unknown command): the server will not
+            // tell, so it counts as having no replicas.
+            refused("INFO replication", &e);
+            set.learn_replicas(0);
+        }
+        Ok(Err(e)) => {
+            set.report(&lease, &e);
+            return Plan::AskThenWait;
+        }
+        Err(_) => {
+            set.report_no_reply(&lease);
+            return Plan::AskThenWait;
+        }
+    }
+    match Plan::for_set(set) {
+        Plan::Ask => Plan::AskThenWait,
+        plan => plan,
     }
 }
 
 /// Runs `call` on `conn` with the connected-replicas rule, as `plan` says
 /// (see [`Plan`]; `conn` must be a `WAIT` connection when it
-/// [waits](Plan::waits)). On `NOSCRIPT` the script is loaded and the call
+/// [waits](Plan::waits); [`Plan::Ask`], which [`resolve`] never gives, is
+/// taken as [`Plan::AskThenWait`]). On `NOSCRIPT` the script is loaded and the call
 /// made once more. Call [`Synced::record`] with the set of `conn`
 /// afterwards.
 ///
@@ -170,8 +219,7 @@ pub async fn eval_synced<C: ConnectionLike + Send>(
                     0
                 }
             };
-            if connected == 0 || plan == Plan::Ask {
-                // Not waited for: nothing to hold against the acquisition.
+            if connected == 0 {
                 return Ok(Synced {
                     value,
                     acked: 0,

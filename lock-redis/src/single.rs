@@ -227,7 +227,7 @@ impl Transport for SingleNode {
         timeout: Duration,
     ) -> Result<(Value, ReplicaAcks)> {
         let deadline = Instant::now() + self.command_timeout;
-        let plan = replicas::Plan::for_set(&self.connections);
+        let plan = replicas::resolve(&self.connections, deadline).await;
         // `WAIT` blocks its connection: never one other calls share. A call
         // that sends none is bounded by the command timeout alone.
         let (mut lease, bound) = if plan.waits() {

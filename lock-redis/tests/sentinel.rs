@@ -26,7 +26,7 @@ fn sentinel_config(group: &SentinelGroup) -> RedisConfig {
     RedisConfig::sentinel(group.sentinel_urls(), SENTINEL_MASTER_NAME)
         .command_timeout(TIMEOUT)
         .connect_timeout(TIMEOUT)
-        .replica_sync_connected(Duration::from_millis(500))
+        .replica_sync_connected(Duration::from_millis(900))
 }
 
 /// Retries spanning a failover after a kill (up to ~6.75 s of backoff), so
@@ -297,7 +297,7 @@ async fn a_failover_is_followed_without_switch_master_notices() {
     let config = RedisConfig::sentinel(urls, SENTINEL_MASTER_NAME)
         .command_timeout(TIMEOUT)
         .connect_timeout(TIMEOUT)
-        .replica_sync_connected(Duration::from_millis(500));
+        .replica_sync_connected(Duration::from_millis(900));
     let holder = connect(config.clone()).await;
     let waiter = connect(config).await;
     let guard = holder.lock("deaf").unwrap().lock().await.unwrap();
