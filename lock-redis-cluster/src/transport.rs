@@ -332,11 +332,8 @@ impl Inner {
                 Op::EvalSynced(_, timeout) if waits => *timeout,
                 Op::EvalSynced(..) | Op::Eval(_) => Duration::ZERO,
             };
-            let result = timeout_at(
-                deadline + extra,
-                send(lease.conn(), op, asking, plan, &set),
-            )
-            .await;
+            let result =
+                timeout_at(deadline + extra, send(lease.conn(), op, asking, plan, &set)).await;
             let err = match result {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(err)) => err,

@@ -378,7 +378,10 @@ impl ConnectionSet {
     /// replicas than it named (as in Redisson).
     pub fn forget_replicas(&self) {
         let mut known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
-        match (known.as_mut(), Instant::now().checked_sub(REPLICAS_FRESH_FOR)) {
+        match (
+            known.as_mut(),
+            Instant::now().checked_sub(REPLICAS_FRESH_FOR),
+        ) {
             (Some(known), Some(long_ago)) => known.at = long_ago,
             // A clock younger than the freshness: forgetting it all is as good.
             _ => *known = None,

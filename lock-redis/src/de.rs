@@ -66,9 +66,9 @@ impl<'de> Visitor<'de> for ReplicaSyncVisitor {
     fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
         match v {
             "off" => Ok(ReplicaSyncSetting(None)),
-            "connected" => Ok(ReplicaSyncSetting(Some(
-                lock_script::ReplicaSync::default(),
-            ))),
+            "connected" => Ok(ReplicaSyncSetting(
+                Some(lock_script::ReplicaSync::default()),
+            )),
             other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
         }
     }

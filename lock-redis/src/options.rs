@@ -390,7 +390,11 @@ mod tests {
     #[test]
     fn the_longest_call_includes_the_replica_wait() {
         let options = ConnectionOptions::new().command_timeout(Duration::from_secs(1));
-        assert_eq!(options.longest_call(), Duration::from_secs(2), "the default's 1 s");
+        assert_eq!(
+            options.longest_call(),
+            Duration::from_secs(2),
+            "the default's 1 s"
+        );
         let off = options.clone().replica_sync_off();
         assert_eq!(off.longest_call(), Duration::from_secs(1));
         let options = options.replica_sync(1, Duration::from_millis(200));

@@ -240,7 +240,11 @@ fn waited(value: Value, connected: u32, wait: RedisResult<u32>, update: Update) 
             value,
             acked,
             connected,
-            update: if acked == connected { update } else { Update::Forget },
+            update: if acked == connected {
+                update
+            } else {
+                Update::Forget
+            },
         },
         Err(e) => {
             // Refused (NOPERM, renamed): the server does not let us wait.

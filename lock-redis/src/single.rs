@@ -231,7 +231,10 @@ impl Transport for SingleNode {
         // `WAIT` blocks its connection: never one other calls share. A call
         // that sends none is bounded by the command timeout alone.
         let (mut lease, bound) = if plan.waits() {
-            (self.connections.get_for_wait(deadline).await?, deadline + timeout)
+            (
+                self.connections.get_for_wait(deadline).await?,
+                deadline + timeout,
+            )
         } else {
             (self.connections.get(deadline).await?, deadline)
         };
@@ -242,7 +245,10 @@ impl Transport for SingleNode {
         .await;
         let synced = self.finish(&lease, result, call.first_key(), "script call with WAIT")?;
         synced.record(&self.connections);
-        Ok((synced.value, ReplicaAcks::new(synced.acked, synced.connected)))
+        Ok((
+            synced.value,
+            ReplicaAcks::new(synced.acked, synced.connected),
+        ))
     }
 
     async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>> {

@@ -122,7 +122,7 @@ async fn renewals_and_unlocks_never_queue_behind_waits() {
         .unwrap();
     let mut held = Vec::new();
     for i in 0..5 {
-        held.push(c.lock(&format!("held-{i}")).unwrap().lock().await.unwrap());
+        held.push(c.lock(format!("held-{i}")).unwrap().lock().await.unwrap());
     }
 
     replica.pause();
@@ -138,7 +138,7 @@ async fn renewals_and_unlocks_never_queue_behind_waits() {
                     if Instant::now() >= stop {
                         break;
                     }
-                    match c.lock(&format!("w-{t}-{i}")).unwrap().try_lock().await {
+                    match c.lock(format!("w-{t}-{i}")).unwrap().try_lock().await {
                         Err(LockError::NotReplicated { .. }) => refused += 1,
                         Err(e) if e.is_timeout() => {}
                         other => panic!("the frozen replica acknowledged nothing: {other:?}"),
@@ -174,7 +174,12 @@ async fn renewals_and_unlocks_never_queue_behind_waits() {
     .unwrap();
     for i in 0..4 {
         assert!(
-            observer.lock(&format!("held-{i}")).unwrap().is_locked().await.unwrap(),
+            observer
+                .lock(format!("held-{i}"))
+                .unwrap()
+                .is_locked()
+                .await
+                .unwrap(),
             "held-{i} expired: its renewals were stuck"
         );
     }

@@ -4,8 +4,6 @@
 //! acknowledged; a master without replicas is sent no `WAIT`; a user who
 //! may not run `WAIT` or `INFO` still locks.
 
-use std::time::Duration;
-
 use lock_redis::{ClientConfig, LockClient, LockError, RedisConfig};
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
@@ -63,7 +61,14 @@ async fn by_default_acquisitions_wait_for_a_connected_replica() {
     let err = lock.lock().await.unwrap_err();
     replica.resume();
     assert!(
-        matches!(err, LockError::NotReplicated { wanted: 1, acked: 0, .. }),
+        matches!(
+            err,
+            LockError::NotReplicated {
+                wanted: 1,
+                acked: 0,
+                ..
+            }
+        ),
         "{err:?}"
     );
     assert!(!lock.is_locked().await.unwrap(), "the hold was given back");
@@ -91,7 +96,10 @@ async fn by_default_a_master_without_replicas_gets_no_wait() {
     // acquisition: at most one INFO per second begun.
     let infos = calls(&server, "info") - before - 2 * per_read;
     let seconds = elapsed.as_secs() + 1;
-    assert!(infos >= 1 && infos <= seconds, "{infos} INFO calls in {elapsed:?}");
+    assert!(
+        infos >= 1 && infos <= seconds,
+        "{infos} INFO calls in {elapsed:?}"
+    );
     c.close().await;
 }
 
@@ -122,7 +130,12 @@ async fn the_default_works_for_a_user_without_wait_or_info() {
     let url = format!("redis://app:pw@127.0.0.1:{}/", primary.port());
     let c = default_client(url).await;
     for i in 0..3 {
-        let guard = c.lock(format!("allowed-{i}")).unwrap().lock().await.unwrap();
+        let guard = c
+            .lock(format!("allowed-{i}"))
+            .unwrap()
+            .lock()
+            .await
+            .unwrap();
         guard.unlock().await.unwrap();
     }
     c.close().await;

@@ -78,7 +78,10 @@ async fn measure(
     pairs: usize,
 ) -> Result<Report> {
     let name = bench.name("w1-replica");
-    let (with, without) = (synced.lock(format!("{name}:on"))?, off.lock(format!("{name}:off"))?);
+    let (with, without) = (
+        synced.lock(format!("{name}:on"))?,
+        off.lock(format!("{name}:off"))?,
+    );
     let mut on = Latencies::with_capacity(pairs);
     let mut no = Latencies::with_capacity(pairs);
     for _ in 0..WARM_UP {
@@ -100,39 +103,54 @@ async fn measure(
         "uncontended, master with one replica",
         "lock-redis reentrant",
     );
-    r.add("pairs", "lock+unlock pairs of each", pairs as f64, Unit::Count)
-        .add(
-            "default_p50_us",
-            "replica sync by default: pair p50",
-            on.p50_us,
-            Unit::Micros,
-        )
-        .add(
-            "default_p99_us",
-            "replica sync by default: pair p99",
-            on.p99_us,
-            Unit::Micros,
-        )
-        .add("off_p50_us", "replica sync off: pair p50", no.p50_us, Unit::Micros)
-        .add("off_p99_us", "replica sync off: pair p99", no.p99_us, Unit::Micros)
-        .add(
-            "default_vs_off",
-            "default p50 / off p50: what waiting for the replica costs",
-            on.p50_us / no.p50_us,
-            Unit::Ratio,
-        )
-        .add(
-            "waits_per_pair",
-            "WAIT calls per default pair",
-            counted.calls("wait") as f64 / pairs as f64,
-            Unit::Ratio,
-        )
-        .add(
-            "infos_per_s",
-            "INFO calls per second (the replica count, asked about once a second)",
-            counted.calls("info") as f64 / elapsed.as_secs_f64(),
-            Unit::Ratio,
-        );
+    r.add(
+        "pairs",
+        "lock+unlock pairs of each",
+        pairs as f64,
+        Unit::Count,
+    )
+    .add(
+        "default_p50_us",
+        "replica sync by default: pair p50",
+        on.p50_us,
+        Unit::Micros,
+    )
+    .add(
+        "default_p99_us",
+        "replica sync by default: pair p99",
+        on.p99_us,
+        Unit::Micros,
+    )
+    .add(
+        "off_p50_us",
+        "replica sync off: pair p50",
+        no.p50_us,
+        Unit::Micros,
+    )
+    .add(
+        "off_p99_us",
+        "replica sync off: pair p99",
+        no.p99_us,
+        Unit::Micros,
+    )
+    .add(
+        "default_vs_off",
+        "default p50 / off p50: what waiting for the replica costs",
+        on.p50_us / no.p50_us,
+        Unit::Ratio,
+    )
+    .add(
+        "waits_per_pair",
+        "WAIT calls per default pair",
+        counted.calls("wait") as f64 / pairs as f64,
+        Unit::Ratio,
+    )
+    .add(
+        "infos_per_s",
+        "INFO calls per second (the replica count, asked about once a second)",
+        counted.calls("info") as f64 / elapsed.as_secs_f64(),
+        Unit::Ratio,
+    );
     r.note("the master and its replica are throw-away redis-servers on loopback; a replica across a network adds its round trip to every default acquisition");
     Ok(r)
 }
