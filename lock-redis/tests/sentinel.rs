@@ -89,7 +89,11 @@ async fn wait_for_subscriber_within(
 async fn the_master_is_found_through_the_sentinels() {
     let group = SentinelGroup::start();
     group.wait_replica_synced();
-    let client = connect(sentinel_config(&group)).await;
+    // The library's defaults, replica sync included.
+    let config = RedisConfig::sentinel(group.sentinel_urls(), SENTINEL_MASTER_NAME);
+    let client = lock_redis::connect(config, ClientConfig::default())
+        .await
+        .unwrap();
     let guard = client.lock("found").unwrap().lock().await.unwrap();
     // The lock lives on the master, not on a sentinel.
     let fields = group.master().cmd(&["HLEN", "found"]);
