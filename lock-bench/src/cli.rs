@@ -85,6 +85,8 @@ pub(crate) enum Workload {
     W1Redlock,
     /// W2H with a RedLock over 3 masters, against 1.
     W2hRedlock,
+    /// W1 on a master with one replica: replica sync by default against off.
+    W1Replica,
     /// 16 tasks on a semaphore with 4 permits.
     S1,
     /// 32 readers and one writer on one read-write lock.
@@ -156,6 +158,7 @@ impl Workload {
             Self::Latch => "latch",
             Self::W1Redlock => "W1-redlock",
             Self::W2hRedlock => "W2H-redlock",
+            Self::W1Replica => "W1-replica",
             Self::S1 => "S1",
             Self::Rw1 => "RW1",
         };

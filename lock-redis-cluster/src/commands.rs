@@ -22,7 +22,7 @@ impl Inner {
     /// that is not retryable (refused credentials). A master that cannot
     /// be reached is skipped: connecting works in a partial outage.
     pub(crate) async fn check_commands(&self, sharded: bool, deadline: Instant) -> Result<()> {
-        let needed = commands::cluster(sharded, self.config.connection.replica_sync.is_some());
+        let needed = commands::cluster(sharded, self.config.connection.waits_required());
         let info = commands::command_info(&needed);
         let map = self.topology.map();
         let replies = future::join_all(map.masters().iter().map(|addr| {

@@ -286,10 +286,7 @@ mod tests {
             (base().command_timeout(Duration::ZERO), "command_timeout"),
             (base().pool_size(0), "pool_size"),
             (base().max_redirects(0), "max_redirects"),
-            (
-                base().replica_sync(0, Duration::from_secs(1)),
-                "replica_sync",
-            ),
+            (base().replica_sync(1, Duration::ZERO), "replica_sync"),
         ];
         for (config, field) in cases {
             let err = config.validate().unwrap_err();

@@ -120,13 +120,20 @@
 //! TTL in any case.
 //!
 //! ## Replica sync
-//! With [`ClusterConfig::replica_sync`], each acquisition is followed by
-//! `WAIT n timeout` on the same connection (one round trip for both). When
-//! fewer than `n` replicas acknowledge in time, the hold just taken is
-//! released and the call fails with [`LockError::NotReplicated`]: a lock
-//! reported taken is on `n` replicas, so it survives the failover of its
-//! master. Releases and renewals do not wait. It applies to every kind, as
-//! on a single node ([`ReplicaSync`] is the one option both use).
+//! On by default, as on a single node ([`ReplicaSync`] is the one option
+//! both use): each acquisition is followed by `WAIT n timeout`, pipelined
+//! with it on one of its master's connections that no other call uses
+//! (renewals and releases never queue behind a `WAIT`). By default `n` is
+//! the number of replicas that master has connected (read from its
+//! `INFO replication` about once a second, per master) and the acquisition
+//! fails only when none acknowledged (Redisson's rule); a master without
+//! replicas is sent no `WAIT`. [`ClusterConfig::replica_sync`]`(n, timeout)`
+//! asks for at least `n`, `replica_sync_off()` turns it off. When the rule
+//! is not met in time, the hold just taken is released and the call fails
+//! with [`LockError::NotReplicated`]: a lock reported taken is on a replica,
+//! so it survives the failover of its master. Releases and renewals do not
+//! wait. During a slot migration (`ASK`), the importing master's replicas
+//! are waited for only when their count is known already.
 //!
 //! ## Errors
 //! As in [`lock_redis`] (see its error table), plus

@@ -9,10 +9,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
 use lock_core::{LockError, Result};
-use lock_redis::scripts;
+use lock_redis::connections::ConnectionSet;
+use lock_redis::{replicas, scripts};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
-use lock_script::{PubSubHandler, Transport};
+use lock_script::{PubSubHandler, ReplicaAcks, Transport};
 use redis::{Pipeline, RedisResult, Value};
 use tokio::sync::OnceCell;
 use tokio::time::{sleep_until, timeout_at, Instant};
@@ -62,12 +63,14 @@ impl std::fmt::Debug for ClusterTransport {
 enum Op<'a> {
     Eval(&'a ScriptCall<'a>),
     EvalWait(&'a ScriptCall<'a>, u32, Duration),
+    /// Replica sync by the replicas connected now (`lock_redis::replicas`).
+    EvalSynced(&'a ScriptCall<'a>, Duration),
 }
 
 impl Op<'_> {
     fn call(&self) -> &ScriptCall<'_> {
         match self {
-            Op::Eval(call) | Op::EvalWait(call, _, _) => call,
+            Op::Eval(call) | Op::EvalWait(call, _, _) | Op::EvalSynced(call, _) => call,
         }
     }
 }
@@ -261,7 +264,7 @@ impl Inner {
         op: &Op<'_>,
         first_key: &str,
         deadline: Instant,
-    ) -> Result<(Value, Option<u32>)> {
+    ) -> Result<(Value, Option<ReplicaAcks>)> {
         let mut redirects = 0;
         let mut ask: Option<Addr> = None;
         let mut backoff = RETRY_BACKOFF;
@@ -293,7 +296,22 @@ impl Inner {
             };
             let set = self.nodes.get(&addr)?;
             let seen = self.topology.rounds();
-            let mut lease = match set.get(deadline).await {
+            // `WAIT` blocks its connection: never one other calls share
+            // (renewals above all; issue 37).
+            let (plan, waits) = match op {
+                Op::Eval(_) => (replicas::Plan::Alone, false),
+                Op::EvalWait(..) => (replicas::Plan::Alone, true),
+                Op::EvalSynced(..) => {
+                    let plan = replicas::resolve(&set, deadline).await;
+                    (plan, plan.waits())
+                }
+            };
+            let got = if waits {
+                set.get_for_wait(deadline).await
+            } else {
+                set.get(deadline).await
+            };
+            let mut lease = match got {
                 Ok(lease) => lease,
                 // Nothing was sent: the master is down or unreachable. Wait
                 // for the cluster to promote a replica (or for the node to
@@ -311,9 +329,11 @@ impl Inner {
             };
             let extra = match op {
                 Op::EvalWait(_, _, timeout) => *timeout,
-                Op::Eval(_) => Duration::ZERO,
+                Op::EvalSynced(_, timeout) if waits => *timeout,
+                Op::EvalSynced(..) | Op::Eval(_) => Duration::ZERO,
             };
-            let result = timeout_at(deadline + extra, send(lease.conn(), op, asking)).await;
+            let result =
+                timeout_at(deadline + extra, send(lease.conn(), op, asking, plan, &set)).await;
             let err = match result {
                 Ok(Ok(reply)) => return Ok(reply),
                 Ok(Err(err)) => err,
@@ -395,35 +415,51 @@ fn too_many_redirects(first_key: &str, err: &redis::RedisError) -> LockError {
     )
 }
 
-/// Sends `op` on `conn`, after `ASKING` when `asking`; loads the script on
-/// `NOSCRIPT` and sends once more.
+/// Sends `op` on `conn` (a connection of `set`), after `ASKING` when
+/// `asking`; loads the script on `NOSCRIPT` and sends once more. `plan`
+/// is what `set` knows of its replicas, for [`Op::EvalSynced`].
 async fn send(
     conn: &mut redis::aio::MultiplexedConnection,
     op: &Op<'_>,
     asking: bool,
-) -> RedisResult<(Value, Option<u32>)> {
+    plan: replicas::Plan,
+    set: &ConnectionSet,
+) -> RedisResult<(Value, Option<ReplicaAcks>)> {
     let (call, wait) = match op {
         Op::Eval(call) => (*call, None),
         Op::EvalWait(call, replicas, timeout) => (*call, Some((*replicas, *timeout))),
+        Op::EvalSynced(call, timeout) if !asking => {
+            let synced = replicas::eval_synced(conn, call, plan, *timeout).await?;
+            synced.record(set);
+            let acks = ReplicaAcks::new(synced.acked, synced.connected);
+            return Ok((synced.value, Some(acks)));
+        }
+        // A slot being migrated (rare, brief): the replicas known of the
+        // importing node are waited for; when none are known yet, none.
+        Op::EvalSynced(call, timeout) => match plan {
+            replicas::Plan::Wait(n) => (*call, Some((n, *timeout))),
+            _ => (*call, None),
+        },
     };
+    let acks = |acked: Option<u32>| acked.map(|a| ReplicaAcks::new(a, wait.map_or(0, |w| w.0)));
     if !asking {
         // The common case: exactly the single-node path.
         return match wait {
             None => scripts::eval(conn, call).await.map(|v| (v, None)),
             Some((replicas, timeout)) => scripts::eval_and_wait(conn, call, replicas, timeout)
                 .await
-                .map(|(v, acked)| (v, Some(acked))),
+                .map(|(v, acked)| (v, acks(Some(acked)))),
         };
     }
     let pipe = asking_pipeline(call, wait);
-    let result = query_asking(conn, &pipe, wait.is_some()).await;
-    match result {
+    let result = match query_asking(conn, &pipe, wait.is_some()).await {
         Err(e) if scripts::is_noscript(&e) => {
             scripts::load_for(conn, call).await?;
             query_asking(conn, &pipe, wait.is_some()).await
         }
         other => other,
-    }
+    };
+    result.map(|(v, acked)| (v, acks(acked)))
 }
 
 fn asking_pipeline(call: &ScriptCall<'_>, wait: Option<(u32, Duration)>) -> Pipeline {
@@ -478,7 +514,7 @@ impl Transport for ClusterTransport {
         let deadline = Instant::now() + self.inner.config.connection.command_timeout;
         let sharded = self.inner.start(deadline).await?;
         let call = self.inner.decided(call, sharded);
-        let (value, acked) = self
+        let (value, acks) = self
             .inner
             .route(
                 slot,
@@ -487,7 +523,28 @@ impl Transport for ClusterTransport {
                 deadline,
             )
             .await?;
-        Ok((value, acked.unwrap_or(0)))
+        Ok((value, acks.map_or(0, |a| a.acked)))
+    }
+
+    async fn eval_synced(
+        &self,
+        call: ScriptCall<'_>,
+        timeout: Duration,
+    ) -> Result<(Value, ReplicaAcks)> {
+        let slot = Self::slot_of(&call)?;
+        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
+        let sharded = self.inner.start(deadline).await?;
+        let call = self.inner.decided(call, sharded);
+        let (value, acks) = self
+            .inner
+            .route(
+                slot,
+                &Op::EvalSynced(&call, timeout),
+                call.first_key(),
+                deadline,
+            )
+            .await?;
+        Ok((value, acks.unwrap_or_default()))
     }
 
     /// Groups the calls by master and pipelines each group on one of its

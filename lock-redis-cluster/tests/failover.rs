@@ -108,3 +108,37 @@ async fn without_enough_replicas_the_lock_is_given_back() {
         "the unreplicated hold was given back"
     );
 }
+
+/// Replica sync is on by default on a cluster (issue 37, item 8): an
+/// acquisition with the default configuration waits for the replica of the
+/// master owning its slot (that master runs `WAIT`), renewals and releases
+/// do not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_an_acquisition_waits_for_its_masters_replica() {
+    let cluster = tokio::task::block_in_place(RedisCluster::start);
+    let name = "synced:orders";
+    let master = cluster.node(cluster.master_of_slot(key_slot(name)));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !format!("{:?}", master.cmd(&["INFO", "replication"])).contains("state=online") {
+        assert!(Instant::now() < deadline, "the replica never came online");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let config = common::cluster::config(&cluster, PubSubMode::Auto);
+    let client = common::cluster::client(&cluster, config, ClientConfig::default()).await;
+    master.cmd(&["CONFIG", "RESETSTAT"]);
+    for _ in 0..3 {
+        let guard = client.lock(name).unwrap().lock().await.unwrap();
+        guard.unlock().await.unwrap();
+    }
+    let stats = format!("{:?}", master.cmd(&["INFO", "commandstats"]));
+    // At least one per acquisition (one more for an acquisition answered
+    // NOSCRIPT: its pipeline is sent again after loading the script).
+    let waits: u64 = stats
+        .split("cmdstat_wait:calls=")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(waits >= 3, "{stats}");
+    client.close().await;
+}

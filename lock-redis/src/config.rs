@@ -65,7 +65,7 @@ pub const DEFAULT_CALLS_PER_CONNECTION: usize = 8;
 /// url = "redis://:secret@10.0.0.5:6379/0"
 /// key_prefix = "billing:"
 /// command_timeout = "1s"
-/// replica_sync = { replicas = 1, timeout = "200ms" }
+/// replica_sync = { replicas = 1, timeout = "200ms" } # default: the connected replicas, 1 s; "off"
 /// ```
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -191,10 +191,10 @@ impl RedisConfig {
     ///
     /// What a holder keeps across a failover: replication is asynchronous,
     /// so a lock taken just before the master died may be missing on the
-    /// promoted replica. With [`RedisConfig::replica_sync`] an acquisition
-    /// is reported only once replicas have it; without, a holder whose lock
-    /// did not survive is told through its lost-lock signal at the next
-    /// renewal.
+    /// promoted replica. With replica sync (on by default,
+    /// [`RedisConfig::replica_sync`]) an acquisition is reported only once
+    /// a replica has it; with it off, a holder whose lock did not survive is
+    /// told through its lost-lock signal at the next renewal.
     ///
     /// ```
     /// use lock_redis::RedisConfig;

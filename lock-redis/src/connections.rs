@@ -20,6 +20,21 @@
 //! connection open, and a connection that stops answering stops getting
 //! calls once it has that many of them waiting.
 //!
+//! # `WAIT` apart
+//! A `WAIT` (replica sync) blocks its connection until the replicas
+//! acknowledge or its timeout passes: Redis reads nothing more from that
+//! client meanwhile. On a shared connection it would hold up every call
+//! pipelined behind it, the watchdog's renewals on the first connection
+//! above all (issue 37: with a replica that stopped acknowledging, held
+//! locks expired while renewals sat behind seconds of `WAIT`s). So
+//! acquisitions that wait for replicas take their connection with
+//! [`ConnectionSet::get_for_wait`] from slots of their own (as many as
+//! the ordinary ones, one `WAIT` each before the next is used), which no
+//! other call uses: a `WAIT` delays only its own acquisition (and, with
+//! more `WAIT`s in flight than such slots, the `WAIT`s queued behind it).
+//! They are connected lazily like the others, so a client that never
+//! waits for replicas never opens one.
+//!
 //! A slot is connected lazily, by the first call that finds it empty or
 //! stale, within the connect timeout and the call's deadline. One task at a
 //! time connects a slot; other calls for that slot wait for it (bounded by
@@ -165,11 +180,19 @@ pub struct ConnectionSet {
     config: AsyncConnectionConfig,
     connect_timeout: Duration,
     command_timeout: Duration,
+    /// The ordinary slots (`..pool`), then as many for `WAIT`s
+    /// (`pool..`); see the module docs.
     slots: Box<[Slot]>,
+    /// How many ordinary slots (and how many for `WAIT`s) there are.
+    pool: usize,
     /// Calls on one connection before the next slot is used.
     spill_at: usize,
     /// The next slot when every slot has `spill_at` calls in flight.
     next: AtomicUsize,
+    /// The next `WAIT` slot when every one has a call in flight.
+    next_wait: AtomicUsize,
+    /// What this server said last about its connected replicas.
+    replicas: Mutex<Option<KnownReplicas>>,
     epoch: AtomicU64,
     closed: AtomicBool,
     /// Whether a connection was ever made (by this set, or by another of
@@ -198,6 +221,22 @@ struct Live {
     epoch: u64,
     /// The endpoint's generation (which master) it was made for.
     master: u64,
+}
+
+/// How long a replica count read from `INFO replication` is used before
+/// the server is asked again: 1 s. A replica that connects is waited for
+/// from at most this long after; a master without replicas pays one `INFO`
+/// (pipelined with an acquisition, no round trip of its own) per second.
+pub const REPLICAS_FRESH_FOR: Duration = Duration::from_secs(1);
+
+/// A server's connected replicas as it last said.
+struct KnownReplicas {
+    count: u32,
+    at: Instant,
+    /// The endpoint's generation and the set's epoch it was said in: a
+    /// failover or a reconnect makes it stale.
+    master: u64,
+    epoch: u64,
 }
 
 impl Slot {
@@ -230,7 +269,8 @@ impl ConnectionSet {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connection.connect_timeout))
             .set_response_timeout(None);
-        let slots = (0..config.pool_size.max(1))
+        let pool = config.pool_size.max(1);
+        let slots = (0..2 * pool)
             .map(|_| Slot {
                 in_flight: Arc::default(),
                 state: Mutex::new(SlotState::default()),
@@ -243,8 +283,11 @@ impl ConnectionSet {
             connect_timeout: config.connection.connect_timeout,
             command_timeout: config.connection.command_timeout,
             slots,
+            pool,
             spill_at: config.calls_per_connection,
             next: AtomicUsize::new(0),
+            next_wait: AtomicUsize::new(0),
+            replicas: Mutex::new(None),
             epoch: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             established: Arc::default(),
@@ -304,15 +347,77 @@ impl ConnectionSet {
         Ok(lease)
     }
 
-    /// The first slot with fewer than `spill_at` calls in flight, else the
-    /// next round-robin (always, when `spill_at` is 0). Concurrent callers
-    /// may read the same counts and overfill a slot by a few calls:
-    /// harmless, and no lock is taken.
+    /// A connection for a call that ends in `WAIT`, from the slots no
+    /// other call uses (see the module docs): the first with no call in
+    /// flight, else the next round-robin.
+    ///
+    /// # Errors
+    /// As [`ConnectionSet::get`].
+    ///
+    /// # Cancel safety
+    /// As [`ConnectionSet::get`].
+    pub async fn get_for_wait(&self, deadline: Instant) -> Result<Lease> {
+        let waits = &self.slots[self.pool..];
+        let index = waits
+            .iter()
+            .position(|slot| slot.in_flight.load(Ordering::Relaxed) == 0)
+            .unwrap_or_else(|| self.next_wait.fetch_add(1, Ordering::Relaxed) % self.pool);
+        self.get_slot(self.pool + index, deadline).await
+    }
+
+    /// The first ordinary slot with fewer than `spill_at` calls in flight,
+    /// else the next round-robin (always, when `spill_at` is 0). Concurrent
+    /// callers may read the same counts and overfill a slot by a few
+    /// calls: harmless, and no lock is taken.
     fn pick(&self) -> usize {
-        self.slots
+        self.slots[..self.pool]
             .iter()
             .position(|slot| slot.in_flight.load(Ordering::Relaxed) < self.spill_at)
-            .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len())
+            .unwrap_or_else(|| self.next.fetch_add(1, Ordering::Relaxed) % self.pool)
+    }
+
+    /// How many replicas this server had connected when last asked (by
+    /// the master and the connections of now), and whether that is recent
+    /// (within [`REPLICAS_FRESH_FOR`]); `None` when never asked, or asked
+    /// of another master or over connections replaced since (see
+    /// [`crate::replicas`]).
+    pub fn known_replicas(&self) -> (Option<u32>, bool) {
+        let known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
+        let Some(known) = known.as_ref() else {
+            return (None, false);
+        };
+        if known.master != self.endpoint.generation()
+            || known.epoch != self.epoch.load(Ordering::Acquire)
+        {
+            return (None, false);
+        }
+        (Some(known.count), known.at.elapsed() < REPLICAS_FRESH_FOR)
+    }
+
+    /// Remembers that the server has `count` replicas connected (from its
+    /// `INFO replication`), for [`REPLICAS_FRESH_FOR`].
+    pub fn learn_replicas(&self, count: u32) {
+        *self.replicas.lock().unwrap_or_else(PoisonError::into_inner) = Some(KnownReplicas {
+            count,
+            at: Instant::now(),
+            master: self.endpoint.generation(),
+            epoch: self.epoch.load(Ordering::Acquire),
+        });
+    }
+
+    /// Makes the replica count stale (kept, but asked again by the next
+    /// acquisition): a `WAIT` was acknowledged by another number of
+    /// replicas than it named (as in Redisson).
+    pub fn forget_replicas(&self) {
+        let mut known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
+        match (
+            known.as_mut(),
+            Instant::now().checked_sub(REPLICAS_FRESH_FOR),
+        ) {
+            (Some(known), Some(long_ago)) => known.at = long_ago,
+            // A clock younger than the freshness: forgetting it all is as good.
+            _ => *known = None,
+        }
     }
 
     async fn get_slot(&self, index: usize, deadline: Instant) -> Result<Lease> {
@@ -404,6 +509,14 @@ impl ConnectionSet {
     /// connection is treated as broken.
     pub fn report_no_reply(&self, lease: &Lease) {
         tracing::debug!(slot = lease.slot, "no reply from redis in time");
+        if lease.slot >= self.pool {
+            // A `WAIT` queued behind others on its connection runs out of
+            // time when replicas do not acknowledge: that says nothing of
+            // the server, so only this connection is replaced (its
+            // `WAIT`s dropped with it), not every connection of the set.
+            self.drop_slot(lease);
+            return;
+        }
         self.discard(lease);
         self.endpoint.invalidate();
     }
@@ -472,6 +585,11 @@ impl ConnectionSet {
 
     fn discard(&self, lease: &Lease) {
         self.retire_up_to(lease.epoch);
+        self.drop_slot(lease);
+    }
+
+    /// Drops the slot's connection if it is still the one `lease` used.
+    fn drop_slot(&self, lease: &Lease) {
         let mut state = self.slots[lease.slot].state();
         if state
             .live
@@ -533,7 +651,7 @@ impl fmt::Debug for ConnectionSet {
             })
             .count();
         f.debug_struct("ConnectionSet")
-            .field("size", &self.slots.len())
+            .field("size", &self.pool)
             .field("connected", &connected)
             .field("epoch", &epoch)
             .field("closed", &self.is_closed())
@@ -644,6 +762,26 @@ mod tests {
         assert_eq!(next_leases(&set, 2).await, [(1, 1, 0), (1, 1, 0)]);
         drop(batch);
         assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)]);
+    }
+
+    /// `WAIT`s take slots of their own, one call each, and no ordinary
+    /// call lands there; a `WAIT` that ran out of time replaces its own
+    /// connection only.
+    #[tokio::test]
+    async fn waits_have_slots_of_their_own() {
+        let server = RedisServer::start();
+        let set = ConnectionSet::new(server.client(), &config(&server, 2));
+        let first = set.get_for_wait(soon()).await.unwrap();
+        let second = set.get_for_wait(soon()).await.unwrap();
+        assert_eq!((first.slot, second.slot), (2, 3));
+        let third = set.get_for_wait(soon()).await.unwrap();
+        assert!(third.slot >= 2, "all busy: round-robin among WAIT slots");
+        assert_eq!(next_leases(&set, 2).await, [(0, 1, 0), (0, 1, 0)]);
+        set.report_no_reply(&first);
+        assert_eq!(next_leases(&set, 1).await, [(0, 1, 0)], "epoch kept");
+        drop((first, second, third));
+        let again = set.get_for_wait(soon()).await.unwrap();
+        assert_eq!((again.slot, again.generation, again.epoch), (2, 2, 0));
     }
 
     #[tokio::test]

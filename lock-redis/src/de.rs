@@ -34,11 +34,51 @@ pub fn connection_field<'de, A: MapAccess<'de>>(
         "key_prefix" => options.key_prefix = map.next_value()?,
         "command_timeout" => options.command_timeout = duration(map)?,
         "connect_timeout" => options.connect_timeout = duration(map)?,
-        "replica_sync" => options.replica_sync = map.next_value()?,
+        "replica_sync" => {
+            options.replica_sync = map.next_value::<ReplicaSyncSetting>()?.0;
+        }
         "lazy_connect" => options.lazy_connect = map.next_value()?,
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// `replica_sync` in a file: `"off"`, `"connected"` (the default rule),
+/// or a table `{ replicas = 1, timeout = "200ms" }` (either field may be
+/// left out: no `replicas` is the default rule, no `timeout` 1 s).
+struct ReplicaSyncSetting(Option<lock_script::ReplicaSync>);
+
+impl<'de> Deserialize<'de> for ReplicaSyncSetting {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ReplicaSyncVisitor)
+    }
+}
+
+struct ReplicaSyncVisitor;
+
+impl<'de> Visitor<'de> for ReplicaSyncVisitor {
+    type Value = ReplicaSyncSetting;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(r#""off", "connected" or a table { replicas, timeout }"#)
+    }
+
+    fn visit_str<E: Error>(self, v: &str) -> Result<Self::Value, E> {
+        match v {
+            "off" => Ok(ReplicaSyncSetting(None)),
+            "connected" => Ok(ReplicaSyncSetting(
+                Some(lock_script::ReplicaSync::default()),
+            )),
+            other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+        }
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, map: M) -> Result<Self::Value, M::Error> {
+        let sync = lock_script::ReplicaSync::deserialize(
+            serde::de::value::MapAccessDeserializer::new(map),
+        )?;
+        Ok(ReplicaSyncSetting(Some(sync)))
+    }
 }
 
 /// A duration written as `"3s"`, `"250ms"`, `"1m 30s"`.

@@ -66,7 +66,12 @@ pub struct ConnectionOptions {
     /// Default 3 s.
     pub connect_timeout: Duration,
     /// Wait for replicas after every acquisition of every kind (see
-    /// [`ReplicaSync`]); off by default.
+    /// [`ReplicaSync`]). On by default with Redisson's rule
+    /// ([`ReplicaSync::connected`], 1 s): a lock write fails only when no
+    /// replica acknowledged while at least one is connected, and a master
+    /// without replicas is sent no `WAIT`. `None` turns it off
+    /// ([`ConnectionOptions::replica_sync_off`], `replica_sync = "off"` in
+    /// files).
     pub replica_sync: Option<ReplicaSync>,
     /// The CA to trust and the client certificate to present on `rediss://`
     /// connections (feature `tls`), every connection of the client
@@ -98,7 +103,7 @@ impl Default for ConnectionOptions {
             key_prefix: String::new(),
             command_timeout: DEFAULT_COMMAND_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            replica_sync: None,
+            replica_sync: Some(ReplicaSync::default()),
             tls: None,
             credentials: None,
             lazy_connect: false,
@@ -107,7 +112,8 @@ impl Default for ConnectionOptions {
 }
 
 impl ConnectionOptions {
-    /// The defaults: no prefix, 3 s timeouts, no replica sync, no TLS
+    /// The defaults: no prefix, 3 s timeouts, replica sync by the
+    /// connected replicas ([`ReplicaSync::connected`], 1 s), no TLS
     /// options, the URL's credentials, connect at once.
     pub fn new() -> Self {
         Self::default()
@@ -122,7 +128,7 @@ impl ConnectionOptions {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] naming the field: a zero or absurdly
-    /// long timeout, a replica sync of zero replicas or timeout, TLS
+    /// long timeout, a replica sync with a zero timeout, TLS
     /// options that do not [validate](TlsOptions::validate).
     pub fn validate(&self) -> Result<()> {
         check_timeout(self.command_timeout, "command_timeout")?;
@@ -134,6 +140,14 @@ impl ConnectionOptions {
             tls.validate()?;
         }
         Ok(())
+    }
+
+    /// Whether the server must allow `WAIT`: only when replicas are asked
+    /// for explicitly ([`ReplicaSync::new`]); the default rule does without
+    /// it on a server that refuses it (see [`crate::replicas`]).
+    pub fn waits_required(&self) -> bool {
+        self.replica_sync
+            .is_some_and(|sync| !sync.is_connected_rule())
     }
 
     /// The longest acquisition call: the command timeout plus the replica
@@ -194,12 +208,34 @@ macro_rules! connection_setters {
                 $this
             }
 
-            /// Turns on replica sync ([`ConnectionOptions::replica_sync`](lock_redis::ConnectionOptions#structfield.replica_sync)):
+            /// Sets replica sync ([`ConnectionOptions::replica_sync`](lock_redis::ConnectionOptions#structfield.replica_sync)):
             /// every acquisition waits until `replicas` replicas have it,
-            /// for at most `timeout`.
+            /// for at most `timeout`, and fails when fewer acknowledge;
+            /// `replicas` 0 is the default rule (as
+            /// [`replica_sync_connected`](Self::replica_sync_connected)).
             #[must_use]
             pub fn replica_sync(mut $this, replicas: u32, timeout: std::time::Duration) -> Self {
                 $($options)+.replica_sync = Some($crate::ReplicaSync::new(replicas, timeout));
+                $this
+            }
+
+            /// Sets the default replica sync rule with another `WAIT`
+            /// timeout ([`ReplicaSync::connected`](lock_redis::ReplicaSync::connected)):
+            /// wait for the replicas connected now, fail only when none
+            /// acknowledged while one or more are connected.
+            #[must_use]
+            pub fn replica_sync_connected(mut $this, timeout: std::time::Duration) -> Self {
+                $($options)+.replica_sync = Some($crate::ReplicaSync::connected(timeout));
+                $this
+            }
+
+            /// Turns replica sync off ([`ConnectionOptions::replica_sync`](lock_redis::ConnectionOptions#structfield.replica_sync)):
+            /// acquisitions never wait for replicas, and a lock taken just
+            /// before a failover may be taken again on the promoted
+            /// replica while its first holder still holds it.
+            #[must_use]
+            pub fn replica_sync_off(mut $this) -> Self {
+                $($options)+.replica_sync = None;
                 $this
             }
 
@@ -316,7 +352,16 @@ mod tests {
         assert_eq!(options.command_timeout, DEFAULT_COMMAND_TIMEOUT);
         assert_eq!(options.connect_timeout, DEFAULT_CONNECT_TIMEOUT);
         assert!(!options.lazy_connect);
+        assert_eq!(
+            options.replica_sync,
+            Some(ReplicaSync::connected(ReplicaSync::DEFAULT_TIMEOUT)),
+            "safe on failover by default"
+        );
+        assert!(!options.waits_required(), "the default does without WAIT");
         assert!(options.validate().is_ok());
+        let off = options.replica_sync_off();
+        assert_eq!(off.replica_sync, None);
+        assert!(off.replica_sync(1, Duration::from_secs(1)).waits_required());
     }
 
     #[test]
@@ -331,7 +376,7 @@ mod tests {
                 "connect_timeout",
             ),
             (
-                ConnectionOptions::new().replica_sync(0, Duration::from_secs(1)),
+                ConnectionOptions::new().replica_sync(1, Duration::ZERO),
                 "replica_sync",
             ),
         ];
@@ -345,7 +390,13 @@ mod tests {
     #[test]
     fn the_longest_call_includes_the_replica_wait() {
         let options = ConnectionOptions::new().command_timeout(Duration::from_secs(1));
-        assert_eq!(options.longest_call(), Duration::from_secs(1));
+        assert_eq!(
+            options.longest_call(),
+            Duration::from_secs(2),
+            "the default's 1 s"
+        );
+        let off = options.clone().replica_sync_off();
+        assert_eq!(off.longest_call(), Duration::from_secs(1));
         let options = options.replica_sync(1, Duration::from_millis(200));
         assert_eq!(options.longest_call(), Duration::from_millis(1200));
     }

@@ -15,12 +15,13 @@ use tokio::time::{timeout_at, Instant};
 use crate::config::RedisConfig;
 use crate::connections::{ConnectionSet, Lease};
 use crate::pubsub::PubSub;
+use crate::replicas;
 use crate::scripts;
 use crate::sentinel::{Endpoint, Master};
 use crate::subscriptions::SubscriptionHandle;
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
-use lock_script::{PubSubHandler, Transport};
+use lock_script::{PubSubHandler, ReplicaAcks, Transport};
 
 /// A [`Transport`] to one Redis server.
 ///
@@ -210,13 +211,44 @@ impl Transport for SingleNode {
         timeout: Duration,
     ) -> Result<(Value, u32)> {
         let deadline = Instant::now() + self.command_timeout;
-        let mut lease = self.connections.get(deadline).await?;
+        // `WAIT` blocks its connection: never one other calls share.
+        let mut lease = self.connections.get_for_wait(deadline).await?;
         let result = timeout_at(
             deadline + timeout,
             scripts::eval_and_wait(lease.conn(), &call, replicas, timeout),
         )
         .await;
         self.finish(&lease, result, call.first_key(), "script call with WAIT")
+    }
+
+    async fn eval_synced(
+        &self,
+        call: ScriptCall<'_>,
+        timeout: Duration,
+    ) -> Result<(Value, ReplicaAcks)> {
+        let deadline = Instant::now() + self.command_timeout;
+        let plan = replicas::resolve(&self.connections, deadline).await;
+        // `WAIT` blocks its connection: never one other calls share. A call
+        // that sends none is bounded by the command timeout alone.
+        let (mut lease, bound) = if plan.waits() {
+            (
+                self.connections.get_for_wait(deadline).await?,
+                deadline + timeout,
+            )
+        } else {
+            (self.connections.get(deadline).await?, deadline)
+        };
+        let result = timeout_at(
+            bound,
+            replicas::eval_synced(lease.conn(), &call, plan, timeout),
+        )
+        .await;
+        let synced = self.finish(&lease, result, call.first_key(), "script call with WAIT")?;
+        synced.record(&self.connections);
+        Ok((
+            synced.value,
+            ReplicaAcks::new(synced.acked, synced.connected),
+        ))
     }
 
     async fn eval_batch(&self, calls: Vec<ScriptCall<'_>>) -> Result<Vec<Result<Value>>> {

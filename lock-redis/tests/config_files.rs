@@ -59,6 +59,35 @@ fn toml_example_sets_every_field() {
     assert!(shown.contains("app:***@10.0.0.5"), "{shown}");
 }
 
+/// Replica sync is on by default; files turn it off with `"off"`, or set
+/// the default rule's timeout alone.
+#[test]
+fn replica_sync_is_on_by_default_and_files_can_turn_it_off() {
+    let url = r#"url = "redis://127.0.0.1/""#;
+    let default: RedisConfig = toml::from_str(url).unwrap();
+    assert_eq!(
+        default.connection.replica_sync,
+        Some(ReplicaSync::default())
+    );
+    let off: RedisConfig = toml::from_str(&format!("{url}\nreplica_sync = \"off\"")).unwrap();
+    assert_eq!(
+        off,
+        RedisConfig::new("redis://127.0.0.1/").replica_sync_off()
+    );
+    let connected: RedisConfig =
+        toml::from_str(&format!("{url}\nreplica_sync = \"connected\"")).unwrap();
+    assert_eq!(connected, default);
+    let timeout: RedisConfig =
+        toml::from_str(&format!("{url}\nreplica_sync = {{ timeout = \"500ms\" }}")).unwrap();
+    assert_eq!(
+        timeout.connection.replica_sync,
+        Some(ReplicaSync::connected(Duration::from_millis(500)))
+    );
+    let e =
+        toml::from_str::<RedisConfig>(&format!("{url}\nreplica_sync = \"always\"")).unwrap_err();
+    assert!(e.to_string().contains("off"), "{e}");
+}
+
 #[test]
 fn only_the_url_is_required() {
     let config: RedisConfig = toml::from_str(r#"url = "redis://127.0.0.1/""#).unwrap();

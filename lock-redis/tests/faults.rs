@@ -165,7 +165,9 @@ async fn record_ttl_shorter_than_the_retry_window_is_rejected_before_io() {
     let server = RedisServer::start();
     let slow = config(&server).command_timeout(Duration::from_secs(10));
     let backend = RedisBackend::connect(slow.clone()).await.unwrap();
-    assert_eq!(backend.command_timeout(), Some(Duration::from_secs(10)));
+    // The longest call: the command timeout and the default replica sync's
+    // 1 s `WAIT` timeout.
+    assert_eq!(backend.command_timeout(), Some(Duration::from_secs(11)));
     let err = lock_redis::LockClient::new(backend.env().clone(), Default::default()).unwrap_err();
     assert!(err.to_string().contains("record_ttl"), "{err}");
     server.pause();

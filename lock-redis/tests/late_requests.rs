@@ -23,11 +23,15 @@ const HELD: Duration = Duration::from_millis(3000);
 
 /// Lazily connected: the connect-time script loading would run under the
 /// tests' short command timeout, which a loaded machine can miss; the
-/// first call loads what it needs under the retry policy instead.
+/// first call loads what it needs under the retry policy instead. Replica
+/// sync off: the server has no replicas, and the default's 1 s `WAIT`
+/// timeout would count in every attempt of the retry window that the
+/// tests' short records must cover.
 async fn through(proxy: &FaultProxy, config: ClientConfig) -> lock_redis::LockClient {
     lock_redis::connect(
         RedisConfig::new(proxy.url())
             .command_timeout(Duration::from_millis(200))
+            .replica_sync_off()
             .lazy_connect(true),
         config,
     )
@@ -135,7 +139,9 @@ async fn without_retries_a_swallowed_acquisition_is_given_back() {
 async fn a_frozen_server_past_the_window_loses_no_permit() {
     let server = RedisServer::start();
     let client = lock_redis::connect(
-        RedisConfig::new(server.url()).command_timeout(Duration::from_millis(200)),
+        RedisConfig::new(server.url())
+            .command_timeout(Duration::from_millis(200))
+            .replica_sync_off(),
         short_window(),
     )
     .await
@@ -164,7 +170,9 @@ async fn a_release_during_a_restart_is_finished_in_the_background() {
         .arg("always")
         .start();
     let client = lock_redis::connect(
-        RedisConfig::new(server.url()).command_timeout(Duration::from_millis(200)),
+        RedisConfig::new(server.url())
+            .command_timeout(Duration::from_millis(200))
+            .replica_sync_off(),
         ClientConfig::default().watchdog_timeout(Duration::from_secs(3)),
     )
     .await

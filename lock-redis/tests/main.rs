@@ -38,6 +38,7 @@ mod redisson_rwlock;
 mod redisson_semaphore;
 mod redlock_faults;
 mod replica_sync;
+mod replica_sync_default;
 mod scripts;
 mod sentinel;
 mod shutdown;

@@ -1,11 +1,33 @@
 //! Replica sync on a single primary: an acquisition of every kind waits
 //! for replicas, and is undone (a first hold freed, a re-entry counted
-//! back) when too few acknowledge.
+//! back) when too few acknowledge; a `WAIT` delays nothing but its own
+//! acquisition.
 
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, LockClient, LockError, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
+use tokio::time::Instant;
+
+/// A primary and one replica of it, in sync.
+pub(crate) async fn primary_with_replica() -> (RedisServer, RedisServer) {
+    let primary = RedisServer::start();
+    let replica = RedisServer::builder()
+        .arg("--replicaof")
+        .arg("127.0.0.1")
+        .arg(primary.port().to_string())
+        .start();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let info = replica.cmd(&["INFO", "replication"]);
+        if format!("{info:?}").contains("master_link_status:up") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "replica never synced");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (primary, replica)
+}
 
 async fn client(url: String, replicas: u32) -> LockClient {
     client_waiting(url, replicas, Duration::from_millis(100)).await
@@ -59,24 +81,7 @@ async fn too_few_replicas_undo_the_acquisition() {
 
 #[tokio::test]
 async fn with_a_replica_in_sync_acquisitions_succeed() {
-    let primary = RedisServer::start();
-    let replica = RedisServer::builder()
-        .arg("--replicaof")
-        .arg("127.0.0.1")
-        .arg(primary.port().to_string())
-        .start();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let info = replica.cmd(&["INFO", "replication"]);
-        if format!("{info:?}").contains("master_link_status:up") {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "replica never synced"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (primary, replica) = primary_with_replica().await;
     // A live replica acknowledges in well under a second even on a loaded
     // machine; the frozen one below never does, whatever the wait.
     let c = client_waiting(primary.url(), 1, Duration::from_secs(1)).await;
@@ -98,4 +103,91 @@ async fn with_a_replica_in_sync_acquisitions_succeed() {
     assert_eq!(lock.hold_count(guard.owner()).await.unwrap(), 1);
     guard.unlock().await.unwrap();
     assert!(!lock.is_locked().await.unwrap());
+}
+
+/// Issue 37, item 3: with a replica that stopped acknowledging, other
+/// acquisitions' `EVALSHA + WAIT` pipelines used to fill the first
+/// connection, where the watchdog renews: renewals sat behind seconds of
+/// `WAIT`s, timed out, and held locks expired (5 of 5 with a 3 s
+/// watchdog). Now `WAIT`s go on connections of their own: every held lock
+/// is still held after three leases of `WAIT` traffic, and an unlock made
+/// meanwhile is not queued behind them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewals_and_unlocks_never_queue_behind_waits() {
+    let (primary, replica) = primary_with_replica().await;
+    let watchdog = Duration::from_secs(3);
+    let redis = RedisConfig::new(primary.url()).replica_sync(1, Duration::from_secs(1));
+    let c = lock_redis::connect(redis, ClientConfig::default().watchdog_timeout(watchdog))
+        .await
+        .unwrap();
+    let mut held = Vec::new();
+    for i in 0..5 {
+        held.push(c.lock(format!("held-{i}")).unwrap().lock().await.unwrap());
+    }
+
+    replica.pause();
+    let stop = Instant::now() + 3 * watchdog;
+    // Twelve acquisitions at a time, each waiting out its `WAIT`: enough to
+    // fill the first connection (8 calls) as they used to.
+    let waiters: Vec<_> = (0..12)
+        .map(|t| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let mut refused = 0;
+                for i in 0.. {
+                    if Instant::now() >= stop {
+                        break;
+                    }
+                    match c.lock(format!("w-{t}-{i}")).unwrap().try_lock().await {
+                        Err(LockError::NotReplicated { .. }) => refused += 1,
+                        Err(e) if e.is_timeout() => {}
+                        other => panic!("the frozen replica acknowledged nothing: {other:?}"),
+                    }
+                }
+                refused
+            })
+        })
+        .collect();
+
+    tokio::time::sleep(watchdog * 2).await;
+    // Generous: an unlock behind a connection's queue of 1 s `WAIT`s took
+    // seconds or timed out (3 s); on its own connection it is one round
+    // trip.
+    let started = Instant::now();
+    held.pop().unwrap().unlock().await.unwrap();
+    let unlock_took = started.elapsed();
+    let mut refused = 0;
+    for waiter in waiters {
+        refused += waiter.await.unwrap();
+    }
+    replica.resume();
+
+    assert!(refused > 0, "the acquisitions did wait for the replica");
+    for guard in &held {
+        assert!(!guard.is_lost(), "{} was lost", guard.name());
+    }
+    let observer = lock_redis::connect(
+        RedisConfig::new(primary.url()).replica_sync_off(),
+        ClientConfig::default(),
+    )
+    .await
+    .unwrap();
+    for i in 0..4 {
+        assert!(
+            observer
+                .lock(format!("held-{i}"))
+                .unwrap()
+                .is_locked()
+                .await
+                .unwrap(),
+            "held-{i} expired: its renewals were stuck"
+        );
+    }
+    assert!(
+        unlock_took < Duration::from_secs(2),
+        "the unlock took {unlock_took:?}, queued behind WAITs"
+    );
+    for guard in held {
+        guard.unlock().await.unwrap();
+    }
 }

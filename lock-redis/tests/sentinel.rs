@@ -19,10 +19,14 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 /// reconnect backoff (at most 2 s) and one round trip.
 const HAND_OVER: Duration = Duration::from_secs(5);
 
+/// The default replica sync rule (on by default), with a `WAIT` timeout
+/// short enough that 16 attempts of a call stay within the request
+/// records' 30 s (the 1 s default would not: 16 × (0.5 s + 1 s) + backoff).
 fn sentinel_config(group: &SentinelGroup) -> RedisConfig {
     RedisConfig::sentinel(group.sentinel_urls(), SENTINEL_MASTER_NAME)
         .command_timeout(TIMEOUT)
         .connect_timeout(TIMEOUT)
+        .replica_sync_connected(Duration::from_millis(900))
 }
 
 /// Retries spanning a failover after a kill (up to ~6.75 s of backoff), so
@@ -84,11 +88,20 @@ async fn wait_for_subscriber_within(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_master_is_found_through_the_sentinels() {
     let group = SentinelGroup::start();
-    let client = connect(sentinel_config(&group)).await;
+    group.wait_replica_synced();
+    // The library's defaults, replica sync included.
+    let config = RedisConfig::sentinel(group.sentinel_urls(), SENTINEL_MASTER_NAME);
+    let client = lock_redis::connect(config, ClientConfig::default())
+        .await
+        .unwrap();
     let guard = client.lock("found").unwrap().lock().await.unwrap();
     // The lock lives on the master, not on a sentinel.
     let fields = group.master().cmd(&["HLEN", "found"]);
     assert_eq!(fields, Value::Int(1));
+    // Replica sync is on by default: the acquisition waited for the
+    // group's replica.
+    let stats = format!("{:?}", group.master().cmd(&["INFO", "commandstats"]));
+    assert!(stats.contains("cmdstat_wait:calls=1,"), "{stats}");
     guard.unlock().await.unwrap();
     client.close().await;
 }
@@ -172,8 +185,8 @@ async fn a_requested_failover_keeps_the_lock_and_wakes_the_waiter() {
 async fn a_killed_master_with_replica_sync_keeps_the_lock() {
     let mut group = SentinelGroup::start();
     let holder = connect(sentinel_config(&group).replica_sync(1, Duration::from_millis(900))).await;
-    // After the failover the group has no replica left: a waiter waiting
-    // for one would never succeed.
+    // After the failover the group has no replica left: a waiter asking
+    // for one would never succeed; the default rule waits for none then.
     let waiter = connect(sentinel_config(&group)).await;
     let guard = holder.lock("kept").unwrap().lock().await.unwrap();
     let waiting = tokio::spawn({
@@ -287,7 +300,8 @@ async fn a_failover_is_followed_without_switch_master_notices() {
     urls.extend(group.sentinel_urls());
     let config = RedisConfig::sentinel(urls, SENTINEL_MASTER_NAME)
         .command_timeout(TIMEOUT)
-        .connect_timeout(TIMEOUT);
+        .connect_timeout(TIMEOUT)
+        .replica_sync_connected(Duration::from_millis(900));
     let holder = connect(config.clone()).await;
     let waiter = connect(config).await;
     let guard = holder.lock("deaf").unwrap().lock().await.unwrap();

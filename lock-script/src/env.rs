@@ -30,44 +30,98 @@ pub const RENEW_CHUNK: usize = 500;
 /// slices of one lane itself, so its calls are one chunk each.)
 pub const RENEW_WINDOW: usize = 16;
 
-/// Wait for replicas after taking a lock (`WAIT replicas timeout` on the
-/// same connection as the acquisition, one round trip for both).
+/// Wait for replicas after taking a lock, so that a lock reported taken
+/// survives the failover of its master to one of them. Releases and
+/// renewals never wait. Applies to every kind on every deployment.
 ///
-/// When fewer replicas acknowledge in time, the hold just taken is given
-/// back and the acquisition fails with [`LockError::NotReplicated`], so a
-/// lock reported taken survives the failover of its node to one of those
-/// replicas. Releases and renewals do not wait. Applies to every kind on
-/// every deployment.
+/// Two rules:
+///
+/// * [`ReplicaSync::connected`] (the default, with
+///   [`ReplicaSync::DEFAULT_TIMEOUT`]; `replicas` is 0): Redisson's
+///   `checkLockSyncedSlaves`. The acquisition waits for the replicas its
+///   master has connected now, and fails only when none of them
+///   acknowledged while at least one is connected. A master without
+///   replicas (and the in-memory store) is sent no `WAIT`; the count is
+///   learned from `INFO replication`, pipelined with an acquisition about
+///   once a second, and a server that refuses `INFO` or `WAIT` to the user
+///   counts as having no replicas.
+/// * [`ReplicaSync::new`]`(n, timeout)`: at least `n` replicas must
+///   acknowledge; `WAIT` is then required (checked at connect).
+///
+/// When the rule is not met in time, the hold just taken is given back and
+/// the acquisition fails with [`LockError::NotReplicated`]. The `WAIT` goes
+/// on a connection of its own, so it delays nothing but its own
+/// acquisition (renewals and releases never queue behind it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 #[non_exhaustive]
 pub struct ReplicaSync {
-    /// How many replicas must acknowledge the write.
+    /// How many replicas must acknowledge the write; 0 for the rule of
+    /// [`ReplicaSync::connected`] (in files: leave it out).
+    #[cfg_attr(feature = "serde", serde(default))]
     pub replicas: u32,
     /// How long to wait for them (`WAIT`'s timeout).
-    #[cfg_attr(feature = "serde", serde(with = "humantime_serde"))]
+    #[cfg_attr(
+        feature = "serde",
+        serde(with = "humantime_serde", default = "default_timeout")
+    )]
     pub timeout: Duration,
 }
 
+#[cfg(feature = "serde")]
+fn default_timeout() -> Duration {
+    ReplicaSync::DEFAULT_TIMEOUT
+}
+
 impl ReplicaSync {
+    /// The default `WAIT` timeout: 1 s, Redisson's `slavesSyncTimeout`. A
+    /// live replica acknowledges within its round trip (well under a
+    /// millisecond on a LAN, milliseconds across zones), so the timeout
+    /// only bites when a replica is stopped or cut off; then it bounds what
+    /// each acquisition waits before failing, and adds to the longest call
+    /// (3 s command timeout + 1 s), far below the 30 s lease.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1);
+
     /// Wait for `replicas` replicas, at most `timeout`.
     pub fn new(replicas: u32, timeout: Duration) -> Self {
         Self { replicas, timeout }
     }
 
+    /// Wait for the replicas connected now, at most `timeout`; fail only
+    /// when none acknowledged while one or more are connected (Redisson's
+    /// rule, the default).
+    pub fn connected(timeout: Duration) -> Self {
+        Self {
+            replicas: 0,
+            timeout,
+        }
+    }
+
+    /// Whether this is the rule of [`ReplicaSync::connected`].
+    pub fn is_connected_rule(&self) -> bool {
+        self.replicas == 0
+    }
+
     /// Checks the option without any I/O.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] (naming `replica_sync`) for zero
-    /// replicas or a zero timeout.
+    /// [`LockError::InvalidArgument`] (naming `replica_sync`) for a zero
+    /// timeout.
     pub fn validate(&self) -> Result<()> {
-        if self.replicas == 0 || self.timeout.is_zero() {
+        if self.timeout.is_zero() {
             return Err(LockError::invalid(
-                "replica_sync needs at least one replica and a timeout above zero",
+                "replica_sync needs a timeout above zero",
             ));
         }
         Ok(())
+    }
+}
+
+impl Default for ReplicaSync {
+    /// [`ReplicaSync::connected`] with [`ReplicaSync::DEFAULT_TIMEOUT`].
+    fn default() -> Self {
+        Self::connected(Self::DEFAULT_TIMEOUT)
     }
 }
 
@@ -194,12 +248,20 @@ impl ScriptEnv {
         let Some(sync) = self.replica_sync else {
             return decode(&self.transport.eval(call).await?);
         };
-        let (reply, acked) = self
-            .transport
-            .eval_and_wait(call, sync.replicas, sync.timeout)
-            .await?;
-        let outcome = decode(&reply)?;
-        if acked >= sync.replicas || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
+        let (outcome, acked, wanted) = if sync.is_connected_rule() {
+            let (reply, acks) = self.transport.eval_synced(call, sync.timeout).await?;
+            // Redisson's rule: one acknowledgement suffices, and none is
+            // needed from a master without replicas.
+            let wanted = u32::from(acks.connected > 0);
+            (decode(&reply)?, acks.acked, wanted)
+        } else {
+            let (reply, acked) = self
+                .transport
+                .eval_and_wait(call, sync.replicas, sync.timeout)
+                .await?;
+            (decode(&reply)?, acked, sync.replicas)
+        };
+        if acked >= wanted || !matches!(outcome, AcquireOutcome::Acquired { .. }) {
             return Ok(outcome);
         }
         let undo = ReleaseRequest::new(req.name.clone(), req.owner, req.lease_ms, req.deadline_ms)
@@ -209,7 +271,7 @@ impl ScriptEnv {
         }
         Err(LockError::NotReplicated {
             name: req.name.to_string(),
-            wanted: sync.replicas,
+            wanted,
             acked,
         })
     }

@@ -54,7 +54,7 @@ pub use connection::ScriptConnection;
 pub use env::{check_lease, ReplicaSync, ScriptEnv, RENEW_CHUNK, RENEW_WINDOW};
 pub use layout::{wake, KeyLayout};
 pub use scripts::with_common;
-pub use transport::{PubSubEvent, PubSubHandler, Transport};
+pub use transport::{PubSubEvent, PubSubHandler, ReplicaAcks, Transport};
 
 pub use lock_core;
 pub use redis;

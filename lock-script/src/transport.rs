@@ -35,6 +35,24 @@ pub enum PubSubEvent<'a> {
     Reset,
 }
 
+/// What the replicas of a node did after an acquisition
+/// ([`Transport::eval_synced`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplicaAcks {
+    /// Replicas that acknowledged the acquisition's writes in time.
+    pub acked: u32,
+    /// Replicas connected to the node (as it said last).
+    pub connected: u32,
+}
+
+impl ReplicaAcks {
+    /// `acked` of `connected` replicas.
+    pub fn new(acked: u32, connected: u32) -> Self {
+        Self { acked, connected }
+    }
+}
+
 /// Receives a transport's pub/sub events. Called from the transport's
 /// reader task: must not block.
 pub trait PubSubHandler: Send + Sync + 'static {
@@ -66,7 +84,7 @@ pub trait Transport: Send + Sync + 'static {
     async fn eval(&self, call: ScriptCall<'_>) -> Result<Value>;
 
     /// Runs one script like [`Transport::eval`], then waits (`WAIT`, on the
-    /// same connection) until `replicas` replicas of that node have its
+    /// same connection, one no other call uses) until `replicas` replicas of that node have its
     /// writes or `timeout` passes. Returns the script's reply and the number
     /// of replicas that acknowledged.
     ///
@@ -81,6 +99,27 @@ pub trait Transport: Send + Sync + 'static {
         replicas: u32,
         timeout: Duration,
     ) -> Result<(Value, u32)>;
+
+    /// Runs one script like [`Transport::eval`], then waits for the
+    /// replicas connected to that node now, at most `timeout` (Redisson's
+    /// rule, [`crate::ReplicaSync::connected`]): `WAIT` on a connection
+    /// of its own, no `WAIT` at all when the node has no replicas. Returns
+    /// the script's reply and what the replicas did. The default is a store
+    /// without replicas (the in-memory one): the script alone.
+    ///
+    /// # Errors
+    /// As [`Transport::eval`]; the call may take up to `timeout` longer.
+    ///
+    /// # Cancel safety
+    /// As [`Transport::eval`].
+    async fn eval_synced(
+        &self,
+        call: ScriptCall<'_>,
+        timeout: Duration,
+    ) -> Result<(Value, ReplicaAcks)> {
+        let _ = timeout;
+        Ok((self.eval(call).await?, ReplicaAcks::default()))
+    }
 
     /// Runs many scripts, pipelined per node, and returns one result per
     /// call in order. Each call's keys must share a [`Transport::key_group`].

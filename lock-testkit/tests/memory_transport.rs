@@ -94,6 +94,23 @@ async fn replica_sync_without_replicas_gives_every_kinds_hold_back() {
     }
 }
 
+/// The default replica sync (the connected replicas) on a store without
+/// replicas costs nothing: every kind's acquisition succeeds at once, with
+/// no `WAIT` waited out.
+#[tokio::test(start_paused = true)]
+async fn the_default_replica_sync_costs_a_store_without_replicas_nothing() {
+    let server = InMemoryServer::new();
+    let env = server.env().with_replica_sync(Some(ReplicaSync::default()));
+    let client = lock_redis::LockClient::new(env, config()).unwrap();
+    for &kind in Kind::ALL {
+        let name = format!("unwaited-{kind:?}");
+        let lock = kind_lock(kind, &client, &name);
+        let started = Instant::now();
+        assert!(lock.try_lock().await.unwrap().is_some(), "{kind:?}");
+        assert_eq!(started.elapsed(), Duration::ZERO, "{kind:?}: no WAIT");
+    }
+}
+
 /// A closed transport refuses calls and subscriptions, and hears nothing.
 #[tokio::test(start_paused = true)]
 async fn a_closed_transport_refuses_calls() {

@@ -123,18 +123,27 @@ pub(crate) struct Global {
     /// at most --replica-sync-timeout), so a lock it reports taken survives
     /// its master's failover to one of them. An acquisition too few
     /// replicas confirmed is given back and counts as not taken (exit 75).
-    /// With --url, --sentinel, --cluster and --redlock.
+    /// Without it, each acquisition waits for the replicas its master has
+    /// connected and fails only when none confirmed (Redisson's rule; no
+    /// WAIT on a master without replicas). With --url, --sentinel,
+    /// --cluster and --redlock.
     #[arg(long, global = true, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) replica_sync: Option<u32>,
 
-    /// How long --replica-sync waits for the replicas of one acquisition.
+    /// Never wait for replicas (faster on a master with replicas, but a lock
+    /// taken just before a failover may be taken again on the promoted
+    /// replica).
+    #[arg(long, global = true, conflicts_with = "replica_sync")]
+    pub(crate) no_replica_sync: bool,
+
+    /// How long an acquisition waits for its replicas.
     #[arg(
         long,
         global = true,
         value_name = "DUR",
         default_value = "1s",
         value_parser = duration::parse,
-        requires = "replica_sync"
+        conflicts_with = "no_replica_sync"
     )]
     pub(crate) replica_sync_timeout: Duration,
 

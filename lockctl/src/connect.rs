@@ -169,9 +169,7 @@ fn sentinel(global: &Global, master: &str) -> Result<RedisConfig, Failure> {
         .connect_timeout(CONNECT_TIMEOUT)
         .command_timeout(COMMAND_TIMEOUT)
         .pool_size(CONNECTIONS);
-    if let Some(replicas) = global.replica_sync {
-        redis = redis.replica_sync(replicas, global.replica_sync_timeout);
-    }
+    redis.connection.replica_sync = replica_sync(global);
     // The password is the master's (the sentinels' own, if any, goes in
     // their URLs).
     if let Some(credentials) = env_credentials(None) {
@@ -181,6 +179,19 @@ fn sentinel(global: &Global, master: &str) -> Result<RedisConfig, Failure> {
         return Err(Failure::lock("bad --sentinel or --master", &e));
     }
     Ok(redis)
+}
+
+/// The replica sync of `--replica-sync`, `--no-replica-sync` and
+/// `--replica-sync-timeout`: the library's default rule unless told.
+fn replica_sync(global: &Global) -> Option<lock_redis::ReplicaSync> {
+    if global.no_replica_sync {
+        return None;
+    }
+    let timeout = global.replica_sync_timeout;
+    Some(match global.replica_sync {
+        Some(replicas) => lock_redis::ReplicaSync::new(replicas, timeout),
+        None => lock_redis::ReplicaSync::connected(timeout),
+    })
 }
 
 /// A Redis Cluster, from `--cluster`.
@@ -193,9 +204,7 @@ fn cluster(global: &Global) -> Result<ClusterConfig, Failure> {
     if let Some(tls) = tls(global)? {
         cluster = cluster.tls(tls);
     }
-    if let Some(replicas) = global.replica_sync {
-        cluster = cluster.replica_sync(replicas, global.replica_sync_timeout);
-    }
+    cluster.connection.replica_sync = replica_sync(global);
     // Every node is reached with the same credentials: a seed URL's own
     // password wins, as with --url (the first seed names the user).
     let seed = global.cluster.first().map(|url| url_credentials(url));
@@ -221,9 +230,7 @@ fn node(global: &Global, url: &str, lazy: bool) -> Result<(RedisConfig, String),
         .pool_size(CONNECTIONS)
         .slot_checking_proxy(global.slot_checking_proxy)
         .lazy_connect(lazy);
-    if let Some(replicas) = global.replica_sync {
-        redis = redis.replica_sync(replicas, global.replica_sync_timeout);
-    }
+    redis.connection.replica_sync = replica_sync(global);
     if let Some(tls) = tls(global)? {
         redis = redis.tls(tls);
     }

@@ -64,7 +64,7 @@ fn a_run_waits_for_its_replicas_and_fails_without_them() {
 fn replica_sync_options_are_checked() {
     for args in [
         &["--replica-sync", "0", "status", "x"][..],
-        &["--replica-sync-timeout", "1s", "status", "x"][..],
+        &["--replica-sync", "1", "--no-replica-sync", "status", "x"][..],
         &[
             "--replica-sync",
             "1",

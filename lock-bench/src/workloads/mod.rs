@@ -30,6 +30,7 @@ mod raw;
 mod redisson;
 mod redlock;
 mod redlock_handoff;
+mod replica;
 mod rwlock;
 mod semaphore;
 mod uncontended;
@@ -227,6 +228,9 @@ pub(crate) async fn run_all(
     }
     if wants(Workload::W2hRedlock) {
         emit(&bounded(limit, "W2H-redlock", redlock_handoff::run(bench)).await?);
+    }
+    if wants(Workload::W1Replica) {
+        emit(&bounded(limit, "W1-replica", replica::run(bench)).await?);
     }
     if wants(Workload::S1) {
         emit(&bounded(limit, "S1", semaphore::run(bench)).await?);
