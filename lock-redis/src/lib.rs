@@ -171,7 +171,7 @@
 //! | --- | --- | --- |
 //! | bad configuration, zero lease | [`LockError::InvalidArgument`] | no |
 //! | rejected credentials (`WRONGPASS`, `NOAUTH`) or a [`CredentialsProvider`] that failed, at connect (or a lazy client's first call); a command, key or channel the ACL does not allow the user (`NOPERM`, also inside a script) | [`LockError::Unauthorized`] ([`LockError::is_unauthorized`]) | no |
-//! | a reconnect of a client that connected before failing for any reason (provider, `AUTH`, TLS: the request never reached the server; [`connections`]) | [`LockError::Unavailable`], the refusal as its source | yes |
+//! | a reconnect of a client that connected before failing for any reason (provider, `AUTH`, TLS: the request never reached the server; the `connections` module) | [`LockError::Unavailable`], the refusal as its source | yes |
 //! | a TLS certificate refused: the server's not signed by the trusted CA, ours missing or refused | [`LockError::Tls`] ([`LockError::is_tls`]) | no |
 //! | a non-hash value at the lock key, a fencing counter that is not an integer | [`LockError::WrongType`] naming the key (value left untouched, nothing written) | no |
 //! | `OOM` at `maxmemory` (`noeviction`): acquire, re-entry, partial release (the last release and renewals still work); a fair acquisition that would evict a dead waiter, or an expirable-permit acquisition that would reclaim expired permits, is refused before that first write | [`LockError::OutOfMemory`] (nothing written) | no |
