@@ -17,10 +17,16 @@ pub(crate) async fn primary_with_replica() -> (RedisServer, RedisServer) {
         .arg("127.0.0.1")
         .arg(primary.port().to_string())
         .start();
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // Synced as both sides see it: the replica's link is up, and the
+    // master lists it online (what the replica-sync default counts; on a
+    // loaded machine the master says so a little after the replica).
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let info = replica.cmd(&["INFO", "replication"]);
-        if format!("{info:?}").contains("master_link_status:up") {
+        let linked = format!("{:?}", replica.cmd(&["INFO", "replication"]))
+            .contains("master_link_status:up");
+        let online = format!("{:?}", primary.cmd(&["INFO", "replication"]))
+            .contains("state=online");
+        if linked && online {
             break;
         }
         assert!(Instant::now() < deadline, "replica never synced");
