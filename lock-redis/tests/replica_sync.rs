@@ -12,26 +12,7 @@ use tokio::time::Instant;
 /// A primary and one replica of it, in sync.
 pub(crate) async fn primary_with_replica() -> (RedisServer, RedisServer) {
     let primary = RedisServer::start();
-    let replica = RedisServer::builder()
-        .arg("--replicaof")
-        .arg("127.0.0.1")
-        .arg(primary.port().to_string())
-        .start();
-    // Synced as both sides see it: the replica's link is up, and the
-    // master lists it online (what the replica-sync default counts; on a
-    // loaded machine the master says so a little after the replica).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let linked = format!("{:?}", replica.cmd(&["INFO", "replication"]))
-            .contains("master_link_status:up");
-        let online = format!("{:?}", primary.cmd(&["INFO", "replication"]))
-            .contains("state=online");
-        if linked && online {
-            break;
-        }
-        assert!(Instant::now() < deadline, "replica never synced");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let replica = primary.start_replica();
     (primary, replica)
 }
 

@@ -114,12 +114,7 @@ async fn until_synced(replica: &RedisServer) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_given_back_while_the_replica_is_away_are_free_when_it_is_back() {
     let primary = RedisServer::start();
-    let replica = RedisServer::builder()
-        .arg("--replicaof")
-        .arg("127.0.0.1")
-        .arg(primary.port().to_string())
-        .start();
-    until_synced(&replica).await;
+    let replica = primary.start_replica();
     primary.cmd(&["CONFIG", "SET", "min-replicas-to-write", "1"]);
     let client = client(&primary).await;
     let sem = client.semaphore("replica-away").unwrap();

@@ -4,25 +4,8 @@
 
 use crate::common;
 
-use std::time::{Duration, Instant};
-
 use common::*;
 use lock_testkit::fixtures::RedisServer;
-
-fn replica_of(primary: &RedisServer) -> RedisServer {
-    let replica = RedisServer::builder()
-        .arg("--replicaof")
-        .arg("127.0.0.1")
-        .arg(primary.port().to_string())
-        .start();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !format!("{:?}", replica.cmd(&["INFO", "replication"])).contains("master_link_status:up")
-    {
-        assert!(Instant::now() < deadline, "the replica never synced");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    replica
-}
 
 #[test]
 fn a_run_waits_for_its_replicas_and_fails_without_them() {
@@ -54,7 +37,7 @@ fn a_run_waits_for_its_replicas_and_fails_without_them() {
 
     // A replica in sync: its acknowledgement may be slow on a loaded
     // machine, so the wait for it is generous.
-    let _replica = replica_of(&primary);
+    let _replica = primary.start_replica();
     let output = run(&primary.url(), &args("5s"));
     assert_eq!(code(output.status), 0, "{output:?}");
     assert_eq!(String::from_utf8_lossy(&output.stdout), "ran\n");

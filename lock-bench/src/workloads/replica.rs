@@ -12,7 +12,7 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use lock_core::Lock;
 use lock_redis::{ClientConfig, LockClient, RedisConfig};
 use lock_testkit::fixtures::RedisServer;
@@ -31,12 +31,7 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
         "W1-replica: a master with one replica; {pairs} pairs each with replica sync by default and off"
     ));
     let master = RedisServer::start();
-    let replica = RedisServer::builder()
-        .arg("--replicaof")
-        .arg("127.0.0.1")
-        .arg(master.port().to_string())
-        .start();
-    wait_for_sync(&replica).await?;
+    let _replica = master.start_replica();
     let connect = |redis: RedisConfig| async move {
         lock_redis::connect(redis, ClientConfig::default())
             .await
@@ -49,18 +44,6 @@ pub(crate) async fn run(bench: &Bench) -> Result<Report> {
     close_client(&synced).await;
     close_client(&off).await;
     result
-}
-
-async fn wait_for_sync(replica: &RedisServer) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !format!("{:?}", replica.cmd(&["INFO", "replication"])).contains("master_link_status:up")
-    {
-        if Instant::now() >= deadline {
-            bail!("the replica did not sync within 10 s");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    Ok(())
 }
 
 async fn pair(lock: &Lock) -> Result<Duration> {
