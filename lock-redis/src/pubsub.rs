@@ -183,7 +183,14 @@ impl Worker {
                     first = false;
                     self.endpoint.invalidate();
                     failures = failures.saturating_add(1);
-                    tracing::warn!(error = %e, attempt = failures, "pub/sub connect failed");
+                    // Once per outage, as the waiters log theirs: a warning
+                    // per attempt (every 2 s at most) filled the log of a
+                    // client riding an outage, and of one closing in it.
+                    if failures == 1 {
+                        tracing::warn!(error = %e, "pub/sub connect failed; trying again with backoff until the server answers");
+                    } else {
+                        tracing::debug!(error = %e, attempt = failures, "pub/sub connect failed");
+                    }
                     if let Flow::Exit = self.backoff(failures).await {
                         break;
                     }

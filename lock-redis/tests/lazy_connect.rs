@@ -99,3 +99,84 @@ async fn a_lazy_sentinel_client_starts_while_its_master_is_frozen() {
     guard.unlock().await.unwrap();
     client.close().await;
 }
+
+/// A client riding an outage, and closing in it, says so once: one
+/// warning that the pub/sub connection cannot reconnect (it said so at
+/// every attempt), and none at the close for what it gave back in full
+/// (it warned "not everything was given back" with nothing left).
+#[tokio::test(flavor = "current_thread")]
+async fn an_outage_and_a_close_in_it_warn_once() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let warnings = Warnings::default();
+    let _log =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let mut server = RedisServer::start();
+    let redis = RedisConfig::new(server.url())
+        .command_timeout(TIMEOUT)
+        .connect_timeout(TIMEOUT)
+        .lazy_connect(true);
+    let config = ClientConfig::default().close_timeout(Duration::from_secs(1));
+    let client = lock_redis::connect(redis, config).await.unwrap();
+    // A wait opens the pub/sub connection.
+    let held = connect(&server, true).await.unwrap();
+    let guard = held.lock("outage").unwrap().lock().await.unwrap();
+    let lock = client.lock("outage").unwrap();
+    let waiting = tokio::spawn(async move { lock.try_lock_for(Duration::from_secs(5)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    guard.unlock().await.unwrap();
+    waiting
+        .await
+        .unwrap()
+        .unwrap()
+        .expect("woken")
+        .unlock()
+        .await
+        .unwrap();
+    server.kill();
+    // Seconds of outage: the pub/sub task tries again and again.
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let reconnects = warnings.count("pub/sub connect failed");
+    assert_eq!(reconnects, 1, "{:#?}", warnings.all());
+    client.close().await;
+    assert_eq!(
+        warnings.count("pub/sub connect failed"),
+        1,
+        "{:#?}",
+        warnings.all()
+    );
+    assert_eq!(
+        warnings.count("not everything was given back"),
+        0,
+        "{:#?}",
+        warnings.all()
+    );
+}
+
+/// The warnings the client logged, as text.
+#[derive(Clone, Default)]
+struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Warnings {
+    fn all(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+
+    fn count(&self, text: &str) -> usize {
+        self.all().iter().filter(|w| w.contains(text)).count()
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut text = String::new();
+            event.record(
+                &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
+                    text.push_str(&format!("{}={value:?} ", field.name()));
+                },
+            );
+            self.0.lock().unwrap().push(text);
+        }
+    }
+}
