@@ -490,17 +490,30 @@ async fn query_asking(
     }
 }
 
-#[async_trait]
-impl Transport for ClusterTransport {
-    async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
+impl ClusterTransport {
+    /// The one routed call behind `eval`, `eval_and_wait` and
+    /// `eval_synced`, which differ only in what `op` makes of the call:
+    /// routed by its slot within the command timeout, in the pub/sub mode
+    /// the cluster was found to support.
+    async fn route_one<'a>(
+        &self,
+        call: ScriptCall<'a>,
+        op: impl for<'c> FnOnce(&'c ScriptCall<'a>) -> Op<'c>,
+    ) -> Result<(Value, Option<ReplicaAcks>)> {
         let slot = Self::slot_of(&call)?;
         let deadline = Instant::now() + self.inner.config.connection.command_timeout;
         let sharded = self.inner.start(deadline).await?;
         let call = self.inner.decided(call, sharded);
-        let (value, _) = self
-            .inner
-            .route(slot, &Op::Eval(&call), call.first_key(), deadline)
-            .await?;
+        self.inner
+            .route(slot, &op(&call), call.first_key(), deadline)
+            .await
+    }
+}
+
+#[async_trait]
+impl Transport for ClusterTransport {
+    async fn eval(&self, call: ScriptCall<'_>) -> Result<Value> {
+        let (value, _) = self.route_one(call, |call| Op::Eval(call)).await?;
         Ok(value)
     }
 
@@ -510,18 +523,8 @@ impl Transport for ClusterTransport {
         replicas: u32,
         timeout: Duration,
     ) -> Result<(Value, u32)> {
-        let slot = Self::slot_of(&call)?;
-        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
-        let sharded = self.inner.start(deadline).await?;
-        let call = self.inner.decided(call, sharded);
         let (value, acks) = self
-            .inner
-            .route(
-                slot,
-                &Op::EvalWait(&call, replicas, timeout),
-                call.first_key(),
-                deadline,
-            )
+            .route_one(call, |call| Op::EvalWait(call, replicas, timeout))
             .await?;
         Ok((value, acks.map_or(0, |a| a.acked)))
     }
@@ -531,18 +534,8 @@ impl Transport for ClusterTransport {
         call: ScriptCall<'_>,
         timeout: Duration,
     ) -> Result<(Value, ReplicaAcks)> {
-        let slot = Self::slot_of(&call)?;
-        let deadline = Instant::now() + self.inner.config.connection.command_timeout;
-        let sharded = self.inner.start(deadline).await?;
-        let call = self.inner.decided(call, sharded);
         let (value, acks) = self
-            .inner
-            .route(
-                slot,
-                &Op::EvalSynced(&call, timeout),
-                call.first_key(),
-                deadline,
-            )
+            .route_one(call, |call| Op::EvalSynced(call, timeout))
             .await?;
         Ok((value, acks.unwrap_or_default()))
     }
