@@ -58,84 +58,29 @@
 //! ```
 #![deny(missing_docs)]
 
-mod client;
+pub mod backend;
 mod client_info;
-mod closing;
 pub mod config;
-mod connection;
-#[doc(hidden)] // Shown in `backend`.
-pub mod counting;
-mod detached;
+mod deadline;
+mod engine;
 pub mod error;
-mod fenced_lock;
-mod guard;
-mod held;
-mod holds;
-mod kind;
-mod live_permits;
-mod lock;
-mod multi_lock;
+mod handles;
 pub mod name;
-mod op;
-mod options;
-mod outage;
 pub mod owner;
-mod permit_leases;
-mod queue_place;
-mod red_lock;
-mod semaphore_kind;
-mod shorthands;
-mod stats;
-mod store_clock;
 pub mod telemetry;
-mod wait;
-mod wait_loop;
-mod wait_strategy;
-mod waiter;
-mod watchdog;
 
+pub use backend::kind::{Holder, LockInfo};
+pub use backend::semaphore_kind::{PermitId, MAX_PERMITS};
 pub use client_info::ClientInfo;
+pub use config::options::{AcquireOptions, Wait, WAIT_OVERSHOOT};
+pub use config::wait_strategy::{PollBackoff, WaitStrategy};
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE, MAX_SERVICE_NAME_LEN};
+pub use engine::stats::ClientStats;
 pub use error::{LockError, Result};
-pub use fenced_lock::{FencedGuard, FencedLock};
-pub use guard::Guard;
-pub use kind::{Holder, LockInfo};
-pub use lock::Lock;
-pub use multi_lock::{MultiGuard, MultiLock};
+pub use handles::fenced_lock::{FencedGuard, FencedLock};
+pub use handles::guard::Guard;
+pub use handles::lock::Lock;
+pub use handles::multi_lock::{MultiGuard, MultiLock};
+pub use handles::red_lock::{RedGuard, RedLock};
 pub use name::{LockName, MAX_NAME_LEN};
-pub use options::{AcquireOptions, Wait, WAIT_OVERSHOOT};
 pub use owner::Owner;
-pub use red_lock::{RedGuard, RedLock};
-pub use semaphore_kind::{PermitId, MAX_PERMITS};
-pub use stats::ClientStats;
-pub use wait_strategy::{PollBackoff, WaitStrategy};
-
-/// What a backend or a lock kind implements, and the requests and replies
-/// the engine hands it. A service using the library needs none of it.
-///
-/// A deployment implements [`Connection`](backend::Connection) (what a
-/// client's kinds share: notices, closing); a kind implements
-/// [`ExclusiveKind`](backend::ExclusiveKind) for every lock whose handle
-/// is a [`Lock`]; the semaphores and the latch wait and retry through
-/// [`crate::counting`], and an expirable permit's kind registers its
-/// permits ([`PermitLeases`](backend::PermitLeases)) for the watchdog to
-/// renew ([`PermitRenewal`](backend::PermitRenewal)).
-pub mod backend {
-    pub use crate::client::{Engine, WeakEngine};
-    pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
-    pub use crate::counting;
-    pub use crate::held::{run_locked, Held};
-    pub use crate::holds::Deadline;
-    pub use crate::kind::{
-        deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
-        RenewTarget, RequestId,
-    };
-    pub use crate::live_permits::{GiveBack, LivePermit, LivePermits};
-    pub use crate::permit_leases::{PermitHold, PermitLeases};
-    pub use crate::semaphore_kind::{
-        check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,
-        LeasesRequest, PermitCounts, PermitLease, PermitRenewal, PermitRequest, PermitTarget,
-    };
-    pub use crate::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
-    pub use crate::wait::fixed_lease_millis;
-}

@@ -94,12 +94,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::backend::kind::RenewTarget;
+use crate::backend::semaphore_kind::PermitTarget;
 use crate::config::RetryPolicy;
-use crate::holds::{Deadline, Hold, Holds};
-use crate::kind::RenewTarget;
-use crate::permit_leases::{PermitHold, PermitLeases};
-use crate::semaphore_kind::PermitTarget;
-use crate::stats::Stats;
+use crate::deadline::Deadline;
+use crate::engine::holds::{Hold, Holds};
+use crate::engine::permit_leases::{PermitHold, PermitLeases};
+use crate::engine::stats::Stats;
 use crate::telemetry;
 
 /// The client's handle on its watchdog task. Dropping it stops the task.

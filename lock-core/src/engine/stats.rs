@@ -56,7 +56,7 @@ impl Drop for Parked {
 }
 
 /// Counts one backend operation as in flight until dropped
-/// ([`crate::counting::in_flight`]).
+/// ([`crate::engine::counting::in_flight`]).
 #[derive(Debug)]
 pub struct InFlight(Arc<Stats>);
 

@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::connection::{Channel, Wake};
 use crate::client_info::ClientInfo;
-use crate::connection::{Channel, Wake};
 use crate::error::Result;
 use crate::name::LockName;
 use crate::owner::Owner;

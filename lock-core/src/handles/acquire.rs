@@ -1,6 +1,6 @@
 //! The wait loop every exclusive kind's handle shares: try, subscribe to
 //! the channel the kind names, wait for a notice or the holder's time to
-//! live, try again. Under [`WaitStrategy::Poll`] nothing is subscribed:
+//! live, try again. Under [`WaitStrategy::Poll`](crate::WaitStrategy::Poll) nothing is subscribed:
 //! the wait is a backoff step instead (or the time to live, if sooner). Cancel-safe at every await (see the `op` and `waiter`
 //! modules); kinds whose waiters queue join the queue from the first
 //! attempt, refresh their place while they wait, and leave it when they
@@ -13,27 +13,27 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::ClientInner;
+use crate::backend::kind::AcquireRequest;
+use crate::config::options::{cut_off, AcquireOptions, Wait};
 use crate::config::{lease_millis, ClientConfig};
+use crate::engine::calls::{self, Attempt};
+use crate::engine::outage::Outage;
+use crate::engine::state::ClientInner;
+use crate::engine::wait_loop::{self, Look, Waiting};
+use crate::engine::waiter::Subscription;
 use crate::error::{LockError, Result};
-use crate::guard::Guard;
-use crate::kind::AcquireRequest;
-use crate::lock::Lock;
-use crate::op::{self, Attempt};
-use crate::options::{cut_off, AcquireOptions, Wait};
-use crate::outage::Outage;
+use crate::handles::guard::Guard;
+use crate::handles::target::LockTarget;
 use crate::owner::Owner;
 use crate::telemetry::{self, Timed};
-use crate::wait_loop::{self, Look, Waiting};
-use crate::waiter::Subscription;
 
-/// The general acquisition of [`Lock::acquire`] (and of every kind's face
+/// The general acquisition of [`Lock::acquire`](crate::Lock::acquire) (and of every kind's face
 /// built on it). `Ok(None)` when the wait ran out.
 ///
 /// Traced as span `lock.acquire` (INFO; fields `lock`, `kind`, `outcome`),
 /// its wait as `lock.wait` (DEBUG; also `strategy`), and timed in
 /// [`telemetry::ACQUIRE_SECONDS`] and [`telemetry::WAIT_SECONDS`].
-pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
+pub(crate) async fn acquire(lock: &LockTarget, opts: AcquireOptions) -> Result<Option<Guard>> {
     let kind = telemetry::kind_label(lock.kind().kind_name(), opts.fenced);
     telemetry::acquisition(kind, lock.name(), acquire_traced(lock, opts, true)).await
 }
@@ -41,11 +41,18 @@ pub(crate) async fn acquire(lock: &Lock, opts: AcquireOptions) -> Result<Option<
 /// The acquisition of one member of a multi-lock or RedLock: traced in the
 /// member's spans, but not counted in the metrics, which count the whole
 /// acquisition once.
-pub(crate) async fn acquire_member(lock: &Lock, opts: AcquireOptions) -> Result<Option<Guard>> {
+pub(crate) async fn acquire_member(
+    lock: &LockTarget,
+    opts: AcquireOptions,
+) -> Result<Option<Guard>> {
     acquire_traced(lock, opts, false).await
 }
 
-async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Result<Option<Guard>> {
+async fn acquire_traced(
+    lock: &LockTarget,
+    opts: AcquireOptions,
+    counted: bool,
+) -> Result<Option<Guard>> {
     let inner = lock.inner();
     let kind = lock.kind();
     inner.check_open()?;
@@ -79,7 +86,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
         // `outage` module); a try (deadline now) fails as the retry policy
         // says.
         outage: Outage::new(&inner.config.retry, &inner.outages, lock.name(), deadline),
-        won: Arc::new(AtomicU8::new(op::WAITING)),
+        won: Arc::new(AtomicU8::new(calls::WAITING)),
         unsettled: Vec::new(),
         queued: None,
         last_sent: start,
@@ -138,7 +145,7 @@ async fn acquire_traced(lock: &Lock, opts: AcquireOptions, counted: bool) -> Res
 /// One exclusive acquisition's side of the wait loop: its requests, its
 /// place in the queue, and the attempts whose outcome it has yet to learn.
 struct LockWait<'a> {
-    lock: &'a Lock,
+    lock: &'a LockTarget,
     owner: Owner,
     /// Whether `owner` was made for this wait alone (no explicit owner, no
     /// owner scope): nothing else ever acquires as it.
@@ -155,10 +162,10 @@ struct LockWait<'a> {
     /// Attempts whose outcome stayed unknown are settled only once this
     /// wait is over (dropping them does it; see `op::Unsettled`): until
     /// then what they did belongs to the live wait.
-    unsettled: Vec<op::Unsettled>,
+    unsettled: Vec<calls::Unsettled>,
     /// Our place in the queue, given up when dropped; while an attempt is
     /// in flight, that attempt holds it.
-    queued: Option<op::QueueTicket>,
+    queued: Option<calls::QueueTicket>,
     /// When the last attempt was first sent: a lock granted to this wait
     /// was granted after that attempt ran, so its lease runs from no
     /// earlier.
@@ -210,7 +217,7 @@ impl LockWait<'_> {
     ///
     /// `Ok(None)` when none took it (the refusal is genuine); an error when
     /// one could not be asked (the answer is still unknown) and none took it.
-    async fn own_hold(&mut self) -> Result<Option<op::PendingHold>> {
+    async fn own_hold(&mut self) -> Result<Option<calls::PendingHold>> {
         let mut unknown = None;
         for i in (0..self.unsettled.len()).rev() {
             match self.unsettled[i].own_hold().await {
@@ -253,7 +260,7 @@ impl LockWait<'_> {
             // The attempt carries our place while it is in flight (see
             // `op::acquire`): dropped meanwhile, we leave only after it.
             let place = self.queued.take();
-            let landed = op::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
+            let landed = calls::acquire(inner, self.lock.kind(), self.request(), sent, place).await;
             self.queued = landed.place;
             let error = match landed.attempt {
                 Ok(Attempt::Unknown(mut unknown)) => {
@@ -312,7 +319,7 @@ impl LockWait<'_> {
     /// acquisition in flight finds it there; once the client is closing the
     /// table refuses it, and it is given back (dropped) instead:
     /// [`LockError::Closed`].
-    fn won(&mut self, hold: op::PendingHold) -> Result<Guard> {
+    fn won(&mut self, hold: calls::PendingHold) -> Result<Guard> {
         let inner = self.lock.inner();
         let registered = Guard::register(
             inner,
@@ -330,9 +337,9 @@ impl LockWait<'_> {
             place.disarm();
         }
         let ended = if hold.is_grant() {
-            op::WON_BY_GRANT
+            calls::WON_BY_GRANT
         } else {
-            op::WON
+            calls::WON
         };
         self.won.store(ended, Ordering::Release);
         let (req, fencing_token, _) = hold.accept();
@@ -402,7 +409,7 @@ impl Waiting for LockWait<'_> {
         let inner = self.lock.inner();
         inner.stats.grants.incr();
         let hold =
-            op::PendingHold::granted(inner, self.lock.kind(), self.request(), self.last_sent);
+            calls::PendingHold::granted(inner, self.lock.kind(), self.request(), self.last_sent);
         Some(self.won(hold))
     }
 
@@ -432,11 +439,11 @@ impl Waiting for LockWait<'_> {
 /// no longer has (force-unlocked, not yet found out) refuses nothing. A try
 /// that does not wait cannot hang, and answers "held" before this. One
 /// lookup in the client's table of holds, by lock name.
-fn refuse_self_deadlock(lock: &Lock, private_owner: bool) -> Result<()> {
+fn refuse_self_deadlock(lock: &LockTarget, private_owner: bool) -> Result<()> {
     if !private_owner {
         return Ok(());
     }
-    let Some(task) = crate::holds::TaskKey::current() else {
+    let Some(task) = crate::engine::holds::TaskKey::current() else {
         return Ok(());
     };
     if lock

@@ -3,16 +3,16 @@
 
 use std::sync::Arc;
 
-use crate::client::ClientInner;
-use crate::kind::{AcquireRequest, ExclusiveKind};
-use crate::op;
-use crate::stats::InFlight;
+use crate::backend::kind::{AcquireRequest, ExclusiveKind};
+use crate::engine::calls;
+use crate::engine::state::ClientInner;
+use crate::engine::stats::InFlight;
 
 /// A place in a lock's queue (a kind whose waiters queue). Dropping it leaves the queue (in the
 /// background), unless the place was used ([`QueueTicket::disarm`]).
 ///
 /// An attempt in flight carries its wait's place and hands it back when it
-/// lands ([`crate::op::acquire`]), so a waiter cancelled while an attempt is in flight
+/// lands ([`acquire`](fn@crate::engine::calls::acquire::acquire)), so a waiter cancelled while an attempt is in flight
 /// leaves the queue only after that attempt landed: the queue is never
 /// left first and joined after.
 pub(crate) struct QueueTicket {
@@ -65,7 +65,7 @@ impl Drop for QueueTicket {
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
-            let left = op::retried(&inner, "leave_queue", backend.kind_name(), || {
+            let left = calls::retried(&inner, "leave_queue", backend.kind_name(), || {
                 backend.leave_queue(&name, &owner, ticket)
             })
             .await;

@@ -3,15 +3,31 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::{ClientInner, Engine};
+use crate::backend::kind::{ExclusiveKind, LockInfo, ReleaseOutcome, ReleaseRequest};
+use crate::config::options::AcquireOptions;
+use crate::engine::calls;
+use crate::engine::client::Engine;
+use crate::engine::state::ClientInner;
 use crate::error::{LockError, Result};
-use crate::guard::Guard;
-use crate::kind::{ExclusiveKind, LockInfo, ReleaseOutcome, ReleaseRequest};
+use crate::handles::acquire;
+use crate::handles::guard::Guard;
+use crate::handles::target::LockTarget;
 use crate::name::LockName;
-use crate::op;
-use crate::options::AcquireOptions;
 use crate::owner::Owner;
-use crate::wait;
+
+/// Makes a lock's handle: here rather than beside the engine, so the
+/// engine never imports a handle.
+impl Engine {
+    /// A handle on the lock called `name` of the exclusive `kind` (a
+    /// deployment's client names its kinds: `client.lock(name)`,
+    /// `client.lean_lock(name)`, …). Makes no I/O.
+    ///
+    /// # Errors
+    /// [`LockError::InvalidArgument`] for an empty or over-long name.
+    pub fn lock(&self, name: impl AsRef<str>, kind: Arc<dyn ExclusiveKind>) -> Result<Lock> {
+        Ok(Lock::new(self.clone(), LockName::new(name)?, kind))
+    }
+}
 
 /// A handle on one named, re-entrant, exclusive lock
 /// (`client.lock(name)`). Cheap to clone; makes no I/O until used.
@@ -24,37 +40,42 @@ use crate::wait;
 /// fenced.
 #[derive(Clone)]
 pub struct Lock {
-    client: Engine,
-    name: LockName,
-    kind: Arc<dyn ExclusiveKind>,
+    target: LockTarget,
 }
 
 impl std::fmt::Debug for Lock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Lock")
-            .field("name", &self.name)
-            .field("client", &self.client)
+            .field("name", &self.target.name)
+            .field("client", &self.target.client)
             .finish_non_exhaustive()
     }
 }
 
 impl Lock {
     pub(crate) fn new(client: Engine, name: LockName, kind: Arc<dyn ExclusiveKind>) -> Self {
-        Self { client, name, kind }
+        Self {
+            target: LockTarget { client, name, kind },
+        }
     }
 
     pub(crate) fn inner(&self) -> &Arc<ClientInner> {
-        &self.client.inner
+        self.target.inner()
     }
 
     /// The kind whose store operations this lock uses.
     pub(crate) fn kind(&self) -> &Arc<dyn ExclusiveKind> {
-        &self.kind
+        self.target.kind()
+    }
+
+    /// What the lock is made of, for its acquisition.
+    pub(crate) fn target(&self) -> &LockTarget {
+        &self.target
     }
 
     /// The lock's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        self.target.name()
     }
 
     /// Takes the lock as `owner`, re-entering if `owner` holds it already
@@ -108,7 +129,7 @@ impl Lock {
     /// # Ok(()) }
     /// ```
     pub async fn acquire(&self, opts: AcquireOptions) -> Result<Option<Guard>> {
-        wait::acquire(self, opts).await
+        acquire::acquire(&self.target, opts).await
     }
 
     /// Releases one hold of `owner` without a guard, as a plain `unlock()`
@@ -128,16 +149,16 @@ impl Lock {
         let inner = self.inner();
         inner.check_open()?;
         let req = ReleaseRequest::new(
-            self.name.clone(),
+            self.target.name.clone(),
             owner,
             inner.watchdog_ms,
             inner.request_deadline(),
         );
-        let outcome = op::release(inner, &self.kind, req, None).await?;
+        let outcome = calls::release(inner, &self.target.kind, req, None).await?;
         match outcome {
             ReleaseOutcome::Released => Ok(true),
             ReleaseOutcome::StillHeld => Ok(false),
-            ReleaseOutcome::NotHeld => Err(LockError::lock_not_held(self.name.as_str())),
+            ReleaseOutcome::NotHeld => Err(LockError::lock_not_held(self.target.name.as_str())),
         }
     }
 
@@ -156,7 +177,7 @@ impl Lock {
     /// Dropping the future may or may not have deleted the lock.
     pub async fn force_unlock(&self) -> Result<bool> {
         self.inner().check_open()?;
-        self.kind.force_unlock(&self.name).await
+        self.target.kind.force_unlock(&self.target.name).await
     }
 
     /// A snapshot of the lock: holders with hold counts, and remaining time
@@ -169,7 +190,7 @@ impl Lock {
     /// Read-only; safe to drop.
     pub async fn info(&self) -> Result<LockInfo> {
         self.inner().check_open()?;
-        self.kind.inspect(&self.name).await
+        self.target.kind.inspect(&self.target.name).await
     }
 
     /// Whether anyone holds the lock.
@@ -218,4 +239,4 @@ impl Lock {
     }
 }
 
-crate::shorthands::acquire_shorthands!(Lock, Guard, "the lock");
+crate::handles::shorthands::acquire_shorthands!(Lock, Guard, "the lock");

@@ -2,9 +2,12 @@
 
 use std::time::Duration;
 
+pub(crate) mod options;
+pub(crate) mod wait_strategy;
+
+use crate::config::wait_strategy::WaitStrategy;
+use crate::deadline::Deadline;
 use crate::error::{LockError, Result};
-use crate::holds::Deadline;
-use crate::wait_strategy::WaitStrategy;
 
 /// The longest lease or watchdog timeout accepted: 100 years. Redis stores
 /// expiries as milliseconds since the epoch in a signed 64-bit integer, so

@@ -44,12 +44,12 @@ use std::time::Duration;
 use futures::future;
 use tokio::time::Instant;
 
+use crate::config::options::{cut_off, AcquireOptions, Wait};
 use crate::error::{LockError, Result};
-use crate::guard::Guard;
-use crate::lock::Lock;
-use crate::options::{cut_off, AcquireOptions, Wait};
+use crate::handles::acquire;
+use crate::handles::guard::Guard;
+use crate::handles::lock::Lock;
 use crate::telemetry;
-use crate::wait;
 
 /// Several locks held as one (see the module docs): taken in a fixed order
 /// within one wait budget, all or nothing, released together. Cheap to
@@ -199,7 +199,7 @@ impl MultiLock {
                 owner: None,
                 ..opts.clone()
             };
-            match wait::acquire_member(lock, member).await? {
+            match acquire::acquire_member(lock.target(), member).await? {
                 Some(guard) => taken.push(guard),
                 None => return Ok(give_back(taken, deadline).await),
             }
@@ -323,7 +323,7 @@ impl MultiGuard {
     /// # Cancel safety
     /// As [`Guard::run_locked`].
     pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
-        crate::held::run_locked(self, work).await
+        crate::backend::held::run_locked(self, work).await
     }
 
     /// Releases every member, concurrently.
@@ -348,7 +348,7 @@ fn far_future() -> Instant {
     Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
 }
 
-impl crate::held::Held for MultiGuard {
+impl crate::backend::held::Held for MultiGuard {
     async fn lost(&self) {
         MultiGuard::lost(self).await;
     }
@@ -362,4 +362,4 @@ impl crate::held::Held for MultiGuard {
     }
 }
 
-crate::shorthands::acquire_shorthands!(MultiLock, MultiGuard, "every member");
+crate::handles::shorthands::acquire_shorthands!(MultiLock, MultiGuard, "every member");

@@ -28,14 +28,14 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::client::ClientInner;
-use crate::holds::Hold;
-use crate::kind::{ReleaseOutcome, ReleaseRequest};
-use crate::live_permits::GiveBack;
-use crate::op;
-use crate::permit_leases::PermitHold;
-use crate::semaphore_kind::LeaseRelease;
-use crate::stats::InFlight;
+use crate::backend::kind::{ReleaseOutcome, ReleaseRequest};
+use crate::backend::semaphore_kind::LeaseRelease;
+use crate::engine::calls;
+use crate::engine::holds::Hold;
+use crate::engine::live_permits::GiveBack;
+use crate::engine::permit_leases::PermitHold;
+use crate::engine::state::ClientInner;
+use crate::engine::stats::InFlight;
 
 /// Steps 2 to 4 of the close (see the module docs). `left` counts the
 /// entries not given back yet, for the close's warning when its bound
@@ -103,7 +103,7 @@ async fn hold_given_back(inner: Arc<ClientInner>, hold: Arc<Hold>) -> bool {
             inner.request_deadline(),
         )
         .private_owner(hold.is_private());
-        match op::release(&inner, &hold.kind, req, None).await {
+        match calls::release(&inner, &hold.kind, req, None).await {
             // One of the owner's re-entrant holds: the next goes too.
             Ok(ReleaseOutcome::StillHeld) => attempt = 1,
             Ok(ReleaseOutcome::Released | ReleaseOutcome::NotHeld) => return true,
@@ -127,7 +127,7 @@ async fn permit_given_back(inner: Arc<ClientInner>, lease: Arc<PermitHold>) -> b
     let mut attempt = 1;
     while !inner.is_shut() {
         let kind = Arc::clone(&lease.kind);
-        let released = op::retried(&inner, "release a permit", lease.kind_name(), || {
+        let released = calls::retried(&inner, "release a permit", lease.kind_name(), || {
             let kind = Arc::clone(&kind);
             let req = req.clone();
             async move { kind.release(&req).await }

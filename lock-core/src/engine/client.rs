@@ -1,4 +1,5 @@
-//! The client: one per process (or per store), shared by every task.
+//! [`Engine`]: the machinery of one client (one per process, or per
+//! store), shared by every task and every kind's handles.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -6,21 +7,18 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::backend::connection::{Connection, Notice, NoticeSink};
 use crate::config::{lease_millis, ClientConfig};
-use crate::connection::{Connection, Notice, NoticeSink};
+use crate::engine::holds::Holds;
+use crate::engine::live_permits::LivePermits;
+use crate::engine::permit_leases::PermitLeases;
+use crate::engine::state::ClientInner;
+use crate::engine::stats::{ClientStats, Stats};
+use crate::engine::store_clock::StoreClock;
+use crate::engine::waiter::WaiterRegistry;
+use crate::engine::watchdog::Watchdog;
 use crate::error::{LockError, Result};
-use crate::fenced_lock::FencedLock;
-use crate::holds::Holds;
-use crate::kind::ExclusiveKind;
-use crate::live_permits::LivePermits;
-use crate::lock::Lock;
-use crate::name::LockName;
 use crate::owner::Owner;
-use crate::permit_leases::PermitLeases;
-use crate::stats::{ClientStats, Stats};
-use crate::store_clock::StoreClock;
-use crate::waiter::WaiterRegistry;
-use crate::watchdog::Watchdog;
 
 /// The engine of one lock client: a client id, one connection to a store,
 /// the registry of waiters and the watchdog, shared by the handles of every
@@ -44,76 +42,6 @@ use crate::watchdog::Watchdog;
 #[derive(Clone)]
 pub struct Engine {
     pub(crate) inner: Arc<ClientInner>,
-}
-
-pub(crate) struct ClientInner {
-    pub(crate) id: Uuid,
-    pub(crate) config: ClientConfig,
-    pub(crate) connection: Arc<dyn Connection>,
-    pub(crate) waiters: Arc<WaiterRegistry>,
-    /// Every hold of this client's guards, by (lock name, owner).
-    pub(crate) holds: Arc<Holds>,
-    /// Every leased permit of this client's permit guards.
-    pub(crate) permits: Arc<PermitLeases>,
-    pub(crate) watchdog: Watchdog,
-    pub(crate) stats: Arc<Stats>,
-    pub(crate) runtime: tokio::runtime::Handle,
-    /// The watchdog lease in milliseconds.
-    pub(crate) watchdog_ms: u64,
-    /// The fair-lock waiter timeout in milliseconds.
-    pub(crate) waiter_ms: u64,
-    /// The store's clock as this client estimates it: dates every
-    /// request's deadline (the `store_clock` module).
-    pub(crate) clock: StoreClock,
-    /// Waiters riding out a store outage (the `outage` module).
-    pub(crate) outages: crate::outage::Outages,
-    /// Counted permits of this client's live guards (a plain
-    /// semaphore's), given back by the close.
-    pub(crate) live_permits: Arc<LivePermits>,
-    next_owner: AtomicU64,
-    /// Set when a close starts: no new acquisition starts.
-    closed: AtomicBool,
-    /// Set when a close has given back what it could: background repeats
-    /// stop, the connection closes.
-    shut: AtomicBool,
-}
-
-impl ClientInner {
-    pub(crate) fn check_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::SeqCst) {
-            Err(LockError::Closed)
-        } else {
-            Ok(())
-        }
-    }
-
-    pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
-    }
-
-    /// Whether a close finished giving back (or ran out of time): nothing
-    /// more reaches the store.
-    pub(crate) fn is_shut(&self) -> bool {
-        self.shut.load(Ordering::Acquire)
-    }
-
-    /// The deadline of a request made now: it may run for
-    /// [`ClientConfig::record_ttl`].
-    pub(crate) fn request_deadline(&self) -> u64 {
-        self.clock.deadline_in(self.config.record_ttl)
-    }
-
-    /// Learns from `error` the store's clock, when it refused a request as
-    /// stale.
-    pub(crate) fn learn_clock(&self, error: &LockError) {
-        if let LockError::StaleRequest { store_time_ms } = error {
-            self.clock.resync(*store_time_ms);
-        }
-    }
-
-    pub(crate) fn new_owner(&self) -> Owner {
-        Owner::new(self.id, self.next_owner.fetch_add(1, Ordering::Relaxed))
-    }
 }
 
 impl std::fmt::Debug for Engine {
@@ -190,32 +118,8 @@ impl Engine {
         &self.inner.config
     }
 
-    /// A handle on the lock called `name` of the exclusive `kind` (a
-    /// deployment's client names its kinds: `client.lock(name)`,
-    /// `client.lean_lock(name)`, …). Makes no I/O.
-    ///
-    /// # Errors
-    /// [`LockError::InvalidArgument`] for an empty or over-long name.
-    pub fn lock(&self, name: impl AsRef<str>, kind: Arc<dyn ExclusiveKind>) -> Result<Lock> {
-        Ok(Lock::new(self.clone(), LockName::new(name)?, kind))
-    }
-
-    /// A handle on the lock called `name` of the exclusive `kind` whose
-    /// every acquisition hands out a fencing token
-    /// ([`crate::FencedGuard::fencing_token`]). Makes no I/O.
-    ///
-    /// # Errors
-    /// As [`Engine::lock`].
-    pub fn fenced_lock(
-        &self,
-        name: impl AsRef<str>,
-        kind: Arc<dyn ExclusiveKind>,
-    ) -> Result<FencedLock> {
-        Ok(FencedLock::new(self.clone(), LockName::new(name)?, kind))
-    }
-
     /// A fresh owner of this client, for explicit re-entrant use with
-    /// [`Lock::lock_as`] or [`Owner::scope`].
+    /// [`Lock::lock_as`](crate::Lock::lock_as) or [`Owner::scope`].
     pub fn new_owner(&self) -> Owner {
         self.inner.new_owner()
     }
@@ -312,7 +216,7 @@ impl Engine {
             self.inner.waiters.deliver(Notice::Reset);
             let left = Arc::new(AtomicUsize::new(0));
             let bound = self.inner.config.close_timeout;
-            let gave_back = crate::closing::give_back_all(&self.inner, Arc::clone(&left));
+            let gave_back = crate::engine::closing::give_back_all(&self.inner, Arc::clone(&left));
             if tokio::time::timeout(bound, gave_back).await.is_err() {
                 let left = left.load(Ordering::Acquire);
                 if left > 0 {
@@ -371,7 +275,7 @@ impl Engine {
 
     /// The table of leased permits this client's guards hold, which the
     /// watchdog renews: a permit kind registers each permit it hands out.
-    pub fn permits(&self) -> &crate::permit_leases::PermitLeases {
+    pub fn permits(&self) -> &crate::engine::permit_leases::PermitLeases {
         &self.inner.permits
     }
 

@@ -30,23 +30,24 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use tokio::time::Instant;
 
-use crate::client::{ClientInner, Engine};
-use crate::connection::Channel;
-use crate::detached::Detached;
+use crate::backend::connection::Channel;
+use crate::config::options::WAIT_OVERSHOOT;
+use crate::engine::calls;
+use crate::engine::client::Engine;
+use crate::engine::detached::Detached;
+use crate::engine::outage::Outage;
+use crate::engine::state::ClientInner;
+use crate::engine::store_clock::outcome_forgotten;
+use crate::engine::wait_loop::{self, Waiting};
 use crate::error::{LockError, Result};
 use crate::name::LockName;
-use crate::op;
-use crate::options::WAIT_OVERSHOOT;
-use crate::outage::Outage;
-use crate::store_clock::outcome_forgotten;
 use crate::telemetry::{self, Timed};
-use crate::wait_loop::{self, Waiting};
 use tracing::Instrument;
 
-pub use crate::op::Redate;
-pub use crate::stats::InFlight;
-pub use crate::wait_loop::Look;
-pub use crate::waiter::WakeReader;
+pub use crate::engine::calls::Redate;
+pub use crate::engine::stats::InFlight;
+pub use crate::engine::wait_loop::Look;
+pub use crate::engine::waiter::WakeReader;
 
 /// Runs `op` with the client's retry policy, in the caller's task: for
 /// reads, and writes that carry their request id (safe to repeat).
@@ -65,7 +66,7 @@ where
     Fut: Future<Output = Result<T>>,
 {
     engine.check_open()?;
-    op::retried(&engine.inner, what, kind, op).await
+    calls::retried(&engine.inner, what, kind, op).await
 }
 
 /// Runs `fut` on the client's runtime, counted as in flight until it ends
@@ -98,7 +99,7 @@ where
     F: FnMut() -> Fut + Send + 'static,
     Fut: Future<Output = Result<T>> + Send,
 {
-    op::call(&engine.inner, what, "semaphore", op).await
+    calls::call(&engine.inner, what, "semaphore", op).await
 }
 
 /// [`call`] of `op` on a kind's store `kind` with `arg`: every retry calls
@@ -159,7 +160,7 @@ where
     // is dropped: after the caller's `await`, it would be skipped then.
     let call = async move {
         task_inner.check_open()?;
-        match op::retried(&task_inner, what, "semaphore", &op).await {
+        match calls::retried(&task_inner, what, "semaphore", &op).await {
             // The request may still run (a frozen server) and take permits
             // after we gave up.
             Err(e) if e.is_retryable() && !e.is_stale_request() => {
@@ -187,7 +188,7 @@ where
     let inner = Arc::clone(inner);
     inner.runtime.clone().spawn(async move {
         let _in_flight = in_flight;
-        match op::until_answered(&inner, &op).await {
+        match calls::until_answered(&inner, &op).await {
             None => tracing::warn!(
                 "client closed before it could find out whether a failed acquisition took permits"
             ),
@@ -241,7 +242,7 @@ where
     inner.runtime.spawn(async move {
         let _in_flight = in_flight;
         let mut req = req;
-        let first = op::retried_redating(&task_inner, what, "semaphore", &mut req, &op).await;
+        let first = calls::retried_redating(&task_inner, what, "semaphore", &mut req, &op).await;
         let error = match first {
             Err(e) if e.is_retryable() => e,
             result => return drop(told.send(result)),
@@ -249,7 +250,7 @@ where
         tracing::warn!(%error, "{what} failed; it goes on in the background until the store answers");
         let _ = told.send(Err(error));
         loop {
-            let answer = op::until_answered(&task_inner, || op(req.clone())).await;
+            let answer = calls::until_answered(&task_inner, || op(req.clone())).await;
             match answer {
                 None => {
                     tracing::warn!("{what}: the client's close ended before the store answered a release; those permits stay taken");

@@ -28,8 +28,8 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::holds::Deadline;
-use crate::semaphore_kind::{PermitRenewal, PermitTarget};
+use crate::backend::semaphore_kind::{PermitRenewal, PermitTarget};
+use crate::deadline::Deadline;
 use crate::telemetry;
 
 /// One leased permit of one guard, in its client's table: what the

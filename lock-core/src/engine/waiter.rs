@@ -28,7 +28,7 @@
 //! - An exclusive unlock notice wakes **one** waiter of this client (the one
 //!   that has waited longest); a read unlock or a reconnect wakes all; a
 //!   semaphore's notice of `n` free permits wakes up to `n`
-//!   ([`Wake::Up`](crate::backend::Wake::Up)).
+//!   ([`Wake::Up`]).
 //! - A woken waiter that goes away before it has used its wake-up — its
 //!   future dropped, or its attempt failed with an error — passes the
 //!   wake-up on to the next waiter ([`WakeBaton`]), so a wake-up is never
@@ -45,10 +45,10 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
+use crate::backend::connection::{Channel, Connection, Notice, NoticeSink, Wake};
+use crate::backend::kind::ExclusiveKind;
+use crate::engine::stats::Stats;
 use crate::error::Result;
-use crate::kind::ExclusiveKind;
-use crate::stats::Stats;
 
 type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
 

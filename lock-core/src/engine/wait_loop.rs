@@ -35,11 +35,11 @@ use tokio::sync::futures::Notified;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::client::ClientInner;
+use crate::config::wait_strategy::WaitStrategy;
+use crate::engine::state::ClientInner;
+use crate::engine::stats::Parked;
+use crate::engine::waiter::{disarm, Subscription, WakeBaton};
 use crate::error::Result;
-use crate::stats::Parked;
-use crate::wait_strategy::WaitStrategy;
-use crate::waiter::{disarm, Subscription, WakeBaton};
 
 /// What one look at the store found.
 #[derive(Debug)]

@@ -18,14 +18,32 @@
 
 use std::sync::Arc;
 
-use crate::client::Engine;
+use crate::backend::kind::ExclusiveKind;
+use crate::config::options::AcquireOptions;
+use crate::engine::client::Engine;
 use crate::error::{LockError, Result};
-use crate::guard::Guard;
-use crate::kind::ExclusiveKind;
-use crate::lock::Lock;
+use crate::handles::guard::Guard;
+use crate::handles::lock::Lock;
 use crate::name::LockName;
-use crate::options::AcquireOptions;
 use crate::owner::Owner;
+
+/// Makes a fenced lock's handle (beside the handle, so the engine never
+/// imports one).
+impl Engine {
+    /// A handle on the lock called `name` of the exclusive `kind` whose
+    /// every acquisition hands out a fencing token
+    /// ([`crate::FencedGuard::fencing_token`]). Makes no I/O.
+    ///
+    /// # Errors
+    /// As [`Engine::lock`].
+    pub fn fenced_lock(
+        &self,
+        name: impl AsRef<str>,
+        kind: Arc<dyn ExclusiveKind>,
+    ) -> Result<FencedLock> {
+        Ok(FencedLock::new(self.clone(), LockName::new(name)?, kind))
+    }
+}
 
 /// A handle on one named lock whose every acquisition is fenced
 /// (`client.fenced_lock(name)`; see the module docs). Every method of
@@ -169,7 +187,7 @@ impl FencedGuard {
     /// # Cancel safety
     /// As [`Guard::run_locked`].
     pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
-        crate::held::run_locked(self, work).await
+        crate::backend::held::run_locked(self, work).await
     }
 
     /// The plain guard (its [`Guard::fencing_token`] is `Some(token)`).
@@ -186,7 +204,7 @@ impl std::ops::Deref for FencedGuard {
     }
 }
 
-impl crate::held::Held for FencedGuard {
+impl crate::backend::held::Held for FencedGuard {
     async fn lost(&self) {
         self.guard.lost().await;
     }
@@ -200,7 +218,7 @@ impl crate::held::Held for FencedGuard {
     }
 }
 
-crate::shorthands::acquire_shorthands!(
+crate::handles::shorthands::acquire_shorthands!(
     FencedLock,
     FencedGuard,
     "the lock with a new fencing token"

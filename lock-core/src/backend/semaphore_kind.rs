@@ -28,8 +28,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::kind::RequestId;
 use crate::error::{LockError, Result};
-use crate::kind::RequestId;
 use crate::name::LockName;
 
 /// The most permits a semaphore can count, ask for or give back at once:

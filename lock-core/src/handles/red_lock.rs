@@ -94,13 +94,13 @@ use std::time::Duration;
 use futures::stream::{FuturesUnordered, StreamExt};
 use tokio::time::Instant;
 
+use crate::config::options::{cut_off, AcquireOptions, Wait};
 use crate::error::{LockError, Result};
-use crate::guard::Guard;
-use crate::lock::Lock;
-use crate::multi_lock::{release_all, unlock_all};
-use crate::options::{cut_off, AcquireOptions, Wait};
+use crate::handles::acquire;
+use crate::handles::guard::Guard;
+use crate::handles::lock::Lock;
+use crate::handles::multi_lock::{release_all, unlock_all};
 use crate::telemetry;
-use crate::wait;
 
 /// One lock over N independent stores, held by a majority (see the module
 /// docs for the algorithm, its drift allowance and its limits). Cheap to
@@ -292,7 +292,7 @@ impl RedLock {
         while taken.len() < quorum && busy + errors.len() <= spare {
             let i = order[next];
             next += 1;
-            let outcome = wait::acquire_member(&self.members[i], waiting.clone()).await;
+            let outcome = acquire::acquire_member(self.members[i].target(), waiting.clone()).await;
             failed[i] = outcome.is_err();
             match outcome {
                 Ok(Some(guard)) => taken.push(guard),
@@ -313,7 +313,7 @@ impl RedLock {
             // back for its whole retry policy.
             let mut rest = order[next..]
                 .iter()
-                .map(|&i| wait::acquire_member(&self.members[i], once.clone()))
+                .map(|&i| acquire::acquire_member(self.members[i].target(), once.clone()))
                 .collect::<FuturesUnordered<_>>();
             let until = Instant::now() + wait;
             while let Ok(Some(outcome)) = tokio::time::timeout_at(until, rest.next()).await {
@@ -380,7 +380,7 @@ impl RedLock {
             .enumerate()
             .map(|(i, lock)| {
                 let member = member.clone();
-                async move { (i, wait::acquire_member(lock, member).await) }
+                async move { (i, acquire::acquire_member(lock.target(), member).await) }
             })
             .collect();
         let mut taken = Vec::with_capacity(self.members.len());
@@ -500,7 +500,7 @@ impl RedGuard {
     /// # Cancel safety
     /// As [`Guard::run_locked`].
     pub async fn run_locked<T>(self, work: impl AsyncFnOnce(&Self) -> T) -> Result<T> {
-        crate::held::run_locked(self, work).await
+        crate::backend::held::run_locked(self, work).await
     }
 
     fn name(&self) -> String {
@@ -540,7 +540,7 @@ impl RedGuard {
     }
 }
 
-impl crate::held::Held for RedGuard {
+impl crate::backend::held::Held for RedGuard {
     async fn lost(&self) {
         RedGuard::lost(self).await;
     }
@@ -554,4 +554,4 @@ impl crate::held::Held for RedGuard {
     }
 }
 
-crate::shorthands::acquire_shorthands!(RedLock, RedGuard, "a quorum of the members");
+crate::handles::shorthands::acquire_shorthands!(RedLock, RedGuard, "a quorum of the members");

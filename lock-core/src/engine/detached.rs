@@ -5,7 +5,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use crate::stats::InFlight;
+use crate::engine::stats::InFlight;
 
 /// A store call that runs to completion even if its caller goes away.
 ///
@@ -19,7 +19,7 @@ use crate::stats::InFlight;
 /// request is never abandoned on the wire with its outcome unknown, as
 /// dropping a plain future would.
 ///
-/// The call counts as in flight ([`crate::Engine::settle`]) until its
+/// The call counts as in flight ([`Engine::settle`](crate::backend::Engine::settle)) until its
 /// output is handed to the caller or, detached, until that output was
 /// dropped. Dropping an output starts its undo, which counts itself; had
 /// the call's count ended with the call, `settle` could resolve between
@@ -80,7 +80,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::stats::Stats;
+    use crate::engine::stats::Stats;
 
     /// Reads the in-flight count when dropped.
     struct Undo {

@@ -1,0 +1,46 @@
+//! What a store or a lock kind implements, and the requests and replies
+//! the engine hands it. A service using the library needs none of it.
+//!
+//! The seams, each documented with its contract:
+//! - [`Connection`]: what every kind of one client shares on its store
+//!   (notices and subscriptions, the command timeout, closing). A
+//!   deployment implements it once.
+//! - [`ExclusiveKind`]: the store operations of one kind of exclusive lock
+//!   (try to acquire, release, renew a batch, force unlock, inspect), plus
+//!   the plain description of its behaviour the engine reads
+//!   ([`ExclusiveKind::hold_side`], [`ExclusiveKind::queues_waiters`], …).
+//!   Every handle that is a [`crate::Lock`] runs on one.
+//! - [`Held`]: what every guard offers, and [`run_locked`] on it.
+//! - [`counting`]: the store calls and waits of the kinds whose handles
+//!   are not a [`crate::Lock`] (semaphores, the latch), on the same
+//!   machinery; an expirable permit's kind registers its permits
+//!   ([`PermitLeases`]) for the watchdog to renew ([`PermitRenewal`]).
+//! - [`Engine`]: the machinery of one client, which a deployment's client
+//!   wraps and binds its kinds to.
+//!
+//! The engine's own tests run against a fake kind and connection written
+//! in Rust (lock-core's `tests/engine`), so this module's contracts are
+//! checked without any store.
+
+pub(crate) mod connection;
+pub(crate) mod held;
+pub(crate) mod kind;
+pub(crate) mod semaphore_kind;
+
+pub use crate::deadline::Deadline;
+pub use crate::engine::client::{Engine, WeakEngine};
+pub use crate::engine::counting;
+pub use crate::engine::live_permits::{GiveBack, LivePermit, LivePermits};
+pub use crate::engine::permit_leases::{PermitHold, PermitLeases};
+pub use crate::engine::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
+pub use crate::handles::acquire::fixed_lease_millis;
+pub use connection::{Channel, Connection, Notice, NoticeSink, Wake};
+pub use held::{run_locked, Held};
+pub use kind::{
+    deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
+    RenewTarget, RequestId,
+};
+pub use semaphore_kind::{
+    check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,
+    LeasesRequest, PermitCounts, PermitLease, PermitRenewal, PermitRequest, PermitTarget,
+};
