@@ -2,8 +2,8 @@
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
-    RenewTarget, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, KindBehaviour, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, Wake,
 };
 use lock_core::{LockInfo, LockName, Owner, Result};
 
@@ -74,6 +74,16 @@ impl Fair {
 
 #[async_trait]
 impl ExclusiveKind for Fair {
+    /// Waiters queue; with hand-over, a release grants the lock to the
+    /// queue's head.
+    fn behaviour(&self) -> KindBehaviour {
+        if self.handoff {
+            KindBehaviour::exclusive("handoff").hands_over()
+        } else {
+            KindBehaviour::exclusive("fair").queues_waiters()
+        }
+    }
+
     /// Runs the fair `acquire.lua`: takes the lock when it is free and
     /// nobody is queued before `req.owner`, re-enters it for its holder, or
     /// else (with [`AcquireRequest::queue_ms`]) joins the queue or refreshes
@@ -214,14 +224,6 @@ impl ExclusiveKind for Fair {
         Ok(self.inspect_fair(name).await?.lock)
     }
 
-    fn kind_name(&self) -> &'static str {
-        if self.handoff {
-            "handoff"
-        } else {
-            "fair"
-        }
-    }
-
     /// A waiter's own channel, `redisson_lock__channel:{<name>}:<owner>`:
     /// only the queue head is told, with message `0`.
     fn channel(&self, name: &LockName, owner: &Owner) -> Channel {
@@ -238,14 +240,6 @@ impl ExclusiveKind for Fair {
                 .map(Wake::Granted),
             None => lock_script::wake(payload),
         }
-    }
-
-    fn queues_waiters(&self) -> bool {
-        true
-    }
-
-    fn hands_over(&self) -> bool {
-        self.handoff
     }
 
     /// Runs `leave_queue.lua`: removes `owner` from the queue, gives back

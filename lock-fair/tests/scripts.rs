@@ -17,7 +17,7 @@ const SOON: Duration = Duration::from_secs(2);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_backend_is_fair() {
     let env = env().await;
-    assert!(env.backend.queues_waiters());
+    assert!(env.backend.behaviour().queues_waiters);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

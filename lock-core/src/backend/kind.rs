@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::backend::behaviour::KindBehaviour;
 use crate::backend::connection::{Channel, Wake};
 use crate::client_info::ClientInfo;
 use crate::error::Result;
@@ -96,14 +97,14 @@ pub struct AcquireRequest {
     /// the Unix epoch: the store runs it only before then, and keeps its
     /// outcome until past then (see the `store_clock` module of lock-core).
     pub deadline_ms: u64,
-    /// For kinds whose waiters queue ([`ExclusiveKind::queues_waiters`]):
+    /// For kinds whose waiters queue ([`KindBehaviour::queues_waiters`]):
     /// when the lock cannot be taken, join the queue (or stay in it,
     /// refreshing this waiter's deadline) with this waiter timeout in
     /// milliseconds. `None` never joins the queue. Other kinds ignore it.
     pub queue_ms: Option<u64>,
     /// Identifies one wait across all its attempts (the same ticket for
     /// each; never 0), for kinds that hand a freed lock straight to a
-    /// queued waiter ([`ExclusiveKind::hands_over`]): the store grants the
+    /// queued waiter ([`KindBehaviour::hands_over`]): the store grants the
     /// lock to the ticket, and a later attempt or
     /// [`ExclusiveKind::leave_queue`] of the same ticket finds the grant.
     /// `None` for a try, and on kinds that do not hand over.
@@ -113,7 +114,7 @@ pub struct AcquireRequest {
     /// ever acquires or releases as it. Set by the engine; `false` from
     /// [`AcquireRequest::new`]. A kind that keeps only its holder's token
     /// may then take a repeat that finds the owner's token as this wait's
-    /// own hold ([`ExclusiveKind::one_hold_per_owner`]).
+    /// own hold ([`KindBehaviour::one_hold_per_owner`]).
     pub private_owner: bool,
 }
 
@@ -167,7 +168,7 @@ pub enum AcquireOutcome {
         /// The fencing token, when one was asked for.
         fencing_token: Option<u64>,
     },
-    /// A kind that hands over ([`ExclusiveKind::hands_over`]): the lock a
+    /// A kind that hands over ([`KindBehaviour::hands_over`]): the lock a
     /// release granted to this wait's ticket, taken as it was granted. The
     /// grant made the owner's hold; this adds none, so it stands for the
     /// same hold as the grant's notice, whichever the wait took first.
@@ -329,6 +330,12 @@ impl LockInfo {
 /// implementation keeps.
 #[async_trait]
 pub trait ExclusiveKind: Send + Sync + 'static {
+    /// How this kind's locks behave: its name (spans, metrics), hold side,
+    /// queueing, hand-over, one hold per owner, re-check interval. The
+    /// engine reads it for every difference between kinds; constant for
+    /// one kind value.
+    fn behaviour(&self) -> KindBehaviour;
+
     /// Takes the lock, or re-enters it if `req.owner` holds it; otherwise
     /// reports the holder's remaining time to live (for a kind whose waiters
     /// queue: how long to wait before looking again).
@@ -397,13 +404,6 @@ pub trait ExclusiveKind: Send + Sync + 'static {
         ))
     }
 
-    /// A short name of the kind (`"reentrant"`, `"fair"`, …), the `kind`
-    /// of its tracing spans and metric labels. Constant, and of few values:
-    /// it labels metrics.
-    fn kind_name(&self) -> &'static str {
-        "lock"
-    }
-
     /// The channel on which `owner`, waiting for `name`, is told that the
     /// lock may be free.
     fn channel(&self, name: &LockName, owner: &Owner) -> Channel;
@@ -412,63 +412,9 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     /// `None` for a message to ignore.
     fn wake(&self, payload: &[u8]) -> Option<Wake>;
 
-    /// Which side of a lock this kind's holds are on. An owner's holds of
-    /// one name taken through kinds of the same side are one hold in the
-    /// store (one count, ending together): they share one entry of the
-    /// client's table of holds, with one lost signal. Kinds whose locks
-    /// have two sides kept apart in the store (a read-write lock's read and
-    /// write holds of one owner) name them differently, so ending one side
-    /// leaves the other's guards alone. The default, `""`, is the side of
-    /// every exclusive lock.
-    fn hold_side(&self) -> &'static str {
-        ""
-    }
-
-    /// Whether holds on this side are shared: another owner's hold on it
-    /// does not keep an acquisition of this side waiting (a read-write
-    /// lock's read side). The engine refuses a plain acquisition that
-    /// would wait for a hold its own task took ([`crate::LockError::SelfDeadlock`]),
-    /// unless both are on shared sides. `false` (the default) for every
-    /// exclusive lock.
-    fn shares_side(&self) -> bool {
-        false
-    }
-
-    /// Whether an owner holds the lock at most once: the store keeps only
-    /// *that* an owner holds it, not which of its requests took it (a
-    /// repeat of any acquisition of the owner then answers "acquired"
-    /// while the owner holds it), or the kind refuses re-entry (a request
-    /// record saying "acquired" may outlive a short lease, while the owner
-    /// holds the lock by a later request). The engine then never releases
-    /// on behalf of an unknown attempt of a wait that took the lock (what
-    /// it took is the wait's own hold, or a hold that ended). `false` (the
-    /// default) for kinds that count an owner's re-entries, whose request
-    /// records answer each request with its own outcome.
-    fn one_hold_per_owner(&self) -> bool {
-        false
-    }
-
-    /// The longest a waiter sleeps between looks, whatever the holder's
-    /// time to live says: for a kind whose lock others release without a
-    /// notice (another library on the same layout), so only a look sees
-    /// the release. `None` (the default): a notice tells, and the time to
-    /// live bounds what a lost one costs.
-    fn recheck_within(&self) -> Option<std::time::Duration> {
-        None
-    }
-
-    /// Whether waiters queue: the engine then asks to join the queue from a
-    /// waiter's first attempt ([`AcquireRequest::queue_ms`]), looks again
-    /// at least every third of the waiter timeout (which refreshes its
-    /// place), and leaves the queue when it gives up
-    /// ([`ExclusiveKind::leave_queue`]).
-    fn queues_waiters(&self) -> bool {
-        false
-    }
-
     /// Removes `owner` from the queue of `name` (a waiter that gave up),
     /// telling the next waiter if the lock is free. On a kind that hands
-    /// over ([`ExclusiveKind::hands_over`]), a lock already granted to
+    /// over ([`KindBehaviour::hands_over`]), a lock already granted to
     /// `wait_ticket` is given back (one hold), and handed on. Nothing for
     /// kinds whose waiters do not queue.
     ///
@@ -482,14 +428,5 @@ pub trait ExclusiveKind: Send + Sync + 'static {
     ) -> Result<()> {
         let _ = (name, owner, wait_ticket);
         Ok(())
-    }
-
-    /// Whether a release hands the freed lock straight to the first queued
-    /// waiter of this kind (which then holds it, and is told so with
-    /// [`Wake::Granted`]), instead of telling it to try again. Only kinds
-    /// whose waiters queue hand over; the engine then gives each wait a
-    /// ticket ([`AcquireRequest::wait_ticket`]).
-    fn hands_over(&self) -> bool {
-        false
     }
 }

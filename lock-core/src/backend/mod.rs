@@ -8,7 +8,7 @@
 //! - [`ExclusiveKind`]: the store operations of one kind of exclusive lock
 //!   (try to acquire, release, renew a batch, force unlock, inspect), plus
 //!   the plain description of its behaviour the engine reads
-//!   ([`ExclusiveKind::hold_side`], [`ExclusiveKind::queues_waiters`], …).
+//!   ([`KindBehaviour`]: hold side, queueing, hand-over, …).
 //!   Every handle that is a [`crate::Lock`] runs on one.
 //! - [`Held`]: what every guard offers, and [`run_locked`] on it.
 //! - [`counting`]: the store calls and waits of the kinds whose handles
@@ -22,6 +22,7 @@
 //! in Rust (lock-core's `tests/engine`), so this module's contracts are
 //! checked without any store.
 
+pub(crate) mod behaviour;
 pub(crate) mod connection;
 pub(crate) mod held;
 pub(crate) mod kind;
@@ -34,6 +35,7 @@ pub use crate::engine::live_permits::{GiveBack, LivePermit, LivePermits};
 pub use crate::engine::permit_leases::{PermitHold, PermitLeases};
 pub use crate::engine::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
 pub use crate::handles::acquire::fixed_lease_millis;
+pub use behaviour::KindBehaviour;
 pub use connection::{Channel, Connection, Notice, NoticeSink, Wake};
 pub use held::{run_locked, Held};
 pub use kind::{

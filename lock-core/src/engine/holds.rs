@@ -191,7 +191,7 @@ impl Hold {
     fn finish(&self, loss: Option<&'static str>) -> bool {
         let ended = self.guards.end();
         if ended && let Some(reason) = loss {
-            telemetry::lost(self.kind.kind_name(), reason);
+            telemetry::lost(self.kind.behaviour().name, reason);
         }
         ended
     }
@@ -235,7 +235,7 @@ impl Hold {
 
     /// Whether this is the hold of `target` on `side` (see [`HoldKey`]).
     fn is_for(&self, target: &RenewTarget, side: &str) -> bool {
-        let own = self.kind.hold_side();
+        let own = self.kind.behaviour().hold_side;
         // A kind's side is one static string: the pointers usually decide.
         self.target == *target && (std::ptr::eq(own, side) || own == side)
     }
@@ -253,7 +253,7 @@ impl Hold {
     /// waiting: both sides are one, or either is exclusive (a read hold
     /// does not keep another read waiting).
     fn blocks(&self, kind: &dyn ExclusiveKind) -> bool {
-        !(self.kind.shares_side() && kind.shares_side())
+        !(self.kind.behaviour().shares_side && kind.behaviour().shares_side)
     }
 }
 
@@ -337,7 +337,7 @@ impl<'a> HoldKey<'a> {
     fn new(target: &'a RenewTarget, kind: &dyn ExclusiveKind) -> Self {
         Self {
             target,
-            side: kind.hold_side(),
+            side: kind.behaviour().hold_side,
         }
     }
 }

@@ -65,7 +65,7 @@ impl Drop for QueueTicket {
         let in_flight = InFlight::start(&self.inner.stats);
         self.inner.runtime.spawn(async move {
             let _in_flight = in_flight;
-            let left = calls::retried(&inner, "leave_queue", backend.kind_name(), || {
+            let left = calls::retried(&inner, "leave_queue", backend.behaviour().name, || {
                 backend.leave_queue(&name, &owner, ticket)
             })
             .await;

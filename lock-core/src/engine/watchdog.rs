@@ -367,11 +367,17 @@ impl Task {
         in_slices(holds, move |slice: &[Arc<Hold>]| {
             let targets: Vec<RenewTarget> = slice.iter().map(|hold| hold.target.clone()).collect();
             let sent = Instant::now();
-            self.renew_slice(kind.kind_name(), slice.len(), async move {
+            self.renew_slice(kind.behaviour().name, slice.len(), async move {
                 let results = kind.renew(&targets, self.lease_ms()).await;
-                self.settle(kind.kind_name(), slice, sent, results, |hold, reason| {
-                    self.holds.end(hold, reason);
-                })
+                self.settle(
+                    kind.behaviour().name,
+                    slice,
+                    sent,
+                    results,
+                    |hold, reason| {
+                        self.holds.end(hold, reason);
+                    },
+                )
             })
         })
         .await

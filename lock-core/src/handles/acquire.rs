@@ -34,7 +34,7 @@ use crate::telemetry::{self, Timed};
 /// its wait as `lock.wait` (DEBUG; also `strategy`), and timed in
 /// [`telemetry::ACQUIRE_SECONDS`] and [`telemetry::WAIT_SECONDS`].
 pub(crate) async fn acquire(lock: &LockTarget, opts: AcquireOptions) -> Result<Option<Guard>> {
-    let kind = telemetry::kind_label(lock.kind().kind_name(), opts.fenced);
+    let kind = telemetry::kind_label(lock.kind().behaviour().name, opts.fenced);
     telemetry::acquisition(kind, lock.name(), acquire_traced(lock, opts, true)).await
 }
 
@@ -67,12 +67,12 @@ async fn acquire_traced(
         Wait::For(wait) => Some(start.checked_add(wait).unwrap_or_else(far_future)),
     };
     // A queueing waiter queues from its first attempt; a try never does.
-    let queue_ms = (kind.queues_waiters() && opts.wait != Wait::For(Duration::ZERO))
+    let queue_ms = (kind.behaviour().queues_waiters && opts.wait != Wait::For(Duration::ZERO))
         .then_some(inner.waiter_ms);
     // A kind that hands a freed lock to its queue head grants it to this
     // wait's ticket; a fenced wait takes its token itself, so it has none.
     let wait_ticket =
-        (queue_ms.is_some() && kind.hands_over() && !opts.fenced).then(new_wait_ticket);
+        (queue_ms.is_some() && kind.behaviour().hands_over && !opts.fenced).then(new_wait_ticket);
     let mut waiting = LockWait {
         lock,
         owner,
@@ -106,7 +106,7 @@ async fn acquire_traced(
     // place taken by the first attempt is left as the wait is dropped).
     refuse_self_deadlock(lock, private_owner)?;
 
-    let label = telemetry::kind_label(kind.kind_name(), opts.fenced);
+    let label = telemetry::kind_label(kind.behaviour().name, opts.fenced);
     let span = tracing::debug_span!(
         "lock.wait",
         lock = %lock.name(),
@@ -420,13 +420,13 @@ impl Waiting for LockWait<'_> {
         let queued = self
             .queue_ms
             .map(|_| self.lock.inner().config.waiter_timeout / 3);
-        let kind = self.lock.kind().recheck_within();
+        let kind = self.lock.kind().behaviour().recheck_within;
         queued.into_iter().chain(kind).min()
     }
 
     /// A queued waiter's look keeps its place: never skipped.
     fn may_skip_first_look(&self) -> bool {
-        !self.lock.kind().queues_waiters()
+        !self.lock.kind().behaviour().queues_waiters
     }
 }
 

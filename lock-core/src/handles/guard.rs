@@ -132,7 +132,7 @@ impl Guard {
     /// have started), `fenced` when fenced. Worked out again at the drop
     /// rather than kept: a guard is small (a client may hold 100 000 locks).
     fn kind_label(&self) -> &'static str {
-        telemetry::kind_label(self.hold.kind.kind_name(), self.fenced)
+        telemetry::kind_label(self.hold.kind.behaviour().name, self.fenced)
     }
 
     fn watchdog(&self) -> bool {

@@ -81,7 +81,7 @@ pub(crate) async fn acquire(
                     place,
                 };
             }
-            let tried = retried(&task_inner, "acquire", backend.kind_name(), || {
+            let tried = retried(&task_inner, "acquire", backend.behaviour().name, || {
                 backend.try_acquire(&req)
             });
             let outcome = match tried.await {
@@ -225,7 +225,7 @@ impl Unsettled {
             return Ok(None);
         };
         let kind = Arc::clone(&self.kind);
-        let answer = retried(&self.inner, "acquire", kind.kind_name(), || {
+        let answer = retried(&self.inner, "acquire", kind.behaviour().name, || {
             kind.try_acquire(req)
         })
         .await;
@@ -331,7 +331,7 @@ pub(crate) fn reconcile(
     wait: u8,
     place: Option<Arc<QueueTicket>>,
 ) {
-    if wait != WAITING && backend.one_hold_per_owner() && place.is_none() {
+    if wait != WAITING && backend.behaviour().one_hold_per_owner && place.is_none() {
         return;
     }
     let runtime = inner.runtime.clone();

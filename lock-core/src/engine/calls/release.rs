@@ -56,13 +56,13 @@ pub(crate) fn release_until(
     let span = tracing::info_span!(
         "lock.release",
         lock = %req.name,
-        kind = backend.kind_name(),
+        kind = backend.behaviour().name,
         outcome = tracing::field::Empty,
     );
     let traced = span.clone();
     let task = async move {
         let mut req = req;
-        let kind = backend.kind_name();
+        let kind = backend.behaviour().name;
         let result = retried_redating(&task_inner, "release", kind, &mut req, |req| {
             let backend = Arc::clone(&backend);
             async move { backend.release(&req).await }

@@ -45,8 +45,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
-    RenewTarget, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, KindBehaviour, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, Wake,
 };
 use lock_core::{LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
@@ -113,6 +113,15 @@ impl Lean {
 
 #[async_trait]
 impl ExclusiveKind for Lean {
+    /// The fast path keeps no record of which request took the lock (one
+    /// hold per owner), and other libraries release without a notice
+    /// (a look at least every [`FOREIGN_RELEASE_RECHECK`]).
+    fn behaviour(&self) -> KindBehaviour {
+        KindBehaviour::exclusive(NAME)
+            .one_hold_per_owner()
+            .recheck_within(FOREIGN_RELEASE_RECHECK)
+    }
+
     /// Runs `take.lua` for an unfenced acquisition of a
     /// [private owner](AcquireRequest::private_owner), else `acquire.lua`
     /// (with the replica sync of its [`ScriptEnv`]).
@@ -156,17 +165,6 @@ impl ExclusiveKind for Lean {
             // A second run takes the owner's own hold back: same answer.
             .idempotent(true);
         self.env.acquire(self, call, req).await
-    }
-
-    /// The fast path keeps no record of which request took the lock.
-    fn one_hold_per_owner(&self) -> bool {
-        true
-    }
-
-    /// [`FOREIGN_RELEASE_RECHECK`]: other libraries release without a
-    /// notice.
-    fn recheck_within(&self) -> Option<Duration> {
-        Some(FOREIGN_RELEASE_RECHECK)
     }
 
     /// Runs `give_back.lua` for a [private owner](ReleaseRequest::private_owner),
@@ -276,10 +274,6 @@ impl ExclusiveKind for Lean {
     /// Read-only: safe to drop.
     async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
         reentrant::last_fencing_token(&self.env, name).await
-    }
-
-    fn kind_name(&self) -> &'static str {
-        NAME
     }
 
     /// The reentrant lock's channel name, `redisson_lock__channel:{<name>}`

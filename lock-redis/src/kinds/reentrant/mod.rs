@@ -10,8 +10,8 @@ use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
-    RenewTarget, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, KindBehaviour, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, Wake,
 };
 use lock_core::{LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
@@ -80,6 +80,20 @@ impl Reentrant {
 
 #[async_trait]
 impl ExclusiveKind for Reentrant {
+    /// The non-reentrant lock holds once per owner: whatever an unknown
+    /// attempt of a wait that took the lock took is the guard's hold, or a
+    /// hold that has expired since; its record, which may outlive a short
+    /// lease, must not make the engine release the owner's hold on its
+    /// behalf.
+    fn behaviour(&self) -> KindBehaviour {
+        let plain = KindBehaviour::exclusive(self.kind_name);
+        if self.refuse_reentry {
+            plain.one_hold_per_owner()
+        } else {
+            plain
+        }
+    }
+
     /// Runs `acquire.lua` (with the replica sync of its [`ScriptEnv`]).
     ///
     /// # Errors
@@ -183,19 +197,6 @@ impl ExclusiveKind for Reentrant {
     /// Read-only: safe to drop.
     async fn last_fencing_token(&self, name: &LockName) -> Result<Option<u64>> {
         last_fencing_token(&self.env, name).await
-    }
-
-    fn kind_name(&self) -> &'static str {
-        self.kind_name
-    }
-
-    /// The non-reentrant lock: an owner holds it at most once, so whatever
-    /// an unknown attempt of a wait that took the lock took is the guard's
-    /// hold, or a hold that has expired since; its record, which may
-    /// outlive a short lease, must not make the engine release the
-    /// owner's hold on its behalf.
-    fn one_hold_per_owner(&self) -> bool {
-        self.refuse_reentry
     }
 
     /// The lock's channel, `redisson_lock__channel:{<name>}`, shared by

@@ -46,8 +46,8 @@ pub struct ReadWriteKinds {
 impl std::fmt::Debug for ReadWriteKinds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReadWriteKinds")
-            .field("read", &self.read.hold_side())
-            .field("write", &self.write.hold_side())
+            .field("read", &self.read.behaviour().hold_side)
+            .field("write", &self.write.behaviour().hold_side)
             .finish()
     }
 }

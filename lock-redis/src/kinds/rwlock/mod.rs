@@ -47,8 +47,8 @@ pub use handle::{ReadWriteKinds, ReadWriteLock};
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
-    RenewTarget, Wake,
+    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, KindBehaviour, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, Wake,
 };
 use lock_core::{Holder, LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
@@ -207,8 +207,12 @@ pub struct Read {
 
 #[async_trait]
 impl ExclusiveKind for Read {
-    fn kind_name(&self) -> &'static str {
-        "read_write.read"
+    /// Readers share the lock: a task's second read does not wait for its
+    /// first.
+    fn behaviour(&self) -> KindBehaviour {
+        KindBehaviour::exclusive("read_write.read")
+            .side("read")
+            .shared()
     }
 
     /// Runs `read_acquire.lua` (with the replica sync of its [`ScriptEnv`]).
@@ -340,16 +344,6 @@ impl ExclusiveKind for Read {
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
         wake(payload)
     }
-
-    fn hold_side(&self) -> &'static str {
-        "read"
-    }
-
-    /// Readers share the lock: a task's second read does not wait for
-    /// its first.
-    fn shares_side(&self) -> bool {
-        true
-    }
 }
 
 /// The write side: one owner, and no reader but that owner. Reached with
@@ -361,8 +355,12 @@ pub struct Write {
 
 #[async_trait]
 impl ExclusiveKind for Write {
-    fn kind_name(&self) -> &'static str {
-        "read_write.write"
+    /// Waiting writers queue and hold our new readers off (see the
+    /// module docs).
+    fn behaviour(&self) -> KindBehaviour {
+        KindBehaviour::exclusive("read_write.write")
+            .side("write")
+            .queues_waiters()
     }
 
     /// Runs `write_acquire.lua` (with the replica sync of its
@@ -486,15 +484,6 @@ impl ExclusiveKind for Write {
     /// held off by a waiting writer took (see the module docs).
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
         wake(payload)
-    }
-
-    fn hold_side(&self) -> &'static str {
-        "write"
-    }
-
-    /// Waiting writers hold our new readers off (see the module docs).
-    fn queues_waiters(&self) -> bool {
-        true
     }
 
     /// Runs `write_leave.lua`: the writer no longer holds readers off;
