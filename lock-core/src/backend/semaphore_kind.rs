@@ -388,7 +388,7 @@ pub trait PermitRenewal: Send + Sync + 'static {
     }
 
     /// A short name of the kind, the `kind` of its metric labels (as
-    /// [`crate::backend::ExclusiveKind::kind_name`]).
+    /// [`KindBehaviour::name`](crate::backend::KindBehaviour::name)).
     fn kind_name(&self) -> &'static str {
         "permit_semaphore"
     }
