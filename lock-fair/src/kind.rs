@@ -29,7 +29,7 @@ use lock_script::Transport;
 #[derive(Debug, Clone)]
 pub struct Fair {
     env: ScriptEnv,
-    /// Whether its waiters accept a handoff ([`ExclusiveKind::hands_over`]).
+    /// Whether its waiters accept a handoff ([`KindBehaviour::hands_over`](lock_core::backend::KindBehaviour::hands_over)).
     handoff: bool,
 }
 

@@ -1,7 +1,7 @@
 //! The client's table of holds: one entry per (lock name, owner) it holds
 //! (per side of the lock, for kinds whose locks have two: a read-write
 //! lock's read and write holds of one owner are separate entries, as they
-//! are separate counts in the store; see [`ExclusiveKind::hold_side`]).
+//! are separate counts in the store; see [`KindBehaviour::hold_side`](crate::backend::KindBehaviour::hold_side)).
 //!
 //! # Why one entry per owner
 //! In the store, every hold of one owner on one lock is one hash field with
@@ -321,7 +321,7 @@ impl GuardCount {
 }
 
 /// Where an owner's hold sits in the table: the lock and owner, and the
-/// side of the lock ([`ExclusiveKind::hold_side`]), so the read and the
+/// side of the lock ([`KindBehaviour::hold_side`](crate::backend::KindBehaviour::hold_side)), so the read and the
 /// write holds of one owner on one read-write lock are two entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct HoldKey<'a> {

@@ -319,7 +319,7 @@ impl Drop for Unsettled {
 ///   attempt of it was answered ([`Unsettled::leave_after`]).
 ///
 /// On a kind that keeps one hold per owner
-/// ([`ExclusiveKind::one_hold_per_owner`]), a wait that took the lock
+/// ([`KindBehaviour::one_hold_per_owner`](crate::backend::KindBehaviour::one_hold_per_owner)), a wait that took the lock
 /// settles nothing: whatever its unknown attempts took is the one hold its
 /// guard has, and a repeat made after the guard let go would take the lock
 /// anew, for no one.

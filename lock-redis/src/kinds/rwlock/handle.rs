@@ -14,13 +14,13 @@
 //! applies to [`ReadWriteLock::read`] and [`ReadWriteLock::write`] (leases,
 //! watchdog, re-entry through the owner, guards and their lost signal).
 //! An owner's read and write holds are tracked apart
-//! ([`ExclusiveKind::hold_side`]): losing one side tells only that side's
+//! ([`KindBehaviour::hold_side`](lock_core::backend::KindBehaviour::hold_side)): losing one side tells only that side's
 //! guards.
 //!
 //! # Waking and starvation
 //! A write unlock wakes every waiter, and so does a read unlock that leaves
 //! the lock free. Writers first: the write side is a kind whose waiters
-//! queue ([`ExclusiveKind::queues_waiters`]), so a waiting writer is known
+//! queue ([`KindBehaviour::queues_waiters`](lock_core::backend::KindBehaviour::queues_waiters)), so a waiting writer is known
 //! to the store, refreshed every third of
 //! [`lock_core::ClientConfig::waiter_timeout`] and forgotten when it gives up;
 //! while one waits, owners that do not read the lock yet wait too, so a
@@ -36,7 +36,7 @@ use lock_core::backend::ExclusiveKind;
 use lock_core::{Lock, LockName, Result};
 
 /// The two sides of the read-write lock kind ([`super::kinds`]): each an [`ExclusiveKind`] over the same
-/// store value, naming different [`ExclusiveKind::hold_side`]s.
+/// store value, naming different [`KindBehaviour::hold_side`](lock_core::backend::KindBehaviour::hold_side)s.
 #[derive(Clone)]
 pub struct ReadWriteKinds {
     read: Arc<dyn ExclusiveKind>,

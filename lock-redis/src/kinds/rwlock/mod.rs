@@ -11,7 +11,7 @@
 //! The two sides are two [`ExclusiveKind`]s over the same hash ([`Read`],
 //! [`Write`]), so each is driven by the engine's one wait loop, holds table
 //! and watchdog as any lock; they name different hold sides
-//! ([`ExclusiveKind::hold_side`]), so one owner's read and write holds are
+//! ([`KindBehaviour::hold_side`](lock_core::backend::KindBehaviour::hold_side)), so one owner's read and write holds are
 //! tracked apart. One Lua script per operation in this folder (each file's
 //! header gives its KEYS, ARGV and replies); writes start with the shared
 //! `common.lua` ([`lock_script::with_common`]). The write side renews with
@@ -20,7 +20,7 @@
 //!
 //! # Writers first
 //! A waiting writer of ours is a queueing waiter
-//! ([`ExclusiveKind::queues_waiters`]): it enters the set of waiting
+//! ([`KindBehaviour::queues_waiters`](lock_core::backend::KindBehaviour::queues_waiters)): it enters the set of waiting
 //! writers from its first attempt, refreshes its deadline (the client's
 //! `waiter_timeout`) at least every third of it, and leaves it when it
 //! gets the lock, gives up or is dropped. While the set is not empty, our
