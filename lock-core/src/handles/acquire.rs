@@ -415,7 +415,7 @@ impl Waiting for LockWait<'_> {
 
     /// A queued waiter looks again (refreshing its place) before the
     /// place could expire; a kind others release silently says how soon
-    /// to look again ([`crate::backend::ExclusiveKind::recheck_within`]).
+    /// to look again ([`KindBehaviour::recheck_within`](crate::backend::KindBehaviour::recheck_within)).
     fn longest_sleep(&self) -> Option<Duration> {
         let queued = self
             .queue_ms
