@@ -1,0 +1,6 @@
+//! The engine's own tests, against a fake kind and a fake connection (the
+//! `fake` module): no Lua, no store, paused tokio time throughout, so
+//! every duration they assert is exact.
+
+mod fake;
+mod uncontended;
