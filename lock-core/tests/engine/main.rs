@@ -4,3 +4,5 @@
 
 mod fake;
 mod uncontended;
+mod waiting;
+mod watchdog;
