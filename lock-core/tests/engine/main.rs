@@ -5,4 +5,5 @@
 mod fake;
 mod uncontended;
 mod waiting;
+mod retries;
 mod watchdog;
