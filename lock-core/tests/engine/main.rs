@@ -2,6 +2,7 @@
 //! `fake` module): no Lua, no store, paused tokio time throughout, so
 //! every duration they assert is exact.
 
+mod cancellation;
 mod fake;
 mod uncontended;
 mod waiting;
