@@ -17,7 +17,7 @@ async fn a_dropped_lock_future_leaves_nothing_held() {
     // The store takes 5 s to run the acquisition; the caller leaves at 1 s.
     fake.kind.script(Op::Acquire, [Step::Slow(Duration::from_secs(5))]);
     assert!(timeout(Duration::from_secs(1), lock.lock()).await.is_err());
-    fake.engine.settle().await;
+    fake.settle().await;
     // It ran (after the caller left), and was given back.
     assert_eq!(fake.kind.store().acquires_applied, 1);
     assert_eq!(fake.kind.store().releases_applied, 1);
@@ -43,7 +43,7 @@ async fn a_dropped_waiter_leaves_its_channel() {
     assert_eq!(fake.connection.subscribe_calls(), 1);
     assert_eq!(fake.connection.unsubscribe_calls(), 1);
     held.unlock().await.unwrap();
-    fake.engine.settle().await;
+    fake.settle().await;
     assert!(fake.kind.is_empty());
 }
 

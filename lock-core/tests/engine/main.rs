@@ -3,7 +3,9 @@
 //! every duration they assert is exact.
 
 mod cancellation;
+mod closing;
 mod fake;
+mod holds;
 mod uncontended;
 mod waiting;
 mod retries;

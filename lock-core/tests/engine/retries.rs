@@ -4,9 +4,11 @@
 use std::time::Duration;
 
 use lock_core::LockError;
-use tokio::time::sleep;
+use lock_core::backend::Engine;
+use lock_core::ClientConfig;
+use tokio::time::{sleep, Instant};
 
-use crate::fake::{Fake, Op, Step};
+use crate::fake::{Fake, FakeConnection, Op, Step};
 
 fn down() -> Step {
     Step::Fail(LockError::unavailable("fake: no connection", None))
@@ -25,7 +27,7 @@ async fn an_acquire_whose_reply_was_lost_is_retried_as_the_same_request() {
     assert_eq!(fake.kind.entry("a").map(|e| e.count), Some(1));
     assert_eq!(fake.kind.store().acquires_applied, 1);
     guard.unlock().await.unwrap();
-    fake.engine.settle().await;
+    fake.settle().await;
     assert!(fake.kind.is_empty(), "one release frees it");
 }
 
@@ -89,11 +91,35 @@ async fn a_wait_rides_out_an_outage() {
     assert!(!waiter.is_finished(), "still waiting through the outage");
     fake.kind.always(Op::Acquire, None);
     let guard = waiter.await.unwrap().unwrap();
-    fake.engine.settle().await;
+    fake.settle().await;
     // The failed looks never ran; the one that did holds it once.
     assert_eq!(fake.kind.entry("a").map(|e| e.count), Some(1));
     assert_eq!(fake.kind.entry("a").map(|e| e.field), Some(guard.owner().field()));
     guard.unlock().await.unwrap();
-    fake.engine.settle().await;
+    fake.settle().await;
     assert!(fake.kind.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_that_never_answers_times_out_and_is_retried() {
+    let connection = FakeConnection::with_command_timeout(Duration::from_secs(1));
+    let fake = Fake::over(connection, ClientConfig::default());
+    let lock = fake.lock("a");
+    fake.kind.script(Op::Acquire, [Step::Never, Step::Never]);
+    let start = Instant::now();
+    let guard = lock.try_lock().await.unwrap().expect("the third attempt answers");
+    // Two command timeouts, and the backoffs between the attempts.
+    assert!(Instant::now() - start >= Duration::from_secs(2));
+    assert_eq!(fake.kind.calls(Op::Acquire), 3);
+    assert_eq!(fake.kind.entry("a").map(|e| e.count), Some(1));
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn request_records_must_outlive_every_retry() {
+    // Four attempts of up to 10 s each cannot fit in a 5 s record.
+    let connection = FakeConnection::with_command_timeout(Duration::from_secs(10));
+    let config = ClientConfig::default().record_ttl(Duration::from_secs(5));
+    let error = Engine::new(connection, config).unwrap_err();
+    assert!(error.is_invalid_argument(), "{error}");
 }

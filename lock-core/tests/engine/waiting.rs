@@ -6,7 +6,7 @@ use std::time::Duration;
 use lock_core::backend::Notice;
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::fake::{Fake, FakeKind, Op};
+use crate::fake::{Fake, FakeKind, Op, Step};
 
 #[tokio::test(start_paused = true)]
 async fn a_waiter_is_woken_by_the_release_notice_not_by_polling() {
@@ -105,4 +105,26 @@ async fn one_notice_wakes_one_waiter_of_the_client() {
     for waiter in waiters {
         waiter.abort();
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_release_while_a_look_is_in_flight_still_wakes_the_waiter() {
+    let fake = Fake::new();
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    // The waiter's first look is answered at once; its look once
+    // subscribed runs ("held") but its reply takes 2 s to arrive.
+    fake.kind
+        .script(Op::Acquire, [Step::Answer, Step::Late(Duration::from_secs(2))]);
+    let start = Instant::now();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.map(|guard| (guard, Instant::now())) }
+    });
+    sleep(Duration::from_secs(1)).await;
+    // Released while that reply is on its way: the notice must not be lost.
+    held.unlock().await.unwrap();
+    let (guard, acquired_at) = waiter.await.unwrap().unwrap();
+    assert_eq!(acquired_at - start, Duration::from_secs(2));
+    guard.unlock().await.unwrap();
 }

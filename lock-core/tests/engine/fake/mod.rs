@@ -53,6 +53,15 @@ impl Fake {
         }
     }
 
+    /// Waits until no acquire or release is in flight
+    /// (`Engine::settle`); panics when that takes over a minute of (paused)
+    /// time, rather than hanging the test.
+    pub(crate) async fn settle(&self) {
+        tokio::time::timeout(std::time::Duration::from_secs(60), self.engine.settle())
+            .await
+            .expect("the engine settled");
+    }
+
     /// A handle on the lock `name`.
     pub(crate) fn lock(&self, name: &str) -> lock_core::Lock {
         self.engine.lock(name, self.kind.dyn_kind()).expect("lock")

@@ -23,6 +23,8 @@ pub(crate) enum Step {
     ApplyThenLose,
     /// Sleeps this long (tokio time), then runs and answers.
     Slow(Duration),
+    /// Runs at once; the reply arrives this long (tokio time) later.
+    Late(Duration),
     /// Never answers (and never runs).
     Never,
 }
@@ -107,10 +109,25 @@ impl Script {
         apply: impl FnOnce() -> T,
     ) -> lock_core::Result<T> {
         let step = self.next(op);
+        if let Step::Late(d) = step {
+            let answer = apply();
+            return match timeout {
+                Some(t) if d > t => {
+                    tokio::time::sleep(t).await;
+                    Err(LockError::timeout("fake: reply late past the command timeout"))
+                }
+                _ => {
+                    tokio::time::sleep(d).await;
+                    Ok(answer)
+                }
+            };
+        }
         let wait = match &step {
             Step::Slow(d) => Some(*d),
             Step::Never => None,
-            Step::Answer | Step::ApplyThenLose | Step::Fail(_) => Some(Duration::ZERO),
+            Step::Answer | Step::ApplyThenLose | Step::Fail(_) | Step::Late(_) => {
+                Some(Duration::ZERO)
+            }
         };
         let waited = async {
             match wait {
@@ -132,7 +149,7 @@ impl Script {
                 apply();
                 Err(LockError::timeout("fake: reply lost"))
             }
-            Step::Answer | Step::Slow(_) | Step::Never => Ok(apply()),
+            Step::Answer | Step::Slow(_) | Step::Late(_) | Step::Never => Ok(apply()),
         }
     }
 }
