@@ -8,7 +8,7 @@ use std::time::Duration;
 use lock_core::WAIT_OVERSHOOT;
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::fake::{Fake, Op, Step};
+use crate::fake::{bounded, Fake, Op, Step};
 
 #[tokio::test(start_paused = true)]
 async fn a_dropped_lock_future_leaves_nothing_held() {
@@ -38,7 +38,7 @@ async fn a_dropped_waiter_leaves_its_channel() {
     });
     sleep(Duration::from_millis(1)).await;
     assert_eq!(fake.connection.subscriptions().len(), 1);
-    assert!(waiter.await.unwrap(), "gave up");
+    assert!(bounded(waiter).await.unwrap(), "gave up");
     assert!(fake.connection.subscriptions().is_empty());
     assert_eq!(fake.connection.subscribe_calls(), 1);
     assert_eq!(fake.connection.unsubscribe_calls(), 1);
@@ -80,7 +80,10 @@ async fn try_lock_for_returns_by_its_deadline_against_a_store_that_never_answers
     fake.kind.always(Op::Acquire, Some(Step::Never));
     let wait = Duration::from_secs(2);
     let start = Instant::now();
-    let result = lock.try_lock_for(wait).await;
+    // Bounded here too, so a wait that never ends fails instead of hanging.
+    let result = timeout(Duration::from_secs(60), lock.try_lock_for(wait))
+        .await
+        .expect("the wait returned");
     let took = Instant::now() - start;
     assert!(took <= wait + WAIT_OVERSHOOT, "took {took:?}");
     // Never answered: the wait cannot say the lock was held.
@@ -98,12 +101,16 @@ async fn try_lock_for_a_held_lock_against_a_store_gone_silent_runs_out() {
     fake.kind.script(Op::Acquire, [Step::Answer]);
     let wait = Duration::from_secs(2);
     let start = Instant::now();
-    let result = tokio::spawn({
+    // Another task (this one holds the lock), bounded so a wait that never
+    // ends fails instead of hanging.
+    let waiter = tokio::spawn({
         let lock = lock.clone();
         async move { lock.try_lock_for(wait).await.map(|guard| guard.is_some()) }
-    })
-    .await
-    .unwrap();
+    });
+    let result = timeout(Duration::from_secs(60), waiter)
+        .await
+        .expect("the wait returned")
+        .unwrap();
     assert!(Instant::now() - start <= wait + WAIT_OVERSHOOT);
     // The store said it was held: the wait ran out.
     assert!(!result.unwrap());

@@ -8,7 +8,7 @@ use lock_core::backend::Engine;
 use lock_core::ClientConfig;
 use tokio::time::{sleep, Instant};
 
-use crate::fake::{Fake, FakeConnection, Op, Step};
+use crate::fake::{bounded, Fake, FakeConnection, Op, Step};
 
 fn down() -> Step {
     Step::Fail(LockError::unavailable("fake: no connection", None))
@@ -90,7 +90,7 @@ async fn a_wait_rides_out_an_outage() {
     sleep(Duration::from_secs(20)).await;
     assert!(!waiter.is_finished(), "still waiting through the outage");
     fake.kind.always(Op::Acquire, None);
-    let guard = waiter.await.unwrap().unwrap();
+    let guard = bounded(waiter).await.unwrap().unwrap();
     fake.settle().await;
     // The failed looks never ran; the one that did holds it once.
     assert_eq!(fake.kind.entry("a").map(|e| e.count), Some(1));

@@ -6,7 +6,7 @@ use std::time::Duration;
 use lock_core::backend::Notice;
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::fake::{Fake, FakeKind, Op, Step};
+use crate::fake::{bounded, Fake, FakeKind, Op, Step};
 
 #[tokio::test(start_paused = true)]
 async fn a_waiter_is_woken_by_the_release_notice_not_by_polling() {
@@ -30,7 +30,7 @@ async fn a_waiter_is_woken_by_the_release_notice_not_by_polling() {
 
     let released = Instant::now();
     held.unlock().await.unwrap();
-    let guard = waiter.await.unwrap().unwrap();
+    let guard = bounded(waiter).await.unwrap().unwrap();
     // Woken at once by the notice: one more look, and it was enough.
     assert_eq!(Instant::now(), released);
     assert_eq!(fake.kind.calls(Op::Acquire), 1 + 3);
@@ -54,7 +54,7 @@ async fn a_lost_notice_costs_at_most_the_holders_ttl() {
     sleep(Duration::from_secs(2)).await;
     fake.connection.lose_next_messages(1);
     held.unlock().await.unwrap();
-    let (guard, acquired_at) = waiter.await.unwrap().unwrap();
+    let (guard, acquired_at) = bounded(waiter).await.unwrap().unwrap();
     // Not woken at the release (2 s): it looked again when the holder's
     // lease, as its last look was told, ran out.
     assert_eq!(acquired_at - start, Duration::from_secs(10));
@@ -124,7 +124,7 @@ async fn a_release_while_a_look_is_in_flight_still_wakes_the_waiter() {
     sleep(Duration::from_secs(1)).await;
     // Released while that reply is on its way: the notice must not be lost.
     held.unlock().await.unwrap();
-    let (guard, acquired_at) = waiter.await.unwrap().unwrap();
+    let (guard, acquired_at) = bounded(waiter).await.unwrap().unwrap();
     assert_eq!(acquired_at - start, Duration::from_secs(2));
     guard.unlock().await.unwrap();
 }

@@ -21,6 +21,15 @@ pub(crate) use script::{Op, Step};
 use lock_core::backend::Engine;
 use lock_core::ClientConfig;
 
+/// `fut`, which must finish within a minute of (paused) time: a broken
+/// engine then fails the test instead of hanging it (the watchdog's timers
+/// would keep paused time moving forever).
+pub(crate) async fn bounded<F: std::future::Future>(fut: F) -> F::Output {
+    tokio::time::timeout(std::time::Duration::from_secs(60), fut)
+        .await
+        .expect("finished within a minute")
+}
+
 /// An engine over a fresh fake connection and kind.
 pub(crate) struct Fake {
     /// The engine under test.
