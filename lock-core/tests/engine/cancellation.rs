@@ -15,7 +15,8 @@ async fn a_dropped_lock_future_leaves_nothing_held() {
     let fake = Fake::new();
     let lock = fake.lock("a");
     // The store takes 5 s to run the acquisition; the caller leaves at 1 s.
-    fake.kind.script(Op::Acquire, [Step::Slow(Duration::from_secs(5))]);
+    fake.kind
+        .script(Op::Acquire, [Step::Slow(Duration::from_secs(5))]);
     assert!(timeout(Duration::from_secs(1), lock.lock()).await.is_err());
     fake.settle().await;
     // It ran (after the caller left), and was given back.
@@ -70,7 +71,10 @@ async fn a_waiter_dropped_after_its_wakeup_passes_it_on() {
         .expect("the wake-up reached the second waiter, not its 30 s ttl")
         .unwrap()
         .unwrap();
-    assert_eq!(fake.kind.entry("a").map(|e| e.field), Some(guard.owner().field()));
+    assert_eq!(
+        fake.kind.entry("a").map(|e| e.field),
+        Some(guard.owner().field())
+    );
 }
 
 #[tokio::test(start_paused = true)]

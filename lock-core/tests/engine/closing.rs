@@ -51,7 +51,10 @@ async fn close_retries_a_give_back_that_fails_for_a_moment() {
     let guard = lock.lock().await.unwrap();
     fake.kind.script(
         Op::Release,
-        std::iter::repeat_n(Step::Fail(LockError::unavailable("fake: failing over", None)), 6),
+        std::iter::repeat_n(
+            Step::Fail(LockError::unavailable("fake: failing over", None)),
+            6,
+        ),
     );
     fake.engine.close().await;
     assert!(fake.kind.is_empty(), "given back once the store answered");

@@ -39,10 +39,7 @@ async fn an_owner_scope_re_enters_plain_acquisitions() {
 #[tokio::test(start_paused = true)]
 async fn fencing_tokens_grow_with_each_acquisition() {
     let fake = Fake::new();
-    let lock = fake
-        .engine
-        .fenced_lock("f", fake.kind.dyn_kind())
-        .unwrap();
+    let lock = fake.engine.fenced_lock("f", fake.kind.dyn_kind()).unwrap();
     let mut last = 0;
     for _ in 0..3 {
         let guard = lock.lock().await.unwrap();

@@ -6,7 +6,7 @@ mod cancellation;
 mod closing;
 mod fake;
 mod holds;
+mod retries;
 mod uncontended;
 mod waiting;
-mod retries;
 mod watchdog;

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use lock_core::LockError;
 use lock_core::backend::Engine;
 use lock_core::ClientConfig;
+use lock_core::LockError;
 use tokio::time::{sleep, Instant};
 
 use crate::fake::{bounded, Fake, FakeConnection, Op, Step};
@@ -94,7 +94,10 @@ async fn a_wait_rides_out_an_outage() {
     fake.settle().await;
     // The failed looks never ran; the one that did holds it once.
     assert_eq!(fake.kind.entry("a").map(|e| e.count), Some(1));
-    assert_eq!(fake.kind.entry("a").map(|e| e.field), Some(guard.owner().field()));
+    assert_eq!(
+        fake.kind.entry("a").map(|e| e.field),
+        Some(guard.owner().field())
+    );
     guard.unlock().await.unwrap();
     fake.settle().await;
     assert!(fake.kind.is_empty());
@@ -107,7 +110,11 @@ async fn a_call_that_never_answers_times_out_and_is_retried() {
     let lock = fake.lock("a");
     fake.kind.script(Op::Acquire, [Step::Never, Step::Never]);
     let start = Instant::now();
-    let guard = lock.try_lock().await.unwrap().expect("the third attempt answers");
+    let guard = lock
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("the third attempt answers");
     // Two command timeouts, and the backoffs between the attempts.
     assert!(Instant::now() - start >= Duration::from_secs(2));
     assert_eq!(fake.kind.calls(Op::Acquire), 3);

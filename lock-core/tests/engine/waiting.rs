@@ -34,7 +34,10 @@ async fn a_waiter_is_woken_by_the_release_notice_not_by_polling() {
     // Woken at once by the notice: one more look, and it was enough.
     assert_eq!(Instant::now(), released);
     assert_eq!(fake.kind.calls(Op::Acquire), 1 + 3);
-    assert_eq!(fake.kind.entry("a").map(|e| e.field), Some(guard.owner().field()));
+    assert_eq!(
+        fake.kind.entry("a").map(|e| e.field),
+        Some(guard.owner().field())
+    );
     // The last waiter left the channel.
     assert!(fake.connection.subscriptions().is_empty());
     guard.unlock().await.unwrap();
@@ -81,7 +84,10 @@ async fn a_reset_makes_every_waiter_look_again() {
         .expect("woken by the reset, not the 30 s time to live")
         .unwrap()
         .unwrap();
-    assert_eq!(fake.kind.entry("a").map(|e| e.field), Some(guard.owner().field()));
+    assert_eq!(
+        fake.kind.entry("a").map(|e| e.field),
+        Some(guard.owner().field())
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -114,8 +120,10 @@ async fn a_release_while_a_look_is_in_flight_still_wakes_the_waiter() {
     let held = lock.lock().await.unwrap();
     // The waiter's first look is answered at once; its look once
     // subscribed runs ("held") but its reply takes 2 s to arrive.
-    fake.kind
-        .script(Op::Acquire, [Step::Answer, Step::Late(Duration::from_secs(2))]);
+    fake.kind.script(
+        Op::Acquire,
+        [Step::Answer, Step::Late(Duration::from_secs(2))],
+    );
     let start = Instant::now();
     let waiter = tokio::spawn({
         let lock = lock.clone();

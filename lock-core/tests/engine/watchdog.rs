@@ -44,7 +44,11 @@ async fn a_renewal_answered_not_held_loses_the_guard() {
     assert!(matches!(guard.check(), Err(LockError::LockLost { .. })));
     let renewals = fake.kind.calls(Op::Renew);
     sleep(Duration::from_secs(60)).await;
-    assert_eq!(fake.kind.calls(Op::Renew), renewals, "a lost hold is not renewed");
+    assert_eq!(
+        fake.kind.calls(Op::Renew),
+        renewals,
+        "a lost hold is not renewed"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -53,8 +57,10 @@ async fn renewals_failing_until_the_lease_deadline_lose_the_guard() {
     let lock = fake.lock("a");
     let start = Instant::now();
     let guard = lock.lock().await.unwrap();
-    fake.kind
-        .always(Op::Renew, Some(Step::Fail(LockError::unavailable("down", None))));
+    fake.kind.always(
+        Op::Renew,
+        Some(Step::Fail(LockError::unavailable("down", None))),
+    );
     guard.lost().await;
     // Reported a safety margin (30 s / 100 + 2 ms) before the store may
     // expire the lock, and not before.

@@ -100,8 +100,7 @@ impl FakeKind {
 
     /// Publishes the unlock notice of `name` (what a freeing release does).
     pub(crate) fn announce_unlock(&self, name: &LockName) -> bool {
-        self.connection
-            .publish(&Self::channel_of(name), UNLOCKED)
+        self.connection.publish(&Self::channel_of(name), UNLOCKED)
     }
 }
 

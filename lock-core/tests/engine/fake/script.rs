@@ -114,7 +114,9 @@ impl Script {
             return match timeout {
                 Some(t) if d > t => {
                     tokio::time::sleep(t).await;
-                    Err(LockError::timeout("fake: reply late past the command timeout"))
+                    Err(LockError::timeout(
+                        "fake: reply late past the command timeout",
+                    ))
                 }
                 _ => {
                     tokio::time::sleep(d).await;

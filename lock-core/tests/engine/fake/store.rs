@@ -10,7 +10,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use lock_core::backend::{AcquireOutcome, AcquireRequest, ReleaseOutcome, ReleaseRequest, RequestId};
+use lock_core::backend::{
+    AcquireOutcome, AcquireRequest, ReleaseOutcome, ReleaseRequest, RequestId,
+};
 use lock_core::{Holder, LockInfo, LockName, Owner};
 use tokio::time::Instant;
 
