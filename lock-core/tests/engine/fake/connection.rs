@@ -112,11 +112,6 @@ impl FakeConnection {
     pub(crate) fn is_closed(&self) -> bool {
         self.state().closed
     }
-
-    /// The command timeout it was made with.
-    pub(crate) fn timeout(&self) -> Option<Duration> {
-        self.command_timeout
-    }
 }
 
 #[async_trait]

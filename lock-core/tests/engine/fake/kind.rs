@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
-    RenewTarget, RequestId, Wake,
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, ReleaseOutcome,
+    ReleaseRequest, RenewTarget, RequestId, Wake,
 };
 use lock_core::{LockInfo, LockName, Owner, Result};
 
@@ -108,7 +108,7 @@ impl FakeKind {
 impl ExclusiveKind for FakeKind {
     async fn try_acquire(&self, req: &AcquireRequest) -> Result<AcquireOutcome> {
         locked(&self.acquire_ids).push(req.request_id);
-        let timeout = self.connection.timeout();
+        let timeout = self.connection.command_timeout();
         self.script
             .run(Op::Acquire, timeout, || self.store().acquire(req))
             .await
@@ -116,7 +116,7 @@ impl ExclusiveKind for FakeKind {
 
     async fn release(&self, req: &ReleaseRequest) -> Result<ReleaseOutcome> {
         locked(&self.release_ids).push(req.request_id);
-        let timeout = self.connection.timeout();
+        let timeout = self.connection.command_timeout();
         let outcome = self
             .script
             .run(Op::Release, timeout, || {
@@ -132,7 +132,7 @@ impl ExclusiveKind for FakeKind {
     }
 
     async fn renew(&self, targets: &[RenewTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
-        let timeout = self.connection.timeout();
+        let timeout = self.connection.command_timeout();
         self.script
             .run(Op::Renew, timeout, || {
                 let mut store = self.store();

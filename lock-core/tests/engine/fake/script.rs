@@ -95,9 +95,7 @@ impl Script {
     pub(crate) fn calls(&self, op: Op) -> usize {
         self.state()[op.index()].calls
     }
-}
 
-impl Script {
     /// Plays the next step of `op` around `apply` (the operation on the
     /// store, run at most once): a call bounded by `timeout` (the
     /// connection's command timeout) fails with a retryable timeout when
