@@ -59,3 +59,21 @@ async fn dropping_a_guard_releases_it_in_the_background() {
     assert!(fake.kind.is_empty());
     assert_eq!(fake.kind.calls(Op::Release), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_owner_of_another_client_is_refused_before_any_call() {
+    let fake = Fake::new();
+    let other = Fake::new();
+    let lock = fake.lock("a");
+    let error = lock.lock_as(other.engine.new_owner()).await.unwrap_err();
+    assert!(error.is_invalid_argument(), "{error}");
+    assert_eq!(fake.kind.calls(Op::Acquire), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn unlock_as_an_owner_that_does_not_hold_it_is_not_held() {
+    let fake = Fake::new();
+    let lock = fake.lock("a");
+    let error = lock.unlock_as(fake.engine.new_owner()).await.unwrap_err();
+    assert!(error.is_not_held(), "{error}");
+}

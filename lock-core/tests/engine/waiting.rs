@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use lock_core::backend::Notice;
+use lock_core::{ClientConfig, WaitStrategy};
 use tokio::time::{sleep, timeout, Instant};
 
 use crate::fake::{bounded, Fake, FakeKind, Op, Step};
@@ -135,4 +136,38 @@ async fn a_release_while_a_look_is_in_flight_still_wakes_the_waiter() {
     let (guard, acquired_at) = bounded(waiter).await.unwrap().unwrap();
     assert_eq!(acquired_at - start, Duration::from_secs(2));
     guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_polling_waiter_subscribes_nothing_and_looks_within_a_backoff_step() {
+    let config = ClientConfig::default().wait_strategy(WaitStrategy::poll());
+    let fake = Fake::with(config);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.map(|guard| (guard, Instant::now())) }
+    });
+    sleep(Duration::from_secs(1)).await;
+    assert_eq!(fake.connection.subscribe_calls(), 0);
+    // Looked again and again (steps of at most 128 ms), not once a lease.
+    assert!(fake.kind.calls(Op::Acquire) > 5);
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (guard, acquired_at) = bounded(waiter).await.unwrap().unwrap();
+    assert!(acquired_at - released <= Duration::from_millis(128));
+    guard.unlock().await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_task_waiting_for_its_own_hold_is_refused() {
+    let fake = Fake::new();
+    let lock = fake.lock("a");
+    let _held = lock.lock().await.unwrap();
+    // A plain (fresh-owner) wait in the task that holds it would wait
+    // forever for itself.
+    let error = lock.lock().await.unwrap_err();
+    assert!(error.is_self_deadlock(), "{error}");
+    // A try does not wait, so it is merely told the lock is held.
+    assert!(lock.try_lock().await.unwrap().is_none());
 }
