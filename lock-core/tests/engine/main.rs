@@ -1,0 +1,12 @@
+//! The engine's own tests, against a fake kind and a fake connection (the
+//! `fake` module): no Lua, no store, paused tokio time throughout, so
+//! every duration they assert is exact.
+
+mod cancellation;
+mod closing;
+mod fake;
+mod holds;
+mod retries;
+mod uncontended;
+mod waiting;
+mod watchdog;
