@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, ReleaseOutcome,
-    ReleaseRequest, RenewTarget, RequestId, Wake,
+    AcquireOutcome, AcquireRequest, Channel, Connection, ExclusiveKind, KindBehaviour,
+    ReleaseOutcome, ReleaseRequest, RenewTarget, RequestId, Wake,
 };
 use lock_core::{LockInfo, LockName, Owner, Result};
 
@@ -160,8 +160,8 @@ impl ExclusiveKind for FakeKind {
         Ok(self.store().last_token(name))
     }
 
-    fn kind_name(&self) -> &'static str {
-        "fake"
+    fn behaviour(&self) -> KindBehaviour {
+        KindBehaviour::exclusive("fake")
     }
 
     fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {
