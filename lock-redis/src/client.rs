@@ -103,7 +103,7 @@ impl LockClient {
     /// [`lock_core::LockError::InvalidArgument`] for an empty or over-long
     /// name.
     pub fn lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        self.engine.lock(name, self.kinds.reentrant.clone())
+        self.engine.lock(name, self.kinds.reentrant())
     }
 
     /// A handle on the non-reentrant lock called `name` (Redisson's
@@ -126,7 +126,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn non_reentrant_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        self.engine.lock(name, self.kinds.non_reentrant.clone())
+        self.engine.lock(name, self.kinds.non_reentrant())
     }
 
     /// A handle on the lean lock called `name`: the redis.io
@@ -158,7 +158,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn lean_lock(&self, name: impl AsRef<str>) -> Result<Lock> {
-        self.engine.lock(name, self.kinds.lean.clone())
+        self.engine.lock(name, self.kinds.lean())
     }
 
     /// A handle on the fair lock called `name` (Redisson's `FairLock`):
@@ -167,7 +167,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn fair_lock(&self, name: impl AsRef<str>) -> Result<FairLock> {
-        FairLock::new(&self.engine, name, self.kinds.fair.clone())
+        FairLock::new(&self.engine, name, self.kinds.fair())
     }
 
     /// A handle on the fair lock called `name` with direct handoff
@@ -193,7 +193,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn handoff_lock(&self, name: impl AsRef<str>) -> Result<HandoffLock> {
-        HandoffLock::new(&self.engine, name, self.kinds.handoff.clone())
+        HandoffLock::new(&self.engine, name, self.kinds.handoff())
     }
 
     /// A handle on the lock called `name` whose every acquisition hands out
@@ -215,7 +215,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn fenced_lock(&self, name: impl AsRef<str>) -> Result<FencedLock> {
-        self.engine.fenced_lock(name, self.kinds.reentrant.clone())
+        self.engine.fenced_lock(name, self.kinds.reentrant())
     }
 
     /// A handle on the read-write lock called `name`: many readers or one
@@ -225,7 +225,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn read_write_lock(&self, name: impl AsRef<str>) -> Result<ReadWriteLock> {
-        ReadWriteLock::new(&self.engine, name, &self.kinds.read_write)
+        ReadWriteLock::new(&self.engine, name, &self.kinds.read_write())
     }
 
     /// A handle on the count-down latch called `name`. Makes no I/O.
@@ -235,7 +235,7 @@ impl LockClient {
     /// name, or a name this deployment cannot serve as a latch (on a
     /// cluster: a name with its own hash tag, see the deployment's docs).
     pub fn count_down_latch(&self, name: impl AsRef<str>) -> Result<CountDownLatch> {
-        CountDownLatch::new(&self.engine, name, self.kinds.latch.clone())
+        CountDownLatch::new(&self.engine, name, self.kinds.latch())
     }
 
     /// A handle on the semaphore called `name` (a count of free permits
@@ -244,7 +244,7 @@ impl LockClient {
     /// # Errors
     /// As [`LockClient::lock`].
     pub fn semaphore(&self, name: impl AsRef<str>) -> Result<Semaphore> {
-        Semaphore::new(&self.engine, name, self.kinds.semaphore.clone())
+        Semaphore::new(&self.engine, name, self.kinds.semaphore())
     }
 
     /// A handle on the semaphore called `name` whose taken permits have
@@ -257,7 +257,7 @@ impl LockClient {
         &self,
         name: impl AsRef<str>,
     ) -> Result<PermitExpirableSemaphore> {
-        PermitExpirableSemaphore::new(&self.engine, name, self.kinds.permit_semaphore.clone())
+        PermitExpirableSemaphore::new(&self.engine, name, self.kinds.permit_semaphore())
     }
 
     /// What is stored under `name`, whatever kind put it there: a lock's

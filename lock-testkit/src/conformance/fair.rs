@@ -281,7 +281,8 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
 /// answers "held" and nothing is written (issue 10, item 2).
 pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness) {
     let Contended { b, name, held, .. } = contended(h, "late-queue").await;
-    let backend = b.kinds().fair.as_ref();
+    let backend = b.kinds().fair();
+    let backend = backend.as_ref();
     let waiter = b.new_owner();
     let lock_name = LockName::new(&name).unwrap();
     let attempt = lock_core::backend::AcquireRequest::new(
@@ -340,7 +341,8 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
         .lock_with_lease(lease)
         .await
         .unwrap();
-    let backend = hc.kinds().fair.as_ref();
+    let backend = hc.kinds().fair();
+    let backend = backend.as_ref();
     let a = hc.new_owner();
     let a_attempt = || {
         let lease_ms = lease.as_millis() as u64;
@@ -404,7 +406,8 @@ pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harne
 /// lease (issue 16).
 pub async fn behind_the_head_of_a_free_lock_a_waiter_looks_again_soon(h: &dyn Harness) {
     let c = client(h).await;
-    let backend = c.kinds().fair.as_ref();
+    let backend = c.kinds().fair();
+    let backend = backend.as_ref();
     let name = LockName::new(unique("recheck")).unwrap();
     let attempt = |owner| {
         AcquireRequest::new(

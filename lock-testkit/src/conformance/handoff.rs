@@ -29,8 +29,8 @@ fn deadline() -> u64 {
     lock_core::backend::deadline_in(std::time::Duration::from_millis(RECORD_MS))
 }
 
-fn handoff_kind(c: &LockClient) -> &dyn ExclusiveKind {
-    c.kinds().handoff.as_ref()
+fn handoff_kind(c: &LockClient) -> std::sync::Arc<dyn ExclusiveKind> {
+    c.kinds().handoff()
 }
 
 /// A waiting attempt of `owner` for `name` in the wait with `ticket`.
@@ -165,7 +165,7 @@ pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
             .unwrap(),
     );
     assert_eq!(holders(h, &name).await, vec![(x.field(), 1)], "one hold");
-    release_last(h, kind, &name, x).await;
+    release_last(h, kind.as_ref(), &name, x).await;
 }
 
 /// The owner's other calls are not the granted wait: they enter the lock
@@ -217,7 +217,7 @@ pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn Harness) {
             .await
             .unwrap(),
     );
-    release_last(h, kind, &name, y).await;
+    release_last(h, kind.as_ref(), &name, y).await;
 }
 
 /// A waiter whose future is dropped around the release (before it, or

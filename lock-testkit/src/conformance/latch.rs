@@ -316,7 +316,7 @@ pub async fn layout_is_redissons(h: &dyn Harness) {
 /// delete a newer count.
 pub async fn repeated_writes_count_once(h: &dyn Harness) {
     let c = client(h).await;
-    let kind = c.kinds().latch.clone();
+    let kind = c.kinds().latch();
     let name = unique("latch-repeat");
     let n = LockName::new(&name).unwrap();
     let ttl = super::request_deadline();

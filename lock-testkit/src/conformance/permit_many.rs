@@ -174,7 +174,7 @@ pub async fn lease_time_tells_what_is_left(h: &dyn Harness) {
 /// answer their first outcome and count once.
 pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().permit_semaphore.clone();
+    let kind = a.kinds().permit_semaphore();
     let name = unique("psem-many-record");
     let s = sem(&a, &name);
     let n = LockName::new(&name).unwrap();

@@ -204,7 +204,7 @@ pub async fn add_permits_wakes_waiters(h: &dyn Harness) {
 /// gives back once; an acquisition repeated with its permit id takes one.
 pub async fn repeated_requests_count_once(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().permit_semaphore.clone();
+    let kind = a.kinds().permit_semaphore();
     let name = unique("psem-record");
     let s = sem(&a, &name);
     s.try_set_permits(2).await.unwrap();

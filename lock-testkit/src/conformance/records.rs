@@ -44,9 +44,9 @@ fn release(name: &str, owner: Owner) -> ReleaseRequest {
 fn kind_of(h: &dyn Harness, c: &LockClient) -> Arc<dyn ExclusiveKind> {
     let kinds = c.kinds();
     match h.kind() {
-        Kind::Reentrant => kinds.reentrant.clone(),
-        Kind::Fair => kinds.fair.clone() as Arc<dyn ExclusiveKind>,
-        Kind::Handoff => kinds.handoff.clone() as Arc<dyn ExclusiveKind>,
+        Kind::Reentrant => kinds.reentrant(),
+        Kind::Fair => kinds.fair() as Arc<dyn ExclusiveKind>,
+        Kind::Handoff => kinds.handoff() as Arc<dyn ExclusiveKind>,
     }
 }
 

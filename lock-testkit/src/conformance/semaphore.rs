@@ -248,7 +248,7 @@ pub async fn ttl_is_kept_by_acquire_and_release_dropped_by_add(h: &dyn Harness) 
 /// late duplicate) returns its first outcome and counts once.
 pub async fn repeated_changes_count_once(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().semaphore.clone();
+    let kind = a.kinds().semaphore();
     let name = unique("sem-record");
     let s = sem(&a, &name);
     s.try_set_permits(1).await.unwrap();
@@ -465,7 +465,7 @@ pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn 
 /// `true` for the request that created the semaphore, even once it exists.
 pub async fn repeated_try_set_answers_its_first_reply(h: &dyn Harness) {
     let a = client(h).await;
-    let kind = a.kinds().semaphore.clone();
+    let kind = a.kinds().semaphore();
     let name = unique("sem-set-record");
     let n = lock_redis::LockName::new(&name).unwrap();
     let ttl = super::request_deadline();

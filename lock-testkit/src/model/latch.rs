@@ -121,7 +121,7 @@ impl Model for Latch {
 
     fn start(self, clients: &[LockClient]) -> LatchState {
         LatchState {
-            kinds: clients.iter().map(|c| c.kinds().latch.clone()).collect(),
+            kinds: clients.iter().map(|c| c.kinds().latch()).collect(),
             last: None,
         }
     }

@@ -156,9 +156,9 @@ impl Handle {
     fn of(client: &LockClient, kind: Kind) -> Self {
         let kinds = client.kinds();
         match kind {
-            Kind::Reentrant => Self::Plain(kinds.reentrant.clone()),
-            Kind::Fair => Self::Fair(kinds.fair.clone()),
-            Kind::Handoff => Self::Fair(kinds.handoff.clone()),
+            Kind::Reentrant => Self::Plain(kinds.reentrant()),
+            Kind::Fair => Self::Fair(kinds.fair()),
+            Kind::Handoff => Self::Fair(kinds.handoff()),
         }
     }
 

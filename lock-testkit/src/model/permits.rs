@@ -170,7 +170,7 @@ impl Model for PermitSemaphore {
         PermitState {
             kinds: clients
                 .iter()
-                .map(|c| c.kinds().permit_semaphore.clone())
+                .map(|c| c.kinds().permit_semaphore())
                 .collect(),
             taken: Vec::new(),
             last: None,

@@ -223,7 +223,7 @@ impl Model for ReadWrite {
             |pick: fn(&lock_redis::kinds::rwlock::ReadWriteKinds) -> &Arc<dyn ExclusiveKind>| {
                 clients
                     .iter()
-                    .map(|c| Arc::clone(pick(&c.kinds().read_write)))
+                    .map(|c| Arc::clone(pick(&c.kinds().read_write())))
                     .collect()
             };
         RwState {

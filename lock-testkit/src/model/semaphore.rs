@@ -149,10 +149,7 @@ impl Model for Semaphore {
 
     fn start(self, clients: &[LockClient]) -> SemState {
         SemState {
-            kinds: clients
-                .iter()
-                .map(|c| c.kinds().semaphore.clone())
-                .collect(),
+            kinds: clients.iter().map(|c| c.kinds().semaphore()).collect(),
             last: None,
         }
     }

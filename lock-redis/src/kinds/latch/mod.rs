@@ -264,3 +264,19 @@ fn flag(what: &str, reply: &Value) -> Result<bool> {
         other => Err(bad_reply(what, other)),
     }
 }
+
+/// The count-down latch's registry entry
+/// ([`crate::LockClient::count_down_latch`]).
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    "latch",
+    "latch",
+    |env| std::sync::Arc::new(Latch::new(env.clone())),
+    Latch::scripts,
+);
+
+impl super::Kinds {
+    /// The count-down latch.
+    pub fn latch(&self) -> std::sync::Arc<Latch> {
+        self.bound(ENTRY.name, Latch::new)
+    }
+}

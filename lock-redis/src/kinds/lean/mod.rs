@@ -319,3 +319,18 @@ fn given_back(reply: &redis::Value) -> Result<ReleaseOutcome> {
         ))),
     }
 }
+
+/// The lean lock's registry entry ([`crate::LockClient::lean_lock`]).
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    NAME,
+    "lean",
+    |env| std::sync::Arc::new(Lean::new(env.clone())),
+    Lean::scripts,
+);
+
+impl super::Kinds {
+    /// The lean lock.
+    pub fn lean(&self) -> std::sync::Arc<Lean> {
+        self.bound(NAME, Lean::new)
+    }
+}

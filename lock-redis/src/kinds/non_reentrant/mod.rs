@@ -17,3 +17,21 @@ pub const NAME: &str = "non_reentrant";
 pub fn kind(env: ScriptEnv) -> Reentrant {
     Reentrant::refusing_reentry(env, NAME)
 }
+
+/// The non-reentrant lock's registry entry
+/// ([`crate::LockClient::non_reentrant_lock`]). Its conformance row is the
+/// reentrant kind's: the shared checks run on it with re-entry refused,
+/// and its own checks (`non_reentrant`) cover the refusal.
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    NAME,
+    "reentrant",
+    |env| std::sync::Arc::new(kind(env.clone())),
+    Reentrant::scripts,
+);
+
+impl super::Kinds {
+    /// Redisson's non-reentrant lock over the reentrant lock's layout.
+    pub fn non_reentrant(&self) -> std::sync::Arc<Reentrant> {
+        self.bound(NAME, kind)
+    }
+}

@@ -408,3 +408,19 @@ impl PermitRenewal for PermitSemaphore {
         PermitSemaphore::release(self, req).await
     }
 }
+
+/// The expirable-permit semaphore's registry entry
+/// ([`crate::LockClient::permit_expirable_semaphore`]).
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    "permit_semaphore",
+    "semaphores",
+    |env| std::sync::Arc::new(PermitSemaphore::new(env.clone())),
+    PermitSemaphore::scripts,
+);
+
+impl super::Kinds {
+    /// The expirable-permit semaphore.
+    pub fn permit_semaphore(&self) -> std::sync::Arc<PermitSemaphore> {
+        self.bound(ENTRY.name, PermitSemaphore::new)
+    }
+}

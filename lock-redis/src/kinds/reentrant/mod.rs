@@ -286,3 +286,19 @@ pub(super) async fn acquire_with(
         other => other,
     })
 }
+
+/// The reentrant lock's registry entry ([`crate::LockClient::lock`],
+/// [`crate::LockClient::fenced_lock`]).
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    "reentrant",
+    "reentrant",
+    |env| std::sync::Arc::new(Reentrant::new(env.clone())),
+    Reentrant::scripts,
+);
+
+impl super::Kinds {
+    /// Redisson's reentrant lock.
+    pub fn reentrant(&self) -> std::sync::Arc<Reentrant> {
+        self.bound(ENTRY.name, Reentrant::new)
+    }
+}

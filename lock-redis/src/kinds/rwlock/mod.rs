@@ -514,3 +514,19 @@ impl ExclusiveKind for Write {
         self.env.eval(call).await.map(drop)
     }
 }
+
+/// The read-write lock's registry entry (both sides;
+/// [`crate::LockClient::read_write_lock`]).
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    "read_write",
+    "read_write",
+    |env| Arc::new(kinds(env.clone())),
+    scripts,
+);
+
+impl super::Kinds {
+    /// Both sides of the read-write lock.
+    pub fn read_write(&self) -> Arc<ReadWriteKinds> {
+        self.bound(ENTRY.name, kinds)
+    }
+}

@@ -286,6 +286,21 @@ impl SemaphoreStore {
     }
 }
 
+/// The semaphore's registry entry ([`crate::LockClient::semaphore`]).
+pub const ENTRY: super::KindEntry = super::KindEntry::new(
+    "semaphore",
+    "semaphores",
+    |env| std::sync::Arc::new(SemaphoreStore::new(env.clone())),
+    SemaphoreStore::scripts,
+);
+
+impl super::Kinds {
+    /// The semaphore.
+    pub fn semaphore(&self) -> std::sync::Arc<SemaphoreStore> {
+        self.bound(ENTRY.name, SemaphoreStore::new)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
