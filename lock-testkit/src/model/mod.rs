@@ -9,7 +9,8 @@
 //! raw store operations); [`steps`] mixes them with time passing, [`run`]
 //! plays a sequence on any [`Store`] and records a [`Trace`], and
 //! [`compare`] finds the first step where two traces part. The models:
-//! [`Kind`] (the kinds that hand out `Lock`s: reentrant, fair),
+//! [`Kind`] (the kinds that hand out `Lock`s: reentrant, non-reentrant,
+//! lean, fair, handoff),
 //! [`ReadWrite`], [`Semaphore`], [`PermitSemaphore`] and [`Latch`] (see
 //! "Every model" below). A backend crate runs each in
 //! a property test with [`config`] (a fixed case count and a fixed seed, so
@@ -51,7 +52,10 @@
 //! # Every model
 //! | model | operations |
 //! | --- | --- |
-//! | [`Kind`] | acquire (fenced or not, queueing or not), release, leave the queue, renew (one owner or two in a batch), force unlock, inspect, repeat a request |
+//! | [`Kind::Reentrant`], [`Kind::NonReentrant`] | acquire (fenced or not; the non-reentrant lock refuses a second hold), release, renew (one owner or two in a batch), force unlock, inspect, repeat a request; queueing and leaving the queue, which these kinds ignore |
+//! | [`Kind::Lean`] | acquire (fenced or not; an owner of one wait alone takes the unrecorded `SET NX PX GET` / `take.lua` path, any other the recorded one), release (unrecorded `give_back.lua` or recorded), renew (one owner or two in a batch), force unlock, inspect, repeat a request (unrecorded ones included) |
+//! | [`Kind::Fair`] | acquire (fenced or not, queueing or not), release, leave the queue, renew (one owner or two in a batch), force unlock, inspect (with the queue), repeat a request |
+//! | [`Kind::Handoff`] | the fair lock's, with the engine's tickets: a queueing unfenced wait carries one (queued with its handoff entry), a release grants the lock to a queued head that has one, an attempt with the granted ticket claims it, a leave with it gives the grant back (without one: a fenced wait's, told and never granted) |
 //! | [`ReadWrite`] | read, write (lock: queueing as a waiting writer; try_lock: not), unlock either side, downgrade, a waiting writer gives up, renew either side (one owner or two in a batch), force unlock either side, inspect either side, repeat |
 //! | [`Semaphore`] | try_set_permits (with or without a time to live), add (± up to the bound), try_acquire(n), release(n), drain, available, repeat |
 //! | [`PermitSemaphore`] | try_set_permits, add, acquire with or without a lease, release (= try_release) of a taken or unknown id, update_lease, available, repeat |
@@ -61,6 +65,7 @@
 //! another client write a value of another type (or a count of its own)
 //! over one of the kind's keys ([`Step::Clobber`]).
 
+mod handoff;
 mod keyspace;
 mod latch;
 mod locks;
@@ -81,16 +86,34 @@ use lock_redis::{LockClient, LockName, Owner, PermitId};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
-pub use crate::conformance::Kind;
+pub use handoff::handoff_steps;
 pub use keyspace::{Entry, Item, Keyspace, DUMP, TOLERANCE_MS};
 pub use latch::{Latch, LatchOp, LatchState};
-pub use locks::{Locks, Op, Seen};
+pub use locks::{Kind, Locks, Op, Seen};
 pub use permits::{PermitOp, PermitSemaphore, PermitState};
 #[cfg(feature = "fixtures")]
 pub use redis_store::{against_redis, check_on_thread, RedisStore};
 pub use run::{compare, cut_short, in_memory, run, Snapshot, Store, Trace};
 pub use rwlock::{ReadWrite, RwOp, RwSeen, RwState, Side};
 pub use semaphore::{SemOp, SemState, Semaphore};
+
+/// Every kind that has a model, by the name it is registered and measured
+/// under (its `kind_name()`; the semaphore and the latch, which have none,
+/// by their metric label): [`Kind`]'s, both sides of [`ReadWrite`],
+/// [`Semaphore`], [`PermitSemaphore`] and [`Latch`]. For a test that every
+/// registered kind has a model.
+pub const MODELLED_KINDS: &[&str] = &[
+    "reentrant",
+    "non_reentrant",
+    "lean",
+    "fair",
+    "handoff",
+    "read_write.read",
+    "read_write.write",
+    "semaphore",
+    "permit_semaphore",
+    "latch",
+];
 
 /// How far from an expiry the time grid keeps every operation (see the
 /// module docs).
