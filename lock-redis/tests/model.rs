@@ -52,11 +52,20 @@ fn every_kind_matches_redis() {
 
 /// The direct handoff's grant, claim and give-back, which its random
 /// sequences reach only now and then, in one fixed sequence
-/// ([`handoff_steps`]).
+/// ([`handoff_steps`]), compared to its end: a run that fell behind the
+/// time grid (a loaded machine; the first run also loads the scripts) is
+/// played again, a few times at most.
 #[test]
 fn the_handoff_sequence_matches_redis() {
     let (kind, steps) = handoff_steps();
-    if let Err(why) = against_redis(kind, &steps) {
-        panic!("{why}");
+    for _ in 0..5 {
+        let cut = model::cut_short();
+        if let Err(why) = against_redis(kind, &steps) {
+            panic!("{why}");
+        }
+        if model::cut_short() == cut {
+            return;
+        }
     }
+    panic!("the handoff sequence was never compared to its end");
 }

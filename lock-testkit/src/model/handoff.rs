@@ -38,17 +38,17 @@ const LOOK: Step<Op> = Step::Advance { steps: 0 };
 /// says what it shows in memory (the model's tests check it does).
 pub fn handoff_steps() -> (Kind, Vec<Step<Op>>) {
     let steps = vec![
-        wait(0, 0, false), // Acquired: the lock was free.
-        wait(1, 0, false), // Held: queued with ticket 1.
+        wait(0, 0, false), // Acquired: the lock was free (ticket 1).
+        wait(1, 0, false), // Held: queued with ticket 2.
         wait(1, 1, true),  // Held: queued, fenced, no ticket.
         LOOK,
-        unlock(0), // Released: granted to ticket 1.
+        unlock(0), // Released: granted to ticket 2.
         LOOK,
         again(0),          // Claimed: the grant, taken by the wait's next look.
         unlock(0),         // Released: the fenced head is told, not granted.
         again(0),          // Acquired, with its token.
-        wait(0, 0, false), // Held: queued with ticket 2.
-        unlock(0),         // Released: granted to ticket 2.
+        wait(0, 0, false), // Held: queued with ticket 3.
+        unlock(0),         // Released: granted to ticket 3.
         LOOK,
         Step::Op(Op::Leave { wait: 0 }), // Left: the grant given back.
         Step::Op(Op::Inspect { lock: 1 }), // Free, nobody queued.
