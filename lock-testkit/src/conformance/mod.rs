@@ -81,10 +81,9 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Every kind a client hands out. The property test
-    /// (`lock_testkit::model`, run by lock-redis's `tests/model.rs`) checks
-    /// each of them: a new kind added here is compared between the
-    /// in-memory store and Redis without further code.
+    /// The kinds the tests that loop over lock kinds take a handle of
+    /// (the handoff has its own conformance row). The property test keeps
+    /// its own list, `lock_testkit::model::Kind::ALL` (feature `model`).
     pub const ALL: &'static [Kind] = &[Kind::Reentrant, Kind::Fair];
 }
 
