@@ -81,9 +81,10 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kinds the tests that loop over lock kinds take a handle of
-    /// (the handoff has its own conformance row). The property test keeps
-    /// its own list, `lock_testkit::model::Kind::ALL` (feature `model`).
+    /// The kinds the tests that loop over lock kinds (such as
+    /// `tests/memory_transport.rs`) take a handle of. The property test
+    /// keeps its own list, `lock_testkit::model::Kind::ALL` (feature
+    /// `model`).
     pub const ALL: &'static [Kind] = &[Kind::Reentrant, Kind::Fair];
 }
 

@@ -1,13 +1,16 @@
 //! The model of the kinds that hand out `Lock`s ([`Kind`]: reentrant,
-//! non-reentrant, lean, fair, handoff): acquire / release / leave the
-//! queue / renew / force unlock / inspect / repeat a request, by several
-//! clients and owners on two locks. Requests carry what the engine would
-//! set on them: an owner made for one wait or not (the lean lock's
-//! unrecorded path), and, for a kind that hands over, a queueing wait's
-//! ticket, so a release grants the lock to a queued wait and a later
-//! attempt of that wait claims it, or its leaving gives it back. Its
-//! answers ([`Seen`]) and helpers serve the read-write lock's model too,
-//! whose sides are such kinds.
+//! non-reentrant, lean, fair, handoff), by several clients and owners on
+//! two locks (the handoff on one). Its sequences follow waits as the
+//! engine makes them: a wait's first attempt, the next attempts of a wait
+//! still waiting, the unlock of a wait that took the lock, a waiting wait
+//! giving up its place; beside them releases by any owner, renewals (one
+//! owner or two in a batch), force unlocks, inspections and repeated
+//! requests. Requests carry what the engine sets on them: an owner made
+//! for one wait or not (the lean lock's unrecorded path), and, on a kind
+//! that hands over, a queueing unfenced wait's ticket, so a release grants
+//! the lock to a queued wait, whose next attempt claims it or whose
+//! leaving gives it back. Its answers ([`Seen`]) and helpers serve the
+//! read-write lock's model too, whose sides are such kinds.
 
 use std::sync::Arc;
 

@@ -52,10 +52,10 @@
 //! # Every model
 //! | model | operations |
 //! | --- | --- |
-//! | [`Kind::Reentrant`], [`Kind::NonReentrant`] | acquire (fenced or not; the non-reentrant lock refuses a second hold), release, renew (one owner or two in a batch), force unlock, inspect, repeat a request; queueing and leaving the queue, which these kinds ignore |
-//! | [`Kind::Lean`] | acquire (fenced or not; an owner of one wait alone takes the unrecorded `SET NX PX GET` / `take.lua` path, any other the recorded one), release (unrecorded `give_back.lua` or recorded), renew (one owner or two in a batch), force unlock, inspect, repeat a request (unrecorded ones included) |
-//! | [`Kind::Fair`] | acquire (fenced or not, queueing or not), release, leave the queue, renew (one owner or two in a batch), force unlock, inspect (with the queue), repeat a request |
-//! | [`Kind::Handoff`] | the fair lock's, with the engine's tickets: a queueing unfenced wait carries one (queued with its handoff entry), a release grants the lock to a queued head that has one, an attempt with the granted ticket claims it, a leave with it gives the grant back (without one: a fenced wait's, told and never granted) |
+//! | [`Kind::Reentrant`], [`Kind::NonReentrant`] | a wait's first attempt (fenced or not; the non-reentrant lock refuses a second hold), a waiting wait's next attempt, a won wait's unlock, a release by any owner, renew (one owner or two in a batch), force unlock, inspect, repeat a request; queueing and leaving the queue, which these kinds ignore |
+//! | [`Kind::Lean`] | the same, where an owner of one wait alone takes the unrecorded path (`SET NX PX GET`, `take.lua`, `give_back.lua`) and any other owner, or a fenced wait, the recorded one (`acquire.lua`, `release.lua`); repeats of either |
+//! | [`Kind::Fair`] | the same, with queueing waits (a waiter timeout), a waiting wait leaving the queue, and inspect with the queue |
+//! | [`Kind::Handoff`] | the fair lock's on one lock, with the engine's tickets: a queueing unfenced wait carries one (its handoff entry), a release or a leave grants the freed lock to a queued head that has one, that wait's next attempt claims it, its leaving gives it back, a fenced head is told, never granted; and one fixed sequence through all of these ([`handoff_steps`]) |
 //! | [`ReadWrite`] | read, write (lock: queueing as a waiting writer; try_lock: not), unlock either side, downgrade, a waiting writer gives up, renew either side (one owner or two in a batch), force unlock either side, inspect either side, repeat |
 //! | [`Semaphore`] | try_set_permits (with or without a time to live), add (± up to the bound), try_acquire(n), release(n), drain, available, repeat |
 //! | [`PermitSemaphore`] | try_set_permits, add, acquire with or without a lease, release (= try_release) of a taken or unknown id, update_lease, available, repeat |
