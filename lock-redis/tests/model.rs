@@ -10,7 +10,7 @@
 //! case is spent sleeping through the real run's time steps): a fixed case
 //! count from a fixed seed (`PROPTEST_RNG_SEED` picks another).
 
-use lock_testkit::model::{self, check_on_thread, config, Kind};
+use lock_testkit::model::{self, against_redis, check_on_thread, config, handoff_steps, Kind};
 
 /// Cases per kind: each runs up to 24 steps over ~0.3 s of real time.
 const CASES: u32 = 24;
@@ -48,4 +48,24 @@ fn every_kind_matches_redis() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The direct handoff's grant, claim and give-back, which its random
+/// sequences reach only now and then, in one fixed sequence
+/// ([`handoff_steps`]), compared to its end: a run that fell behind the
+/// time grid (a loaded machine; the first run also loads the scripts) is
+/// played again, a few times at most.
+#[test]
+fn the_handoff_sequence_matches_redis() {
+    let (kind, steps) = handoff_steps();
+    for _ in 0..5 {
+        let cut = model::cut_short();
+        if let Err(why) = against_redis(kind, &steps) {
+            panic!("{why}");
+        }
+        if model::cut_short() == cut {
+            return;
+        }
+    }
+    panic!("the handoff sequence was never compared to its end");
 }

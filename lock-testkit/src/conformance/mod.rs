@@ -81,10 +81,10 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// Every kind a client hands out. The property test
-    /// (`lock_testkit::model`, run by lock-redis's `tests/model.rs`) checks
-    /// each of them: a new kind added here is compared between the
-    /// in-memory store and Redis without further code.
+    /// The kinds the tests that loop over lock kinds (such as
+    /// `tests/memory_transport.rs`) take a handle of. The property test
+    /// keeps its own list, `lock_testkit::model::Kind::ALL` (feature
+    /// `model`).
     pub const ALL: &'static [Kind] = &[Kind::Reentrant, Kind::Fair];
 }
 

@@ -1,8 +1,16 @@
 //! The model of the kinds that hand out `Lock`s ([`Kind`]: reentrant,
-//! fair): acquire / release / leave the queue / renew / force unlock /
-//! inspect / repeat a request, by several clients and owners on two locks.
-//! Its answers ([`Seen`]) and helpers serve the read-write lock's model
-//! too, whose sides are such kinds.
+//! non-reentrant, lean, fair, handoff), by several clients and owners on
+//! two locks (the handoff on one). Its sequences follow waits as the
+//! engine makes them: a wait's first attempt, the next attempts of a wait
+//! still waiting, the unlock of a wait that took the lock, a waiting wait
+//! giving up its place; beside them releases by any owner, renewals (one
+//! owner or two in a batch), force unlocks, inspections and repeated
+//! requests. Requests carry what the engine sets on them: an owner made
+//! for one wait or not (the lean lock's unrecorded path), and, on a kind
+//! that hands over, a queueing unfenced wait's ticket, so a release grants
+//! the lock to a queued wait, whose next attempt claims it or whose
+//! leaving gives it back. Its answers ([`Seen`]) and helpers serve the
+//! read-write lock's model too, whose sides are such kinds.
 
 use std::sync::Arc;
 
@@ -13,13 +21,48 @@ use lock_core::backend::{
 use lock_redis::{LockClient, LockName};
 use proptest::prelude::*;
 
-use super::{name, owner, request_deadline, Ids, Kind, Model, CLIENTS, DURATIONS_MS};
+use super::{name, owner, request_deadline, Ids, Model, CLIENTS, DURATIONS_MS};
+
+/// The kinds that hand out `Lock`s, each modelled on its raw store
+/// operations ([`ExclusiveKind`]). The model's own list: the conformance
+/// suite's [`crate::conformance::Kind`] names the kinds its shared checks
+/// take a handle of, which is another question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Kind {
+    /// Redisson's reentrant lock ([`LockClient::lock`]).
+    Reentrant,
+    /// The non-reentrant lock ([`LockClient::non_reentrant_lock`]): the
+    /// reentrant layout, a second hold refused.
+    NonReentrant,
+    /// The lean lock ([`LockClient::lean_lock`]): one string key.
+    Lean,
+    /// The fair lock ([`LockClient::fair_lock`]).
+    Fair,
+    /// The fair lock with direct handoff ([`LockClient::handoff_lock`]).
+    Handoff,
+}
+
+impl Kind {
+    /// Every kind of the model. The property test (lock-redis's
+    /// `tests/model.rs`) runs each of them: a kind added here is compared
+    /// between the in-memory store and Redis without further code.
+    pub const ALL: &'static [Kind] = &[
+        Kind::Reentrant,
+        Kind::NonReentrant,
+        Kind::Lean,
+        Kind::Fair,
+        Kind::Handoff,
+    ];
+}
 
 /// One operation on a lock.
 #[derive(Debug, Clone)]
 pub enum Op {
-    /// An acquisition attempt; `queue` picks a waiter timeout (fair locks
-    /// queue with it) or none.
+    /// The first attempt of a new wait; `queue` picks a waiter timeout
+    /// (fair locks queue with it) or none. On a kind that hands over, a
+    /// queueing unfenced wait gets a new ticket, as the engine gives one
+    /// (lock-core's `wait.rs`), counted from the start of the run.
     Acquire {
         /// Which client sends it.
         client: usize,
@@ -33,8 +76,25 @@ pub enum Op {
         fenced: bool,
         /// Index of the waiter timeout to queue with, if any.
         queue: Option<usize>,
+        /// Whether the owner was made for this wait alone
+        /// ([`AcquireRequest::private_owner`]).
+        private: bool,
     },
-    /// A release of one hold.
+    /// The next attempt of a wait still waiting (its last attempt found
+    /// the lock held): a new request id, the wait's ticket. What the
+    /// engine sends after a notice or a timer, and how a wait that missed
+    /// its grant's notice claims the lock.
+    Again {
+        /// Which of the waits still waiting (modulo their number).
+        wait: usize,
+    },
+    /// The guard of a wait that took the lock releases its hold.
+    Unlock {
+        /// Which of the waits that took the lock (modulo their number).
+        wait: usize,
+    },
+    /// A release of one hold by any owner (one that holds the lock or
+    /// not).
     Release {
         /// Which client sends it.
         client: usize,
@@ -42,15 +102,15 @@ pub enum Op {
         owner: u64,
         /// Which lock.
         lock: usize,
+        /// Whether the owner was made for one wait alone
+        /// ([`ReleaseRequest::private_owner`]).
+        private: bool,
     },
-    /// A waiter gives up its place in the queue.
+    /// A wait still waiting gives up its place in the queue (and, with
+    /// its ticket, a lock granted to it that it has not seen).
     Leave {
-        /// Which client sends it.
-        client: usize,
-        /// Which owner of that client.
-        owner: u64,
-        /// Which lock.
-        lock: usize,
+        /// Which of the waits still waiting (modulo their number).
+        wait: usize,
     },
     /// A watchdog renewal of one owner's hold, or of both owners of the
     /// client in one batch.
@@ -82,23 +142,43 @@ pub enum Op {
     Repeat,
 }
 
-/// Random operations on two locks.
-fn op() -> impl Strategy<Value = Op> {
+/// Random operations on two locks, or on the direct handoff's one.
+fn op(kind: Kind) -> impl Strategy<Value = Op> {
+    // A grant and its claim take a wait queued behind a holder, that
+    // holder's release of its last hold, then the wait's next attempt: on
+    // one lock, with fewer fenced waits (never granted), the handoff's
+    // sequences get there now and then ([`handoff_steps`] surely).
+    let (locks, fenced) = match kind {
+        Kind::Handoff => (1..2usize, 0.25),
+        _ => (0..2usize, 0.5),
+    };
     // Two owners per client: a release or renewal often finds a holder.
-    let who = (0..CLIENTS, 0..2u64, 0..2usize);
+    let who = (0..CLIENTS, 0..2u64, locks.clone());
+    // Whether fenced, the waiter timeout if it queues, whether its owner
+    // is the wait's own.
+    let how = (
+        proptest::bool::weighted(fenced),
+        proptest::option::of(0..3usize),
+        any::<bool>(),
+    );
+    let wait = 0..4usize;
     prop_oneof![
-        4 => (who.clone(), 0..3usize, any::<bool>(), proptest::option::of(0..3usize)).prop_map(
-            |((client, owner, lock), lease, fenced, queue)| Op::Acquire {
-                client, owner, lock, lease, fenced, queue
+        6 => (who.clone(), 0..3usize, how).prop_map(
+            |((client, owner, lock), lease, (fenced, queue, private))| Op::Acquire {
+                client, owner, lock, lease, fenced, queue, private
             }
         ),
-        3 => who.clone().prop_map(|(client, owner, lock)| Op::Release { client, owner, lock }),
-        1 => who.clone().prop_map(|(client, owner, lock)| Op::Leave { client, owner, lock }),
+        4 => wait.clone().prop_map(|wait| Op::Again { wait }),
+        3 => wait.clone().prop_map(|wait| Op::Unlock { wait }),
+        1 => (who.clone(), any::<bool>()).prop_map(|((client, owner, lock), private)| {
+            Op::Release { client, owner, lock, private }
+        }),
+        1 => wait.prop_map(|wait| Op::Leave { wait }),
         1 => (who, any::<bool>(), 0..3usize).prop_map(|((client, owner, lock), both, lease)| {
             Op::Renew { client, owner, both, lock, lease }
         }),
-        1 => (0..2usize).prop_map(|lock| Op::ForceUnlock { lock }),
-        2 => (0..2usize).prop_map(|lock| Op::Inspect { lock }),
+        1 => locks.clone().prop_map(|lock| Op::ForceUnlock { lock }),
+        1 => locks.prop_map(|lock| Op::Inspect { lock }),
         1 => Just(Op::Repeat),
     ]
 }
@@ -110,6 +190,8 @@ fn op() -> impl Strategy<Value = Op> {
 pub enum Seen {
     /// Acquired, with its token.
     Acquired(Option<u64>),
+    /// The lock a release granted to this wait's ticket, claimed.
+    Claimed,
     /// Held by someone else.
     Held {
         /// Whether a wait hint came back.
@@ -153,10 +235,12 @@ pub(crate) enum Handle {
 }
 
 impl Handle {
-    fn of(client: &LockClient, kind: Kind) -> Self {
+    pub(crate) fn of(client: &LockClient, kind: Kind) -> Self {
         let kinds = client.kinds();
         match kind {
             Kind::Reentrant => Self::Plain(kinds.reentrant()),
+            Kind::NonReentrant => Self::Plain(kinds.non_reentrant()),
+            Kind::Lean => Self::Plain(kinds.lean()),
             Kind::Fair => Self::Fair(kinds.fair()),
             Kind::Handoff => Self::Fair(kinds.handoff()),
         }
@@ -197,6 +281,7 @@ impl Handle {
 pub(crate) async fn acquire_seen(kind: &dyn ExclusiveKind, req: &AcquireRequest) -> Seen {
     match kind.try_acquire(req).await {
         Ok(AcquireOutcome::Acquired { fencing_token }) => Seen::Acquired(fencing_token),
+        Ok(AcquireOutcome::Claimed) => Seen::Claimed,
         Ok(AcquireOutcome::Held { ttl }) => Seen::Held {
             has_ttl: ttl.is_some(),
         },
@@ -259,14 +344,83 @@ pub(crate) async fn repeat_seen(kinds: &[Vec<&dyn ExclusiveKind>], last: Option<
     }
 }
 
-/// A run of a lock kind: every client's handle, and the last request sent.
+/// A run of a lock kind: every client's handle, the last request sent,
+/// and the waits made so far.
 pub struct Locks {
     handles: Vec<Handle>,
     last: Option<Sent>,
+    /// The waits still waiting and those that took the lock, in the
+    /// order they began.
+    waits: Vec<Wait>,
+    /// The last ticket given to a wait: counted from the start of a run,
+    /// so both worlds write the same ones.
+    tickets: u64,
+}
+
+/// One wait (one `lock()` call) of the model: its client and first
+/// attempt, of which its later attempts are copies with new request ids.
+struct Wait {
+    client: usize,
+    first: AcquireRequest,
+    /// Whether an attempt took the lock (its guard holds it).
+    won: bool,
+}
+
+impl Locks {
+    /// The index in `waits` of the `n`-th (modulo their number) of the
+    /// waits that took the lock (`won`) or that still wait.
+    fn pick(&self, won: bool, n: usize) -> Option<usize> {
+        let at: Vec<usize> = (0..self.waits.len())
+            .filter(|&i| self.waits[i].won == won)
+            .collect();
+        (!at.is_empty()).then(|| at[n % at.len()])
+    }
+
+    /// Sends an attempt of `wait` (a new request id, noted in `ids`), for
+    /// a repeat too; a wait that took the lock holds it, one that failed
+    /// is over.
+    async fn attempt(&mut self, mut wait: Wait, ids: &mut Ids) -> Seen {
+        let first = &wait.first;
+        let req = AcquireRequest::new(
+            first.name.clone(),
+            first.owner,
+            first.lease_ms,
+            first.fenced,
+            request_deadline(2),
+        )
+        .queue(first.queue_ms)
+        .ticket(first.wait_ticket)
+        .private_owner(first.private_owner);
+        ids.note(&req.request_id);
+        let seen = acquire_seen(self.handles[wait.client].ops(), &req).await;
+        self.last = Some(Sent::Acquire(0, wait.client, req));
+        match seen {
+            Seen::Acquired(_) | Seen::Claimed => wait.won = true,
+            Seen::Held { .. } => {}
+            _ => return seen,
+        }
+        self.waits.push(wait);
+        seen
+    }
+
+    /// Sends `req` as `client`'s (noted in `ids`), for a repeat too.
+    async fn release(&mut self, client: usize, req: ReleaseRequest, ids: &mut Ids) -> Seen {
+        ids.note(&req.request_id);
+        let seen = release_seen(self.handles[client].ops(), &req).await;
+        self.last = Some(Sent::Release(0, client, req));
+        seen
+    }
 }
 
 fn lock_name(lock: usize) -> LockName {
     name("model", lock)
+}
+
+/// Whether the engine gives a wait a ticket: a queueing, unfenced wait of
+/// a kind that hands over (lock-core's `wait.rs`), so the model sends only
+/// requests a client can.
+fn wait_ticket(kind: &dyn ExclusiveKind, queues: bool, fenced: bool) -> bool {
+    queues && kind.behaviour().hands_over && !fenced
 }
 
 #[async_trait(?Send)]
@@ -276,28 +430,42 @@ impl Model for Kind {
     type State = Locks;
 
     fn op(self) -> BoxedStrategy<Op> {
-        op().boxed()
+        op(self).boxed()
     }
 
     fn keys(self) -> &'static [&'static str] {
-        &[
+        const LOCKS: &[&str] = &[
             "model-0",
             "model-1",
             "redisson_lock_token:{model-0}",
             "redisson_lock_queue:{model-1}",
             "redisson_lock_timeout:{model-1}",
-        ]
+        ];
+        match self {
+            Kind::Reentrant | Kind::NonReentrant | Kind::Fair => LOCKS,
+            // No queue: the lock and its counter.
+            Kind::Lean => &LOCKS[..3],
+            // Its one lock's keys, the waits' entries of the handoff too.
+            Kind::Handoff => &[
+                "model-1",
+                "redisson_lock_token:{model-1}",
+                "redisson_lock_queue:{model-1}",
+                "redisson_lock_timeout:{model-1}",
+                "redisson_lock_handoff:{model-1}",
+            ],
+        }
     }
 
     fn start(self, clients: &[LockClient]) -> Locks {
         Locks {
             handles: clients.iter().map(|c| Handle::of(c, self)).collect(),
             last: None,
+            waits: Vec::new(),
+            tickets: 0,
         }
     }
 
     async fn apply(self, state: &mut Locks, op: &Op, ids: &mut Ids) -> Seen {
-        let backends: Vec<&dyn ExclusiveKind> = state.handles.iter().map(Handle::ops).collect();
         match *op {
             Op::Acquire {
                 client,
@@ -306,47 +474,80 @@ impl Model for Kind {
                 lease,
                 fenced,
                 queue,
+                private,
             } => {
-                let req = AcquireRequest::new(
+                let gets_one = wait_ticket(state.handles[client].ops(), queue.is_some(), fenced);
+                let ticket = gets_one.then(|| {
+                    state.tickets += 1;
+                    state.tickets
+                });
+                let first = AcquireRequest::new(
                     lock_name(lock),
                     owner(client, id),
                     DURATIONS_MS[lease],
                     fenced,
                     request_deadline(2),
                 )
-                .queue(queue.map(|q| DURATIONS_MS[q]));
-                ids.note(&req.request_id);
-                let s = acquire_seen(backends[client], &req).await;
-                state.last = Some(Sent::Acquire(0, client, req));
-                s
+                .queue(queue.map(|q| DURATIONS_MS[q]))
+                .ticket(ticket)
+                .private_owner(private);
+                let wait = Wait {
+                    client,
+                    first,
+                    won: false,
+                };
+                state.attempt(wait, ids).await
             }
+            Op::Again { wait } => match state.pick(false, wait) {
+                Some(at) => {
+                    let wait = state.waits.remove(at);
+                    state.attempt(wait, ids).await
+                }
+                None => Seen::NothingToRepeat,
+            },
+            Op::Unlock { wait } => match state.pick(true, wait) {
+                Some(at) => {
+                    let Wait { client, first, .. } = state.waits.remove(at);
+                    let req = ReleaseRequest::new(
+                        first.name,
+                        first.owner,
+                        first.lease_ms,
+                        request_deadline(2),
+                    )
+                    .private_owner(first.private_owner);
+                    state.release(client, req, ids).await
+                }
+                None => Seen::NothingToRepeat,
+            },
             Op::Release {
                 client,
                 owner: id,
                 lock,
+                private,
             } => {
                 let req = ReleaseRequest::new(
                     lock_name(lock),
                     owner(client, id),
                     DURATIONS_MS[2],
                     request_deadline(2),
-                );
-                ids.note(&req.request_id);
-                let s = release_seen(backends[client], &req).await;
-                state.last = Some(Sent::Release(0, client, req));
-                s
+                )
+                .private_owner(private);
+                state.release(client, req, ids).await
             }
-            Op::Leave {
-                client,
-                owner: id,
-                lock,
-            } => match backends[client]
-                .leave_queue(&lock_name(lock), &owner(client, id), None)
-                .await
-            {
-                Ok(()) => Seen::Left,
-                Err(e) => Seen::Failed(e.to_string()),
-            },
+            Op::Leave { wait } => {
+                let Some(at) = state.pick(false, wait) else {
+                    return Seen::NothingToRepeat;
+                };
+                let Wait { client, first, .. } = state.waits.remove(at);
+                let kind = state.handles[client].ops();
+                match kind
+                    .leave_queue(&first.name, &first.owner, first.wait_ticket)
+                    .await
+                {
+                    Ok(()) => Seen::Left,
+                    Err(e) => Seen::Failed(e.to_string()),
+                }
+            }
             Op::Renew {
                 client,
                 owner: id,
@@ -355,11 +556,15 @@ impl Model for Kind {
                 lease,
             } => {
                 let targets = renew_targets(&lock_name(lock), client, id, both);
-                renew_seen(backends[client], &targets, DURATIONS_MS[lease]).await
+                renew_seen(state.handles[client].ops(), &targets, DURATIONS_MS[lease]).await
             }
-            Op::ForceUnlock { lock } => force_seen(backends[0], &lock_name(lock)).await,
+            Op::ForceUnlock { lock } => force_seen(state.handles[0].ops(), &lock_name(lock)).await,
             Op::Inspect { lock } => state.handles[1].info(&lock_name(lock)).await,
-            Op::Repeat => repeat_seen(&[backends], state.last.as_ref()).await,
+            Op::Repeat => {
+                let kinds: Vec<&dyn ExclusiveKind> =
+                    state.handles.iter().map(Handle::ops).collect();
+                repeat_seen(&[kinds], state.last.as_ref()).await
+            }
         }
     }
 }

@@ -9,7 +9,8 @@
 //! raw store operations); [`steps`] mixes them with time passing, [`run`]
 //! plays a sequence on any [`Store`] and records a [`Trace`], and
 //! [`compare`] finds the first step where two traces part. The models:
-//! [`Kind`] (the kinds that hand out `Lock`s: reentrant, fair),
+//! [`Kind`] (the kinds that hand out `Lock`s: reentrant, non-reentrant,
+//! lean, fair, handoff),
 //! [`ReadWrite`], [`Semaphore`], [`PermitSemaphore`] and [`Latch`] (see
 //! "Every model" below). A backend crate runs each in
 //! a property test with [`config`] (a fixed case count and a fixed seed, so
@@ -51,7 +52,10 @@
 //! # Every model
 //! | model | operations |
 //! | --- | --- |
-//! | [`Kind`] | acquire (fenced or not, queueing or not), release, leave the queue, renew (one owner or two in a batch), force unlock, inspect, repeat a request |
+//! | [`Kind::Reentrant`], [`Kind::NonReentrant`] | a wait's first attempt (fenced or not; the non-reentrant lock refuses a second hold), a waiting wait's next attempt, a won wait's unlock, a release by any owner, renew (one owner or two in a batch), force unlock, inspect, repeat a request; queueing and leaving the queue, which these kinds ignore |
+//! | [`Kind::Lean`] | the same, where an owner of one wait alone takes the unrecorded path (`SET NX PX GET`, `take.lua`, `give_back.lua`) and any other owner, or a fenced wait, the recorded one (`acquire.lua`, `release.lua`); repeats of either |
+//! | [`Kind::Fair`] | the same, with queueing waits (a waiter timeout), a waiting wait leaving the queue, and inspect with the queue |
+//! | [`Kind::Handoff`] | the fair lock's on one lock, with the engine's tickets: a queueing unfenced wait carries one (its handoff entry), a release or a leave grants the freed lock to a queued head that has one, that wait's next attempt claims it, its leaving gives it back, a fenced head is told, never granted; and one fixed sequence through all of these ([`handoff_steps`]) |
 //! | [`ReadWrite`] | read, write (lock: queueing as a waiting writer; try_lock: not), unlock either side, downgrade, a waiting writer gives up, renew either side (one owner or two in a batch), force unlock either side, inspect either side, repeat |
 //! | [`Semaphore`] | try_set_permits (with or without a time to live), add (± up to the bound), try_acquire(n), release(n), drain, available, repeat |
 //! | [`PermitSemaphore`] | try_set_permits, add, acquire with or without a lease, release (= try_release) of a taken or unknown id, update_lease, available, repeat |
@@ -61,6 +65,7 @@
 //! another client write a value of another type (or a count of its own)
 //! over one of the kind's keys ([`Step::Clobber`]).
 
+mod handoff;
 mod keyspace;
 mod latch;
 mod locks;
@@ -81,16 +86,33 @@ use lock_redis::{LockClient, LockName, Owner, PermitId};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
-pub use crate::conformance::Kind;
+pub use handoff::handoff_steps;
 pub use keyspace::{Entry, Item, Keyspace, DUMP, TOLERANCE_MS};
 pub use latch::{Latch, LatchOp, LatchState};
-pub use locks::{Locks, Op, Seen};
+pub use locks::{Kind, Locks, Op, Seen};
 pub use permits::{PermitOp, PermitSemaphore, PermitState};
 #[cfg(feature = "fixtures")]
 pub use redis_store::{against_redis, check_on_thread, RedisStore};
 pub use run::{compare, cut_short, in_memory, run, Snapshot, Store, Trace};
 pub use rwlock::{ReadWrite, RwOp, RwSeen, RwState, Side};
 pub use semaphore::{SemOp, SemState, Semaphore};
+
+/// Every kind that has a model, by the name it is registered under in
+/// lock-redis's registry of kinds (a lock kind's [`KindBehaviour::name`](lock_core::backend::KindBehaviour::name)):
+/// [`Kind`]'s, [`ReadWrite`] (both sides), [`Semaphore`],
+/// [`PermitSemaphore`] and [`Latch`]. The registry-completeness test
+/// (lock-redis/tests/registry.rs) checks every registered kind is here.
+pub const MODELLED_KINDS: &[&str] = &[
+    "reentrant",
+    "non_reentrant",
+    "lean",
+    "fair",
+    "handoff",
+    "read_write",
+    "semaphore",
+    "permit_semaphore",
+    "latch",
+];
 
 /// How far from an expiry the time grid keeps every operation (see the
 /// module docs).

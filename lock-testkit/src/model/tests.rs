@@ -179,3 +179,94 @@ fn request_ids_are_named_by_their_order() {
     assert_eq!(ids.label(&format!("{a}/{b}")), "#0/#1");
     assert_ne!(ids.permit(), ids.permit());
 }
+
+/// [`MODELLED_KINDS`] names each lock model's kinds as they name
+/// themselves ([`lock_core::backend::KindBehaviour::name`]).
+#[tokio::test]
+async fn modelled_kinds_are_the_models_kind_names() {
+    let client = crate::InMemoryServer::new().client().expect("a client");
+    let mut names: Vec<&str> = Kind::ALL
+        .iter()
+        .map(|&kind| {
+            super::locks::Handle::of(&client, kind)
+                .ops()
+                .behaviour()
+                .name
+        })
+        .collect();
+    // The other models, by their registry names.
+    names.extend(["read_write", "semaphore", "permit_semaphore", "latch"]);
+    assert_eq!(names, MODELLED_KINDS);
+}
+
+/// What `model`'s first `n` sequences from [`SEED`] (whatever
+/// `PROPTEST_RNG_SEED` says) showed, in memory, `Debug`-printed.
+fn seen_in_memory<M: Model>(model: M, n: usize) -> Vec<String> {
+    let mut runner = TestRunner::new(Config {
+        rng_seed: RngSeed::Fixed(SEED),
+        ..config(1)
+    });
+    let sequences: Vec<_> = (0..n)
+        .map(|_| {
+            steps(model)
+                .new_tree(&mut runner)
+                .expect("a sequence")
+                .current()
+        })
+        .collect();
+    sequences
+        .iter()
+        .flat_map(|steps| in_memory(model, steps).steps)
+        .filter_map(|snapshot| snapshot.seen.map(|seen| format!("{seen:?}")))
+        .collect()
+}
+
+/// The new kinds' sequences reach what sets each kind apart (with the
+/// property test's 24 cases from the fixed seed): the non-reentrant and the
+/// lean lock refuse a second hold; the direct handoff grants a freed lock
+/// to a queued wait, which claims it.
+#[test]
+fn each_lock_kinds_sequences_reach_what_sets_it_apart() {
+    let refused = |kind| {
+        seen_in_memory(kind, 24)
+            .iter()
+            .filter(|s| s.contains("is not reentrant"))
+            .count()
+    };
+    assert!(refused(Kind::NonReentrant) > 0, "no re-entry refused");
+    assert!(refused(Kind::Lean) > 0, "no re-entry refused");
+    assert_eq!(refused(Kind::Reentrant), 0, "a reentrant lock refused");
+    let claimed = seen_in_memory(Kind::Handoff, 24)
+        .iter()
+        .filter(|s| *s == "Claimed")
+        .count();
+    assert!(claimed > 0, "no grant claimed");
+}
+
+/// [`handoff_steps`] shows, in memory, what its steps say.
+#[test]
+fn the_handoff_sequence_grants_claims_and_gives_back() {
+    let (kind, steps) = handoff_steps();
+    let seen: Vec<String> = in_memory(kind, &steps)
+        .steps
+        .into_iter()
+        .filter_map(|s| s.seen.map(|seen| format!("{seen:?}")))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "Acquired(None)",
+            "Held { has_ttl: true }",
+            "Held { has_ttl: true }",
+            "Release(Released)",
+            "Claimed",
+            "Release(Released)",
+            "Acquired(Some(1))",
+            "Held { has_ttl: true }",
+            "Release(Released)",
+            "Left",
+            "Info { holders: [], has_ttl: false, queue: [] }",
+            "Release(Released)",
+        ]
+    );
+}
