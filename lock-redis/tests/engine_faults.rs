@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, LockClient, RedisConfig};
-use lock_testkit::conformance::eventually;
+use lock_testkit::eventually;
 use lock_testkit::fixtures::RedisServer;
 use tokio::time::Instant;
 
