@@ -34,6 +34,8 @@
 //!   time.
 //! - [`conformance`]: the behaviour checks every backend must pass.
 //! - [`ExclusionChecker`]: detects overlapping critical sections.
+//! - `logs` (feature `logs`): `logs::capture_warnings()`, the warnings
+//!   the library logs, for tests of what it says.
 //! - [`eventually`]: waits, within a bound, for what settles in the
 //!   background (the one poll loop of the tests).
 //! - `fixtures` (feature `fixtures`): throw-away `redis-server` processes
@@ -48,6 +50,8 @@ pub mod conformance;
 mod eventually;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+#[cfg(feature = "logs")]
+pub mod logs;
 pub mod memory;
 #[cfg(feature = "model")]
 pub mod model;
