@@ -1,7 +1,8 @@
-//! The engine over real Redis under failure: the pub/sub connection killed
-//! while waiters wait, the script cache flushed, the server restarted while
-//! a lock is held and while waiters wait, the server frozen past the command
-//! timeout.
+//! The engine over real Redis when the server itself fails: the pub/sub
+//! connection killed while waiters wait, the script cache flushed, the
+//! server restarted while a lock is held and while waiters wait, the server
+//! frozen past the command timeout. (The same engine under injected faults
+//! in memory: lock-testkit's `memory_retries_and_outages`.)
 
 use std::time::Duration;
 
