@@ -103,7 +103,7 @@ pub use kind::{Holder, LockInfo};
 pub use lock::Lock;
 pub use multi_lock::{MultiGuard, MultiLock};
 pub use name::{LockName, MAX_NAME_LEN};
-pub use options::{AcquireOptions, Wait, WAIT_OVERSHOOT};
+pub use options::{AcquireOptions, Wait, FOREVER, WAIT_OVERSHOOT};
 pub use owner::Owner;
 pub use red_lock::{RedGuard, RedLock};
 pub use semaphore_kind::{PermitId, MAX_PERMITS};
