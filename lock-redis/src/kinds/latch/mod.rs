@@ -55,25 +55,6 @@ pub const ZERO_COUNT_MESSAGE: &str = "0";
 /// count again.
 pub const NEW_COUNT_MESSAGE: &str = "1";
 
-/// The latch's channel: `redisson_countdownlatch__channel__{<key>}`, with
-/// braces even when the key has its own (Redisson's choice).
-///
-/// ```
-/// # use lock_redis::kinds::latch::channel; use lock_script::KeyLayout;
-/// # use lock_core::LockName;
-/// let name = LockName::new("{tag}jobs").unwrap();
-/// assert_eq!(
-///     channel(&KeyLayout::with_prefix("p:"), &name),
-///     "redisson_countdownlatch__channel__{p:{tag}jobs}"
-/// );
-/// ```
-pub fn channel(layout: &lock_script::KeyLayout, name: &LockName) -> String {
-    format!(
-        "redisson_countdownlatch__channel__{{{}}}",
-        layout.lock_key(name)
-    )
-}
-
 /// The count-down latch kind, reached with
 /// [`crate::LockClient::count_down_latch`].
 #[derive(Debug, Clone)]
@@ -97,7 +78,7 @@ impl Latch {
     }
 
     fn channel_name(&self, name: &LockName) -> String {
-        channel(self.env.layout(), name)
+        self.env.layout().latch_channel(name)
     }
 
     /// KEYS of every write: the key, the channel, the request record.
