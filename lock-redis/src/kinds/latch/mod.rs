@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 use lock_core::backend::{Channel, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
-use lock_script::{with_common, ScriptCall, ScriptEnv};
+use lock_script::{compose, ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 mod handle;
@@ -38,16 +38,16 @@ const COUNTER_LUA: &str = include_str!("counter.lua");
 
 /// Sets the count of an absent latch (`try_set_count.lua`).
 pub static TRY_SET_COUNT: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("try_set_count.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("try_set_count.lua")));
 /// Takes one off the count (`count_down.lua`).
 pub static COUNT_DOWN: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("count_down.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("count_down.lua")));
 /// Reads the count (`count.lua`).
 pub static COUNT: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("count.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("count.lua")));
 /// Deletes the latch (`delete.lua`).
 pub static DELETE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("delete.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("delete.lua")));
 
 /// Published when a count-down reaches zero: every waiter returns.
 pub const ZERO_COUNT_MESSAGE: &str = "0";

@@ -14,7 +14,7 @@
 //! ([`ExclusiveKind::hold_side`]), so one owner's read and write holds are
 //! tracked apart. One Lua script per operation in this folder (each file's
 //! header gives its KEYS, ARGV and replies); writes start with the shared
-//! `common.lua` ([`lock_script::with_common`]). The write side renews with
+//! `common.lua` ([`lock_script::compose`]). The write side renews with
 //! the shared `renew.lua` on its `<owner>:write` field; the read side with
 //! `read_renew.lua`, which also extends every hold key of the owner.
 //!
@@ -52,31 +52,31 @@ use lock_core::backend::{
 };
 use lock_core::{Holder, LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
-use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
+use lock_script::{check_lease, compose, replies, ScriptCall, ScriptEnv};
 use redis::Script;
 use std::sync::Arc;
 
 /// Takes a read hold (`read_acquire.lua`).
 pub static READ_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("read_acquire.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("read_acquire.lua")));
 /// Gives back a read hold (`read_release.lua`).
 pub static READ_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("read_release.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("read_release.lua")));
 /// Extends many owners' read holds (`read_renew.lua`).
 pub static READ_RENEW: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("read_renew.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("read_renew.lua")));
 /// Takes or re-enters the write side (`write_acquire.lua`).
 pub static WRITE_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("write_acquire.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("write_acquire.lua")));
 /// Gives back a write hold (`write_release.lua`).
 pub static WRITE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("write_release.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("write_release.lua")));
 /// A waiting writer gives up (`write_leave.lua`).
 pub static WRITE_LEAVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("write_leave.lua")));
+    LazyLock::new(|| compose(&[], include_str!("write_leave.lua")));
 /// Deletes the lock when it is in one mode (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+    LazyLock::new(|| compose(&[], include_str!("force_unlock.lua")));
 
 /// Both sides of the read-write lock over `env`.
 pub fn kinds(env: ScriptEnv) -> ReadWriteKinds {
