@@ -72,7 +72,7 @@ pub mod telemetry;
 pub use backend::kind::{Holder, LockInfo};
 pub use backend::semaphore_kind::{PermitId, MAX_PERMITS};
 pub use client_info::ClientInfo;
-pub use config::options::{AcquireOptions, Wait, WAIT_OVERSHOOT};
+pub use config::options::{AcquireOptions, Wait, FOREVER, WAIT_OVERSHOOT};
 pub use config::wait_strategy::{PollBackoff, WaitStrategy};
 pub use config::{lease_millis, ClientConfig, RetryPolicy, MAX_LEASE, MAX_SERVICE_NAME_LEN};
 pub use engine::stats::ClientStats;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use common::*;
 use lock_redis::{ClientConfig, LockClient};
 use lock_testkit::fixtures::RedisServer;
-use lock_testkit::ExclusionChecker;
+use lock_testkit::{eventually, ExclusionChecker};
 
 async fn client(server: &RedisServer) -> LockClient {
     lock_redis::connect(config(server), ClientConfig::default())
@@ -22,11 +22,12 @@ async fn client(server: &RedisServer) -> LockClient {
 /// Waits until `name`'s raw queue has `len` entries.
 async fn queue_reaches(server: &RedisServer, name: &str, len: usize) {
     let n = common::name(name);
-    assert!(
-        eventually(Duration::from_secs(5), || queue(server, &n).len() == len).await,
-        "queue of {name} never reached {len}: {:?}",
-        queue(server, &n)
-    );
+    eventually(
+        Duration::from_secs(5),
+        format_args!("queue of {name} reaches {len}"),
+        || async { queue(server, &n).len() == len },
+    )
+    .await;
 }
 
 /// Asserts `name` has no queue entry left, in the list or the zset.

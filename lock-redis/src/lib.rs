@@ -307,7 +307,7 @@ pub mod users {
         lease_millis, AcquireOptions, ClientConfig, ClientInfo, ClientStats, FencedGuard,
         FencedLock, Guard, Holder, Lock, LockError, LockInfo, LockName, MultiGuard, MultiLock,
         Owner, PermitId, PollBackoff, RedGuard, RedLock, Result, RetryPolicy, Wait, WaitStrategy,
-        MAX_LEASE, MAX_NAME_LEN, MAX_PERMITS, WAIT_OVERSHOOT,
+        FOREVER, MAX_LEASE, MAX_NAME_LEN, MAX_PERMITS, WAIT_OVERSHOOT,
     };
 }
 

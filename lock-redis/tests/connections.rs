@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use lock_core::backend::ExclusiveKind;
+use lock_testkit::eventually;
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 
@@ -143,12 +144,12 @@ async fn closed_backends_fail_with_closed() {
         .unwrap_err();
     assert!(matches!(err, lock_redis::LockError::Closed), "{err:?}");
     // The command connections are gone from the server.
-    assert!(
-        eventually(Duration::from_secs(2), || {
-            clients_last_running(&env.server, "evalsha") == 0
-        })
-        .await
-    );
+    eventually(
+        Duration::from_secs(2),
+        "command connections closed",
+        || async { clients_last_running(&env.server, "evalsha") == 0 },
+    )
+    .await;
 }
 
 /// A database index past the server's `databases` (16) is a configuration

@@ -13,6 +13,7 @@
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, RedisConfig, RetryPolicy};
+use lock_testkit::eventually;
 use lock_testkit::fixtures::{redis, FaultProxy, RedisServer};
 
 /// The shortest request window accepted for 4 attempts of 200 ms each with
@@ -43,25 +44,6 @@ fn short_window() -> ClientConfig {
     ClientConfig::default()
         .watchdog_timeout(Duration::from_secs(3))
         .record_ttl(WINDOW)
-}
-
-/// Polls `check` until it holds or `within` passes (behaviour that settles
-/// in the background, without asserting how soon).
-async fn eventually<F, Fut>(within: Duration, mut check: F) -> bool
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let until = tokio::time::Instant::now() + within;
-    loop {
-        if check().await {
-            return true;
-        }
-        if tokio::time::Instant::now() >= until {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -125,13 +107,12 @@ async fn without_retries_a_swallowed_acquisition_is_given_back() {
     let err = sem.try_acquire().await.unwrap_err();
     assert!(err.is_retryable(), "{err:?}");
     swallowed.wait_done().await;
-    assert!(
-        eventually(Duration::from_secs(10), || async {
-            sem.available_permits().await.unwrap() == 1
-        })
-        .await,
-        "the permit the swallowed acquisition took stays taken"
-    );
+    eventually(
+        Duration::from_secs(10),
+        "the permit the swallowed acquisition took is given back",
+        || async { sem.available_permits().await.unwrap() == 1 },
+    )
+    .await;
     client.close().await;
 }
 
@@ -187,14 +168,12 @@ async fn a_release_during_a_restart_is_finished_in_the_background() {
     drop(b);
     tokio::time::sleep(Duration::from_secs(1)).await;
     server.restart();
-    assert!(
-        eventually(Duration::from_secs(20), || async {
-            sem.available_permits().await.ok() == Some(2)
-        })
-        .await,
-        "a permit given back during the outage stayed taken: {:?}",
-        sem.available_permits().await
-    );
+    eventually(
+        Duration::from_secs(20),
+        "a permit given back during the outage is given back",
+        || async { sem.available_permits().await.ok() == Some(2) },
+    )
+    .await;
     client.close().await;
 }
 
@@ -219,10 +198,10 @@ async fn a_grant_to_a_live_wait_whose_replies_were_lost_has_one_holder() {
     let w = through(&proxy, config()).await;
     let name = "handoff-lost-refresh";
     let queue = format!("redisson_lock_queue:{{{name}}}");
-    let queued = |n: i64| {
+    let queued = |n: i64, what: &'static str| {
         let (server, queue) = (&server, queue.clone());
         async move {
-            eventually(Duration::from_secs(10), || async {
+            eventually(Duration::from_secs(10), what, || async {
                 server.cmd(&["LLEN", &queue]) == redis::Value::Int(n)
             })
             .await
@@ -236,10 +215,10 @@ async fn a_grant_to_a_live_wait_whose_replies_were_lost_has_one_holder() {
         .unwrap();
     let w_lock = w.handoff_lock(name).unwrap().as_lock().clone();
     let w_task = tokio::spawn(async move { w_lock.lock().await });
-    assert!(queued(1).await, "W queued");
+    queued(1, "W queued").await;
     let x_lock = x.handoff_lock(name).unwrap().as_lock().clone();
     let x_task = tokio::spawn(async move { x_lock.lock().await });
-    assert!(queued(2).await, "X queued behind W");
+    queued(2, "X queued behind W").await;
 
     // W's next refresh, and each of its retries, runs with its reply lost.
     let pattern = format!("redisson_lock_latch:{{{name}}}");

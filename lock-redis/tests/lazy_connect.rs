@@ -106,11 +106,7 @@ async fn a_lazy_sentinel_client_starts_while_its_master_is_frozen() {
 /// (it warned "not everything was given back" with nothing left).
 #[tokio::test(flavor = "current_thread")]
 async fn an_outage_and_a_close_in_it_warn_once() {
-    use tracing_subscriber::layer::SubscriberExt;
-
-    let warnings = Warnings::default();
-    let _log =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let warnings = lock_testkit::logs::capture_warnings();
     let mut server = RedisServer::start();
     let redis = RedisConfig::new(server.url())
         .command_timeout(TIMEOUT)
@@ -151,32 +147,4 @@ async fn an_outage_and_a_close_in_it_warn_once() {
         "{:#?}",
         warnings.all()
     );
-}
-
-/// The warnings the client logged, as text.
-#[derive(Clone, Default)]
-struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-impl Warnings {
-    fn all(&self) -> Vec<String> {
-        self.0.lock().unwrap().clone()
-    }
-
-    fn count(&self, text: &str) -> usize {
-        self.all().iter().filter(|w| w.contains(text)).count()
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            let mut text = String::new();
-            event.record(
-                &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
-                    text.push_str(&format!("{}={value:?} ", field.name()));
-                },
-            );
-            self.0.lock().unwrap().push(text);
-        }
-    }
 }

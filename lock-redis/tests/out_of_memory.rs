@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::*;
 use lock_core::backend::{ExclusiveKind, ReleaseOutcome, RenewTarget};
 use lock_redis::{ClientConfig, KeyLayout, LockError};
+use lock_testkit::eventually;
 use lock_testkit::fixtures::redis::Value;
 
 fn is_oom(result: Result<impl std::fmt::Debug, LockError>) {
@@ -45,13 +46,12 @@ async fn last_unlock_succeeds_and_other_writes_fail_typed_with_nothing_written()
     // The client writes its own record in the background: counted in
     // before the server fills up, or it would land after `keys_before`.
     let record = lock_redis::lock_script::clients::record_key(&layout, client.id());
-    assert!(
-        eventually(Duration::from_secs(10), || {
-            env.server.cmd(&["EXISTS", &record]) == Value::Int(1)
-        })
-        .await,
-        "the client's record is written"
-    );
+    eventually(
+        Duration::from_secs(10),
+        "the client's record is written",
+        || async { env.server.cmd(&["EXISTS", &record]) == Value::Int(1) },
+    )
+    .await;
     let keys_before = env.server.cmd(&["DBSIZE"]);
 
     env.server.cmd(&["CONFIG", "SET", "maxmemory", "1"]);

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use lock_core::backend::{Channel, ExclusiveKind, Notice};
 use lock_redis::LockError;
+use lock_testkit::eventually;
 use lock_testkit::fixtures::redis::Value;
 
 fn unlocked(topic: &Channel) -> Notice {
@@ -149,14 +150,17 @@ async fn a_subscription_confirms_once_the_server_is_back() {
     if let Err(e) = result {
         assert!(e.is_retryable(), "{e}");
     }
-    let subscribed = eventually(Duration::from_secs(5), || {
-        matches!(
-            server.cmd(&["PUBSUB", "NUMSUB", &a_channel]),
-            Value::Array(ref items) if items[1] == Value::Int(1)
-        )
-    })
+    eventually(
+        Duration::from_secs(5),
+        "the channel subscribed again",
+        || async {
+            matches!(
+                server.cmd(&["PUBSUB", "NUMSUB", &a_channel]),
+                Value::Array(ref items) if items[1] == Value::Int(1)
+            )
+        },
+    )
     .await;
-    assert!(subscribed);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,14 +169,17 @@ async fn close_ends_pubsub_and_calls() {
     let (a, a_channel) = lock_topic("closing");
     env.backend.subscribe(&a).await.unwrap();
     env.backend.close().await;
-    let gone = eventually(Duration::from_secs(2), || {
-        matches!(
-            env.server.cmd(&["PUBSUB", "NUMSUB", &a_channel]),
-            Value::Array(ref items) if items[1] == Value::Int(0)
-        )
-    })
+    eventually(
+        Duration::from_secs(2),
+        "the pub/sub connection closes with close()",
+        || async {
+            matches!(
+                env.server.cmd(&["PUBSUB", "NUMSUB", &a_channel]),
+                Value::Array(ref items) if items[1] == Value::Int(0)
+            )
+        },
+    )
     .await;
-    assert!(gone, "the pub/sub connection outlived close()");
     assert!(matches!(
         env.backend.subscribe(&a).await,
         Err(LockError::Closed)
@@ -191,12 +198,15 @@ async fn dropping_the_backend_closes_the_pubsub_connection() {
     let (a, a_channel) = lock_topic("dropped");
     env.backend.subscribe(&a).await.unwrap();
     drop(env.backend);
-    let gone = eventually(Duration::from_secs(2), || {
-        matches!(
-            env.server.cmd(&["PUBSUB", "NUMSUB", &a_channel]),
-            Value::Array(ref items) if items[1] == Value::Int(0)
-        )
-    })
+    eventually(
+        Duration::from_secs(2),
+        "the pub/sub task ends with the backend",
+        || async {
+            matches!(
+                env.server.cmd(&["PUBSUB", "NUMSUB", &a_channel]),
+                Value::Array(ref items) if items[1] == Value::Int(0)
+            )
+        },
+    )
     .await;
-    assert!(gone, "the pub/sub task outlived the backend");
 }

@@ -904,11 +904,12 @@ async fn our_waiting_writer_is_listed_and_holds_off_only_our_readers() {
         .unwrap();
     let lock = rw(&c, "cfg");
     let writer = tokio::spawn(async move { lock.write().lock().await.unwrap() });
-    let listed = common::eventually(Duration::from_secs(2), || {
-        int(server.cmd(&["ZCARD", "redisson_rwlock_writers:{cfg}"])) == 1
-    })
+    lock_testkit::eventually(
+        Duration::from_secs(2),
+        "the waiting writer is in our set",
+        || async { int(server.cmd(&["ZCARD", "redisson_rwlock_writers:{cfg}"])) == 1 },
+    )
     .await;
-    assert!(listed, "the waiting writer is in our set");
     let Value::Array(members) = server.cmd(&["ZRANGE", "redisson_rwlock_writers:{cfg}", "0", "-1"])
     else {
         panic!("ZRANGE");

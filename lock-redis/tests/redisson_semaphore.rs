@@ -10,6 +10,7 @@ use std::time::Duration;
 use common::*;
 use lock_core::backend::Channel;
 use lock_redis::{ClientConfig, LockClient, PermitId};
+use lock_testkit::eventually;
 use lock_testkit::fixtures::redis::Value;
 use lock_testkit::fixtures::RedisServer;
 
@@ -85,10 +86,10 @@ async fn a_redisson_release_wakes_our_waiter() {
         let s = c.semaphore("jobs").unwrap();
         async move { s.acquire().await.unwrap().forget() }
     });
-    assert!(
-        eventually(Duration::from_secs(2), || c.stats().waiting == 1).await,
-        "parked"
-    );
+    eventually(Duration::from_secs(2), "parked", || async {
+        c.stats().waiting == 1
+    })
+    .await;
     env.server.cmd(&["PUBLISH", "redisson_sc:{jobs}", "0"]);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(c.stats().wakeups, 0, "a payload of 0 wakes nobody");

@@ -10,15 +10,26 @@
 //! | unlock request record | `redisson_unlock_latch:{<prefix><name>}:<request-id>` |
 //! | acquire request record (ours) | `redisson_lock_latch:{<prefix><name>}:<request-id>` |
 //! | fencing counter | `redisson_lock_token:{<prefix><name>}` |
+//! | fair lock: queue, eviction deadlines | `redisson_lock_queue:{<prefix><name>}`, `redisson_lock_timeout:{<prefix><name>}` |
+//! | handoff lock: waiters and grants (ours) | `redisson_lock_handoff:{<prefix><name>}` |
+//! | fair waiter's own channel | `redisson_lock__channel:{<prefix><name>}:<owner>` |
+//! | read-write lock: channel, waiting writers (ours) | `redisson_rwlock:{<prefix><name>}`, `redisson_rwlock_writers:{<prefix><name>}` |
+//! | read-write lock: one read hold | `{<prefix><name>}:<owner>:rwlock_timeout:<n>` |
+//! | semaphores: channel | `redisson_sc:{<prefix><name>}` |
+//! | expirable-permit semaphore: leases | `{<prefix><name>}:timeout` |
+//! | count-down latch: channel | `redisson_countdownlatch__channel__{<prefix><name>}` |
 //!
 //! The key prefix (empty by default) is applied to the name first; every
 //! helper name derives from the prefixed name. When the prefixed name already
 //! contains `{`, it is used as is instead of being wrapped in braces, as
 //! Redisson does: the caller's own hash tag then decides the cluster slot, and
-//! it is the same hash tag for every key of the lock.
+//! it is the same hash tag for every key of the lock. The latch's channel is
+//! Redisson's one exception: always wrapped.
 //!
-//! Every kind's script set and the in-memory backend use these names, so
-//! tests that inspect keys read the same names on every deployment.
+//! This is the one home of the names: every kind's store operations and
+//! the describe reader take them from here (and the in-memory backend gets
+//! them as the scripts' KEYS), so tests that inspect keys read the same
+//! names on every deployment.
 //!
 //! A request record keeps the first outcome of one request (by its request
 //! id) so that the request sent again gets the same answer. Its key names end
@@ -61,6 +72,25 @@ impl KeyLayout {
     /// The configured prefix.
     pub fn prefix(&self) -> &str {
         &self.prefix
+    }
+
+    /// `{<key>}`, or `<key>` when it has a `{` of its own: the lock key as
+    /// the hash tag of the names Redisson builds around it (its
+    /// `suffixName`; a read-write lock's hold keys, the permit leases).
+    ///
+    /// ```
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
+    /// let l = KeyLayout::with_prefix("p:");
+    /// assert_eq!(l.tagged_key(&LockName::new("rw").unwrap()), "{p:rw}");
+    /// assert_eq!(l.tagged_key(&LockName::new("{t}rw").unwrap()), "p:{t}rw");
+    /// ```
+    pub fn tagged_key(&self, name: &LockName) -> String {
+        let key = self.lock_key(name);
+        if key.contains('{') {
+            key
+        } else {
+            ["{", key.as_str(), "}"].concat()
+        }
     }
 
     /// The key of the lock hash.
@@ -181,12 +211,68 @@ impl KeyLayout {
     /// assert_eq!(l.permit_leases_key(&LockName::new("{t}jobs").unwrap()), "{t}jobs:timeout");
     /// ```
     pub fn permit_leases_key(&self, name: &LockName) -> String {
-        let key = self.lock_key(name);
-        if key.contains('{') {
-            format!("{key}:timeout")
-        } else {
-            format!("{{{key}}}:timeout")
-        }
+        self.tagged_key(name) + ":timeout"
+    }
+
+    /// The read-write lock's channel, `redisson_rwlock:{<key>}`.
+    ///
+    /// ```
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
+    /// let l = KeyLayout::default();
+    /// assert_eq!(l.rwlock_channel(&LockName::new("cfg").unwrap()), "redisson_rwlock:{cfg}");
+    /// ```
+    pub fn rwlock_channel(&self, name: &LockName) -> String {
+        self.helper("redisson_rwlock", name)
+    }
+
+    /// Our sorted set of a read-write lock's waiting writers,
+    /// `redisson_rwlock_writers:{<key>}` (Redisson has no such key).
+    pub fn rwlock_writers_key(&self, name: &LockName) -> String {
+        self.helper("redisson_rwlock_writers", name)
+    }
+
+    /// The prefix of `owner`'s read hold keys on a read-write lock,
+    /// `{<key>}:<owner>:rwlock_timeout` (hold n is this `:n`; Redisson's
+    /// `getReadWriteTimeoutNamePrefix`).
+    ///
+    /// ```
+    /// # use lock_script::KeyLayout; use lock_core::{LockName, Owner};
+    /// let o = Owner::new(uuid::Uuid::nil(), 3);
+    /// assert_eq!(
+    ///     KeyLayout::default().rwlock_hold_key_prefix(&LockName::new("cfg").unwrap(), &o),
+    ///     "{cfg}:00000000-0000-0000-0000-000000000000:3:rwlock_timeout"
+    /// );
+    /// ```
+    pub fn rwlock_hold_key_prefix(&self, name: &LockName, owner: &Owner) -> String {
+        [
+            self.tagged_key(name).as_str(),
+            ":",
+            owner.field().as_str(),
+            ":rwlock_timeout",
+        ]
+        .concat()
+    }
+
+    /// The count-down latch's channel, Redisson's
+    /// `redisson_countdownlatch__channel__{<key>}`: braces even around a
+    /// key with a hash tag of its own (so such a name cannot share a
+    /// cluster slot with its channel; the latch refuses it there).
+    ///
+    /// ```
+    /// # use lock_script::KeyLayout; use lock_core::LockName;
+    /// let name = LockName::new("{tag}jobs").unwrap();
+    /// assert_eq!(
+    ///     KeyLayout::with_prefix("p:").latch_channel(&name),
+    ///     "redisson_countdownlatch__channel__{p:{tag}jobs}"
+    /// );
+    /// ```
+    pub fn latch_channel(&self, name: &LockName) -> String {
+        [
+            "redisson_countdownlatch__channel__{",
+            self.lock_key(name).as_str(),
+            "}",
+        ]
+        .concat()
     }
 }
 

@@ -11,8 +11,9 @@
 //!   saying whether a transport may send it again);
 //! - [`KeyLayout`]: Redisson's key and channel names, and the unlock
 //!   messages ([`layout::UNLOCK_MESSAGE`], [`wake`]);
-//! - [`scripts`]: the Lua every kind's scripts share (`common.lua`,
-//!   [`with_common`]) and the batch renewal of lock hashes;
+//! - [`scripts`]: the Lua every kind's scripts share (`common.lua`), the
+//!   one composer of a kind's scripts ([`compose`]) and the batch renewal
+//!   of lock hashes;
 //! - [`slot`]: Redis Cluster's hash slots (CRC16, hash tags), for
 //!   transports that group or route keys by slot;
 //! - [`replies`]: decoders of the reply shapes several kinds produce;
@@ -53,7 +54,7 @@ pub use call::{Body, ScriptCall};
 pub use connection::ScriptConnection;
 pub use env::{check_lease, ReplicaSync, ScriptEnv, RENEW_CHUNK, RENEW_WINDOW};
 pub use layout::{wake, KeyLayout};
-pub use scripts::with_common;
+pub use scripts::{compose, compose_lua};
 pub use transport::{PubSubEvent, PubSubHandler, ReplicaAcks, Transport};
 
 pub use lock_core;

@@ -34,6 +34,10 @@
 //!   time.
 //! - [`conformance`]: the behaviour checks every backend must pass.
 //! - [`ExclusionChecker`]: detects overlapping critical sections.
+//! - `logs` (feature `logs`): `logs::capture_warnings()`, the warnings
+//!   the library logs, for tests of what it says.
+//! - [`eventually`]: waits, within a bound, for what settles in the
+//!   background (the one poll loop of the tests).
 //! - `fixtures` (feature `fixtures`): throw-away `redis-server` processes
 //!   and clusters with kill/pause/restart levers, and `FaultProxy`, a
 //!   fault-injecting TCP proxy in front of one of them that holds back a
@@ -43,13 +47,17 @@
 
 pub mod checker;
 pub mod conformance;
+mod eventually;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
+#[cfg(feature = "logs")]
+pub mod logs;
 pub mod memory;
 #[cfg(feature = "model")]
 pub mod model;
 pub mod notices;
 
 pub use checker::{ExclusionChecker, Section};
+pub use eventually::eventually;
 pub use memory::{InMemoryServer, MemoryTransport};
 pub use notices::NoticeRecorder;

@@ -4,80 +4,50 @@
 //! replies and the resulting keyspaces (key, type, value; times within a
 //! tolerance, since the two clocks are read a few milliseconds apart).
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
+use lock_script::compose_lua;
 use lock_testkit::fixtures::redis::{self, ConnectionLike, Value};
 use lock_testkit::fixtures::{script_reply, RedisServer};
 use lock_testkit::memory::ScriptReply;
 use lock_testkit::InMemoryServer;
 use proptest::prelude::*;
 
-/// A writing lock script as lock-redis builds it: the shared helpers
-/// (`lock-script`'s `common.lua`), then the file.
-macro_rules! with_common {
-    ($($part:expr),+) => {
-        concat!(include_str!("../../lock-script/src/scripts/common.lua"), $($part),+)
+/// A kind's script as it builds it: [`compose_lua`] over the kind's helper
+/// files and the script's file, the text Redis gets.
+macro_rules! script {
+    ($name:ident = [$($helper:literal),*] $file:literal) => {
+        static $name: LazyLock<String> = LazyLock::new(|| {
+            compose_lua(&[$(include_str!($helper)),*], include_str!($file))
+        });
     };
 }
 
-const ACQUIRE: &str = with_common!(include_str!(
-    "../../lock-redis/src/kinds/reentrant/acquire.lua"
-));
-const RELEASE: &str = with_common!(include_str!(
-    "../../lock-redis/src/kinds/reentrant/release.lua"
-));
-const RENEW: &str = with_common!(include_str!("../../lock-script/src/scripts/renew.lua"));
-const FORCE_UNLOCK: &str = include_str!("../../lock-redis/src/kinds/reentrant/force_unlock.lua");
-const INSPECT: &str = include_str!("../../lock-redis/src/kinds/reentrant/inspect.lua");
+script!(ACQUIRE = [] "../../lock-redis/src/kinds/reentrant/acquire.lua");
+script!(RELEASE = [] "../../lock-redis/src/kinds/reentrant/release.lua");
+script!(RENEW = [] "../../lock-script/src/scripts/renew.lua");
+script!(FORCE_UNLOCK = [] "../../lock-redis/src/kinds/reentrant/force_unlock.lua");
+script!(INSPECT = [] "../../lock-redis/src/kinds/reentrant/inspect.lua");
 
-/// A read-write-lock script as lock-redis builds it.
-macro_rules! rw {
-    ($file:literal) => {
-        include_str!(concat!("../../lock-redis/src/kinds/rwlock/", $file))
-    };
-}
+script!(RW_READ_ACQUIRE = [] "../../lock-redis/src/kinds/rwlock/read_acquire.lua");
+script!(RW_READ_RELEASE = [] "../../lock-redis/src/kinds/rwlock/read_release.lua");
+script!(RW_READ_RENEW = [] "../../lock-redis/src/kinds/rwlock/read_renew.lua");
+script!(RW_WRITE_ACQUIRE = [] "../../lock-redis/src/kinds/rwlock/write_acquire.lua");
+script!(RW_WRITE_RELEASE = [] "../../lock-redis/src/kinds/rwlock/write_release.lua");
+script!(RW_WRITE_LEAVE = [] "../../lock-redis/src/kinds/rwlock/write_leave.lua");
+script!(RW_FORCE_UNLOCK = [] "../../lock-redis/src/kinds/rwlock/force_unlock.lua");
 
-const RW_READ_ACQUIRE: &str = with_common!(rw!("read_acquire.lua"));
-const RW_READ_RELEASE: &str = with_common!(rw!("read_release.lua"));
-const RW_READ_RENEW: &str = with_common!(rw!("read_renew.lua"));
-const RW_WRITE_ACQUIRE: &str = with_common!(rw!("write_acquire.lua"));
-const RW_WRITE_RELEASE: &str = with_common!(rw!("write_release.lua"));
-const RW_WRITE_LEAVE: &str = rw!("write_leave.lua");
-const RW_FORCE_UNLOCK: &str = rw!("force_unlock.lua");
+script!(FAIR_ACQUIRE = ["../../lock-fair/src/scripts/prelude.lua"] "../../lock-fair/src/scripts/acquire.lua");
+script!(FAIR_RELEASE = ["../../lock-fair/src/scripts/prelude.lua"] "../../lock-fair/src/scripts/release.lua");
+script!(FAIR_LEAVE = ["../../lock-fair/src/scripts/prelude.lua"] "../../lock-fair/src/scripts/leave_queue.lua");
+script!(FAIR_FORCE_UNLOCK = ["../../lock-fair/src/scripts/prelude.lua"] "../../lock-fair/src/scripts/force_unlock.lua");
+script!(FAIR_INSPECT = ["../../lock-fair/src/scripts/prelude.lua"] "../../lock-fair/src/scripts/inspect.lua");
 
-/// A fair-lock script as lock-fair builds it: the prelude, then the file
-/// (the writing ones behind the shared helpers too).
-macro_rules! fair {
-    ($file:literal) => {
-        concat!(
-            include_str!("../../lock-fair/src/scripts/prelude.lua"),
-            include_str!(concat!("../../lock-fair/src/scripts/", $file))
-        )
-    };
-}
-
-const FAIR_ACQUIRE: &str = with_common!(fair!("acquire.lua"));
-const FAIR_RELEASE: &str = with_common!(fair!("release.lua"));
-const FAIR_LEAVE: &str = fair!("leave_queue.lua");
-const FAIR_FORCE_UNLOCK: &str = fair!("force_unlock.lua");
-const FAIR_INSPECT: &str = include_str!("../../lock-fair/src/scripts/inspect.lua");
-
-/// A count-down latch script as lock-redis builds it: `common.lua` (the
-/// request records), `counter.lua`, then the file.
-macro_rules! latch {
-    ($file:literal) => {
-        concat!(
-            include_str!("../../lock-script/src/scripts/common.lua"),
-            include_str!("../../lock-redis/src/kinds/latch/counter.lua"),
-            include_str!(concat!("../../lock-redis/src/kinds/latch/", $file))
-        )
-    };
-}
-
-const LATCH_SET: &str = latch!("try_set_count.lua");
-const LATCH_DOWN: &str = latch!("count_down.lua");
-const LATCH_COUNT: &str = latch!("count.lua");
-const LATCH_DELETE: &str = latch!("delete.lua");
+script!(LATCH_SET = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/try_set_count.lua");
+script!(LATCH_DOWN = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/count_down.lua");
+script!(LATCH_COUNT = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/count.lua");
+script!(LATCH_DELETE = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/delete.lua");
 const DESCRIBE: &str = include_str!("../../lock-redis/src/describe/describe.lua");
 
 /// Reads one key the same way on both sides: type, value, PTTL.
@@ -240,7 +210,7 @@ fn fresh_id() -> String {
 fn acquire(p: &mut Pair, owner: &str, fenced: &str, request: &str) -> ScriptReply {
     let record = format!("{}{request}", R.acquire_record);
     p.eval(
-        ACQUIRE,
+        &ACQUIRE,
         &[R.lock, &record, R.token],
         &["30000", owner, fenced, &deadline()],
     )
@@ -249,7 +219,7 @@ fn acquire(p: &mut Pair, owner: &str, fenced: &str, request: &str) -> ScriptRepl
 fn release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
     let record = format!("{}{request}", R.unlock_record);
     p.eval(
-        RELEASE,
+        &RELEASE,
         &[R.lock, R.channel, &record],
         &["0", "30000", owner, "PUBLISH", &deadline()],
     )
@@ -266,9 +236,9 @@ fn reentrant_scripts_agree_with_redis() {
     acquire(&mut p, B, "0", "3");
     p.same_keyspace();
     // Inspect, renew.
-    p.eval(INSPECT, &[R.lock], &[]);
-    p.eval(RENEW, &[R.lock, "missing"], &["60000", A, A]);
-    p.eval(RENEW, &[R.lock], &["60000", B]);
+    p.eval(&INSPECT, &[R.lock], &[]);
+    p.eval(&RENEW, &[R.lock, "missing"], &["60000", A, A]);
+    p.eval(&RENEW, &[R.lock], &["60000", B]);
     p.same_keyspace();
     // Release: one hold, a repeated request, not the holder, the last hold.
     assert_eq!(release(&mut p, A, "u1"), ScriptReply::Int(0));
@@ -278,17 +248,17 @@ fn reentrant_scripts_agree_with_redis() {
     p.same_keyspace();
     // Force unlock.
     acquire(&mut p, B, "0", "4");
-    p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
-    p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "SPUBLISH"]);
+    p.eval(&FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
+    p.eval(&FORCE_UNLOCK, &[R.lock, R.channel], &["0", "SPUBLISH"]);
     p.same_keyspace();
     // A value of another type at the lock key: errors, nothing written.
     p.redis.cmd(&["SET", R.lock, "not a lock"]);
     p.memory.set_string(R.lock, "not a lock");
     assert!(acquire(&mut p, A, "1", "5").is_error());
     assert!(release(&mut p, A, "u4").is_error());
-    p.eval(INSPECT, &[R.lock], &[]);
-    p.eval(FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
-    p.eval(RENEW, &[R.lock], &["60000", A]);
+    p.eval(&INSPECT, &[R.lock], &[]);
+    p.eval(&FORCE_UNLOCK, &[R.lock, R.channel], &["0", "PUBLISH"]);
+    p.eval(&RENEW, &[R.lock], &["60000", A]);
     p.same_keyspace();
 }
 
@@ -299,21 +269,21 @@ fn latch_scripts_agree_with_redis() {
     let req = |id: &str| format!("redisson_unlock_latch:{{batch}}:{id}");
     let set = |p: &mut Pair, n: &str, id: &str| {
         p.eval(
-            LATCH_SET,
+            &LATCH_SET,
             &[key, channel, &req(id)],
             &["1", n, "PUBLISH", &deadline()],
         )
     };
     let down = |p: &mut Pair, id: &str| {
         p.eval(
-            LATCH_DOWN,
+            &LATCH_DOWN,
             &[key, channel, &req(id)],
             &["0", "PUBLISH", &deadline()],
         )
     };
     let delete = |p: &mut Pair, id: &str| {
         p.eval(
-            LATCH_DELETE,
+            &LATCH_DELETE,
             &[key, channel, &req(id)],
             &["1", "SPUBLISH", &deadline()],
         )
@@ -325,13 +295,13 @@ fn latch_scripts_agree_with_redis() {
     assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
     assert_eq!(set(&mut p, "5", "s2"), ScriptReply::Int(0));
     assert_eq!(set(&mut p, "2", "s1"), ScriptReply::Int(1));
-    p.eval(LATCH_COUNT, &[key], &[]);
+    p.eval(&LATCH_COUNT, &[key], &[]);
     assert_eq!(down(&mut p, "d1"), count("1"));
     assert_eq!(down(&mut p, "d1"), count("1"));
     p.same_keyspace();
     assert_eq!(down(&mut p, "d2"), count("0"));
     assert_eq!(down(&mut p, "d3"), count("0"));
-    p.eval(LATCH_COUNT, &[key], &[]);
+    p.eval(&LATCH_COUNT, &[key], &[]);
     p.same_keyspace();
     assert_eq!(delete(&mut p, "x1"), ScriptReply::Int(0));
     set(&mut p, "3", "s3");
@@ -341,7 +311,7 @@ fn latch_scripts_agree_with_redis() {
     // The 64-bit range's ends: exact at the top; at the bottom, open.
     set(&mut p, "9223372036854775807", "m1");
     assert_eq!(down(&mut p, "m2"), count("9223372036854775806"));
-    p.eval(LATCH_COUNT, &[key], &[]);
+    p.eval(&LATCH_COUNT, &[key], &[]);
     p.same_keyspace();
     p.reset();
     p.redis.cmd(&["SET", key, "-9223372036854775808"]);
@@ -369,7 +339,7 @@ fn latch_scripts_agree_with_redis() {
                 &[value],
             );
         }
-        p.eval(LATCH_COUNT, &[key], &[]);
+        p.eval(&LATCH_COUNT, &[key], &[]);
         set(&mut p, "1", "w1");
         down(&mut p, "w2");
         delete(&mut p, "w3");
@@ -430,7 +400,7 @@ fn rw_read(p: &mut Pair, owner: &str, lease: &str, request: &str) -> ScriptReply
     );
     let writer = format!("{owner}:write");
     p.eval(
-        RW_READ_ACQUIRE,
+        &RW_READ_ACQUIRE,
         &[RW_LOCK, &prefix, &record, RW_WRITERS],
         &[lease, owner, &writer, &deadline()],
     )
@@ -442,7 +412,7 @@ fn rw_read_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
         rw_hold_prefix(owner),
     );
     p.eval(
-        RW_READ_RELEASE,
+        &RW_READ_RELEASE,
         &[RW_LOCK, RW_CHANNEL, &prefix, "{cfg}", &record],
         &["0", owner, "PUBLISH", &deadline()],
     )
@@ -452,7 +422,7 @@ fn rw_write(p: &mut Pair, owner: &str, queue_ms: &str, request: &str) -> ScriptR
     let record = format!("{}{request}", R.acquire_record);
     let writer = format!("{owner}:write");
     p.eval(
-        RW_WRITE_ACQUIRE,
+        &RW_WRITE_ACQUIRE,
         &[RW_LOCK, &record, RW_WRITERS],
         &["30000", &writer, owner, &deadline(), queue_ms],
     )
@@ -462,7 +432,7 @@ fn rw_write_release(p: &mut Pair, owner: &str, request: &str) -> ScriptReply {
     let record = format!("{}{request}", R.unlock_record);
     let writer = format!("{owner}:write");
     p.eval(
-        RW_WRITE_RELEASE,
+        &RW_WRITE_RELEASE,
         &[RW_LOCK, RW_CHANNEL, &record],
         &["1", "30000", &writer, "PUBLISH", &deadline()],
     )
@@ -489,7 +459,7 @@ fn rwlock_scripts_agree_with_redis() {
     // Renewal, then releases: the soonest-ending hold goes first.
     let (pa, pb) = (rw_hold_prefix(A), rw_hold_prefix(B));
     p.eval(
-        RW_READ_RENEW,
+        &RW_READ_RENEW,
         &[RW_LOCK, &pa, RW_LOCK, &pb],
         &["15000", A, B],
     );
@@ -500,7 +470,7 @@ fn rwlock_scripts_agree_with_redis() {
     // The writer gives up; readers may come again.
     let writer = format!("{C}:write");
     p.eval(
-        RW_WRITE_LEAVE,
+        &RW_WRITE_LEAVE,
         &[RW_LOCK, RW_WRITERS, RW_CHANNEL],
         &[&writer, "PUBLISH"],
     );
@@ -518,12 +488,12 @@ fn rwlock_scripts_agree_with_redis() {
     assert_eq!(rw_write_release(&mut p, A, "u9"), ScriptReply::Nil);
     p.same_keyspace();
     p.eval(
-        RW_FORCE_UNLOCK,
+        &RW_FORCE_UNLOCK,
         &[RW_LOCK, RW_CHANNEL],
         &["write", "1", "PUBLISH"],
     );
     p.eval(
-        RW_FORCE_UNLOCK,
+        &RW_FORCE_UNLOCK,
         &[RW_LOCK, RW_CHANNEL],
         &["read", "0", "PUBLISH"],
     );
@@ -536,11 +506,11 @@ fn rwlock_scripts_agree_with_redis() {
     assert!(rw_read_release(&mut p, A, "u10").is_error());
     assert!(rw_write_release(&mut p, A, "u11").is_error());
     p.eval(
-        RW_FORCE_UNLOCK,
+        &RW_FORCE_UNLOCK,
         &[RW_LOCK, RW_CHANNEL],
         &["read", "0", "PUBLISH"],
     );
-    p.eval(RW_READ_RENEW, &[RW_LOCK, &pa], &["15000", A]);
+    p.eval(&RW_READ_RENEW, &[RW_LOCK, &pa], &["15000", A]);
     p.same_keyspace();
 }
 
@@ -574,7 +544,7 @@ fn fair_attempt(
     ticket: &str,
 ) -> ScriptReply {
     p.eval(
-        FAIR_ACQUIRE,
+        &FAIR_ACQUIRE,
         &[
             R.lock,
             &format!("{}{}", R.acquire_record, fresh_id()),
@@ -599,7 +569,7 @@ fn fair_attempt(
 
 fn fair_release(p: &mut Pair, owner: &str) -> ScriptReply {
     p.eval(
-        FAIR_RELEASE,
+        &FAIR_RELEASE,
         &[
             R.lock,
             R.channel,
@@ -614,7 +584,7 @@ fn fair_release(p: &mut Pair, owner: &str) -> ScriptReply {
 
 fn fair_leave(p: &mut Pair, owner: &str, ticket: &str) -> ScriptReply {
     p.eval(
-        FAIR_LEAVE,
+        &FAIR_LEAVE,
         &[R.lock, R.channel, F.queue, F.timeouts, F.handoff],
         &[owner, "PUBLISH", ticket],
     )
@@ -628,7 +598,7 @@ fn fair_scripts_agree_with_redis() {
     fair_acquire(&mut p, B, "30000");
     fair_acquire(&mut p, C, "60000");
     fair_acquire(&mut p, B, "40000");
-    p.eval(FAIR_INSPECT, &[R.lock, F.queue, F.timeouts], &[]);
+    p.eval(&FAIR_INSPECT, &[R.lock, F.queue, F.timeouts], &[]);
     p.same_keyspace();
     // A releases: the head (B) is told; C may not jump the queue.
     assert_eq!(fair_release(&mut p, A), ScriptReply::Int(1));
@@ -638,16 +608,16 @@ fn fair_scripts_agree_with_redis() {
     p.same_keyspace();
     // C gives up; renewal of the fair lock is the reentrant script's.
     fair_leave(&mut p, C, "0");
-    p.eval(RENEW, &[R.lock], &["60000", B]);
+    p.eval(&RENEW, &[R.lock], &["60000", B]);
     // A waiter with a deadline about to pass is evicted by the next call.
     fair_acquire(&mut p, C, "1");
     std::thread::sleep(Duration::from_millis(20));
     fair_acquire(&mut p, A, "30000");
-    p.eval(FAIR_INSPECT, &[R.lock, F.queue, F.timeouts], &[]);
+    p.eval(&FAIR_INSPECT, &[R.lock, F.queue, F.timeouts], &[]);
     p.same_keyspace();
     // Force unlock tells the head; the queue stays.
     p.eval(
-        FAIR_FORCE_UNLOCK,
+        &FAIR_FORCE_UNLOCK,
         &[R.lock, R.channel, F.queue, F.timeouts, F.handoff],
         &["0", "PUBLISH"],
     );

@@ -16,13 +16,13 @@ mod client_records;
 mod cluster_fixture;
 mod conformance;
 mod crashed_clients;
-mod engine_faults;
 mod fault_fuzz;
 mod live_waits;
 #[cfg(feature = "fixtures")]
 mod lua_vs_redis;
 mod memory_latch_faults;
 mod memory_redlock_faults;
+mod memory_retries_and_outages;
 mod memory_transport;
 mod observability;
 mod outages;

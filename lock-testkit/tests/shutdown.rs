@@ -326,41 +326,11 @@ async fn waiters_end_with_closed_at_once() {
     assert!(started.elapsed() < Duration::from_millis(100));
 }
 
-/// One event's fields, as text.
-type EventFields = Vec<(String, String)>;
-
-/// The WARN events seen: each event's fields.
-#[derive(Clone, Default)]
-struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<EventFields>>>);
-
-struct Fields(EventFields);
-
-impl tracing::field::Visit for Fields {
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        self.0.push((field.name().to_owned(), format!("{value:?}")));
-    }
-    fn record_u64(&mut self, field: &tracing::field::Field, value: u64) {
-        self.0.push((field.name().to_owned(), value.to_string()));
-    }
-}
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            let mut fields = Fields(Vec::new());
-            event.record(&mut fields);
-            self.0.lock().unwrap().push(fields.0);
-        }
-    }
-}
-
 /// What the bound left behind is said in a warning, with the count.
+#[cfg(feature = "logs")]
 #[tokio::test(start_paused = true)]
 async fn the_close_warns_how_many_it_left() {
-    use tracing_subscriber::layer::SubscriberExt;
-    let warnings = Warnings::default();
-    let _default =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let warnings = lock_testkit::logs::capture_warnings();
     let server = InMemoryServer::new();
     let c = server
         .client_with(config().close_timeout(Duration::from_secs(1)))
@@ -369,17 +339,13 @@ async fn the_close_warns_how_many_it_left() {
     let _b = c.lock("left-b").unwrap().lock().await.unwrap();
     server.set_down(true);
     c.close().await;
-    let warned = warnings.0.lock().unwrap().clone();
+    let warned = warnings.all();
     let left = warned
         .iter()
-        .find(|fields| {
-            fields
-                .iter()
-                .any(|(k, v)| k == "message" && v.contains("close_timeout"))
+        .find(|w| {
+            w.field("message")
+                .is_some_and(|m| m.contains("close_timeout"))
         })
         .unwrap_or_else(|| panic!("no warning of what was left: {warned:?}"));
-    assert!(
-        left.iter().any(|(k, v)| k == "left" && v == "2"),
-        "the count: {left:?}"
-    );
+    assert_eq!(left.field("left"), Some("2"), "the count: {left:?}");
 }

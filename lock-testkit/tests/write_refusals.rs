@@ -219,33 +219,12 @@ async fn a_count_down_during_a_refusal_counts_after_it() {
     assert_eq!(latch.count().await.unwrap(), 0, "counted down once");
 }
 
-/// Keeps the text of every `warn` event.
-#[derive(Clone, Default)]
-struct Warnings(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-
-impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Warnings {
-    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        if *event.metadata().level() == tracing::Level::WARN {
-            let mut text = String::new();
-            event.record(
-                &mut |field: &tracing::field::Field, value: &dyn std::fmt::Debug| {
-                    text.push_str(&format!("{}={value:?} ", field.name()));
-                },
-            );
-            self.0.lock().unwrap().push(text);
-        }
-    }
-}
-
 /// A wait riding a long refusal says so, once, naming the refusal: it does
 /// not hang silently (a semaphore's wait as a lock's).
+#[cfg(feature = "logs")]
 #[tokio::test(start_paused = true)]
 async fn a_wait_riding_a_refusal_logs_it_once() {
-    use tracing_subscriber::layer::SubscriberExt;
-
-    let warnings = Warnings::default();
-    let _log =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
+    let warnings = lock_testkit::logs::capture_warnings();
     let (server, client) = setup();
     let sem = client.semaphore("refused-logged").unwrap();
     assert!(sem.try_set_permits(1).await.unwrap());
@@ -254,14 +233,7 @@ async fn a_wait_riding_a_refusal_logs_it_once() {
     let waiting = tokio::spawn(async move { waiter.acquire().await });
     tokio::time::sleep(REFUSAL * 10).await;
     assert!(!waiting.is_finished());
-    let said: Vec<String> = warnings
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|text| text.contains("while waiting"))
-        .cloned()
-        .collect();
+    let said = warnings.containing("while waiting");
     assert_eq!(said.len(), 1, "{said:?}");
     assert!(said[0].contains("NOREPLICAS"), "{said:?}");
     server.refuse_writes(None);

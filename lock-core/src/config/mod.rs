@@ -9,11 +9,11 @@ use crate::config::wait_strategy::WaitStrategy;
 use crate::deadline::Deadline;
 use crate::error::{LockError, Result};
 
-/// The longest lease or watchdog timeout accepted: 100 years. Redis stores
-/// expiries as milliseconds since the epoch in a signed 64-bit integer, so
-/// far longer values would overflow there; anything this long is a bug in
-/// the caller anyway.
-pub const MAX_LEASE: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+/// The longest lease or watchdog timeout accepted: [`crate::FOREVER`] (100
+/// years). Redis stores expiries as milliseconds since the epoch in a
+/// signed 64-bit integer, so far longer values would overflow there;
+/// anything this long is a bug in the caller anyway.
+pub const MAX_LEASE: Duration = crate::FOREVER;
 
 /// Converts a lease to whole milliseconds (rounding a sub-millisecond
 /// remainder up), rejecting zero and anything past [`MAX_LEASE`].

@@ -21,6 +21,14 @@ pub enum Wait {
     For(Duration),
 }
 
+/// How far away "forever" is: 100 years. The one stand-in for "no end"
+/// where a time must be given: the deadline of a wait too long to
+/// represent (`Instant::now() + FOREVER`), the end of a hold without a
+/// lease, and the longest lease accepted ([`crate::MAX_LEASE`]). Redis
+/// keeps expiries as milliseconds since the epoch in a signed 64-bit
+/// integer, so it holds this; anything longer is a bug in the caller.
+pub const FOREVER: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
 /// How much later than its [`Wait::For`] a wait may end: the grace a look
 /// at the store still in flight at the deadline gets (a look made just
 /// before the deadline, or the last one at the deadline itself, can still

@@ -416,7 +416,7 @@ pub fn deadline(wait: Option<Duration>) -> Option<Instant> {
     wait.map(|w| {
         Instant::now()
             .checked_add(w)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600))
+            .unwrap_or_else(|| Instant::now() + crate::FOREVER)
     })
 }
 

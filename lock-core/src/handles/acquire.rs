@@ -499,7 +499,7 @@ fn new_wait_ticket() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0.max(1)
 }
 
-/// A deadline for waits too long to represent: effectively forever.
+/// A deadline for waits too long to represent: [`crate::FOREVER`] away.
 fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+    Instant::now() + crate::FOREVER
 }

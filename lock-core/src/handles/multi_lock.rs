@@ -343,9 +343,9 @@ impl MultiGuard {
     }
 }
 
-/// A deadline for waits too long to represent: effectively forever.
+/// A deadline for waits too long to represent: [`crate::FOREVER`] away.
 fn far_future() -> Instant {
-    Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600)
+    Instant::now() + crate::FOREVER
 }
 
 impl crate::backend::held::Held for MultiGuard {

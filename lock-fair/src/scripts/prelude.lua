@@ -1,7 +1,9 @@
--- prelude: shared by the fair lock's writing scripts. It is not a script of
--- its own: it is put in front of acquire.lua, release.lua, leave_queue.lua
--- and force_unlock.lua when they are built (see src/scripts.rs), so every
--- one of them runs the same eviction.
+-- prelude: the fair lock's helpers, shared by its scripts. It is not a
+-- script of its own: lock_script::compose puts in front of each script the
+-- definitions here (and in lock-script's common.lua) that it reaches, when
+-- the scripts are built (see src/scripts.rs), so every one of them runs the
+-- same eviction. Nothing but top-level `local` definitions below this
+-- header (the composer cuts the file at each one).
 --
 -- server_now()         the server's clock (TIME) in epoch milliseconds, so a
 --                      client's clock can neither reorder nor evict waiters.

@@ -12,7 +12,9 @@
 //! | anything else | [`Description::Unknown`] with its Redis type |
 //!
 //! Read-write locks and semaphores are read from their layouts here
-//! directly, so this needs none of their kinds' code.
+//! directly, so this needs none of their kinds' code; the names (the lock
+//! key, the permit leases' set) come from [`lock_script::KeyLayout`], as
+//! the kinds' own do.
 //!
 //! Each holder, reader, writer and leased permit then gets the record of
 //! its client, when that client keeps one (`lock_script::clients`: ours
@@ -66,25 +68,6 @@ impl Describer {
     }
 }
 
-/// The sorted set of a permit-expirable semaphore's leases: Redisson's
-/// `suffixName(name, "timeout")`.
-///
-/// ```
-/// # use lock_redis::describe::leases_key; use lock_script::KeyLayout;
-/// # use lock_core::LockName;
-/// let l = KeyLayout::with_prefix("p:");
-/// assert_eq!(leases_key(&l, &LockName::new("jobs").unwrap()), "{p:jobs}:timeout");
-/// assert_eq!(leases_key(&l, &LockName::new("{t}jobs").unwrap()), "p:{t}jobs:timeout");
-/// ```
-pub fn leases_key(layout: &lock_script::KeyLayout, name: &LockName) -> String {
-    let key = layout.lock_key(name);
-    if key.contains('{') {
-        format!("{key}:timeout")
-    } else {
-        format!("{{{key}}}:timeout")
-    }
-}
-
 impl Describer {
     /// Runs `describe.lua` and reads its reply by the table in the module
     /// docs.
@@ -98,7 +81,7 @@ impl Describer {
     pub async fn describe(&self, name: &LockName) -> Result<Description> {
         let layout = self.env.layout();
         let key = layout.lock_key(name);
-        let leases = leases_key(layout, name);
+        let leases = layout.permit_leases_key(name);
         let transport = self.env.transport();
         // A name whose lease set lies in another cluster slot (a `}`
         // without `{`) cannot be a permit-expirable semaphore there: its

@@ -3,7 +3,7 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code, unreachable_pub)]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use std::sync::Arc;
 
@@ -167,20 +167,6 @@ pub fn int(v: Value) -> i64 {
     match v {
         Value::Int(n) => n,
         other => panic!("expected an integer, got {other:?}"),
-    }
-}
-
-/// Polls `check` every 10 ms until it holds or `within` passes.
-pub async fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

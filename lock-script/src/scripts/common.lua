@@ -94,7 +94,7 @@
 -- PUBLISH SET); Redisson 4.x's own pair, without deadlines or acquire
 -- records, about 52 000 in 9. Of ours: each function defined here is a
 -- closure Lua creates again on every run, about 400 each, so a script
--- gets only the definitions it reaches (with_common in lock-script);
+-- gets only the definitions it reaches (compose in lock-script);
 -- TIME, its arithmetic and the deadline check about 9 000 per script
 -- (tonumber() calls on its strings cost 2 300 more: arithmetic converts
 -- them by itself); a number turned into a command argument about 3 000

@@ -1,4 +1,5 @@
-//! The part of `common.lua` one script needs.
+//! The part of `common.lua` (and of a kind's helper files) one script
+//! needs.
 //!
 //! Redis runs a script's whole text on every `EVALSHA`, and each `local
 //! function` of the prelude is a closure Lua allocates again on each run,
@@ -11,13 +12,16 @@
 //! gets only the definitions it reaches: those its own text names, then
 //! those they name, and so on.
 //!
-//! `common.lua` is read as a list of top-level definitions: each starts at
-//! a line beginning with `local ` and runs to the next such line (the
-//! comments after a definition go with it). A definition is kept when a
-//! name it defines appears as a whole word in the script or in a kept
-//! definition; kept definitions stay in their order, so each is defined
-//! before its first use, as in the file. Which is why `common.lua` holds
-//! nothing but `local` definitions at its top level.
+//! `common.lua`, then each helper file of the kind, is read as a list of
+//! top-level definitions: each starts at a line beginning with `local ` and
+//! runs to the next such line or the file's end (the comments after a
+//! definition go with it; a file's header comment, before its first
+//! definition, is dropped). A definition is kept when a name it defines
+//! appears as a whole word in the script or in a kept definition; kept
+//! definitions stay in their order (the files' order, then each file's),
+//! so each is defined before its first use, as in the files: a kind's
+//! helper may call `common.lua`'s, never the other way round. Which is why
+//! these files hold nothing but `local` definitions at their top level.
 
 /// One top-level definition of the prelude: its text and the names it
 /// defines.
@@ -26,10 +30,10 @@ struct Definition<'a> {
     names: Vec<&'a str>,
 }
 
-/// The definitions of `prelude` that `body` reaches, in the prelude's
+/// The definitions of `libraries` that `body` reaches, in the libraries'
 /// order.
-pub(super) fn reached(prelude: &str, body: &str) -> String {
-    let definitions = split(prelude);
+pub(super) fn reached(libraries: &[&str], body: &str) -> String {
+    let definitions: Vec<Definition<'_>> = libraries.iter().flat_map(|l| split(l)).collect();
     let mut kept = vec![false; definitions.len()];
     // The texts whose mentions count: the body, then each definition kept.
     let mut reaching = vec![body];
@@ -41,12 +45,16 @@ pub(super) fn reached(prelude: &str, body: &str) -> String {
             }
         }
     }
-    definitions
-        .iter()
-        .zip(&kept)
-        .filter(|(_, kept)| **kept)
-        .map(|(definition, _)| definition.text)
-        .collect()
+    let mut lua = String::new();
+    for (definition, _) in definitions.iter().zip(&kept).filter(|(_, kept)| **kept) {
+        lua.push_str(definition.text);
+        // A file's last definition may lack its newline: the next text
+        // must not run on into its `end`.
+        if !lua.ends_with('\n') {
+            lua.push('\n');
+        }
+    }
+    lua
 }
 
 /// `prelude` cut at each line that starts a top-level `local`. Text
@@ -88,12 +96,21 @@ fn names(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// Whether `name` appears in `text` as a whole identifier.
+/// Whether `name` appears in `text` as a whole identifier, on a line
+/// that is not a comment: a script's header that names a helper
+/// ("no request record") does not bring it in. (None of these files has
+/// a long string, so a line starting `--` is a comment.)
 fn mentions(text: &str, name: &str) -> bool {
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("--"))
+        .any(|line| mentions_in_line(line, name))
+}
+
+fn mentions_in_line(line: &str, name: &str) -> bool {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    text.match_indices(name).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + name.len()..].chars().next();
+    line.match_indices(name).any(|(at, _)| {
+        let before = line[..at].chars().next_back();
+        let after = line[at + name.len()..].chars().next();
         !before.is_some_and(is_ident) && !after.is_some_and(is_ident)
     })
 }
@@ -112,7 +129,7 @@ mod tests {
 
     #[test]
     fn keeps_only_what_the_body_reaches_in_order() {
-        let lua = reached(PRELUDE, "return uses_both()");
+        let lua = reached(&[PRELUDE], "return uses_both()");
         assert_eq!(
             lua,
             "local A = 'a'\n\
@@ -125,26 +142,68 @@ mod tests {
 
     #[test]
     fn a_name_inside_a_longer_one_is_no_mention() {
-        assert_eq!(reached(PRELUDE, "return uses_a_lot, my_alone"), "");
+        assert_eq!(reached(&[PRELUDE], "return uses_a_lot, my_alone"), "");
         assert_eq!(
-            reached(PRELUDE, "return alone()"),
+            reached(&[PRELUDE], "return alone()"),
             "local function alone()\n    return 1\nend\n"
         );
     }
 
     #[test]
     fn each_name_of_a_multiple_declaration_counts() {
-        assert_eq!(reached(PRELUDE, "return y"), "local x, y = 1, 2\n");
+        assert_eq!(reached(&[PRELUDE], "return y"), "local x, y = 1, 2\n");
+    }
+
+    #[test]
+    fn a_later_library_reaches_into_an_earlier_one() {
+        let kind = "-- a kind's helpers\n\
+            local function counted()\n    return uses_a() + 1\nend\n\
+            local function unused()\n    return alone()\nend\n";
+        assert_eq!(
+            reached(&[PRELUDE, kind], "return counted()"),
+            "local A = 'a'\n\
+             local function uses_a()\n    return A\nend\n\
+             -- about the next one\n\
+             local function counted()\n    return uses_a() + 1\nend\n"
+        );
+    }
+
+    #[test]
+    fn a_file_without_its_last_newline_does_not_run_on() {
+        let kind = "local function last()\n    return 1\nend";
+        assert_eq!(
+            reached(
+                &[kind, "local function next()\n    return last()\nend\n"],
+                "next()"
+            ),
+            "local function last()\n    return 1\nend\n\
+             local function next()\n    return last()\nend\n"
+        );
+    }
+
+    #[test]
+    fn a_name_in_a_comment_line_is_no_mention() {
+        assert_eq!(
+            reached(&[PRELUDE], "-- not alone()\n  -- nor A\nreturn 1"),
+            ""
+        );
+        assert_eq!(
+            reached(
+                &[PRELUDE],
+                "-- see\nreturn alone() -- a trailing comment counts"
+            ),
+            "local function alone()\n    return 1\nend\n"
+        );
     }
 
     #[test]
     fn a_body_naming_nothing_gets_nothing() {
-        assert_eq!(reached(PRELUDE, "return 1"), "");
+        assert_eq!(reached(&[PRELUDE], "return 1"), "");
     }
 
     #[test]
     fn common_lua_gives_a_renewal_only_what_it_calls() {
-        let lua = reached(super::super::COMMON_LUA, include_str!("renew.lua"));
+        let lua = reached(&[super::super::COMMON_LUA], include_str!("renew.lua"));
         assert!(lua.contains("local function extend("), "{lua}");
         assert!(!lua.contains("local function next_token("), "{lua}");
         assert!(!lua.contains("local function recorded("), "{lua}");
@@ -153,7 +212,7 @@ mod tests {
     #[test]
     fn common_lua_helpers_bring_what_they_call() {
         let lua = reached(
-            super::super::COMMON_LUA,
+            &[super::super::COMMON_LUA],
             "return recorded_acquire(KEYS[1], ARGV[1], KEYS[2])",
         );
         for helper in ["recorded", "store_now", "held_reply", "refuse_reentry"] {

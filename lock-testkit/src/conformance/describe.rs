@@ -51,7 +51,9 @@ pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
 
     let semaphore = unique("describe-expirable");
     let k = key(h, &semaphore);
-    let leases = lock_redis::describe::leases_key(&h.layout(), &LockName::new(&semaphore).unwrap());
+    let leases = h
+        .layout()
+        .permit_leases_key(&LockName::new(&semaphore).unwrap());
     let list = format!("{leases}:list");
     let now = h.now_ms().await;
     h.set_string(&k, "2").await;

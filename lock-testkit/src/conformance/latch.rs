@@ -17,7 +17,7 @@ use super::{client, config, eventually, key, unique, Harness};
 
 /// The latch's channel under the harness's layout.
 pub fn latch_channel(h: &dyn Harness, name: &str) -> String {
-    lock_redis::kinds::latch::channel(&h.layout(), &LockName::new(name).unwrap())
+    h.layout().latch_channel(&LockName::new(name).unwrap())
 }
 
 fn latch(c: &LockClient, name: &str) -> CountDownLatch {

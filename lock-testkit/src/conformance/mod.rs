@@ -32,10 +32,12 @@
 //! Checks assert on time measured with `tokio::time::Instant`, so they hold
 //! for both.
 
-use std::future::Future;
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, Lock, LockClient, LockName};
+
+/// The one poll loop, for the checks (`super::eventually`).
+use crate::eventually;
 
 pub mod basics;
 pub mod cancellation;
@@ -156,27 +158,6 @@ pub fn channel(h: &dyn Harness, name: &str) -> String {
 
 fn lock_name(name: &str) -> LockName {
     LockName::new(name).expect("check names are valid")
-}
-
-/// Polls `cond` every 10 ms until it holds or `within` passes; panics with
-/// `what` then. For conditions that become true asynchronously (a
-/// background release, an unsubscribe).
-pub async fn eventually<F, Fut>(within: Duration, what: &str, mut cond: F)
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + within;
-    loop {
-        if cond().await {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not within {within:?}: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Keys this check's lock left behind, other than request records (which

@@ -9,7 +9,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::Duration;
 
-use lock_redis::{LockClient, LockError, ReadWriteLock};
+use lock_redis::{LockClient, LockError, LockName, ReadWriteLock};
 use tokio::time::Instant;
 
 use super::{client, eventually, key, unique, waiting, Harness, WATCHDOG};
@@ -24,23 +24,17 @@ fn rw(c: &LockClient, name: &str) -> ReadWriteLock {
     c.read_write_lock(name).expect("a read-write lock")
 }
 
-fn braced(h: &dyn Harness, name: &str) -> String {
-    let key = key(h, name);
-    if key.contains('{') {
-        key
-    } else {
-        format!("{{{key}}}")
-    }
-}
-
 /// The key of hold `n` of `owner` on read-write lock `name`.
 fn hold_key(h: &dyn Harness, name: &str, owner: lock_redis::Owner, n: u64) -> String {
-    format!("{}:{}:rwlock_timeout:{n}", braced(h, name), owner.field())
+    let prefix = h
+        .layout()
+        .rwlock_hold_key_prefix(&LockName::new(name).unwrap(), &owner);
+    format!("{prefix}:{n}")
 }
 
 /// The read-write lock's channel.
 pub fn rw_channel(h: &dyn Harness, name: &str) -> String {
-    format!("redisson_rwlock:{}", braced(h, name))
+    h.layout().rwlock_channel(&LockName::new(name).unwrap())
 }
 
 /// Two clients read at once; a third client's writer is kept out until

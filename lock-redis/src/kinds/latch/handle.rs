@@ -187,9 +187,7 @@ impl CountDownLatch {
     /// # Cancel safety
     /// As [`CountDownLatch::wait`].
     pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
-        let now = Instant::now();
-        self.wait_until(Some(now.checked_add(wait).unwrap_or(now + MAX_WAIT)))
-            .await
+        self.wait_until(counting::deadline(Some(wait))).await
     }
 
     async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
@@ -223,6 +221,3 @@ impl CountDownLatch {
         counting::retried(&self.client, what, "latch", op).await
     }
 }
-
-/// A wait too long to represent: effectively forever.
-const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);

@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 use lock_core::backend::{Channel, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
-use lock_script::{with_common, ScriptCall, ScriptEnv};
+use lock_script::{compose, ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 mod handle;
@@ -38,41 +38,22 @@ const COUNTER_LUA: &str = include_str!("counter.lua");
 
 /// Sets the count of an absent latch (`try_set_count.lua`).
 pub static TRY_SET_COUNT: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("try_set_count.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("try_set_count.lua")));
 /// Takes one off the count (`count_down.lua`).
 pub static COUNT_DOWN: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("count_down.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("count_down.lua")));
 /// Reads the count (`count.lua`).
 pub static COUNT: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("count.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("count.lua")));
 /// Deletes the latch (`delete.lua`).
 pub static DELETE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNTER_LUA, include_str!("delete.lua")]));
+    LazyLock::new(|| compose(&[COUNTER_LUA], include_str!("delete.lua")));
 
 /// Published when a count-down reaches zero: every waiter returns.
 pub const ZERO_COUNT_MESSAGE: &str = "0";
 /// Published when a count is set or the latch deleted: waiters read the
 /// count again.
 pub const NEW_COUNT_MESSAGE: &str = "1";
-
-/// The latch's channel: `redisson_countdownlatch__channel__{<key>}`, with
-/// braces even when the key has its own (Redisson's choice).
-///
-/// ```
-/// # use lock_redis::kinds::latch::channel; use lock_script::KeyLayout;
-/// # use lock_core::LockName;
-/// let name = LockName::new("{tag}jobs").unwrap();
-/// assert_eq!(
-///     channel(&KeyLayout::with_prefix("p:"), &name),
-///     "redisson_countdownlatch__channel__{p:{tag}jobs}"
-/// );
-/// ```
-pub fn channel(layout: &lock_script::KeyLayout, name: &LockName) -> String {
-    format!(
-        "redisson_countdownlatch__channel__{{{}}}",
-        layout.lock_key(name)
-    )
-}
 
 /// The count-down latch kind, reached with
 /// [`crate::LockClient::count_down_latch`].
@@ -97,7 +78,7 @@ impl Latch {
     }
 
     fn channel_name(&self, name: &LockName) -> String {
-        channel(self.env.layout(), name)
+        self.env.layout().latch_channel(name)
     }
 
     /// KEYS of every write: the key, the channel, the request record.

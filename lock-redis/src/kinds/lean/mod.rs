@@ -50,7 +50,7 @@ use lock_core::backend::{
 };
 use lock_core::{LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
-use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
+use lock_script::{check_lease, compose, replies, ScriptCall, ScriptEnv};
 use redis::Script;
 
 use super::reentrant;
@@ -66,23 +66,21 @@ pub const NAME: &str = "lean";
 pub const FOREIGN_RELEASE_RECHECK: Duration = Duration::from_millis(250);
 
 /// Takes a lean lock for an owner of one wait, unrecorded (`take.lua`).
-pub static TAKE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("take.lua")));
+pub static TAKE: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("take.lua")));
 /// Releases a lock [`TAKE`] took, unrecorded (`give_back.lua`).
 pub static GIVE_BACK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("give_back.lua")));
+    LazyLock::new(|| compose(&[], include_str!("give_back.lua")));
 /// Takes a lean lock, recorded (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("acquire.lua")]));
+pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("acquire.lua")));
 /// Deletes it while it holds the owner's token, recorded (`release.lua`).
-pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("release.lua")]));
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("release.lua")));
 /// Extends many lean locks' leases (`renew.lua`).
-pub static RENEW: LazyLock<Script> = LazyLock::new(|| with_common(&[include_str!("renew.lua")]));
+pub static RENEW: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("renew.lua")));
 /// Deletes it whoever holds it (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+    LazyLock::new(|| compose(&[], include_str!("force_unlock.lua")));
 /// Reads its holder and time to live (`inspect.lua`).
-pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
+pub static INSPECT: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("inspect.lua")));
 
 /// The lean lock kind. Reached with [`crate::LockClient::lean_lock`].
 #[derive(Debug, Clone)]
@@ -332,5 +330,19 @@ impl super::Kinds {
     /// The lean lock.
     pub fn lean(&self) -> std::sync::Arc<Lean> {
         self.bound(NAME, Lean::new)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The unrecorded fast path goes through the one composer too, and
+    /// gets nothing but itself: its comments name request records and
+    /// give_back, which must not bring common.lua's in (each would cost a
+    /// closure per run).
+    #[test]
+    fn the_fast_path_scripts_are_their_bodies_alone() {
+        for body in [include_str!("take.lua"), include_str!("give_back.lua")] {
+            assert_eq!(lock_script::compose_lua(&[], body), body);
+        }
     }
 }

@@ -483,7 +483,7 @@ impl PermitExpirableSemaphore {
         let deadline = match lease {
             Some(lease) => self.inner().config().lease_deadline(sent, lease),
             // No expiry: only a renewal finding it gone, or a release, ends it.
-            None => Deadline::new(sent, lock_core::MAX_LEASE, Duration::ZERO),
+            None => Deadline::new(sent, lock_core::FOREVER, Duration::ZERO),
         };
         permits.updated(&self.target(id), deadline);
         Ok(true)

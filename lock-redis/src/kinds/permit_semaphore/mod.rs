@@ -25,8 +25,8 @@ use lock_core::backend::{
     PermitLease, PermitRenewal, PermitRequest, PermitTarget, Wake,
 };
 use lock_core::{LockName, PermitId, Result};
+use lock_script::compose;
 use lock_script::error::bad_reply;
-use lock_script::with_common;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
@@ -42,31 +42,31 @@ pub const LEASES_LUA: &str = include_str!("leases.lua");
 
 /// Takes a permit under an id (`acquire.lua`).
 pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("acquire.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("acquire.lua")));
 /// Gives back permits by id, all or none (`release.lua`).
 pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("release.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("release.lua")));
 /// Sets a taken permit's lease (`update_lease.lua`).
 pub static UPDATE_LEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("update_lease.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("update_lease.lua")));
 /// Adds or removes free permits (`add.lua`).
 pub static ADD: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("add.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("add.lua")));
 /// Extends many taken permits' leases, never shortening one (`renew.lua`).
 pub static RENEW: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("renew.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("renew.lua")));
 /// Sets the total of free and taken permits (`set.lua`).
 pub static SET: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("set.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("set.lua")));
 /// Reads the free and the taken permits (`counts.lua`).
 pub static COUNTS: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("counts.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("counts.lua")));
 /// Reads a permit's remaining lease (`lease_time.lua`).
 pub static LEASE_TIME: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("lease_time.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("lease_time.lua")));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, LEASES_LUA, include_str!("available.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA, LEASES_LUA], include_str!("available.lua")));
 
 /// The expirable-permit semaphore kind
 /// ([`crate::LockClient::permit_expirable_semaphore`]).

@@ -3,7 +3,7 @@
 //! One Lua script per operation in this folder (each file's header gives
 //! its KEYS, ARGV and replies; `token.lua` reads the fencing-token counter
 //! for [`lock_core::FencedLock::last_fencing_token`]); acquire and release start with the shared
-//! `common.lua` ([`lock_script::with_common`]), and renewal is the shared
+//! `common.lua` ([`lock_script::compose`]), and renewal is the shared
 //! batch renewal of lock hashes ([`ScriptEnv::renew`]).
 
 use std::sync::LazyLock;
@@ -15,23 +15,21 @@ use lock_core::backend::{
 };
 use lock_core::{LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::UNLOCK_MESSAGE;
-use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
+use lock_script::{check_lease, compose, replies, ScriptCall, ScriptEnv};
 use redis::Script;
 
 /// Takes or re-enters a lock (`acquire.lua`).
-pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("acquire.lua")]));
+pub static ACQUIRE: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("acquire.lua")));
 /// Gives back one hold (`release.lua`).
-pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("release.lua")]));
+pub static RELEASE: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("release.lua")));
 /// Deletes a lock whoever holds it (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+    LazyLock::new(|| compose(&[], include_str!("force_unlock.lua")));
 /// Reads a lock's holders and time to live (`inspect.lua`).
-pub static INSPECT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("inspect.lua")));
+pub static INSPECT: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("inspect.lua")));
 
 /// Reads a lock's fencing-token counter (`token.lua`).
-pub static TOKEN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("token.lua")));
+pub static TOKEN: LazyLock<Script> = LazyLock::new(|| compose(&[], include_str!("token.lua")));
 
 /// The reentrant lock kind: any waiter may win a free lock; every waiter
 /// of a lock listens on its one channel, and an unlock wakes one waiter per

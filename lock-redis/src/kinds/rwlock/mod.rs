@@ -14,7 +14,7 @@
 //! ([`KindBehaviour::hold_side`](lock_core::backend::KindBehaviour::hold_side)), so one owner's read and write holds are
 //! tracked apart. One Lua script per operation in this folder (each file's
 //! header gives its KEYS, ARGV and replies); writes start with the shared
-//! `common.lua` ([`lock_script::with_common`]). The write side renews with
+//! `common.lua` ([`lock_script::compose`]). The write side renews with
 //! the shared `renew.lua` on its `<owner>:write` field; the read side with
 //! `read_renew.lua`, which also extends every hold key of the owner.
 //!
@@ -52,31 +52,31 @@ use lock_core::backend::{
 };
 use lock_core::{Holder, LockError, LockInfo, LockName, Owner, Result};
 use lock_script::layout::{READ_UNLOCK_MESSAGE, UNLOCK_MESSAGE};
-use lock_script::{check_lease, replies, with_common, ScriptCall, ScriptEnv};
+use lock_script::{check_lease, compose, replies, ScriptCall, ScriptEnv};
 use redis::Script;
 use std::sync::Arc;
 
 /// Takes a read hold (`read_acquire.lua`).
 pub static READ_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("read_acquire.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("read_acquire.lua")));
 /// Gives back a read hold (`read_release.lua`).
 pub static READ_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("read_release.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("read_release.lua")));
 /// Extends many owners' read holds (`read_renew.lua`).
 pub static READ_RENEW: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("read_renew.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("read_renew.lua")));
 /// Takes or re-enters the write side (`write_acquire.lua`).
 pub static WRITE_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("write_acquire.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("write_acquire.lua")));
 /// Gives back a write hold (`write_release.lua`).
 pub static WRITE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[include_str!("write_release.lua")]));
+    LazyLock::new(|| compose(&[], include_str!("write_release.lua")));
 /// A waiting writer gives up (`write_leave.lua`).
 pub static WRITE_LEAVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("write_leave.lua")));
+    LazyLock::new(|| compose(&[], include_str!("write_leave.lua")));
 /// Deletes the lock when it is in one mode (`force_unlock.lua`).
 pub static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("force_unlock.lua")));
+    LazyLock::new(|| compose(&[], include_str!("force_unlock.lua")));
 
 /// Both sides of the read-write lock over `env`.
 pub fn kinds(env: ScriptEnv) -> ReadWriteKinds {
@@ -98,29 +98,6 @@ pub fn scripts() -> Vec<&'static Script> {
     ]
 }
 
-/// `{<key>}`, or `<key>` when it has a `{` of its own (Redisson's
-/// `suffixName`/`prefixName` wrapping).
-fn braced(key: &str) -> String {
-    if key.contains('{') {
-        key.to_owned()
-    } else {
-        format!("{{{key}}}")
-    }
-}
-
-/// The lock's channel: `redisson_rwlock:{<key>}`.
-pub fn channel_name(env: &ScriptEnv, name: &LockName) -> String {
-    format!("redisson_rwlock:{}", braced(&env.layout().lock_key(name)))
-}
-
-/// Our sorted set of waiting writers: `redisson_rwlock_writers:{<key>}`.
-pub fn writers_key(env: &ScriptEnv, name: &LockName) -> String {
-    format!(
-        "redisson_rwlock_writers:{}",
-        braced(&env.layout().lock_key(name))
-    )
-}
-
 /// How our waiters read a message on the lock's channel: `0` (the last
 /// reader left) and `1` (the writer left) both wake every waiter of the
 /// client. A Redisson client wakes one waiter on `0`; ours wake all because
@@ -129,16 +106,6 @@ pub fn writers_key(env: &ScriptEnv, name: &LockName) -> String {
 /// writer must not miss the wake-up.
 fn wake(payload: &[u8]) -> Option<Wake> {
     lock_script::wake(payload).map(|_| Wake::All)
-}
-
-/// The prefix of `owner`'s hold keys: `{<key>}:<owner>:rwlock_timeout`
-/// (hold n is this `:n`).
-pub fn hold_key_prefix(env: &ScriptEnv, name: &LockName, owner: &Owner) -> String {
-    format!(
-        "{}:{}:rwlock_timeout",
-        braced(&env.layout().lock_key(name)),
-        owner.field()
-    )
 }
 
 /// The writer field of `owner`: `<owner>:write`.
@@ -191,7 +158,10 @@ async fn inspect(env: &ScriptEnv, name: &LockName, write: bool) -> Result<LockIn
 async fn force_unlock(env: &ScriptEnv, name: &LockName, mode: &str, message: &str) -> Result<bool> {
     let call = ScriptCall::new(
         &FORCE_UNLOCK,
-        vec![env.layout().lock_key(name), channel_name(env, name)],
+        vec![
+            env.layout().lock_key(name),
+            env.layout().rwlock_channel(name),
+        ],
         vec![mode.to_owned(), message.to_owned(), env.publish_command()],
     );
     replies::force_unlock(&env.eval(call).await?)
@@ -235,9 +205,9 @@ impl ExclusiveKind for Read {
             &READ_ACQUIRE,
             vec![
                 layout.lock_key(&req.name),
-                hold_key_prefix(&self.env, &req.name, &req.owner),
+                layout.rwlock_hold_key_prefix(&req.name, &req.owner),
                 layout.acquire_record(&req.name, &id),
-                writers_key(&self.env, &req.name),
+                layout.rwlock_writers_key(&req.name),
             ],
             vec![
                 req.lease_ms.to_string(),
@@ -267,9 +237,9 @@ impl ExclusiveKind for Read {
             &READ_RELEASE,
             vec![
                 key.clone(),
-                channel_name(&self.env, &req.name),
-                hold_key_prefix(&self.env, &req.name, &req.owner),
-                braced(&key),
+                layout.rwlock_channel(&req.name),
+                layout.rwlock_hold_key_prefix(&req.name, &req.owner),
+                layout.tagged_key(&req.name),
                 layout.unlock_record(&req.name, &id),
             ],
             vec![
@@ -297,7 +267,7 @@ impl ExclusiveKind for Read {
                 (
                     vec![
                         self.env.layout().lock_key(&t.name),
-                        hold_key_prefix(&self.env, &t.name, &t.owner),
+                        self.env.layout().rwlock_hold_key_prefix(&t.name, &t.owner),
                     ],
                     vec![t.owner.field()],
                 )
@@ -335,7 +305,7 @@ impl ExclusiveKind for Read {
 
     /// `redisson_rwlock:{<name>}`, shared by both sides' waiters.
     fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {
-        Channel::new(channel_name(&self.env, name))
+        Channel::new(self.env.layout().rwlock_channel(name))
     }
 
     /// `0` and `1` both wake every waiter of the client: the waiters are
@@ -381,7 +351,7 @@ impl ExclusiveKind for Write {
             vec![
                 self.env.layout().lock_key(&req.name),
                 self.env.layout().acquire_record(&req.name, &id),
-                writers_key(&self.env, &req.name),
+                self.env.layout().rwlock_writers_key(&req.name),
             ],
             vec![
                 req.lease_ms.to_string(),
@@ -413,7 +383,7 @@ impl ExclusiveKind for Write {
             &WRITE_RELEASE,
             vec![
                 self.env.layout().lock_key(&req.name),
-                channel_name(&self.env, &req.name),
+                self.env.layout().rwlock_channel(&req.name),
                 self.env.layout().unlock_record(&req.name, &id),
             ],
             vec![
@@ -476,7 +446,7 @@ impl ExclusiveKind for Write {
 
     /// `redisson_rwlock:{<name>}`, shared by both sides' waiters.
     fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {
-        Channel::new(channel_name(&self.env, name))
+        Channel::new(self.env.layout().rwlock_channel(name))
     }
 
     /// `0` and `1` both wake every waiter of the client: the waiters are
@@ -505,8 +475,8 @@ impl ExclusiveKind for Write {
             &WRITE_LEAVE,
             vec![
                 self.env.layout().lock_key(name),
-                writers_key(&self.env, name),
-                channel_name(&self.env, name),
+                self.env.layout().rwlock_writers_key(name),
+                self.env.layout().rwlock_channel(name),
             ],
             vec![writer_field(owner), self.env.publish_command()],
         )

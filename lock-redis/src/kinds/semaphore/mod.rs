@@ -18,8 +18,8 @@ use std::sync::LazyLock;
 use lock_core::backend::{Channel, PermitRequest, Wake};
 use lock_core::MAX_PERMITS;
 use lock_core::{LockError, LockName, Result};
+use lock_script::compose;
 use lock_script::error::bad_reply;
-use lock_script::with_common;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
@@ -31,22 +31,21 @@ pub const COUNT_LUA: &str = include_str!("count.lua");
 
 /// Creates a semaphore unless it exists (`try_set.lua`).
 pub static TRY_SET: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("try_set.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA], include_str!("try_set.lua")));
 /// Takes n permits if free (`acquire.lua`).
 pub static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("acquire.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA], include_str!("acquire.lua")));
 /// Gives back n permits (`release.lua`).
 pub static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("release.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA], include_str!("release.lua")));
 /// Adds or removes permits (`add.lua`).
-pub static ADD: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("add.lua")]));
+pub static ADD: LazyLock<Script> = LazyLock::new(|| compose(&[COUNT_LUA], include_str!("add.lua")));
 /// Takes every free permit (`drain.lua`).
 pub static DRAIN: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("drain.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA], include_str!("drain.lua")));
 /// Reads the free permits (`available.lua`).
 pub static AVAILABLE: LazyLock<Script> =
-    LazyLock::new(|| with_common(&[COUNT_LUA, include_str!("available.lua")]));
+    LazyLock::new(|| compose(&[COUNT_LUA], include_str!("available.lua")));
 
 /// The semaphore kind's store operations (its handle is [`Semaphore`],
 /// from [`crate::LockClient::semaphore`]).

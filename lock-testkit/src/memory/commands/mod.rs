@@ -63,12 +63,11 @@ impl Ctx<'_> {
             u64::try_from(ahead / 1_000_000).unwrap_or(u64::MAX),
             u32::try_from(ahead % 1_000_000 * 1000).unwrap_or(0),
         );
-        // Where an Instant cannot reach that far, a century is as good as
-        // never for a test.
-        let century = Duration::from_secs(100 * 365 * 24 * 3600);
+        // Where an Instant cannot reach that far, the library's "forever"
+        // (a century) is as good as never for a test.
         self.now
             .checked_add(ahead)
-            .or_else(|| self.now.checked_add(century))
+            .or_else(|| self.now.checked_add(lock_core::FOREVER))
             .unwrap_or(self.now)
     }
 

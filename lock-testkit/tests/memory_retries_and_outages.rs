@@ -1,7 +1,10 @@
 //! Engine behaviour under injected faults, on the in-memory backend with
-//! paused time: retries never double-count, outages surface as retryable
-//! errors, failed renewals fire the lost signal, lost notices cost at most a
-//! TTL, and cancelled operations leave nothing behind.
+//! paused time: retries after lost replies never double-count, outages
+//! surface as retryable errors, failed renewals fire the lost signal, lost
+//! notices cost at most a TTL, cancelled operations leave nothing behind,
+//! and configurations that could not ride these faults are refused. (Real
+//! server failures, restarts and a lost pub/sub connection: lock-redis's
+//! `server_restarts_and_pubsub_loss`.)
 
 use std::time::Duration;
 

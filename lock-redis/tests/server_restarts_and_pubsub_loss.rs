@@ -1,12 +1,13 @@
-//! The engine over real Redis under failure: the pub/sub connection killed
-//! while waiters wait, the script cache flushed, the server restarted while
-//! a lock is held and while waiters wait, the server frozen past the command
-//! timeout.
+//! The engine over real Redis when the server itself fails: the pub/sub
+//! connection killed while waiters wait, the script cache flushed, the
+//! server restarted while a lock is held and while waiters wait, the server
+//! frozen past the command timeout. (The same engine under injected faults
+//! in memory: lock-testkit's `memory_retries_and_outages`.)
 
 use std::time::Duration;
 
 use lock_redis::{ClientConfig, LockClient, RedisConfig};
-use lock_testkit::conformance::eventually;
+use lock_testkit::eventually;
 use lock_testkit::fixtures::RedisServer;
 use tokio::time::Instant;
 
