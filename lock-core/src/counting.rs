@@ -229,48 +229,7 @@ where
     F: Fn(R) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<T>> + Send,
 {
-    let inner = &engine.inner;
-    // A release still runs while the client closes (a guard dropped then,
-    // an acquisition given back as it lands); not once the close is over.
-    if inner.is_shut() {
-        return Err(crate::LockError::Closed);
-    }
-    let task_inner = Arc::clone(inner);
-    let in_flight = InFlight::start(&inner.stats);
-    let (told, answer) = tokio::sync::oneshot::channel();
-    inner.runtime.spawn(async move {
-        let _in_flight = in_flight;
-        let mut req = req;
-        let first = op::retried_redating(&task_inner, what, "semaphore", &mut req, &op).await;
-        let error = match first {
-            Err(e) if e.is_retryable() => e,
-            result => return drop(told.send(result)),
-        };
-        tracing::warn!(%error, "{what} failed; it goes on in the background until the store answers");
-        let _ = told.send(Err(error));
-        loop {
-            let answer = op::until_answered(&task_inner, || op(req.clone())).await;
-            match answer {
-                None => {
-                    tracing::warn!("{what}: the client's close ended before the store answered a release; those permits stay taken");
-                    return;
-                }
-                Some(Err(e)) if outcome_forgotten(&e, req.deadline_ms()) => {
-                    tracing::warn!("{what}: whether the release ran can no longer be learned (its record expired while the store was out of reach); it is not made again, which could give the permits back twice: if it did not run, they stay taken (an expirable permit's until its lease ends)");
-                    return;
-                }
-                Some(Err(e)) if e.is_stale_request() => {
-                    req = req.redated(task_inner.request_deadline());
-                }
-                Some(Err(e)) => {
-                    tracing::warn!(%e, "{what}: the store refused a release retried in the background");
-                    return;
-                }
-                Some(Ok(_)) => return,
-            }
-        }
-    });
-    answer.await.unwrap_or(Err(crate::LockError::Closed))
+    crate::counter::give_back(&engine.inner, what, "semaphore", req, op).await
 }
 
 /// The wait of counting kinds and conditions (see the module docs): a
@@ -294,129 +253,18 @@ where
     A: FnMut() -> Fut,
     Fut: Future<Output = Result<Look<P>>>,
 {
-    let inner = &engine.inner;
-    // A wait with time left is cut at its deadline plus the overshoot (as
-    // a lock's is; see `WAIT_OVERSHOOT`); a try (deadline now) is bounded
-    // by the retry policy.
-    let cut = deadline
-        .filter(|d| *d > Instant::now())
-        .and_then(|d| d.checked_add(WAIT_OVERSHOOT));
-    let mut waiting = Attempts {
-        attempt,
-        // As a lock's waiter does (the `outage` module): a store outage or
-        // a refusal that proves the attempt did not run costs the wait
-        // time, not its end; a try fails as the retry policy says.
-        outage: Outage::new(&inner.config.retry, &inner.outages, name, deadline),
-        cut,
-        answered: false,
-        cut_short: false,
+    let waited = crate::counter::Waited {
+        kind,
+        name,
+        channel,
+        reader,
     };
-    let waited = async {
-        let first = match waiting.look().await {
-            Ok(Look::Got(p)) => return Ok(Some(p)),
-            Ok(Look::Busy(retry_in)) => retry_in,
-            Err(e) => return waiting.ran_out(e),
-        };
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(None);
-        }
-        let span = tracing::debug_span!(
-            "lock.wait",
-            lock = %name,
-            kind,
-            strategy = if inner.config.wait_strategy.subscribes() { "subscribe" } else { "poll" },
-            outcome = tracing::field::Empty,
-        );
-        let mut timed = Timed::wait(kind, span.clone());
-        let subscribe = || inner.waiters.join_with(&inner.connection, reader, channel);
-        let result = wait_loop::wait(inner, &mut waiting, first, deadline, subscribe)
-            .instrument(span)
-            .await
-            .or_else(|e| waiting.ran_out(e));
-        timed.finish(&result);
-        result
-    };
-    telemetry::acquisition(kind, name, waited).await
-}
-
-/// A counting kind's side of the wait loop: each look is a fresh attempt,
-/// and a look that took permits owns them (dropped, they go back). A look
-/// whose attempt failed with a retryable error makes a fresh one after a
-/// backoff while the wait's deadline allows ([`Outage::ride`]): the failed
-/// attempt's outcome, if unknown, is settled in the background
-/// ([`acquire`]), so a fresh attempt never takes twice.
-struct Attempts<'a, A> {
-    attempt: A,
-    outage: Outage<'a>,
-    /// When a look still in flight is given up (`None`: never).
-    cut: Option<Instant>,
-    /// Whether the store answered a look of this wait.
-    answered: bool,
-    /// Whether a look was cut off at `cut`.
-    cut_short: bool,
-}
-
-impl<A> Attempts<'_, A> {
-    /// How a wait that failed with `error` ends: as one that ran out when
-    /// its last look was cut off after the store had answered it, else
-    /// with `error` (as a lock's wait does).
-    fn ran_out<P>(&self, error: LockError) -> Result<Option<P>> {
-        if self.cut_short && self.answered {
-            Ok(None)
-        } else {
-            Err(error)
-        }
-    }
-}
-
-impl<P, A, Fut> Waiting for Attempts<'_, A>
-where
-    A: FnMut() -> Fut,
-    Fut: Future<Output = Result<Look<P>>>,
-{
-    type Got = P;
-
-    /// One attempt, given up at the cut-off: the attempt's call finishes
-    /// in the background then, and what it takes goes back (see
-    /// [`acquire`]). An error, also for a wait that then ends as one that
-    /// ran out, so a wake-up the look did not use is passed on.
-    async fn look(&mut self) -> Result<Look<P>> {
-        loop {
-            let tried = match self.cut {
-                None => (self.attempt)().await,
-                Some(cut) => match Box::pin(tokio::time::timeout_at(cut, (self.attempt)())).await {
-                    Ok(tried) => tried,
-                    Err(_) => {
-                        self.cut_short = true;
-                        return Err(LockError::timeout(
-                            "the store did not answer within the wait",
-                        ));
-                    }
-                },
-            };
-            match tried {
-                Ok(look) => {
-                    self.answered = true;
-                    self.outage.over();
-                    return Ok(look);
-                }
-                Err(error) => {
-                    if !self.outage.ride(&error).await {
-                        return Err(error);
-                    }
-                }
-            }
-        }
-    }
+    crate::counter::wait_for(&engine.inner, waited, deadline, attempt).await
 }
 
 /// The deadline `wait` from now (`None`: forever).
 pub fn deadline(wait: Option<Duration>) -> Option<Instant> {
-    wait.map(|w| {
-        Instant::now()
-            .checked_add(w)
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(100 * 365 * 24 * 3600))
-    })
+    crate::counter::deadline(wait)
 }
 
 /// Waits until `check` answers `true` (then `Ok(true)`) or `deadline`

@@ -63,6 +63,7 @@ mod client_info;
 mod closing;
 pub mod config;
 mod connection;
+mod counter;
 #[doc(hidden)] // Shown in `backend`.
 pub mod counting;
 mod detached;
@@ -123,6 +124,7 @@ pub use wait_strategy::{PollBackoff, WaitStrategy};
 pub mod backend {
     pub use crate::client::{Engine, WeakEngine};
     pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
+    pub use crate::counter::{Counter, CountingStore, Taken};
     pub use crate::counting;
     pub use crate::held::{run_locked, Held};
     pub use crate::holds::Deadline;
@@ -138,4 +140,5 @@ pub mod backend {
     };
     pub use crate::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
     pub use crate::wait::fixed_lease_millis;
+    pub use crate::wait_loop::Look;
 }

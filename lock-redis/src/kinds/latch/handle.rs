@@ -21,10 +21,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use lock_core::backend::counting;
-use lock_core::backend::Engine;
+use lock_core::backend::{Counter, Engine};
 use lock_core::{LockError, LockName, Result};
 
 use super::{Latch, LatchRequest};
@@ -51,16 +48,14 @@ pub const MAX_COUNT: u64 = i64::MAX as u64;
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {
-    client: Engine,
-    name: LockName,
-    kind: Arc<Latch>,
+    counter: Counter<Latch>,
 }
 
 impl std::fmt::Debug for CountDownLatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CountDownLatch")
-            .field("name", &self.name)
-            .field("client", &self.client)
+            .field("name", self.counter.name())
+            .field("client", self.counter.engine())
             .finish_non_exhaustive()
     }
 }
@@ -76,15 +71,13 @@ impl CountDownLatch {
         let name = LockName::new(name)?;
         kind.check_name(&name)?;
         Ok(Self {
-            client: engine.clone(),
-            name,
-            kind,
+            counter: Counter::new(engine, name, kind),
         })
     }
 
     /// The latch's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        self.counter.name()
     }
 
     /// Sets the count to `count` if the latch does not exist (is open);
@@ -107,8 +100,12 @@ impl CountDownLatch {
                 "a latch count must be between 1 and {MAX_COUNT}, not {count}"
             )));
         }
-        let req = self.request();
-        self.retrying("try_set_count", || self.kind.try_set_count(&req, count))
+        self.counter
+            .call(
+                "try_set_count",
+                self.request(),
+                move |latch, req| async move { latch.try_set_count(&req, count).await },
+            )
             .await
     }
 
@@ -131,12 +128,9 @@ impl CountDownLatch {
     /// # Cancel safety
     /// The count-down runs to completion even when this future is dropped.
     pub async fn count_down(&self) -> Result<u64> {
-        let kind = Arc::clone(&self.kind);
-        counting::give_back(&self.client, "count down", self.request(), move |req| {
-            let kind = Arc::clone(&kind);
-            async move { kind.count_down(&req).await }
-        })
-        .await
+        self.counter
+            .give_back_one("count down", self.request())
+            .await
     }
 
     /// The current count; 0 when the latch is open (not set, deleted, or
@@ -149,7 +143,12 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Read-only: safe to drop.
     pub async fn count(&self) -> Result<u64> {
-        self.retrying("count", || self.kind.count(&self.name)).await
+        let name = self.name().clone();
+        self.counter
+            .call("count", name, |latch, name| async move {
+                latch.count(&name).await
+            })
+            .await
     }
 
     /// Deletes the latch whatever its count; whether it existed. Retried
@@ -162,8 +161,11 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Dropping the future may leave the latch deleted or not.
     pub async fn delete(&self) -> Result<bool> {
-        let req = self.request();
-        self.retrying("delete", || self.kind.delete(&req)).await
+        self.counter
+            .call("delete", self.request(), |latch, req| async move {
+                latch.delete(&req).await
+            })
+            .await
     }
 
     /// Waits until the latch is open (returns at once when it is).
@@ -187,42 +189,18 @@ impl CountDownLatch {
     /// # Cancel safety
     /// As [`CountDownLatch::wait`].
     pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
-        let now = Instant::now();
-        self.wait_until(Some(now.checked_add(wait).unwrap_or(now + MAX_WAIT)))
-            .await
+        self.wait_until(Some(wait)).await
     }
 
-    async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        let kind = Arc::clone(&self.kind);
-        let read = Arc::new(move |payload: &[u8]| kind.wake(payload));
-        counting::wait_until(
-            &self.client,
-            "latch",
-            &self.name,
-            self.kind.channel(&self.name),
-            read,
-            deadline,
-            || async { Ok(self.count().await? == 0) },
-        )
-        .await
+    /// Waits through the engine's wait loop until a read of the count
+    /// finds the latch open, or `wait` runs out (`None`: never).
+    async fn wait_until(&self, wait: Option<Duration>) -> Result<bool> {
+        let name = self.name().clone();
+        self.counter.wait_until("count", wait, name).await
     }
 
     /// A write with a fresh request id, recorded for the client's record ttl.
     fn request(&self) -> LatchRequest {
-        LatchRequest::new(self.name.clone(), self.client.request_deadline())
-    }
-
-    /// Runs `op` with the client's retry policy ([`counting::retried`]; every
-    /// operation here is safe to repeat: reads, and writes that carry
-    /// their request id).
-    async fn retrying<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T>>,
-    {
-        counting::retried(&self.client, what, "latch", op).await
+        LatchRequest::new(self.name().clone(), self.counter.request_deadline())
     }
 }
-
-/// A wait too long to represent: effectively forever.
-const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
