@@ -133,6 +133,7 @@ pub mod backend {
         RenewTarget, RequestId,
     };
     pub use crate::live_permits::{GiveBack, LivePermit, LivePermits};
+    pub use crate::op::Redate;
     pub use crate::permit_leases::{PermitHold, PermitLeases};
     pub use crate::semaphore_kind::{
         check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,

@@ -9,14 +9,16 @@
 //! once. Once open it can be set again (a new round).
 //!
 //! Waiters are woken by the notice of the count-down that reached zero,
-//! through the engine's shared wait loop ([`counting::wait_until`]): read the
+//! through the engine's shared wait loop ([`Counter::wait_until`]): read the
 //! count, subscribe, read again, sleep until a notice. A notice that the
 //! count was set or the latch deleted makes them read the count again.
 //!
 //! A count-down is retried after an unknown outcome with its request id,
 //! so it never counts twice, and goes on in the background when the retry
 //! policy runs out (as a permit given back does), so it is never lost to a
-//! transient fault.
+//! transient fault. Every call runs to completion in the client's runtime
+//! when its caller goes away (the engine's [`Counter`]), as a semaphore's
+//! do.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -93,7 +95,8 @@ impl CountDownLatch {
     /// [`LockError::Closed`].
     ///
     /// # Cancel safety
-    /// Dropping the future may leave the count set or not.
+    /// The call runs to completion even when this future is dropped (as a
+    /// semaphore's calls do); a retry never sets the count twice.
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
         if count == 0 || count > MAX_COUNT {
             return Err(LockError::invalid(format!(
@@ -115,7 +118,7 @@ impl CountDownLatch {
     /// without counting twice.
     ///
     /// A count-down is given back to the latch as a permit is to a
-    /// semaphore ([`counting::give_back`]): when its outcome is still
+    /// semaphore ([`Counter::give_back`]): when its outcome is still
     /// unknown after the retry policy (an outage, a master refusing
     /// writes), it goes on in the background until the store answers, so a
     /// latch waited on opens once the fault ends.
@@ -159,7 +162,8 @@ impl CountDownLatch {
     /// As [`CountDownLatch::count_down`].
     ///
     /// # Cancel safety
-    /// Dropping the future may leave the latch deleted or not.
+    /// The call runs to completion even when this future is dropped; a
+    /// retry never deletes a count set since.
     pub async fn delete(&self) -> Result<bool> {
         self.counter
             .call("delete", self.request(), |latch, req| async move {
