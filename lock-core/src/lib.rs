@@ -24,7 +24,9 @@
 //!   nothing; [`RedLock`]: one lock over N independent stores, held by a
 //!   majority (Redlock). Both compose [`Lock`] handles.
 //! - The counting kinds (semaphores, the latch) live in their kind
-//!   folders and wait and retry through `backend::counting` (see
+//!   folders; their handles are thin faces on a
+//!   [`Counter`](backend::Counter) over the kind's
+//!   [`CountingStore`](backend::CountingStore) (see
 //!   [`backend`]), the same wait loop; the watchdog renews leased permits
 //!   through [`PermitRenewal`](backend::PermitRenewal).
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
@@ -64,8 +66,6 @@ mod closing;
 pub mod config;
 mod connection;
 mod counter;
-#[doc(hidden)] // Shown in `backend`.
-pub mod counting;
 mod detached;
 pub mod error;
 mod fenced_lock;
@@ -118,14 +118,14 @@ pub use wait_strategy::{PollBackoff, WaitStrategy};
 /// client's kinds share: notices, closing); a kind implements
 /// [`ExclusiveKind`](backend::ExclusiveKind) for every lock whose handle
 /// is a [`Lock`]; the semaphores and the latch wait and retry through
-/// [`crate::counting`], and an expirable permit's kind registers its
+/// a [`Counter`](backend::Counter) over their
+/// [`CountingStore`](backend::CountingStore), and an expirable permit's kind registers its
 /// permits ([`PermitLeases`](backend::PermitLeases)) for the watchdog to
 /// renew ([`PermitRenewal`](backend::PermitRenewal)).
 pub mod backend {
     pub use crate::client::{Engine, WeakEngine};
     pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
     pub use crate::counter::{Counter, CountingStore, Taken};
-    pub use crate::counting;
     pub use crate::held::{run_locked, Held};
     pub use crate::holds::Deadline;
     pub use crate::kind::{

@@ -300,7 +300,7 @@ pub mod users {
     pub use crate::kinds::semaphore::{PermitGuard, Semaphore};
     pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};
     // The engine's user-facing items, and nothing of its seams for kinds
-    // (`lock_core::backend`, `lock_core::backend::counting`, `lock_core::backend::Engine`):
+    // (`lock_core::backend`, `lock_core::backend::Counter`, `lock_core::backend::Engine`):
     // reach those through `lock_core` when building a kind or a transport.
     pub use lock_core::telemetry;
     pub use lock_core::{

@@ -55,9 +55,6 @@ mod store;
 mod taken;
 mod wait;
 
-pub(crate) use give_back::give_back;
-pub(crate) use wait::{wait_for, Waited};
-
 pub use store::CountingStore;
 pub use taken::Taken;
 
@@ -141,14 +138,8 @@ impl<S: CountingStore> Counter<S> {
     {
         let store = Arc::clone(&self.store);
         let kind = store.kind_name();
-        let task_inner = Arc::clone(self.inner());
-        let in_flight = InFlight::start(&self.inner().stats);
-        Detached::new(&self.inner().runtime, in_flight, async move {
-            task_inner.check_open()?;
-            op::retried(&task_inner, what, kind, || {
-                op(Arc::clone(&store), req.clone())
-            })
-            .await
+        op::call(self.inner(), what, kind, move || {
+            op(Arc::clone(&store), req.clone())
         })
         .await
     }

@@ -34,8 +34,10 @@ use super::semaphore::{change_reply, int_reply, try_set, COUNT_LUA, TRY_SET};
 
 mod handle;
 mod permit;
+mod take;
 pub use handle::PermitExpirableSemaphore;
 pub use permit::ExpirablePermit;
+pub use take::PermitTake;
 
 /// The helpers of the expirable-permit scripts (`leases.lua`).
 pub const LEASES_LUA: &str = include_str!("leases.lua");
