@@ -30,11 +30,10 @@ use std::sync::Arc;
 
 use crate::client::ClientInner;
 use crate::holds::Hold;
-use crate::kind::{ReleaseOutcome, ReleaseRequest};
+use crate::kind::{ReleaseOutcome, ReleaseRequest, RequestId};
 use crate::live_permits::GiveBack;
 use crate::op;
 use crate::permit_leases::PermitHold;
-use crate::semaphore_kind::LeaseRelease;
 use crate::stats::InFlight;
 
 /// Steps 2 to 4 of the close (see the module docs). `left` counts the
@@ -123,20 +122,18 @@ async fn hold_given_back(inner: Arc<ClientInner>, hold: Arc<Hold>) -> bool {
 /// made again.
 async fn permit_given_back(inner: Arc<ClientInner>, lease: Arc<PermitHold>) -> bool {
     let target = lease.target().clone();
-    let mut req = LeaseRelease::new(target.name.clone(), target.id, inner.request_deadline());
+    let (mut request_id, mut deadline_ms) = (RequestId::new(), inner.request_deadline());
     let mut attempt = 1;
     while !inner.is_shut() {
-        let kind = Arc::clone(&lease.kind);
+        let kind = &lease.kind;
         let released = op::retried(&inner, "release a permit", lease.kind_name(), || {
-            let kind = Arc::clone(&kind);
-            let req = req.clone();
-            async move { kind.release(&req).await }
+            kind.release(&target, &request_id, deadline_ms)
         })
         .await;
         match released {
             Ok(_) => return true,
             Err(e) if e.is_stale_request() => {
-                req = req.redated(inner.request_deadline());
+                (request_id, deadline_ms) = (RequestId::new(), inner.request_deadline());
             }
             Err(e) if e.is_retryable() => attempt = backoff(&inner, attempt).await,
             Err(e) => {

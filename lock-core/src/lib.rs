@@ -28,7 +28,7 @@
 //!   [`Counter`](backend::Counter) over the kind's
 //!   [`CountingStore`](backend::CountingStore) (see
 //!   [`backend`]), the same wait loop; the watchdog renews leased permits
-//!   through [`PermitRenewal`](backend::PermitRenewal).
+//!   through [`LeaseRenewal`](backend::LeaseRenewal).
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -84,7 +84,6 @@ pub mod owner;
 mod permit_leases;
 mod queue_place;
 mod red_lock;
-mod semaphore_kind;
 mod shorthands;
 mod stats;
 mod store_clock;
@@ -107,7 +106,6 @@ pub use name::{LockName, MAX_NAME_LEN};
 pub use options::{AcquireOptions, Wait, WAIT_OVERSHOOT};
 pub use owner::Owner;
 pub use red_lock::{RedGuard, RedLock};
-pub use semaphore_kind::{PermitId, MAX_PERMITS};
 pub use stats::ClientStats;
 pub use wait_strategy::{PollBackoff, WaitStrategy};
 
@@ -121,11 +119,11 @@ pub use wait_strategy::{PollBackoff, WaitStrategy};
 /// a [`Counter`](backend::Counter) over their
 /// [`CountingStore`](backend::CountingStore), and an expirable permit's kind registers its
 /// permits ([`PermitLeases`](backend::PermitLeases)) for the watchdog to
-/// renew ([`PermitRenewal`](backend::PermitRenewal)).
+/// renew ([`LeaseRenewal`](backend::LeaseRenewal)).
 pub mod backend {
     pub use crate::client::{Engine, WeakEngine};
     pub use crate::connection::{Channel, Connection, Notice, NoticeSink, Wake};
-    pub use crate::counter::{Counter, CountingStore, Taken};
+    pub use crate::counter::{Counter, CountingStore, LeaseId, LeaseRenewal, LeaseTarget, Taken};
     pub use crate::held::{run_locked, Held};
     pub use crate::holds::Deadline;
     pub use crate::kind::{
@@ -135,10 +133,6 @@ pub mod backend {
     pub use crate::live_permits::{GiveBack, LivePermit, LivePermits};
     pub use crate::op::Redate;
     pub use crate::permit_leases::{PermitHold, PermitLeases};
-    pub use crate::semaphore_kind::{
-        check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,
-        LeasesRequest, PermitCounts, PermitLease, PermitRenewal, PermitRequest, PermitTarget,
-    };
     pub use crate::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
     pub use crate::wait::fixed_lease_millis;
     pub use crate::wait_loop::Look;

@@ -230,12 +230,7 @@ macro_rules! redate {
         }
     )*};
 }
-redate!(
-    crate::kind::ReleaseRequest,
-    crate::semaphore_kind::PermitRequest,
-    crate::semaphore_kind::LeaseRelease,
-    crate::semaphore_kind::LeasesRelease
-);
+redate!(crate::kind::ReleaseRequest);
 
 /// The result of one acquisition attempt as the waiter loop sees it.
 pub(crate) enum Attempt {

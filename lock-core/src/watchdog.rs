@@ -17,7 +17,7 @@
 //! that took it. Leased permits without a fixed lease
 //! (an expirable permit's guard, the `permit_leases` table) are renewed in
 //! the same tick and the same way, through their kind's
-//! [`PermitRenewal::renew`](crate::backend::PermitRenewal::renew), and
+//! [`LeaseRenewal::renew`](crate::backend::LeaseRenewal::renew), and
 //! lost the same ways: one generic renewal (`by_lane`, `in_slices`,
 //! `settle`) serves both.
 //!
@@ -95,10 +95,10 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::config::RetryPolicy;
+use crate::counter::LeaseTarget;
 use crate::holds::{Deadline, Hold, Holds};
 use crate::kind::RenewTarget;
 use crate::permit_leases::{PermitHold, PermitLeases};
-use crate::semaphore_kind::PermitTarget;
 use crate::stats::Stats;
 use crate::telemetry;
 
@@ -383,7 +383,7 @@ impl Task {
             return true;
         };
         in_slices(leases, move |slice: &[Arc<PermitHold>]| {
-            let targets: Vec<PermitTarget> =
+            let targets: Vec<LeaseTarget> =
                 slice.iter().map(|lease| lease.target.clone()).collect();
             let sent = Instant::now();
             self.renew_slice(kind.kind_name(), slice.len(), async move {

@@ -51,10 +51,12 @@ use crate::store_clock::outcome_forgotten;
 use crate::wait_loop::Look;
 
 mod give_back;
+mod leases;
 mod store;
 mod taken;
 mod wait;
 
+pub use leases::{LeaseId, LeaseRenewal, LeaseTarget};
 pub use store::CountingStore;
 pub use taken::Taken;
 

@@ -40,13 +40,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use lock_core::backend::{
-    check_change, Counter, Deadline, Engine, LeaseRelease, PermitRenewal, PermitRequest,
-    PermitTarget,
-};
-use lock_core::{lease_millis, LockError, LockName, PermitId, Result};
+use lock_core::backend::{Counter, Deadline, Engine, LeaseRenewal, LeaseTarget};
+use lock_core::{lease_millis, LockError, LockName, Result};
 
-use super::{ExpirablePermit, PermitSemaphore};
+use super::super::semaphore::{check_change, PermitRequest};
+use super::request::target;
+use super::{ExpirablePermit, LeaseRelease, PermitId, PermitSemaphore};
 
 mod many;
 mod totals;
@@ -146,7 +145,7 @@ impl PermitExpirableSemaphore {
     }
 
     /// A change of `permits` (checked by the caller against
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS)) under a fresh request id.
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS)) under a fresh request id.
     fn request(&self, permits: u64) -> PermitRequest {
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
         PermitRequest::new(self.name().clone(), n, self.inner().request_deadline())
@@ -156,7 +155,7 @@ impl PermitExpirableSemaphore {
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when a key of the semaphore holds
     /// something else (left untouched); store errors after the retry
     /// policy; [`LockError::Closed`].
@@ -181,8 +180,8 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -372,11 +371,8 @@ impl PermitExpirableSemaphore {
         Ok(released)
     }
 
-    fn target(&self, id: PermitId) -> PermitTarget {
-        PermitTarget {
-            name: self.name().clone(),
-            id,
-        }
+    fn target(&self, id: PermitId) -> LeaseTarget {
+        target(self.name(), id)
     }
 
     /// The guard of the permit `id`, taken with `leasing` and valid until
@@ -386,7 +382,7 @@ impl PermitExpirableSemaphore {
     fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> Option<ExpirablePermit> {
         let lease = self.inner().permits().register(
             self.target(id),
-            Arc::clone(self.kind()) as Arc<dyn PermitRenewal>,
+            Arc::clone(self.kind()) as Arc<dyn LeaseRenewal>,
             deadline,
             leasing.watched,
         );

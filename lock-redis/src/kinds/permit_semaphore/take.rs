@@ -3,12 +3,10 @@
 
 use tokio::time::Instant;
 
-use lock_core::backend::{
-    Channel, CountingStore, LeaseOutcome, LeasesRelease, LeasesRequest, Look, Wake,
-};
+use lock_core::backend::{Channel, CountingStore, Look, Wake};
 use lock_core::{LockName, Result};
 
-use super::PermitSemaphore;
+use super::{LeaseOutcome, LeasesRelease, LeasesRequest, PermitSemaphore};
 
 /// One take of leased permits: the request (its ids are its identity
 /// across retries) and when it was first sent, from which the guards'

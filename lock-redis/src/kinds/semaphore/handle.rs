@@ -52,7 +52,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::{check_change, check_permits, PermitRequest};
+use super::{check_change, check_permits, PermitRequest};
 use lock_core::backend::{Counter, Engine, LivePermit};
 use lock_core::{lease_millis, LockError, LockName, Result};
 
@@ -111,7 +111,7 @@ impl Semaphore {
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when the key holds something else
     /// (left untouched); store errors after the retry policy;
     /// [`LockError::Closed`].
@@ -165,8 +165,8 @@ impl Semaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -240,7 +240,7 @@ impl Semaphore {
     /// Takes `n` permits at once, waiting as long as it takes.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O); otherwise as [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -348,9 +348,9 @@ impl Semaphore {
     /// does not know who took what. Waiters are told the new count.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O), or when the count would rise above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// A retryable error means the release did not finish in time: it goes

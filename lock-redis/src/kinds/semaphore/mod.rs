@@ -15,8 +15,7 @@
 
 use std::sync::LazyLock;
 
-use lock_core::backend::{Channel, CountingStore, Look, PermitRequest, Wake};
-use lock_core::MAX_PERMITS;
+use lock_core::backend::{Channel, CountingStore, Look, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::with_common;
@@ -24,7 +23,9 @@ use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 mod handle;
+mod permits;
 pub use handle::{PermitGuard, Semaphore};
+pub use permits::{check_change, check_permits, PermitRequest, MAX_PERMITS};
 
 /// The helpers of every semaphore script (`count.lua`).
 pub const COUNT_LUA: &str = include_str!("count.lua");

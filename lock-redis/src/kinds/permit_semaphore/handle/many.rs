@@ -6,10 +6,10 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::super::{ExpirablePermit, PermitTake};
+use super::super::super::semaphore::check_permits;
+use super::super::{ExpirablePermit, LeasesRelease, LeasesRequest, PermitId, PermitTake};
 use super::{Leasing, PermitExpirableSemaphore};
-use lock_core::backend::{check_permits, LeasesRelease, LeasesRequest};
-use lock_core::{LockError, PermitId, Result};
+use lock_core::{LockError, Result};
 
 impl PermitExpirableSemaphore {
     /// Takes `n` permits at once, waiting as long as it takes: one guard
@@ -19,7 +19,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `n` = 0 or above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O); otherwise as
     /// [`PermitExpirableSemaphore::acquire`].
     ///
     /// # Cancel safety

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
+use super::super::super::semaphore::check_change;
+use super::super::{PermitCounts, PermitId, PermitLease};
 use super::PermitExpirableSemaphore;
-use lock_core::backend::{check_change, PermitCounts, PermitLease};
-use lock_core::{LockError, PermitId, Result};
+use lock_core::{LockError, Result};
 
 impl PermitExpirableSemaphore {
     /// Sets the total number of permits, free and taken, to `permits`:
@@ -17,9 +18,9 @@ impl PermitExpirableSemaphore {
     /// was already `permits`.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O) or when the free count would pass
-    /// −[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// −[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
