@@ -127,7 +127,7 @@ async fn permit_given_back(inner: Arc<ClientInner>, lease: Arc<PermitHold>) -> b
     while !inner.is_shut() {
         let kind = &lease.kind;
         let released = op::retried(&inner, "release a permit", lease.kind_name(), || {
-            kind.release(&target, &request_id, deadline_ms)
+            kind.release(&target, request_id, deadline_ms)
         })
         .await;
         match released {

@@ -118,7 +118,7 @@ pub trait LeaseRenewal: Send + Sync + 'static {
     async fn release(
         &self,
         target: &LeaseTarget,
-        request_id: &RequestId,
+        request_id: RequestId,
         deadline_ms: u64,
     ) -> Result<bool>;
 

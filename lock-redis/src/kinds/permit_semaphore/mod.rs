@@ -411,13 +411,13 @@ impl LeaseRenewal for PermitSemaphore {
     async fn release(
         &self,
         target: &LeaseTarget,
-        request_id: &RequestId,
+        request_id: RequestId,
         deadline_ms: u64,
     ) -> Result<bool> {
         let req = LeaseRelease {
             name: target.name.clone(),
             id: target.id.into(),
-            request_id: request_id.clone(),
+            request_id,
             deadline_ms,
         };
         PermitSemaphore::release(self, &req).await
