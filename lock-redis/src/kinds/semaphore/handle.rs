@@ -322,13 +322,18 @@ impl Semaphore {
         let Some(taken) = self.counter.acquire("acquire permits", wait, fresh).await? else {
             return Ok(None);
         };
-        // The caller's now: each guard is registered with its client.
-        taken.accept();
+        // The caller's now: its guard is registered with its client. The
+        // take stops counting as in flight only after that (or after the
+        // guard's give-back counts itself), so a close waiting for what is
+        // in flight cannot end in between.
         let guard = PermitGuard::new(self.clone(), n);
         if guard.live.is_none() {
             // Taken while the client closed: dropped, it gives them back.
+            drop(guard);
+            taken.accept();
             return Err(LockError::Closed);
         }
+        taken.accept();
         Ok(Some(guard))
     }
 

@@ -172,14 +172,15 @@ impl PermitExpirableSemaphore {
         // began to close first: each permit is then given back (by the
         // close, or by [`PermitExpirableSemaphore::guard`] for one the close
         // did not see). Every id gets its guard or its give-back, so none
-        // is collected short of the end.
-        let (take, ()) = taken.accept();
-        let guards: Vec<Option<ExpirablePermit>> = take
-            .req
-            .ids
+        // is collected short of the end; only then does the take stop
+        // counting as in flight, so a close waiting for what is in flight
+        // cannot end in between.
+        let ids = taken.request().req.ids.clone();
+        let guards: Vec<Option<ExpirablePermit>> = ids
             .into_iter()
             .map(|id| self.guard(id, deadline, leasing))
             .collect();
+        taken.accept();
         if guards.iter().any(Option::is_none) {
             return Err(LockError::Closed);
         }
