@@ -137,7 +137,7 @@ async fn permit_given_back(inner: Arc<ClientInner>, lease: Arc<PermitHold>) -> b
             }
             Err(e) if e.is_retryable() => attempt = backoff(&inner, attempt).await,
             Err(e) => {
-                tracing::warn!(%e, semaphore = %target.name, id = %target.id, "close: the store refused a permit's release; it comes back with its lease");
+                tracing::warn!(%e, counter = %target.name, id = %target.id, "close: the store refused a permit's release; it comes back with its lease");
                 return false;
             }
         }

@@ -49,7 +49,7 @@ pub struct PermitHold {
 impl std::fmt::Debug for PermitHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PermitHold")
-            .field("semaphore", &self.target.name)
+            .field("counter", &self.target.name)
             .field("id", &self.target.id)
             .field("lost", &self.lost.is_cancelled())
             .finish_non_exhaustive()
@@ -258,7 +258,7 @@ impl PermitLeases {
     /// that is not its guard's: the guard (if any) is told.
     pub fn gone(&self, target: &LeaseTarget, reason: &'static str) {
         if let Some(lease) = self.get(target) {
-            tracing::warn!(semaphore = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
+            tracing::warn!(counter = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
             self.end(&lease, reason);
         }
     }
@@ -299,7 +299,7 @@ impl PermitLeases {
             .collect();
         for lease in overdue {
             if !lease.lost.is_cancelled() {
-                tracing::warn!(semaphore = %lease.target.name, id = %lease.target.id, "permit lease deadline passed without a successful renewal; signalling loss");
+                tracing::warn!(counter = %lease.target.name, id = %lease.target.id, "permit lease deadline passed without a successful renewal; signalling loss");
             }
             self.end(&lease, "expired");
         }
