@@ -131,6 +131,10 @@ impl<S: CountingStore> Counter<S> {
     /// # Errors
     /// [`crate::LockError::Closed`]; `op`'s last error after the retry
     /// policy.
+    ///
+    /// # Cancel safety
+    /// The call runs to completion in the client's runtime when this
+    /// future is dropped; its output is dropped there.
     pub async fn call<R, T, F, Fut>(&self, what: &'static str, req: R, op: F) -> Result<T>
     where
         R: Clone + Send + Sync + 'static,
@@ -154,6 +158,10 @@ impl<S: CountingStore> Counter<S> {
     /// [`crate::LockError::Closed`] once the client's close is over;
     /// `op`'s error: a retryable one means the give-back goes on in the
     /// background, so do not give back again.
+    ///
+    /// # Cancel safety
+    /// The give-back runs to completion in its own task when this future
+    /// is dropped.
     pub async fn give_back<R, T, F, Fut>(&self, what: &'static str, req: R, op: F) -> Result<T>
     where
         R: op::Redate + Send + Sync + 'static,
@@ -172,6 +180,9 @@ impl<S: CountingStore> Counter<S> {
     /// ([`CountingStore::give_back`]).
     ///
     /// # Errors
+    /// As [`Counter::give_back`].
+    ///
+    /// # Cancel safety
     /// As [`Counter::give_back`].
     pub async fn give_back_one(&self, what: &'static str, req: S::GiveBack) -> Result<S::Given> {
         self.give_back(what, req, |store, req| async move {
@@ -231,6 +242,10 @@ impl<S: CountingStore> Counter<S> {
     /// # Errors
     /// [`crate::LockError::Closed`]; the take's last error after the
     /// retry policy.
+    ///
+    /// # Cancel safety
+    /// Dropping the future leaves nothing taken: the take finishes in the
+    /// client's runtime, and what it took is given back ([`Taken`]).
     pub async fn take(&self, what: &'static str, req: S::Take) -> Result<Look<Taken<S>>> {
         let inner = self.inner();
         inner.check_open()?;
