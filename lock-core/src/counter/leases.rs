@@ -129,7 +129,7 @@ pub trait LeaseRenewal: Send + Sync + 'static {
         0
     }
 
-    /// A short name of the kind, the `kind` of its metric labels (as
-    /// [`crate::backend::ExclusiveKind::kind_name`]).
+    /// A short name of the kind, the `kind` of its metric labels (as an
+    /// exclusive kind's name is).
     fn kind_name(&self) -> &'static str;
 }
