@@ -91,14 +91,21 @@ def resolve(mods, path, depth=0):
 
 def imports(mods, me, code):
     found = set()
+    # `use crate::a::{b::C, d}` groups: each item is `crate::a::b::C`,
+    # `crate::a::d` (one level of nesting is enough for this crate).
+    def group(m):
+        base = m.group(1).strip(":").split("::")
+        for part in m.group(2).split(","):
+            part = [p for p in part.strip().split("::") if p and p != "self"]
+            if part:
+                found.add(resolve(mods, base + [p.split(" as ")[0].strip("{} ") for p in part]))
+            else:
+                found.add(resolve(mods, base))
+        return ""
+
+    code = re.sub(r"\bcrate((?:::\w+)+)::\{([^{}]*)\}", group, code)
     for m in re.finditer(r"\bcrate((?:::\w+)+)", code):
         found.add(resolve(mods, m.group(1).strip(":").split("::")))
-    # `use crate::{a::B, c}` groups.
-    for m in re.finditer(r"\bcrate::\{([^;]*?)\};", code, flags=re.S):
-        for part in re.split(r",", m.group(1)):
-            part = part.strip().split("::")
-            if part and part[0]:
-                found.add(resolve(mods, [p.strip("{} ") for p in part]))
     for m in re.finditer(r"\bsuper((?:::\w+)+)", code):
         # `super` of `a/b.rs` and of `a/b/mod.rs` (both module a::b) is a.
         base = list(me[:-1])

@@ -24,9 +24,11 @@
 //!   nothing; [`RedLock`]: one lock over N independent stores, held by a
 //!   majority (Redlock). Both compose [`Lock`] handles.
 //! - The counting kinds (semaphores, the latch) live in their kind
-//!   folders and wait and retry through `backend::counting` (see
+//!   folders; their handles are thin faces on a
+//!   [`Counter`](backend::Counter) over the kind's
+//!   [`CountingStore`](backend::CountingStore) (see
 //!   [`backend`]), the same wait loop; the watchdog renews leased permits
-//!   through [`PermitRenewal`](backend::PermitRenewal).
+//!   through [`LeaseRenewal`](backend::LeaseRenewal).
 //! - [`Owner`]: who holds a lock; explicit, because async tasks have no
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
@@ -70,7 +72,6 @@ pub mod owner;
 pub mod telemetry;
 
 pub use backend::kind::{Holder, LockInfo};
-pub use backend::semaphore_kind::{PermitId, MAX_PERMITS};
 pub use client_info::ClientInfo;
 pub use config::options::{AcquireOptions, Wait, FOREVER, WAIT_OVERSHOOT};
 pub use config::wait_strategy::{PollBackoff, WaitStrategy};

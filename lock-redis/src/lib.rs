@@ -295,19 +295,19 @@ pub mod users {
         ReadWriteMode,
     };
     pub use crate::kinds::latch::{CountDownLatch, MAX_COUNT};
-    pub use crate::kinds::permit_semaphore::{ExpirablePermit, PermitExpirableSemaphore};
+    pub use crate::kinds::permit_semaphore::{ExpirablePermit, PermitExpirableSemaphore, PermitId};
     pub use crate::kinds::rwlock::ReadWriteLock;
-    pub use crate::kinds::semaphore::{PermitGuard, Semaphore};
+    pub use crate::kinds::semaphore::{PermitGuard, Semaphore, MAX_PERMITS};
     pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};
     // The engine's user-facing items, and nothing of its seams for kinds
-    // (`lock_core::backend`, `lock_core::backend::counting`, `lock_core::backend::Engine`):
+    // (`lock_core::backend`, `lock_core::backend::Counter`, `lock_core::backend::Engine`):
     // reach those through `lock_core` when building a kind or a transport.
     pub use lock_core::telemetry;
     pub use lock_core::{
         lease_millis, AcquireOptions, ClientConfig, ClientInfo, ClientStats, FencedGuard,
         FencedLock, Guard, Holder, Lock, LockError, LockInfo, LockName, MultiGuard, MultiLock,
-        Owner, PermitId, PollBackoff, RedGuard, RedLock, Result, RetryPolicy, Wait, WaitStrategy,
-        FOREVER, MAX_LEASE, MAX_NAME_LEN, MAX_PERMITS, WAIT_OVERSHOOT,
+        Owner, PollBackoff, RedGuard, RedLock, Result, RetryPolicy, Wait, WaitStrategy, FOREVER,
+        MAX_LEASE, MAX_NAME_LEN, WAIT_OVERSHOOT,
     };
 }
 

@@ -11,10 +11,10 @@
 //!   ([`KindBehaviour`]: hold side, queueing, hand-over, …).
 //!   Every handle that is a [`crate::Lock`] runs on one.
 //! - [`Held`]: what every guard offers, and [`run_locked`] on it.
-//! - [`counting`]: the store calls and waits of the kinds whose handles
-//!   are not a [`crate::Lock`] (semaphores, the latch), on the same
-//!   machinery; an expirable permit's kind registers its permits
-//!   ([`PermitLeases`]) for the watchdog to renew ([`PermitRenewal`]).
+//! - [`CountingStore`]: the store operations of a counting kind (whose
+//!   handles are not a [`crate::Lock`]: semaphores, the latch), run by a
+//!   [`Counter`] on the same machinery; a kind with leases registers them
+//!   ([`PermitLeases`]) for the watchdog to renew ([`LeaseRenewal`]).
 //! - [`Engine`]: the machinery of one client, which a deployment's client
 //!   wraps and binds its kinds to.
 //!
@@ -26,14 +26,17 @@ pub(crate) mod behaviour;
 pub(crate) mod connection;
 pub(crate) mod held;
 pub(crate) mod kind;
-pub(crate) mod semaphore_kind;
 
 pub use crate::deadline::Deadline;
+pub use crate::engine::calls::Redate;
 pub use crate::engine::client::{Engine, WeakEngine};
-pub use crate::engine::counting;
+pub use crate::engine::counter::{
+    Counter, CountingStore, LeaseId, LeaseRenewal, LeaseTarget, Taken,
+};
 pub use crate::engine::live_permits::{GiveBack, LivePermit, LivePermits};
 pub use crate::engine::permit_leases::{PermitHold, PermitLeases};
 pub use crate::engine::store_clock::{outcome_forgotten, FOLLOW_TOLERANCE_MS, RECORD_GRACE_MS};
+pub use crate::engine::wait_loop::Look;
 pub use crate::handles::acquire::fixed_lease_millis;
 pub use behaviour::KindBehaviour;
 pub use connection::{Channel, Connection, Notice, NoticeSink, Wake};
@@ -41,8 +44,4 @@ pub use held::{run_locked, Held};
 pub use kind::{
     deadline_in, AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseOutcome, ReleaseRequest,
     RenewTarget, RequestId,
-};
-pub use semaphore_kind::{
-    check_change, check_permits, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease,
-    LeasesRequest, PermitCounts, PermitLease, PermitRenewal, PermitRequest, PermitTarget,
 };

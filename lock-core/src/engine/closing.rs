@@ -28,8 +28,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use crate::backend::kind::{ReleaseOutcome, ReleaseRequest};
-use crate::backend::semaphore_kind::LeaseRelease;
+use crate::backend::kind::{ReleaseOutcome, ReleaseRequest, RequestId};
 use crate::engine::calls;
 use crate::engine::holds::Hold;
 use crate::engine::live_permits::GiveBack;
@@ -123,24 +122,22 @@ async fn hold_given_back(inner: Arc<ClientInner>, hold: Arc<Hold>) -> bool {
 /// made again.
 async fn permit_given_back(inner: Arc<ClientInner>, lease: Arc<PermitHold>) -> bool {
     let target = lease.target().clone();
-    let mut req = LeaseRelease::new(target.name.clone(), target.id, inner.request_deadline());
+    let (mut request_id, mut deadline_ms) = (RequestId::new(), inner.request_deadline());
     let mut attempt = 1;
     while !inner.is_shut() {
-        let kind = Arc::clone(&lease.kind);
+        let kind = &lease.kind;
         let released = calls::retried(&inner, "release a permit", lease.kind_name(), || {
-            let kind = Arc::clone(&kind);
-            let req = req.clone();
-            async move { kind.release(&req).await }
+            kind.release(&target, request_id, deadline_ms)
         })
         .await;
         match released {
             Ok(_) => return true,
             Err(e) if e.is_stale_request() => {
-                req = req.redated(inner.request_deadline());
+                (request_id, deadline_ms) = (RequestId::new(), inner.request_deadline());
             }
             Err(e) if e.is_retryable() => attempt = backoff(&inner, attempt).await,
             Err(e) => {
-                tracing::warn!(%e, semaphore = %target.name, id = %target.id, "close: the store refused a permit's release; it comes back with its lease");
+                tracing::warn!(%e, counter = %target.name, id = %target.id, "close: the store refused a permit's release; it comes back with its lease");
                 return false;
             }
         }

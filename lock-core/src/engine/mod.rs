@@ -13,7 +13,7 @@
 pub(crate) mod calls;
 pub(crate) mod client;
 pub(crate) mod closing;
-pub mod counting;
+pub(crate) mod counter;
 pub(crate) mod detached;
 pub(crate) mod holds;
 pub(crate) mod live_permits;

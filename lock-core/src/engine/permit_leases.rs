@@ -28,16 +28,16 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::semaphore_kind::{PermitRenewal, PermitTarget};
 use crate::deadline::Deadline;
+use crate::engine::counter::{LeaseRenewal, LeaseTarget};
 use crate::telemetry;
 
 /// One leased permit of one guard, in its client's table: what the
 /// watchdog renews and reports lost ([`PermitLeases::register`]).
 pub struct PermitHold {
-    pub(crate) target: PermitTarget,
+    pub(crate) target: LeaseTarget,
     /// The semaphore kind it was taken through: it renews it.
-    pub(crate) kind: Arc<dyn PermitRenewal>,
+    pub(crate) kind: Arc<dyn LeaseRenewal>,
     /// Whether the watchdog renews it (no fixed lease).
     pub(crate) watched: bool,
     lost: CancellationToken,
@@ -49,7 +49,7 @@ pub struct PermitHold {
 impl std::fmt::Debug for PermitHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PermitHold")
-            .field("semaphore", &self.target.name)
+            .field("counter", &self.target.name)
             .field("id", &self.target.id)
             .field("lost", &self.lost.is_cancelled())
             .finish_non_exhaustive()
@@ -62,7 +62,7 @@ impl PermitHold {
     }
 
     /// The permit: its semaphore and id.
-    pub fn target(&self) -> &PermitTarget {
+    pub fn target(&self) -> &LeaseTarget {
         &self.target
     }
 
@@ -141,7 +141,7 @@ impl PermitHold {
 
 /// Every leased permit of one client's guards ([`crate::backend::Engine::permits`]).
 pub struct PermitLeases {
-    table: Mutex<HashMap<PermitTarget, Arc<PermitHold>>>,
+    table: Mutex<HashMap<LeaseTarget, Arc<PermitHold>>>,
     /// Set by [`PermitLeases::close`]: no permit registers any more.
     closed: AtomicBool,
     /// Entries the watchdog renews.
@@ -160,7 +160,7 @@ impl PermitLeases {
         }
     }
 
-    fn table(&self) -> MutexGuard<'_, HashMap<PermitTarget, Arc<PermitHold>>> {
+    fn table(&self) -> MutexGuard<'_, HashMap<LeaseTarget, Arc<PermitHold>>> {
         // Every update is one map operation: consistent across a panic.
         self.table.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -171,8 +171,8 @@ impl PermitLeases {
     /// caller gives the permit back itself, since no close will.
     pub fn register(
         &self,
-        target: PermitTarget,
-        kind: Arc<dyn PermitRenewal>,
+        target: LeaseTarget,
+        kind: Arc<dyn LeaseRenewal>,
         deadline: Deadline,
         watched: bool,
     ) -> Option<Arc<PermitHold>> {
@@ -250,22 +250,22 @@ impl PermitLeases {
     }
 
     /// The entry of `target`, if a guard of this client holds it.
-    fn get(&self, target: &PermitTarget) -> Option<Arc<PermitHold>> {
+    fn get(&self, target: &LeaseTarget) -> Option<Arc<PermitHold>> {
         self.table().get(target).map(Arc::clone)
     }
 
     /// The permit `target` was given back, or found not taken, by a call
     /// that is not its guard's: the guard (if any) is told.
-    pub fn gone(&self, target: &PermitTarget, reason: &'static str) {
+    pub fn gone(&self, target: &LeaseTarget, reason: &'static str) {
         if let Some(lease) = self.get(target) {
-            tracing::warn!(semaphore = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
+            tracing::warn!(counter = %target.name, id = %target.id, reason, "a call by id gave back a guarded permit, or found it gone; signalling loss");
             self.end(&lease, reason);
         }
     }
 
     /// The lease of `target` was set to end at `deadline` by a call that
     /// is not its guard's (a lease update by id).
-    pub fn updated(&self, target: &PermitTarget, deadline: Deadline) {
+    pub fn updated(&self, target: &LeaseTarget, deadline: Deadline) {
         if let Some(lease) = self.get(target) {
             lease.reset(deadline);
         }
@@ -299,7 +299,7 @@ impl PermitLeases {
             .collect();
         for lease in overdue {
             if !lease.lost.is_cancelled() {
-                tracing::warn!(semaphore = %lease.target.name, id = %lease.target.id, "permit lease deadline passed without a successful renewal; signalling loss");
+                tracing::warn!(counter = %lease.target.name, id = %lease.target.id, "permit lease deadline passed without a successful renewal; signalling loss");
             }
             self.end(&lease, "expired");
         }
@@ -320,7 +320,7 @@ impl PermitLeases {
 
     /// Every permit this client's guards hold (renewed or not), not known
     /// lost: what a client's record names as its permits.
-    pub fn targets(&self) -> Vec<PermitTarget> {
+    pub fn targets(&self) -> Vec<LeaseTarget> {
         self.table()
             .values()
             .filter(|lease| !lease.lost.is_cancelled())

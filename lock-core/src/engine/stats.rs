@@ -56,9 +56,9 @@ impl Drop for Parked {
 }
 
 /// Counts one backend operation as in flight until dropped
-/// ([`crate::engine::counting::in_flight`]).
+/// ([`crate::backend::Taken`]).
 #[derive(Debug)]
-pub struct InFlight(Arc<Stats>);
+pub(crate) struct InFlight(Arc<Stats>);
 
 impl InFlight {
     pub(crate) fn start(stats: &Arc<Stats>) -> Self {

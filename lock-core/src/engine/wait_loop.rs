@@ -1,5 +1,5 @@
 //! The one wait loop every kind's waiting goes through: locks (the `wait`
-//! module), semaphores and conditions such as a latch's (the `counting`
+//! module), semaphores and conditions such as a latch's (the `counter`
 //! module). What differs between kinds is what one look at the store is
 //! and what a look found ([`Waiting`]); how to wait between looks is the
 //! same for all.

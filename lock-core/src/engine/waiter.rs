@@ -54,7 +54,7 @@ type Confirmation = Shared<BoxFuture<'static, Result<()>>>;
 
 /// Reads a message on a channel: what it asks of the waiters there. The
 /// kind whose waiters listen on the channel provides it.
-pub type WakeReader = Arc<dyn Fn(&[u8]) -> Option<Wake> + Send + Sync>;
+pub(crate) type WakeReader = Arc<dyn Fn(&[u8]) -> Option<Wake> + Send + Sync>;
 
 struct ChannelEntry {
     waiters: usize,

@@ -17,7 +17,7 @@
 //! that took it. Leased permits without a fixed lease
 //! (an expirable permit's guard, the `permit_leases` table) are renewed in
 //! the same tick and the same way, through their kind's
-//! [`PermitRenewal::renew`](crate::backend::PermitRenewal::renew), and
+//! [`LeaseRenewal::renew`](crate::backend::LeaseRenewal::renew), and
 //! lost the same ways: one generic renewal (`by_lane`, `in_slices`,
 //! `settle`) serves both.
 //!
@@ -95,9 +95,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::backend::kind::RenewTarget;
-use crate::backend::semaphore_kind::PermitTarget;
 use crate::config::RetryPolicy;
 use crate::deadline::Deadline;
+use crate::engine::counter::LeaseTarget;
 use crate::engine::holds::{Hold, Holds};
 use crate::engine::permit_leases::{PermitHold, PermitLeases};
 use crate::engine::stats::Stats;
@@ -390,7 +390,7 @@ impl Task {
             return true;
         };
         in_slices(leases, move |slice: &[Arc<PermitHold>]| {
-            let targets: Vec<PermitTarget> =
+            let targets: Vec<LeaseTarget> =
                 slice.iter().map(|lease| lease.target.clone()).collect();
             let sent = Instant::now();
             self.renew_slice(kind.kind_name(), slice.len(), async move {

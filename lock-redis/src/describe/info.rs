@@ -8,7 +8,9 @@
 
 use std::time::Duration;
 
-use lock_core::{ClientInfo, Holder, LockInfo, PermitId};
+use lock_core::{ClientInfo, Holder, LockInfo};
+
+use crate::PermitId;
 
 /// What is stored under one name.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,7 +9,8 @@
 
 use std::time::Duration;
 
-use lock_core::backend::{LeasesRelease, LeasesRequest, PermitRequest};
+use lock_redis::kinds::permit_semaphore::{LeasesRelease, LeasesRequest};
+use lock_redis::kinds::semaphore::PermitRequest;
 use lock_redis::{
     ExpirablePermit, LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId,
     MAX_PERMITS,
@@ -186,7 +187,7 @@ pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
     for _ in 0..2 {
         assert_eq!(
             kind.try_acquire_many(&take).await.unwrap(),
-            lock_core::backend::LeaseOutcome::Acquired
+            lock_redis::kinds::permit_semaphore::LeaseOutcome::Acquired
         );
     }
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use lock_core::backend::LeaseRelease;
+use lock_redis::kinds::permit_semaphore::LeaseRelease;
 use lock_redis::{LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId};
 use tokio::time::Instant;
 
@@ -209,14 +209,14 @@ pub async fn repeated_requests_count_once(h: &dyn Harness) {
     let s = sem(&a, &name);
     s.try_set_permits(2).await.unwrap();
     let n = LockName::new(&name).unwrap();
-    let take = lock_core::backend::LeaseRequest::new(n.clone(), None);
+    let take = lock_redis::kinds::permit_semaphore::LeaseRequest::new(n.clone(), None);
     assert_eq!(
         kind.try_acquire(&take).await.unwrap(),
-        lock_core::backend::LeaseOutcome::Acquired
+        lock_redis::kinds::permit_semaphore::LeaseOutcome::Acquired
     );
     assert_eq!(
         kind.try_acquire(&take).await.unwrap(),
-        lock_core::backend::LeaseOutcome::Acquired
+        lock_redis::kinds::permit_semaphore::LeaseOutcome::Acquired
     );
     assert_eq!(s.available_permits().await.unwrap(), 1, "taken once");
     let ttl = super::request_deadline();

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::backend::PermitRequest;
+use lock_redis::kinds::semaphore::PermitRequest;
 use lock_redis::{LockClient, LockError, Semaphore, MAX_PERMITS};
 use tokio::time::Instant;
 

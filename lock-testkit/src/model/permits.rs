@@ -10,7 +10,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::{LeaseOutcome, LeaseRelease, LeaseRequest, PermitRequest};
+use lock_redis::kinds::permit_semaphore::{LeaseOutcome, LeaseRelease, LeaseRequest};
+use lock_redis::kinds::semaphore::PermitRequest;
 use lock_redis::{LockClient, LockName, PermitId};
 use proptest::prelude::*;
 

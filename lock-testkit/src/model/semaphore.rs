@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use lock_core::backend::PermitRequest;
+use lock_redis::kinds::semaphore::PermitRequest;
 use lock_redis::{LockClient, LockName, MAX_PERMITS};
 use proptest::prelude::*;
 

@@ -200,9 +200,4 @@ macro_rules! redate {
         }
     )*};
 }
-redate!(
-    crate::backend::kind::ReleaseRequest,
-    crate::backend::semaphore_kind::PermitRequest,
-    crate::backend::semaphore_kind::LeaseRelease,
-    crate::backend::semaphore_kind::LeasesRelease
-);
+redate!(crate::backend::kind::ReleaseRequest);

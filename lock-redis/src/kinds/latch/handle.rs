@@ -9,22 +9,21 @@
 //! once. Once open it can be set again (a new round).
 //!
 //! Waiters are woken by the notice of the count-down that reached zero,
-//! through the engine's shared wait loop ([`counting::wait_until`]): read the
+//! through the engine's shared wait loop ([`Counter::wait_until`]): read the
 //! count, subscribe, read again, sleep until a notice. A notice that the
 //! count was set or the latch deleted makes them read the count again.
 //!
 //! A count-down is retried after an unknown outcome with its request id,
 //! so it never counts twice, and goes on in the background when the retry
 //! policy runs out (as a permit given back does), so it is never lost to a
-//! transient fault.
+//! transient fault. Every call runs to completion in the client's runtime
+//! when its caller goes away (the engine's [`Counter`]), as a semaphore's
+//! do.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
-use lock_core::backend::counting;
-use lock_core::backend::Engine;
+use lock_core::backend::{Counter, Engine};
 use lock_core::{LockError, LockName, Result};
 
 use super::{Latch, LatchRequest};
@@ -51,16 +50,14 @@ pub const MAX_COUNT: u64 = i64::MAX as u64;
 /// ```
 #[derive(Clone)]
 pub struct CountDownLatch {
-    client: Engine,
-    name: LockName,
-    kind: Arc<Latch>,
+    counter: Counter<Latch>,
 }
 
 impl std::fmt::Debug for CountDownLatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CountDownLatch")
-            .field("name", &self.name)
-            .field("client", &self.client)
+            .field("name", self.counter.name())
+            .field("client", self.counter.engine())
             .finish_non_exhaustive()
     }
 }
@@ -76,15 +73,13 @@ impl CountDownLatch {
         let name = LockName::new(name)?;
         kind.check_name(&name)?;
         Ok(Self {
-            client: engine.clone(),
-            name,
-            kind,
+            counter: Counter::new(engine, name, kind),
         })
     }
 
     /// The latch's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        self.counter.name()
     }
 
     /// Sets the count to `count` if the latch does not exist (is open);
@@ -100,15 +95,20 @@ impl CountDownLatch {
     /// [`LockError::Closed`].
     ///
     /// # Cancel safety
-    /// Dropping the future may leave the count set or not.
+    /// The call runs to completion even when this future is dropped (as a
+    /// semaphore's calls do); a retry never sets the count twice.
     pub async fn try_set_count(&self, count: u64) -> Result<bool> {
         if count == 0 || count > MAX_COUNT {
             return Err(LockError::invalid(format!(
                 "a latch count must be between 1 and {MAX_COUNT}, not {count}"
             )));
         }
-        let req = self.request();
-        self.retrying("try_set_count", || self.kind.try_set_count(&req, count))
+        self.counter
+            .call(
+                "try_set_count",
+                self.request(),
+                move |latch, req| async move { latch.try_set_count(&req, count).await },
+            )
             .await
     }
 
@@ -118,7 +118,7 @@ impl CountDownLatch {
     /// without counting twice.
     ///
     /// A count-down is given back to the latch as a permit is to a
-    /// semaphore ([`counting::give_back`]): when its outcome is still
+    /// semaphore ([`Counter::give_back`]): when its outcome is still
     /// unknown after the retry policy (an outage, a master refusing
     /// writes), it goes on in the background until the store answers, so a
     /// latch waited on opens once the fault ends.
@@ -131,12 +131,9 @@ impl CountDownLatch {
     /// # Cancel safety
     /// The count-down runs to completion even when this future is dropped.
     pub async fn count_down(&self) -> Result<u64> {
-        let kind = Arc::clone(&self.kind);
-        counting::give_back(&self.client, "count down", self.request(), move |req| {
-            let kind = Arc::clone(&kind);
-            async move { kind.count_down(&req).await }
-        })
-        .await
+        self.counter
+            .give_back_one("count down", self.request())
+            .await
     }
 
     /// The current count; 0 when the latch is open (not set, deleted, or
@@ -149,7 +146,12 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Read-only: safe to drop.
     pub async fn count(&self) -> Result<u64> {
-        self.retrying("count", || self.kind.count(&self.name)).await
+        let name = self.name().clone();
+        self.counter
+            .call("count", name, |latch, name| async move {
+                latch.count(&name).await
+            })
+            .await
     }
 
     /// Deletes the latch whatever its count; whether it existed. Retried
@@ -160,10 +162,14 @@ impl CountDownLatch {
     /// As [`CountDownLatch::count_down`].
     ///
     /// # Cancel safety
-    /// Dropping the future may leave the latch deleted or not.
+    /// The call runs to completion even when this future is dropped; a
+    /// retry never deletes a count set since.
     pub async fn delete(&self) -> Result<bool> {
-        let req = self.request();
-        self.retrying("delete", || self.kind.delete(&req)).await
+        self.counter
+            .call("delete", self.request(), |latch, req| async move {
+                latch.delete(&req).await
+            })
+            .await
     }
 
     /// Waits until the latch is open (returns at once when it is).
@@ -187,37 +193,18 @@ impl CountDownLatch {
     /// # Cancel safety
     /// As [`CountDownLatch::wait`].
     pub async fn wait_for(&self, wait: Duration) -> Result<bool> {
-        self.wait_until(counting::deadline(Some(wait))).await
+        self.wait_until(Some(wait)).await
     }
 
-    async fn wait_until(&self, deadline: Option<Instant>) -> Result<bool> {
-        let kind = Arc::clone(&self.kind);
-        let read = Arc::new(move |payload: &[u8]| kind.wake(payload));
-        counting::wait_until(
-            &self.client,
-            "latch",
-            &self.name,
-            self.kind.channel(&self.name),
-            read,
-            deadline,
-            || async { Ok(self.count().await? == 0) },
-        )
-        .await
+    /// Waits through the engine's wait loop until a read of the count
+    /// finds the latch open, or `wait` runs out (`None`: never).
+    async fn wait_until(&self, wait: Option<Duration>) -> Result<bool> {
+        let name = self.name().clone();
+        self.counter.wait_until("count", wait, name).await
     }
 
     /// A write with a fresh request id, recorded for the client's record ttl.
     fn request(&self) -> LatchRequest {
-        LatchRequest::new(self.name.clone(), self.client.request_deadline())
-    }
-
-    /// Runs `op` with the client's retry policy ([`counting::retried`]; every
-    /// operation here is safe to repeat: reads, and writes that carry
-    /// their request id).
-    async fn retrying<T, F, Fut>(&self, what: &'static str, op: F) -> Result<T>
-    where
-        F: FnMut() -> Fut,
-        Fut: std::future::Future<Output = Result<T>>,
-    {
-        counting::retried(&self.client, what, "latch", op).await
+        LatchRequest::new(self.name().clone(), self.counter.request_deadline())
     }
 }

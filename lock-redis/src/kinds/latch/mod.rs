@@ -22,7 +22,7 @@
 
 use std::sync::LazyLock;
 
-use lock_core::backend::{Channel, Wake};
+use lock_core::backend::{Channel, CountingStore, Look, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::error::bad_reply;
 use lock_script::{compose, ScriptCall, ScriptEnv};
@@ -259,5 +259,45 @@ impl super::Kinds {
     /// The count-down latch.
     pub fn latch(&self) -> std::sync::Arc<Latch> {
         self.bound(ENTRY.name, Latch::new)
+    }
+}
+
+/// The engine's counter waits on a latch and counts it down through
+/// these: a latch's waiters take nothing, so a "take" is the read that
+/// finds it open (`count.lua` answering 0), undone by nothing; a
+/// count-down is a give-back (`count_down.lua`), never lost to a
+/// transient fault.
+impl CountingStore for Latch {
+    type Take = LockName;
+    type Got = ();
+    type GiveBack = LatchRequest;
+    type Given = u64;
+
+    fn kind_name(&self) -> &'static str {
+        "latch"
+    }
+
+    fn channel(&self, name: &LockName) -> Channel {
+        Latch::channel(self, name)
+    }
+
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        Latch::wake(self, payload)
+    }
+
+    async fn try_take(&self, name: &LockName) -> Result<Look<()>> {
+        Ok(if self.count(name).await? == 0 {
+            Look::Got(())
+        } else {
+            Look::Busy(None)
+        })
+    }
+
+    fn undo(&self, _name: &LockName, _got: &(), _deadline_ms: u64) -> Option<LatchRequest> {
+        None
+    }
+
+    async fn give_back(&self, req: &LatchRequest) -> Result<u64> {
+        self.count_down(req).await
     }
 }

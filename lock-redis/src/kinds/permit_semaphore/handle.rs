@@ -40,14 +40,12 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use lock_core::backend::counting;
-use lock_core::backend::Engine;
-use lock_core::backend::{
-    check_change, Deadline, LeaseRelease, PermitRenewal, PermitRequest, PermitTarget,
-};
-use lock_core::{lease_millis, LockError, LockName, PermitId, Result};
+use lock_core::backend::{Counter, Deadline, Engine, LeaseRenewal, LeaseTarget};
+use lock_core::{lease_millis, LockError, LockName, Result};
 
-use super::{ExpirablePermit, PermitSemaphore};
+use super::super::semaphore::{check_change, PermitRequest};
+use super::request::target;
+use super::{ExpirablePermit, LeaseRelease, PermitId, PermitSemaphore};
 
 mod many;
 mod totals;
@@ -69,15 +67,13 @@ mod totals;
 /// ```
 #[derive(Clone)]
 pub struct PermitExpirableSemaphore {
-    client: Engine,
-    name: LockName,
-    kind: Arc<PermitSemaphore>,
+    counter: Counter<PermitSemaphore>,
 }
 
 impl std::fmt::Debug for PermitExpirableSemaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PermitExpirableSemaphore")
-            .field("name", &self.name)
+            .field("name", self.name())
             .finish_non_exhaustive()
     }
 }
@@ -128,34 +124,38 @@ impl PermitExpirableSemaphore {
     /// # Errors
     /// [`LockError::InvalidArgument`] for an empty or over-long name.
     pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<PermitSemaphore>) -> Result<Self> {
+        let name = LockName::new(name)?;
         Ok(Self {
-            client: engine.clone(),
-            name: LockName::new(name)?,
-            kind,
+            counter: Counter::new(engine, name, kind),
         })
     }
 
     pub(crate) fn inner(&self) -> &Engine {
-        &self.client
+        self.counter.engine()
+    }
+
+    /// The kind's store operations.
+    fn kind(&self) -> &Arc<PermitSemaphore> {
+        self.counter.store()
     }
 
     /// The semaphore's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        self.counter.name()
     }
 
     /// A change of `permits` (checked by the caller against
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS)) under a fresh request id.
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS)) under a fresh request id.
     fn request(&self, permits: u64) -> PermitRequest {
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
-        PermitRequest::new(self.name.clone(), n, self.inner().request_deadline())
+        PermitRequest::new(self.name().clone(), n, self.inner().request_deadline())
     }
 
     /// Creates the semaphore with `permits` free permits, unless it exists;
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when a key of the semaphore holds
     /// something else (left untouched); store errors after the retry
     /// policy; [`LockError::Closed`].
@@ -167,14 +167,11 @@ impl PermitExpirableSemaphore {
         // One request id for every retry: a retry after a lost reply
         // answers whether the first attempt created the semaphore.
         let req = self.request(permits);
-        counting::call_with(
-            &self.client,
-            "try_set_permits",
-            &self.kind,
-            req,
-            |kind, req| Box::pin(kind.try_set_permits(req)),
-        )
-        .await
+        self.counter
+            .call("try_set_permits", req, |kind, req| async move {
+                kind.try_set_permits(&req).await
+            })
+            .await
     }
 
     /// Adds `delta` free permits (negative: removes them; the count may go
@@ -183,8 +180,8 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -192,11 +189,12 @@ impl PermitExpirableSemaphore {
     /// twice.
     pub async fn add_permits(&self, delta: i64) -> Result<()> {
         check_change(i128::from(delta), "add_permits")?;
-        let req = PermitRequest::new(self.name.clone(), delta, self.inner().request_deadline());
-        counting::call_with(&self.client, "add_permits", &self.kind, req, |kind, req| {
-            Box::pin(kind.add_permits(req))
-        })
-        .await
+        let req = PermitRequest::new(self.name().clone(), delta, self.inner().request_deadline());
+        self.counter
+            .call("add_permits", req, |kind, req| async move {
+                kind.add_permits(&req).await
+            })
+            .await
     }
 
     /// The free permits now, after expired permits came back.
@@ -207,14 +205,12 @@ impl PermitExpirableSemaphore {
     /// # Cancel safety
     /// Safe to drop (reclaiming expired permits is harmless either way).
     pub async fn available_permits(&self) -> Result<i64> {
-        counting::call_with(
-            &self.client,
-            "available_permits",
-            &self.kind,
-            self.name.clone(),
-            |kind, name| Box::pin(kind.available_permits(name)),
-        )
-        .await
+        let name = self.name().clone();
+        self.counter
+            .call("available_permits", name, |kind, name| async move {
+                kind.available_permits(&name).await
+            })
+            .await
     }
 
     /// Takes a permit, waiting as long as it takes; the client's watchdog
@@ -356,7 +352,7 @@ impl PermitExpirableSemaphore {
         if self.try_release(id).await? {
             Ok(())
         } else {
-            Err(LockError::permit_not_held(self.name.as_str(), id))
+            Err(LockError::permit_not_held(self.name().as_str(), id))
         }
     }
 
@@ -368,18 +364,15 @@ impl PermitExpirableSemaphore {
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::release`].
     pub async fn try_release(&self, id: PermitId) -> Result<bool> {
-        let released = release(self.inner(), &self.kind, &self.name, id).await?;
+        let released = self.release_by_id(id).await?;
         // A guard of this client holding the permit loses it.
         let reason = if released { "released" } else { "not_held" };
         self.inner().permits().gone(&self.target(id), reason);
         Ok(released)
     }
 
-    fn target(&self, id: PermitId) -> PermitTarget {
-        PermitTarget {
-            name: self.name.clone(),
-            id,
-        }
+    fn target(&self, id: PermitId) -> LeaseTarget {
+        target(self.name(), id)
     }
 
     /// The guard of the permit `id`, taken with `leasing` and valid until
@@ -389,14 +382,14 @@ impl PermitExpirableSemaphore {
     fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> Option<ExpirablePermit> {
         let lease = self.inner().permits().register(
             self.target(id),
-            Arc::clone(&self.kind) as Arc<dyn PermitRenewal>,
+            Arc::clone(self.kind()) as Arc<dyn LeaseRenewal>,
             deadline,
             leasing.watched,
         );
         match lease {
             Some(lease) => Some(ExpirablePermit::new(self.clone(), lease)),
             None => {
-                tracing::debug!(semaphore = %self.name, "a permit was taken while the client closed; giving it back");
+                tracing::debug!(semaphore = %self.name(), "a permit was taken while the client closed; giving it back");
                 self.release_in_background(id);
                 None
             }
@@ -405,17 +398,27 @@ impl PermitExpirableSemaphore {
 
     /// Gives back the permit `id` from a background task (a dropped guard
     /// or acquisition), which keeps trying through transient faults until
-    /// the store answers ([`counting::give_back`]); other errors are
+    /// the store answers ([`Counter::give_back`]); other errors are
     /// logged, and the permit then comes back with its lease.
     pub(crate) fn release_in_background(&self, id: PermitId) {
-        let inner = self.inner().clone();
-        let kind = Arc::clone(&self.kind);
-        let name = self.name.clone();
-        counting::spawn(self.inner(), async move {
-            if let Err(e) = release(&inner, &kind, &name, id).await {
+        let sem = self.clone();
+        self.counter.spawn(async move {
+            if let Err(e) = sem.release_by_id(id).await {
+                let name = sem.name();
                 tracing::warn!(%e, semaphore = %name, "giving back a permit failed; it comes back when its lease ends");
             }
         });
+    }
+
+    /// Gives back the permit `id`: never lost to a transient fault
+    /// ([`Counter::give_back`]).
+    async fn release_by_id(&self, id: PermitId) -> Result<bool> {
+        let req = LeaseRelease::new(self.name().clone(), id, self.inner().request_deadline());
+        self.counter
+            .give_back("release a permit", req, |kind, req| async move {
+                kind.release(&req).await
+            })
+            .await
     }
 
     /// Sets the lease of the taken permit `id` to `lease` from now (shorter
@@ -467,14 +470,13 @@ impl PermitExpirableSemaphore {
     async fn set_lease(&self, id: PermitId, lease: Option<Duration>) -> Result<bool> {
         let lease_ms = lease_ms(lease)?;
         let sent = Instant::now();
-        let updated = counting::call_with(
-            &self.client,
-            "update_lease_time",
-            &self.kind,
-            (self.name.clone(), id, lease_ms),
-            |kind, (name, id, lease_ms)| Box::pin(kind.update_lease(name, *id, *lease_ms)),
-        )
-        .await?;
+        let name = self.name().clone();
+        let updated = self
+            .counter
+            .call("update_lease_time", name, move |kind, name| async move {
+                kind.update_lease(&name, id, lease_ms).await
+            })
+            .await?;
         let permits = self.inner().permits();
         if !updated {
             permits.gone(&self.target(id), "not_held");
@@ -488,19 +490,4 @@ impl PermitExpirableSemaphore {
         permits.updated(&self.target(id), deadline);
         Ok(true)
     }
-}
-
-async fn release(
-    inner: &Engine,
-    kind: &Arc<PermitSemaphore>,
-    name: &LockName,
-    id: PermitId,
-) -> Result<bool> {
-    let req = LeaseRelease::new(name.clone(), id, inner.request_deadline());
-    let kind = Arc::clone(kind);
-    counting::give_back(inner, "release a permit", req, move |req| {
-        let kind = Arc::clone(&kind);
-        async move { kind.release(&req).await }
-    })
-    .await
 }

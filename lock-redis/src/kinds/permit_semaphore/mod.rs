@@ -20,22 +20,26 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use lock_core::backend::{
-    Channel, LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts,
-    PermitLease, PermitRenewal, PermitRequest, PermitTarget, Wake,
-};
-use lock_core::{LockName, PermitId, Result};
+use lock_core::backend::{Channel, LeaseRenewal, LeaseTarget, RequestId, Wake};
+use lock_core::{LockName, Result};
 use lock_script::compose;
 use lock_script::error::bad_reply;
 use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
-use super::semaphore::{change_reply, int_reply, try_set, COUNT_LUA, TRY_SET};
+use super::semaphore::{change_reply, int_reply, try_set, PermitRequest, COUNT_LUA, TRY_SET};
 
 mod handle;
 mod permit;
+mod request;
+mod take;
 pub use handle::PermitExpirableSemaphore;
 pub use permit::ExpirablePermit;
+pub use request::{
+    LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts, PermitId,
+    PermitLease,
+};
+pub use take::PermitTake;
 
 /// The helpers of the expirable-permit scripts (`leases.lua`).
 pub const LEASES_LUA: &str = include_str!("leases.lua");
@@ -376,7 +380,7 @@ impl PermitSemaphore {
 }
 
 #[async_trait]
-impl PermitRenewal for PermitSemaphore {
+impl LeaseRenewal for PermitSemaphore {
     /// Runs `renew.lua` in batches ([`ScriptEnv::renew_with`]).
     ///
     /// # Errors
@@ -385,7 +389,7 @@ impl PermitRenewal for PermitSemaphore {
     ///
     /// # Cancel safety
     /// Dropping the future may leave any subset extended: harmless.
-    async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
+    async fn renew(&self, targets: &[LeaseTarget], lease_ms: u64) -> Result<Vec<Result<bool>>> {
         self.env
             .renew_with(&RENEW, targets, lease_ms, |t| {
                 (
@@ -398,14 +402,29 @@ impl PermitRenewal for PermitSemaphore {
 
     /// The lane of the node serving the semaphore
     /// ([`ScriptEnv::renew_lane`]).
-    fn renew_lane(&self, target: &PermitTarget) -> u64 {
+    fn renew_lane(&self, target: &LeaseTarget) -> u64 {
         self.env.renew_lane(&target.name)
     }
 
     /// [`PermitSemaphore::release`]: the client's close gives back its
     /// guards' permits with it.
-    async fn release(&self, req: &LeaseRelease) -> Result<bool> {
-        PermitSemaphore::release(self, req).await
+    async fn release(
+        &self,
+        target: &LeaseTarget,
+        request_id: RequestId,
+        deadline_ms: u64,
+    ) -> Result<bool> {
+        let req = LeaseRelease {
+            name: target.name.clone(),
+            id: target.id.into(),
+            request_id,
+            deadline_ms,
+        };
+        PermitSemaphore::release(self, &req).await
+    }
+
+    fn kind_name(&self) -> &'static str {
+        "permit_semaphore"
     }
 }
 

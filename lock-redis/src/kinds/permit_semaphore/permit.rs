@@ -7,7 +7,9 @@ use tokio::time::Instant;
 
 use lock_core::backend::PermitHold;
 use lock_core::telemetry;
-use lock_core::{LockError, LockName, PermitId, Result};
+use lock_core::{LockError, LockName, Result};
+
+use super::PermitId;
 
 use super::PermitExpirableSemaphore;
 
@@ -59,7 +61,7 @@ impl ExpirablePermit {
     /// The permit's id: what [`PermitExpirableSemaphore::release`] and
     /// Redisson's `release(id)` take.
     pub fn id(&self) -> PermitId {
-        self.lease.target().id
+        self.lease.target().id.into()
     }
 
     /// The semaphore's name.

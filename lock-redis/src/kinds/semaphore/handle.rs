@@ -52,11 +52,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-
-use lock_core::backend::counting::{self, InFlight, Look, WakeReader};
-use lock_core::backend::{check_change, check_permits, PermitRequest};
-use lock_core::backend::{Engine, LivePermit};
+use super::{check_change, check_permits, PermitRequest};
+use lock_core::backend::{Counter, Engine, LivePermit};
 use lock_core::{lease_millis, LockError, LockName, Result};
 
 use super::SemaphoreStore;
@@ -75,15 +72,13 @@ use super::SemaphoreStore;
 /// ```
 #[derive(Clone)]
 pub struct Semaphore {
-    client: Engine,
-    name: LockName,
-    kind: Arc<SemaphoreStore>,
+    counter: Counter<SemaphoreStore>,
 }
 
 impl std::fmt::Debug for Semaphore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Semaphore")
-            .field("name", &self.name)
+            .field("name", self.counter.name())
             .finish_non_exhaustive()
     }
 }
@@ -95,29 +90,28 @@ impl Semaphore {
     /// # Errors
     /// [`LockError::InvalidArgument`] for an empty or over-long name.
     pub fn new(engine: &Engine, name: impl AsRef<str>, kind: Arc<SemaphoreStore>) -> Result<Self> {
+        let name = LockName::new(name)?;
         Ok(Self {
-            client: engine.clone(),
-            name: LockName::new(name)?,
-            kind,
+            counter: Counter::new(engine, name, kind),
         })
     }
 
     fn request(&self, permits: u64) -> PermitRequest {
         // Checked against MAX_PERMITS, so it fits.
         let n = i64::try_from(permits).unwrap_or(i64::MAX);
-        PermitRequest::new(self.name.clone(), n, self.client.request_deadline())
+        PermitRequest::new(self.name().clone(), n, self.counter.request_deadline())
     }
 
     /// The semaphore's name.
     pub fn name(&self) -> &LockName {
-        &self.name
+        self.counter.name()
     }
 
     /// Creates the semaphore with `permits` free permits, unless it exists;
     /// returns whether it was created. Waiters are told.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS) (before any
     /// I/O); [`LockError::WrongType`] when the key holds something else
     /// (left untouched); store errors after the retry policy;
     /// [`LockError::Closed`].
@@ -158,14 +152,11 @@ impl Semaphore {
         // One request id for every retry: a retry after a lost reply
         // answers whether the first attempt created the semaphore.
         let req = self.request(permits);
-        counting::call_with(
-            &self.client,
-            "try_set_permits",
-            &self.kind,
-            (req, ttl_ms),
-            |kind, (req, ttl_ms)| Box::pin(kind.try_set_permits(req, *ttl_ms)),
-        )
-        .await
+        self.counter
+            .call("try_set_permits", req, move |store, req| async move {
+                store.try_set_permits(&req, ttl_ms).await
+            })
+            .await
     }
 
     /// Adds `delta` permits (a negative `delta` removes them, and the count
@@ -174,8 +165,8 @@ impl Semaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] when `|delta|` is above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O) or the count would leave
-    /// ±[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O) or the count would leave
+    /// ±[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -184,10 +175,11 @@ impl Semaphore {
         check_change(i128::from(delta), "add_permits")?;
         let mut req = self.request(0);
         req.permits = delta;
-        counting::call_with(&self.client, "add_permits", &self.kind, req, |kind, req| {
-            Box::pin(kind.add_permits(req))
-        })
-        .await
+        self.counter
+            .call("add_permits", req, |store, req| async move {
+                store.add_permits(&req).await
+            })
+            .await
     }
 
     /// The free permits now: 0 for a semaphore never set, negative after
@@ -199,14 +191,12 @@ impl Semaphore {
     /// # Cancel safety
     /// Read-only; safe to drop.
     pub async fn available_permits(&self) -> Result<i64> {
-        counting::call_with(
-            &self.client,
-            "available_permits",
-            &self.kind,
-            self.name.clone(),
-            |kind, name| Box::pin(kind.available_permits(name)),
-        )
-        .await
+        let name = self.name().clone();
+        self.counter
+            .call("available_permits", name, |store, name| async move {
+                store.available_permits(&name).await
+            })
+            .await
     }
 
     /// Takes every free permit; returns how many. Not announced. Drops the
@@ -219,14 +209,11 @@ impl Semaphore {
     /// As [`Semaphore::try_set_permits`]; a retry never drains twice.
     pub async fn drain_permits(&self) -> Result<i64> {
         let req = self.request(0);
-        counting::call_with(
-            &self.client,
-            "drain_permits",
-            &self.kind,
-            req,
-            |kind, req| Box::pin(kind.drain_permits(req)),
-        )
-        .await
+        self.counter
+            .call("drain_permits", req, |store, req| async move {
+                store.drain_permits(&req).await
+            })
+            .await
     }
 
     /// Takes a permit, waiting as long as it takes
@@ -253,7 +240,7 @@ impl Semaphore {
     /// Takes `n` permits at once, waiting as long as it takes.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O); otherwise as [`Semaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -331,53 +318,34 @@ impl Semaphore {
 
     async fn acquire_within(&self, n: u64, wait: Option<Duration>) -> Result<Option<PermitGuard>> {
         check_permits(n, "acquire")?;
-        self.client.check_open()?;
-        let deadline = counting::deadline(wait);
-        let this = self.clone();
-        let kind = Arc::clone(&self.kind);
-        let reader: WakeReader = Arc::new(move |p| kind.wake(p));
-        let channel = self.kind.channel(&self.name);
-        let pending = counting::wait_for(
-            &self.client,
-            "semaphore",
-            &self.name,
-            channel,
-            reader,
-            deadline,
-            move || {
-                let this = this.clone();
-                let req = this.request(n);
-                let engine = this.client.clone();
-                async move {
-                    let sem = this.clone();
-                    counting::acquire(&engine, "acquire permits", move || {
-                        let (sem, req) = (sem.clone(), req.clone());
-                        async move {
-                            let got = sem.kind.try_acquire(&req).await?;
-                            Ok(if got {
-                                Look::Got(PermitGuard::new(sem, n))
-                            } else {
-                                Look::Busy(None)
-                            })
-                        }
-                        .boxed()
-                    })
-                    .await
-                }
-                .boxed()
-            },
-        )
-        .await?;
-        match pending {
+        let fresh = || self.request(n);
+        let Some(taken) = self.counter.acquire("acquire permits", wait, fresh).await? else {
+            return Ok(None);
+        };
+        // The caller's now: its guard is registered with its client. The
+        // take stops counting as in flight only after that (or after the
+        // guard's give-back counts itself), so a close waiting for what is
+        // in flight cannot end in between.
+        let guard = PermitGuard::new(self.clone(), n);
+        if guard.live.is_none() {
             // Taken while the client closed: dropped, it gives them back.
-            Some(guard) if guard.live.is_none() => Err(LockError::Closed),
-            Some(mut guard) => {
-                // Now the caller's: no longer in flight.
-                guard.in_flight = None;
-                Ok(Some(guard))
-            }
-            None => Ok(None),
+            drop(guard);
+            taken.accept();
+            return Err(LockError::Closed);
         }
+        taken.accept();
+        Ok(Some(guard))
+    }
+
+    /// Gives back `n` permits (checked by the caller) as a new request.
+    async fn release_now(&self, n: u64) -> Result<()> {
+        self.counter
+            .give_back_one("release permits", self.request(n))
+            .await
+    }
+
+    fn engine(&self) -> &Engine {
+        self.counter.engine()
     }
 
     /// Gives back `n` permits without a guard — taken by a guard that was
@@ -385,9 +353,9 @@ impl Semaphore {
     /// does not know who took what. Waiters are told the new count.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] for `n` = 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O), or when the count would rise above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`Semaphore::try_set_permits`].
     ///
     /// A retryable error means the release did not finish in time: it goes
@@ -399,7 +367,7 @@ impl Semaphore {
     /// retry never gives back twice.
     pub async fn release(&self, n: u64) -> Result<()> {
         check_permits(n, "release")?;
-        release(&self.client, &self.kind, self.request(n)).await
+        self.release_now(n).await
     }
 
     /// Gives back `n` permits as [`Semaphore::release`] does, but only when
@@ -424,28 +392,13 @@ impl Semaphore {
     /// ```
     pub async fn release_if_exists(&self, n: u64) -> Result<bool> {
         check_permits(n, "release_if_exists")?;
-        let req = self.request(n);
-        let kind = Arc::clone(&self.kind);
-        counting::give_back(
-            &self.client,
-            "release permits if the semaphore exists",
-            req,
-            move |req| {
-                let kind = Arc::clone(&kind);
-                async move { kind.release_if_exists(&req).await }
-            },
-        )
-        .await
+        let what = "release permits if the semaphore exists";
+        self.counter
+            .give_back(what, self.request(n), |store, req| async move {
+                store.release_if_exists(&req).await
+            })
+            .await
     }
-}
-
-async fn release(engine: &Engine, kind: &Arc<SemaphoreStore>, req: PermitRequest) -> Result<()> {
-    let kind = Arc::clone(kind);
-    counting::give_back(engine, "release permits", req, move |req| {
-        let kind = Arc::clone(&kind);
-        async move { kind.release(&req).await }
-    })
-    .await
 }
 
 /// Permits taken from a [`Semaphore`]. Give them back with
@@ -462,10 +415,6 @@ pub struct PermitGuard {
     semaphore: Semaphore,
     permits: u64,
     armed: bool,
-    /// Counts the permits as in flight until a caller owns the guard, so
-    /// [`lock_core::backend::Engine::settle`] cannot slip between an abandoned acquisition
-    /// and its undoing.
-    in_flight: Option<InFlight>,
     /// The guard's entry in its client's table of counted permits, which
     /// the close gives back; `None` when the client was closing as the
     /// guard was made (it then gives them back as it is dropped).
@@ -475,7 +424,7 @@ pub struct PermitGuard {
 impl std::fmt::Debug for PermitGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PermitGuard")
-            .field("semaphore", &self.semaphore.name)
+            .field("semaphore", self.semaphore.name())
             .field("permits", &self.permits)
             .finish()
     }
@@ -483,19 +432,17 @@ impl std::fmt::Debug for PermitGuard {
 
 impl PermitGuard {
     fn new(semaphore: Semaphore, permits: u64) -> Self {
-        let in_flight = Some(counting::in_flight(&semaphore.client));
         let sem = semaphore.clone();
-        let live = semaphore.client.live_permits().register(Box::new(move || {
-            Box::pin(async move {
-                let req = sem.request(permits);
-                release(&sem.client, &sem.kind, req).await
-            })
-        }));
+        let live = semaphore
+            .engine()
+            .live_permits()
+            .register(Box::new(move || {
+                Box::pin(async move { sem.release_now(permits).await })
+            }));
         Self {
             semaphore,
             permits,
             armed: true,
-            in_flight,
             live,
         }
     }
@@ -513,7 +460,7 @@ impl PermitGuard {
 
     /// The semaphore's name.
     pub fn name(&self) -> &LockName {
-        &self.semaphore.name
+        self.semaphore.name()
     }
 
     /// Gives the permits back now, and reports the outcome.
@@ -526,12 +473,10 @@ impl PermitGuard {
     /// The release runs to completion even when this future is dropped.
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
-        self.in_flight = None;
         if !self.take_live() {
             return Err(LockError::Closed);
         }
-        let req = self.semaphore.request(self.permits);
-        release(&self.semaphore.client, &self.semaphore.kind, req).await
+        self.semaphore.release_now(self.permits).await
     }
 
     /// Keeps the permits taken without a guard (Redisson's style, where
@@ -547,19 +492,14 @@ impl PermitGuard {
 
 impl Drop for PermitGuard {
     fn drop(&mut self) {
-        // A guard handed out is the caller's; it no longer counts as in
-        // flight once its release is on its way (or forgotten).
-        let _in_flight = self.in_flight.take();
         // After a close took the entry, it gave the permits back.
         if !self.armed || !self.take_live() {
             return;
         }
-        let engine = self.semaphore.client.clone();
-        let kind = Arc::clone(&self.semaphore.kind);
-        let req = self.semaphore.request(self.permits);
-        let name = self.semaphore.name.clone();
-        counting::spawn(&self.semaphore.client, async move {
-            if let Err(e) = release(&engine, &kind, req).await {
+        let (semaphore, permits) = (self.semaphore.clone(), self.permits);
+        self.semaphore.counter.spawn(async move {
+            if let Err(e) = semaphore.release_now(permits).await {
+                let name = semaphore.name();
                 tracing::warn!(%e, semaphore = %name, "giving back dropped permits failed");
             }
         });

@@ -15,8 +15,7 @@
 
 use std::sync::LazyLock;
 
-use lock_core::backend::{Channel, PermitRequest, Wake};
-use lock_core::MAX_PERMITS;
+use lock_core::backend::{Channel, CountingStore, Look, Wake};
 use lock_core::{LockError, LockName, Result};
 use lock_script::compose;
 use lock_script::error::bad_reply;
@@ -24,7 +23,9 @@ use lock_script::{ScriptCall, ScriptEnv};
 use redis::{Script, Value};
 
 mod handle;
+mod permits;
 pub use handle::{PermitGuard, Semaphore};
+pub use permits::{check_change, check_permits, PermitRequest, MAX_PERMITS};
 
 /// The helpers of every semaphore script (`count.lua`).
 pub const COUNT_LUA: &str = include_str!("count.lua");
@@ -297,6 +298,49 @@ impl super::Kinds {
     /// The semaphore.
     pub fn semaphore(&self) -> std::sync::Arc<SemaphoreStore> {
         self.bound(ENTRY.name, SemaphoreStore::new)
+    }
+}
+
+/// The engine's counter takes and gives back a plain semaphore's permits
+/// through these: a take is "if free ≥ n, take n" (`acquire.lua`), and
+/// it is undone by giving the n back as a new request (`release.lua`).
+impl CountingStore for SemaphoreStore {
+    type Take = PermitRequest;
+    type Got = ();
+    type GiveBack = PermitRequest;
+    type Given = ();
+
+    fn kind_name(&self) -> &'static str {
+        "semaphore"
+    }
+
+    fn channel(&self, name: &LockName) -> Channel {
+        SemaphoreStore::channel(self, name)
+    }
+
+    fn wake(&self, payload: &[u8]) -> Option<Wake> {
+        wake(payload)
+    }
+
+    async fn try_take(&self, req: &PermitRequest) -> Result<Look<()>> {
+        // No lease runs out here: only a notice tells when to look again.
+        Ok(if self.try_acquire(req).await? {
+            Look::Got(())
+        } else {
+            Look::Busy(None)
+        })
+    }
+
+    fn undo(&self, req: &PermitRequest, _got: &(), deadline_ms: u64) -> Option<PermitRequest> {
+        Some(PermitRequest::new(
+            req.name.clone(),
+            req.permits,
+            deadline_ms,
+        ))
+    }
+
+    async fn give_back(&self, req: &PermitRequest) -> Result<()> {
+        self.release(req).await
     }
 }
 

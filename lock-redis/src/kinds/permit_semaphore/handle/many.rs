@@ -4,19 +4,12 @@
 //! `release(List)`, `tryRelease(List)`).
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-
-use tokio::time::Instant;
-
-use super::super::ExpirablePermit;
+use super::super::super::semaphore::check_permits;
+use super::super::{ExpirablePermit, LeasesRelease, LeasesRequest, PermitId, PermitTake};
 use super::{Leasing, PermitExpirableSemaphore};
-use lock_core::backend::counting::{self, InFlight, Look, WakeReader};
-use lock_core::backend::Engine;
-use lock_core::backend::{check_permits, Deadline, LeaseOutcome, LeasesRelease, LeasesRequest};
-use lock_core::{LockError, LockName, PermitId, Result};
+use lock_core::{LockError, Result};
 
 impl PermitExpirableSemaphore {
     /// Takes `n` permits at once, waiting as long as it takes: one guard
@@ -26,7 +19,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for `n` = 0 or above
-    /// [`MAX_PERMITS`](lock_core::MAX_PERMITS) (before any I/O); otherwise as
+    /// [`MAX_PERMITS`](crate::MAX_PERMITS) (before any I/O); otherwise as
     /// [`PermitExpirableSemaphore::acquire`].
     ///
     /// # Cancel safety
@@ -151,59 +144,47 @@ impl PermitExpirableSemaphore {
         check_permits(n, "acquire_many")?;
         let count = usize::try_from(n)
             .map_err(|_| LockError::invalid(format!("acquire_many: {n} ids do not fit here")))?;
-        let inner = self.inner();
-        let leasing = Leasing::of(inner, lease)?;
-        inner.check_open()?;
-        let deadline = counting::deadline(wait);
-        let kind = Arc::clone(&self.kind);
-        let reader: WakeReader = Arc::new(move |p| kind.wake(p));
-        let channel = self.kind.channel(&self.name);
-        let this = self.clone();
-        let pending = counting::wait_for(
-            inner,
-            "permit_semaphore",
-            &self.name,
-            channel,
-            reader,
-            deadline,
-            move || {
-                let sem = this.clone();
-                let req = LeasesRequest::new(sem.name.clone(), count, Some(leasing.lease_ms()));
-                // The store starts the lease no earlier than the first send of
-                // these ids; retries repeat them without restarting it.
-                let sent = Instant::now();
-                let inner = sem.inner().clone();
-                async move {
-                    counting::acquire(&inner, "acquire permits", move || {
-                        let (sem, req) = (sem.clone(), req.clone());
-                        async move {
-                            Ok(match sem.kind.try_acquire_many(&req).await? {
-                                LeaseOutcome::Acquired => {
-                                    let deadline = leasing.deadline(sem.inner(), sent);
-                                    let (name, first) = (sem.name.clone(), req.ids[0]);
-                                    let taken =
-                                        PendingPermits::new(sem, req.ids, deadline, leasing);
-                                    // Their guards would be lost as they are
-                                    // handed out: given back, and the caller
-                                    // told (as a lock's acquisition is).
-                                    if deadline.is_lost() {
-                                        drop(taken);
-                                        return Err(LockError::permit_lost(name.as_str(), first));
-                                    }
-                                    Look::Got(taken)
-                                }
-                                LeaseOutcome::Busy { retry_in } => Look::Busy(retry_in),
-                            })
-                        }
-                        .boxed()
-                    })
-                    .await
-                }
-                .boxed()
-            },
-        )
-        .await?;
-        pending.map(PendingPermits::accept).transpose()
+        let leasing = Leasing::of(self.inner(), lease)?;
+        let name = self.name();
+        let fresh = || {
+            PermitTake::new(LeasesRequest::new(
+                name.clone(),
+                count,
+                Some(leasing.lease_ms()),
+            ))
+        };
+        let Some(taken) = self.counter.acquire("acquire permits", wait, fresh).await? else {
+            return Ok(None);
+        };
+        let deadline = leasing.deadline(self.inner(), taken.request().sent);
+        // Their guards would be lost as they are handed out: given back
+        // (dropped), and the caller told (as a lock's acquisition is).
+        if deadline.is_lost() {
+            let first = taken.request().req.ids.first().copied();
+            drop(taken);
+            return Err(match first {
+                Some(first) => LockError::permit_lost(name.as_str(), first),
+                None => LockError::protocol("an acquisition of no permits"),
+            });
+        }
+        // The caller has them: each gets its guard, as a single
+        // acquisition's permit does. [`LockError::Closed`] when the client
+        // began to close first: each permit is then given back (by the
+        // close, or by [`PermitExpirableSemaphore::guard`] for one the close
+        // did not see). Every id gets its guard or its give-back, so none
+        // is collected short of the end; only then does the take stop
+        // counting as in flight, so a close waiting for what is in flight
+        // cannot end in between.
+        let ids = taken.request().req.ids.clone();
+        let guards: Vec<Option<ExpirablePermit>> = ids
+            .into_iter()
+            .map(|id| self.guard(id, deadline, leasing))
+            .collect();
+        taken.accept();
+        if guards.iter().any(Option::is_none) {
+            return Err(LockError::Closed);
+        }
+        Ok(Some(guards.into_iter().flatten().collect()))
     }
 
     /// Gives back every permit of `ids`, all or none, and tells waiters how
@@ -221,7 +202,12 @@ impl PermitExpirableSemaphore {
     /// retry after a lost reply reports the first outcome.
     pub async fn try_release_many(&self, ids: &[PermitId]) -> Result<u64> {
         check_ids(ids)?;
-        release_many(self.inner(), &self.kind, &self.name, ids.to_vec()).await
+        let req = LeasesRelease::new(
+            self.name().clone(),
+            ids.to_vec(),
+            self.inner().request_deadline(),
+        );
+        self.counter.give_back_one("release permits", req).await
     }
 
     /// As [`PermitExpirableSemaphore::try_release_many`], failing when not
@@ -239,11 +225,11 @@ impl PermitExpirableSemaphore {
             Ok(())
         } else {
             Err(LockError::NotHeld {
-                name: self.name.to_string(),
+                name: self.name().to_string(),
                 what: format!(
                     "one of {} permits of semaphore {:?}",
                     ids.len(),
-                    self.name.as_str()
+                    self.name().as_str()
                 ),
             })
         }
@@ -263,89 +249,4 @@ fn check_ids(ids: &[PermitId]) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-async fn release_many(
-    inner: &Engine,
-    kind: &Arc<super::super::PermitSemaphore>,
-    name: &LockName,
-    ids: Vec<PermitId>,
-) -> Result<u64> {
-    let req = LeasesRelease::new(name.clone(), ids, inner.request_deadline());
-    let kind = Arc::clone(kind);
-    counting::give_back(inner, "release permits", req, move |req| {
-        let kind = Arc::clone(&kind);
-        async move { kind.release_many(&req).await }
-    })
-    .await
-}
-
-/// Permits taken but not handed to the caller yet; dropping them gives
-/// them back.
-struct PendingPermits {
-    semaphore: PermitExpirableSemaphore,
-    ids: Vec<PermitId>,
-    deadline: Deadline,
-    leasing: Leasing,
-    armed: bool,
-    #[allow(dead_code)] // held for its Drop: counts the permits as in flight
-    in_flight: InFlight,
-}
-
-impl PendingPermits {
-    fn new(
-        semaphore: PermitExpirableSemaphore,
-        ids: Vec<PermitId>,
-        deadline: Deadline,
-        leasing: Leasing,
-    ) -> Self {
-        let in_flight = counting::in_flight(semaphore.inner());
-        Self {
-            semaphore,
-            ids,
-            deadline,
-            leasing,
-            armed: true,
-            in_flight,
-        }
-    }
-
-    /// The caller has them: each gets its guard, as a single acquisition's
-    /// permit does. [`LockError::Closed`] when the client began to close
-    /// first: each permit is then given back (by the close, or by
-    /// [`PermitExpirableSemaphore::guard`] for one the close did not see).
-    fn accept(mut self) -> Result<Vec<ExpirablePermit>> {
-        self.armed = false;
-        let sem = &self.semaphore;
-        // Every id gets its guard or its give-back, so none is collected
-        // short of the end.
-        let guards: Vec<Option<ExpirablePermit>> = std::mem::take(&mut self.ids)
-            .into_iter()
-            .map(|id| sem.guard(id, self.deadline, self.leasing))
-            .collect();
-        if guards.iter().any(Option::is_none) {
-            return Err(LockError::Closed);
-        }
-        Ok(guards.into_iter().flatten().collect())
-    }
-}
-
-impl Drop for PendingPermits {
-    fn drop(&mut self) {
-        // Given back while the client closes too; after its close the
-        // release answers `Closed` and the permits come back with their
-        // lease.
-        if !self.armed {
-            return;
-        }
-        let inner = self.semaphore.inner().clone();
-        let kind = Arc::clone(&self.semaphore.kind);
-        let (name, ids) = (self.semaphore.name.clone(), std::mem::take(&mut self.ids));
-        tracing::debug!(semaphore = %name, "permits abandoned by their caller; giving them back");
-        counting::spawn(self.semaphore.inner(), async move {
-            if let Err(e) = release_many(&inner, &kind, &name, ids).await {
-                tracing::warn!(%e, semaphore = %name, "giving back abandoned permits failed; they come back when their lease ends");
-            }
-        });
-    }
 }

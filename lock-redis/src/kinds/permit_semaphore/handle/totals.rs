@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use super::super::super::semaphore::check_change;
+use super::super::{PermitCounts, PermitId, PermitLease};
 use super::PermitExpirableSemaphore;
-use lock_core::backend::counting;
-use lock_core::backend::{check_change, PermitCounts, PermitLease};
-use lock_core::{LockError, PermitId, Result};
+use lock_core::{LockError, Result};
 
 impl PermitExpirableSemaphore {
     /// Sets the total number of permits, free and taken, to `permits`:
@@ -18,9 +18,9 @@ impl PermitExpirableSemaphore {
     /// was already `permits`.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](lock_core::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O) or when the free count would pass
-    /// −[`MAX_PERMITS`](lock_core::MAX_PERMITS) (nothing written); otherwise as
+    /// −[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
     ///
     /// # Cancel safety
@@ -40,21 +40,20 @@ impl PermitExpirableSemaphore {
     pub async fn set_permits(&self, permits: u64) -> Result<()> {
         check_change(i128::from(permits), "set_permits")?;
         let req = self.request(permits);
-        counting::call_with(&self.client, "set_permits", &self.kind, req, |kind, req| {
-            Box::pin(kind.set_permits(req))
-        })
-        .await
+        self.counter
+            .call("set_permits", req, |kind, req| async move {
+                kind.set_permits(&req).await
+            })
+            .await
     }
 
     async fn counts(&self) -> Result<PermitCounts> {
-        counting::call_with(
-            &self.client,
-            "count permits",
-            &self.kind,
-            self.name.clone(),
-            |kind, name| Box::pin(kind.counts(name)),
-        )
-        .await
+        let name = self.name().clone();
+        self.counter
+            .call("count permits", name, |kind, name| async move {
+                kind.counts(&name).await
+            })
+            .await
     }
 
     /// The total number of permits, free and taken, after expired permits
@@ -101,18 +100,17 @@ impl PermitExpirableSemaphore {
     /// # Ok(()) }
     /// ```
     pub async fn lease_time(&self, id: PermitId) -> Result<Option<Duration>> {
-        let lease = counting::call_with(
-            &self.client,
-            "lease_time",
-            &self.kind,
-            (self.name.clone(), id),
-            |kind, (name, id)| Box::pin(kind.lease_time(name, *id)),
-        )
-        .await?;
+        let name = self.name().clone();
+        let lease = self
+            .counter
+            .call("lease_time", name, move |kind, name| async move {
+                kind.lease_time(&name, id).await
+            })
+            .await?;
         match lease {
             PermitLease::Ends(left) => Ok(Some(left)),
             PermitLease::Unlimited => Ok(None),
-            PermitLease::NotTaken => Err(LockError::permit_not_held(self.name.as_str(), id)),
+            PermitLease::NotTaken => Err(LockError::permit_not_held(self.name().as_str(), id)),
         }
     }
 }

@@ -1,109 +1,17 @@
-//! What the engine and the semaphore kinds share: permit counts and their
-//! checks, the requests that change a count or lease a permit, and the
-//! watchdog's seam for leased permits ([`PermitRenewal`]).
+//! The expirable-permit semaphore's vocabulary: permit ids, the requests
+//! that take and give back leased permits, and what the store answers.
 //!
-//! # Contract
-//! - Each operation is atomic on the store.
-//! - Operations that change the count carry a request id
-//!   ([`PermitRequest::request_id`]): a repeat with the same id returns the
-//!   first outcome without applying it twice, and a request that has
-//!   not run by its deadline (`deadline_ms`) never runs (see lock-core's
-//!   `store_clock` module), so the
-//!   engine can retry after an unknown outcome; "no permits free" is an
-//!   outcome too, so a late duplicate of an attempt that found none takes
-//!   none after its caller moved on. A leased permit's acquisition is
-//!   idempotent through its id instead: a repeat finds the permit taken
-//!   under that id and answers "acquired" again without taking another.
-//! - Every increase of the free count (a release, a positive addition,
-//!   setting the permits, an expired lease reclaimed) is announced on the
-//!   kind's channel with a payload its wake reader reads; acquisitions
-//!   and drains announce nothing.
-//! - Counts stay within ±[`MAX_PERMITS`]: an operation that would leave the
-//!   count outside fails with [`crate::LockError::InvalidArgument`] and
-//!   writes nothing.
+//! A leased permit's acquisition is idempotent through its id: a repeat
+//! finds the permit taken under that id and answers "acquired" again
+//! without taking another. A release carries a request id and deadline,
+//! as every give-back does ([`Redate`]).
 
 use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use async_trait::async_trait;
-
-use crate::backend::kind::RequestId;
-use crate::error::{LockError, Result};
-use crate::name::LockName;
-
-/// The most permits a semaphore can count, ask for or give back at once:
-/// `i32::MAX`, because Java clients sharing a semaphore read the count as
-/// an `int`. Asking for more (or for 0) is refused before any I/O.
-pub const MAX_PERMITS: u64 = i32::MAX as u64;
-
-/// Checks a permit count asked for or given back: 1..=[`MAX_PERMITS`].
-///
-/// # Errors
-/// [`LockError::InvalidArgument`] naming `what`.
-pub fn check_permits(n: u64, what: &str) -> Result<()> {
-    if n == 0 {
-        return Err(LockError::invalid(format!(
-            "{what}: permits must be at least 1"
-        )));
-    }
-    if n > MAX_PERMITS {
-        return Err(LockError::invalid(format!(
-            "{what}: {n} permits is more than a semaphore can ever hold ({MAX_PERMITS})"
-        )));
-    }
-    Ok(())
-}
-
-/// Checks a count to set (0..=[`MAX_PERMITS`]) or a change to add
-/// (±[`MAX_PERMITS`]), before any I/O.
-///
-/// # Errors
-/// [`LockError::InvalidArgument`] naming `what`.
-pub fn check_change(delta: i128, what: &str) -> Result<()> {
-    if delta.unsigned_abs() > u128::from(MAX_PERMITS) {
-        return Err(LockError::invalid(format!(
-            "{what}: {delta} is more than a semaphore can hold (±{MAX_PERMITS})"
-        )));
-    }
-    Ok(())
-}
-
-/// One change of a semaphore's count, identified across retries.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct PermitRequest {
-    /// The semaphore.
-    pub name: LockName,
-    /// How many permits (taken, given back, or added: negative removes).
-    pub permits: i64,
-    /// Identifies this change across retries.
-    pub request_id: RequestId,
-    /// The request's deadline on the store's clock, in milliseconds since
-    /// the Unix epoch: the store runs it only before then, and keeps its
-    /// outcome until past then (see the `store_clock` module of lock-core).
-    pub deadline_ms: u64,
-}
-
-impl PermitRequest {
-    /// The same operation as a new request (a fresh id) with deadline
-    /// `deadline_ms`: for one refused as stale, which never ran.
-    pub fn redated(mut self, deadline_ms: u64) -> Self {
-        self.request_id = RequestId::new();
-        self.deadline_ms = deadline_ms;
-        self
-    }
-
-    /// A change of `permits` with a fresh request id.
-    pub fn new(name: LockName, permits: i64, deadline_ms: u64) -> Self {
-        Self {
-            name,
-            permits,
-            request_id: RequestId::new(),
-            deadline_ms,
-        }
-    }
-}
+use lock_core::backend::{LeaseId, LeaseTarget, Redate, RequestId};
+use lock_core::{LockError, LockName, Result};
 
 /// The id of one taken permit of an expirable-permit semaphore: 16
 /// random bytes, shown (and parsed) as 32 lower-case hexadecimal
@@ -114,7 +22,7 @@ pub struct PermitId([u8; 16]);
 impl PermitId {
     /// A fresh random id.
     pub fn new() -> Self {
-        Self(*uuid::Uuid::new_v4().as_bytes())
+        Self(*LeaseId::new().as_bytes())
     }
 
     /// The id's 16 bytes (as stored).
@@ -150,7 +58,7 @@ impl FromStr for PermitId {
     /// Parses 32 hexadecimal characters (either case).
     ///
     /// ```
-    /// # use lock_core::PermitId;
+    /// # use lock_redis::PermitId;
     /// let id: PermitId = "00112233445566778899aabbccddeeff".parse().unwrap();
     /// assert_eq!(id.to_string(), "00112233445566778899aabbccddeeff");
     /// assert!("xyz".parse::<PermitId>().is_err());
@@ -165,6 +73,27 @@ impl FromStr for PermitId {
             *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
         }
         Ok(Self(out))
+    }
+}
+
+impl From<PermitId> for LeaseId {
+    fn from(id: PermitId) -> Self {
+        LeaseId::from_bytes(id.0)
+    }
+}
+
+impl From<LeaseId> for PermitId {
+    fn from(id: LeaseId) -> Self {
+        Self(*id.as_bytes())
+    }
+}
+
+/// The engine's name of the permit `id` of semaphore `name`: the lease its
+/// watchdog renews.
+pub(crate) fn target(name: &LockName, id: PermitId) -> LeaseTarget {
+    LeaseTarget {
+        name: name.clone(),
+        id: id.into(),
     }
 }
 
@@ -347,49 +276,18 @@ impl LeaseRelease {
     }
 }
 
-/// One leased permit to renew in a batch ([`PermitRenewal::renew`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct PermitTarget {
-    /// The semaphore.
-    pub name: LockName,
-    /// The permit.
-    pub id: PermitId,
+macro_rules! redate {
+    ($($request:ty),*) => {$(
+        /// Refused as stale, it never ran: made again as a new request.
+        impl Redate for $request {
+            fn redated(self, deadline_ms: u64) -> Self {
+                <$request>::redated(self, deadline_ms)
+            }
+
+            fn deadline_ms(&self) -> u64 {
+                self.deadline_ms
+            }
+        }
+    )*};
 }
-
-/// The watchdog's seam for leased permits: renews a batch of them. The
-/// expirable-permit semaphore's kind implements it and registers each
-/// permit a guard holds with the client ([`crate::backend::Engine::permits`]).
-#[async_trait]
-pub trait PermitRenewal: Send + Sync + 'static {
-    /// Extends the lease of every target permit still taken to at least
-    /// `lease_ms` from now, never shortening it (a permit without a lease
-    /// keeps none): the watchdog's renewal of permit guards.
-    /// Returns one entry per target, in order: `Ok(true)` renewed,
-    /// `Ok(false)` not taken any more (released, expired, or its semaphore
-    /// deleted), `Err` not known (the batch holding that target failed).
-    ///
-    /// # Errors
-    /// A whole-call error when nothing could be sent at all.
-    async fn renew(&self, targets: &[PermitTarget], lease_ms: u64) -> Result<Vec<Result<bool>>>;
-
-    /// Gives back one permit by id: `true` when it was taken and is given
-    /// back, `false` when it was not taken (any more). The client's close
-    /// gives back its guards' permits with it.
-    ///
-    /// # Errors
-    /// As a release by id of the kind's handle.
-    async fn release(&self, req: &LeaseRelease) -> Result<bool>;
-
-    /// Which lane renews `target` now, as
-    /// [`crate::backend::ExclusiveKind::renew_lane`] for locks.
-    fn renew_lane(&self, target: &PermitTarget) -> u64 {
-        let _ = target;
-        0
-    }
-
-    /// A short name of the kind, the `kind` of its metric labels (as
-    /// [`KindBehaviour::name`](crate::backend::KindBehaviour::name)).
-    fn kind_name(&self) -> &'static str {
-        "permit_semaphore"
-    }
-}
+redate!(LeaseRelease, LeasesRelease);
