@@ -36,6 +36,7 @@ mod redisson_non_reentrant;
 mod redisson_rwlock;
 mod redisson_semaphore;
 mod redlock_faults;
+mod registry;
 mod replica_sync;
 mod replica_sync_default;
 mod scripts;
