@@ -77,6 +77,8 @@ echo "==> $("$valkey_server" --version)"
 # After the install steps above: a fresh machine may lack python3 until then.
 echo "==> the crates' root pages show what a user holds"
 python3 scripts/check_landing_pages.py
+echo "==> lock-core: no import cycle between its files, no kind's name in its code"
+python3 scripts/check_engine_layers.py
 # The published crates, as `cargo publish` would build them: each from its
 # own packaged sources, its workspace dependencies from their packages (a
 # file a crate includes from outside its folder, or a dev-dependency cycle,
