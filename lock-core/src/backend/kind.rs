@@ -205,14 +205,6 @@ pub struct ReleaseRequest {
 }
 
 impl ReleaseRequest {
-    /// The same operation as a new request (a fresh id) with deadline
-    /// `deadline_ms`: for one refused as stale, which never ran.
-    pub fn redated(mut self, deadline_ms: u64) -> Self {
-        self.request_id = RequestId::new();
-        self.deadline_ms = deadline_ms;
-        self
-    }
-
     /// Builds a request with a fresh request id.
     pub fn new(name: LockName, owner: Owner, lease_ms: u64, deadline_ms: u64) -> Self {
         Self {

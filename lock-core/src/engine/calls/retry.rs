@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use crate::backend::kind::RequestId;
 use crate::engine::detached::Detached;
 use crate::engine::state::ClientInner;
 use crate::engine::stats::InFlight;
@@ -178,20 +179,35 @@ where
 }
 
 /// A request that can be made again as a new one (fresh id, new deadline)
-/// after the store refused it as stale (it never ran).
+/// after the store refused it as stale (it never ran): every request the
+/// engine retries, whatever its kind. A request type gives its stamp (id
+/// and deadline), usually with [`redate!`](crate::redate); the one
+/// [`Redate::redated`] is here.
 pub trait Redate: Clone {
-    /// The same operation as a new request with deadline `deadline_ms`.
-    fn redated(self, deadline_ms: u64) -> Self;
+    /// The request's id and deadline, to make it anew.
+    fn stamp(&mut self) -> (&mut RequestId, &mut u64);
 
     /// The request's deadline on the store's clock.
     fn deadline_ms(&self) -> u64;
+
+    /// The same operation as a new request (a fresh id) with deadline
+    /// `deadline_ms`: for one refused as stale, which never ran.
+    fn redated(mut self, deadline_ms: u64) -> Self {
+        let (id, deadline) = self.stamp();
+        *id = RequestId::new();
+        *deadline = deadline_ms;
+        self
+    }
 }
 
+/// Implements [`Redate`](crate::backend::Redate) for request types with
+/// the fields `request_id` and `deadline_ms`: `redate!(MyRequest, …)`.
+#[macro_export]
 macro_rules! redate {
-    ($($request:ty),*) => {$(
-        impl Redate for $request {
-            fn redated(self, deadline_ms: u64) -> Self {
-                <$request>::redated(self, deadline_ms)
+    ($($request:ty),* $(,)?) => {$(
+        impl $crate::backend::Redate for $request {
+            fn stamp(&mut self) -> (&mut $crate::backend::RequestId, &mut u64) {
+                (&mut self.request_id, &mut self.deadline_ms)
             }
 
             fn deadline_ms(&self) -> u64 {
@@ -200,4 +216,4 @@ macro_rules! redate {
         }
     )*};
 }
-redate!(crate::backend::kind::ReleaseRequest);
+crate::redate!(crate::backend::kind::ReleaseRequest);

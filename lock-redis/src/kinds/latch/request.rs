@@ -29,14 +29,6 @@ impl LatchRequest {
     }
 }
 
-/// A count-down refused as stale never ran: it is made again as a new
-/// request ([`lock_core::backend::Counter::give_back`]).
-impl lock_core::backend::Redate for LatchRequest {
-    fn redated(self, deadline_ms: u64) -> Self {
-        Self::new(self.name, deadline_ms)
-    }
-
-    fn deadline_ms(&self) -> u64 {
-        self.deadline_ms
-    }
-}
+// A count-down refused as stale never ran: it is made again as a new
+// request (`lock_core::backend::Counter::give_back`).
+lock_core::redate!(LatchRequest);

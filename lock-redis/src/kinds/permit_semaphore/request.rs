@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use lock_core::backend::{LeaseId, LeaseTarget, Redate, RequestId};
+use lock_core::backend::{LeaseId, LeaseTarget, RequestId};
 use lock_core::{LockError, LockName, Result};
 
 /// The id of one taken permit of an expirable-permit semaphore: 16
@@ -175,14 +175,6 @@ pub struct LeasesRelease {
 }
 
 impl LeasesRelease {
-    /// The same operation as a new request (a fresh id) with deadline
-    /// `deadline_ms`: for one refused as stale, which never ran.
-    pub fn redated(mut self, deadline_ms: u64) -> Self {
-        self.request_id = RequestId::new();
-        self.deadline_ms = deadline_ms;
-        self
-    }
-
     /// The release of `ids` with a fresh request id.
     pub fn new(name: LockName, ids: Vec<PermitId>, deadline_ms: u64) -> Self {
         Self {
@@ -257,14 +249,6 @@ pub struct LeaseRelease {
 }
 
 impl LeaseRelease {
-    /// The same operation as a new request (a fresh id) with deadline
-    /// `deadline_ms`: for one refused as stale, which never ran.
-    pub fn redated(mut self, deadline_ms: u64) -> Self {
-        self.request_id = RequestId::new();
-        self.deadline_ms = deadline_ms;
-        self
-    }
-
     /// The release of `id` with a fresh request id.
     pub fn new(name: LockName, id: PermitId, deadline_ms: u64) -> Self {
         Self {
@@ -276,18 +260,5 @@ impl LeaseRelease {
     }
 }
 
-macro_rules! redate {
-    ($($request:ty),*) => {$(
-        /// Refused as stale, it never ran: made again as a new request.
-        impl Redate for $request {
-            fn redated(self, deadline_ms: u64) -> Self {
-                <$request>::redated(self, deadline_ms)
-            }
-
-            fn deadline_ms(&self) -> u64 {
-                self.deadline_ms
-            }
-        }
-    )*};
-}
-redate!(LeaseRelease, LeasesRelease);
+// Refused as stale, they never ran: made again as new requests.
+lock_core::redate!(LeaseRelease, LeasesRelease);

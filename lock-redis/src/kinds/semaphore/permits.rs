@@ -13,7 +13,7 @@
 //!   count outside fails with [`LockError::InvalidArgument`] and writes
 //!   nothing.
 
-use lock_core::backend::{Redate, RequestId};
+use lock_core::backend::RequestId;
 use lock_core::{LockError, LockName, Result};
 
 /// The most permits a semaphore can count, ask for or give back at once:
@@ -70,14 +70,6 @@ pub struct PermitRequest {
 }
 
 impl PermitRequest {
-    /// The same operation as a new request (a fresh id) with deadline
-    /// `deadline_ms`: for one refused as stale, which never ran.
-    pub fn redated(mut self, deadline_ms: u64) -> Self {
-        self.request_id = RequestId::new();
-        self.deadline_ms = deadline_ms;
-        self
-    }
-
     /// A change of `permits` with a fresh request id.
     pub fn new(name: LockName, permits: i64, deadline_ms: u64) -> Self {
         Self {
@@ -89,13 +81,5 @@ impl PermitRequest {
     }
 }
 
-/// A give-back refused as stale never ran: made again as a new request.
-impl Redate for PermitRequest {
-    fn redated(self, deadline_ms: u64) -> Self {
-        PermitRequest::redated(self, deadline_ms)
-    }
-
-    fn deadline_ms(&self) -> u64 {
-        self.deadline_ms
-    }
-}
+// A give-back refused as stale never ran: made again as a new request.
+lock_core::redate!(PermitRequest);
