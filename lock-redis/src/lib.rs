@@ -276,9 +276,7 @@ pub use lock_core;
 pub use lock_script;
 pub use lock_script::{KeyLayout, ReplicaSync};
 #[doc(hidden)]
-pub use lock_script::{
-    PubSubEvent, PubSubHandler, ScriptCall, ScriptConnection, ScriptEnv, Transport,
-};
+pub use lock_script::{ScriptCall, ScriptEnv, Transport};
 pub use redis;
 #[doc(inline)]
 pub use users::*;
@@ -351,7 +349,7 @@ pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockCli
 /// The single-node transport with every kind's scripts loaded, its key
 /// layout and replica sync: what [`connect`] binds the kinds to. For tools
 /// and tests that drive a kind's store operations directly
-/// ([`kinds::Reentrant::new`], [`ScriptConnection::new`]).
+/// ([`kinds::Reentrant::new`], [`ScriptEnv::connection`]).
 ///
 /// # Errors
 /// As [`connect`].

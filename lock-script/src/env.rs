@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseRequest, RenewTarget,
+    AcquireOutcome, AcquireRequest, Connection, ExclusiveKind, ReleaseRequest, RenewTarget,
 };
 use lock_core::{LockError, LockName, Result};
 use redis::Value;
@@ -172,6 +172,16 @@ impl ScriptEnv {
         &self.transport
     }
 
+    /// The transport as the engine's connection (the same `Arc`: a
+    /// transport *is* a [`Connection`]): what a client gives
+    /// [`lock_core::backend::Engine::new`]. Its
+    /// [command timeout](Connection::command_timeout) is the transport's
+    /// alone; a client checks its configuration against
+    /// [`ScriptEnv::command_timeout`] (replica wait included) first.
+    pub fn connection(&self) -> Arc<dyn Connection> {
+        Arc::clone(&self.transport) as Arc<dyn Connection>
+    }
+
     /// The replica sync, when configured.
     pub fn replica_sync(&self) -> Option<ReplicaSync> {
         self.replica_sync
@@ -185,7 +195,9 @@ impl ScriptEnv {
 
     /// The longest one call takes: the transport's command timeout, plus
     /// the replica wait when configured (an acquisition waits for its
-    /// replicas after its script ran).
+    /// replicas after its script ran). What a client validates its
+    /// [`lock_core::ClientConfig`] against
+    /// ([`lock_core::ClientConfig::validate_for`]).
     pub fn command_timeout(&self) -> Option<Duration> {
         let replica_wait = self
             .replica_sync

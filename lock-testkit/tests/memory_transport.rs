@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use lock_redis::lock_core::backend::{Channel, Connection};
 use lock_redis::{ClientConfig, LockError};
 use lock_script::{ReplicaSync, ScriptCall, Transport};
 use lock_testkit::conformance::{config, kind_lock, Kind};
@@ -116,7 +117,7 @@ async fn the_default_replica_sync_costs_a_store_without_replicas_nothing() {
 async fn a_closed_transport_refuses_calls() {
     let server = InMemoryServer::new();
     let transport = server.transport();
-    transport.subscribe("ch".into()).await.unwrap();
+    transport.subscribe(&Channel::new("ch")).await.unwrap();
     assert_eq!(server.subscribers("ch"), 1);
     transport.close().await;
     assert_eq!(server.subscribers("ch"), 0);
@@ -127,7 +128,7 @@ async fn a_closed_transport_refuses_calls() {
     );
     assert!(matches!(transport.eval(call).await, Err(LockError::Closed)));
     assert!(matches!(
-        transport.subscribe("ch".into()).await,
+        transport.subscribe(&Channel::new("ch")).await,
         Err(LockError::Closed)
     ));
     assert!(matches!(
