@@ -151,6 +151,27 @@ async fn the_command_timeout_is_the_transports() {
     server.client_with(ClientConfig::default()).unwrap();
 }
 
+/// The transport is the engine's connection, and its command timeout is
+/// its own; a client still counts the replica wait on top of it in its
+/// retry window (an acquisition may take both): 4 × 7 s + backoff fits
+/// the default 30 s record ttl, 4 × (7 s + 1 s) + backoff does not.
+#[tokio::test(start_paused = true)]
+async fn the_replica_wait_counts_in_the_retry_window() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(7)));
+    let env = server.env();
+    assert_eq!(
+        env.connection().command_timeout(),
+        Some(Duration::from_secs(7))
+    );
+    lock_redis::LockClient::new(env.clone(), ClientConfig::default()).unwrap();
+    let synced = env.with_replica_sync(Some(ReplicaSync::default()));
+    assert_eq!(synced.command_timeout(), Some(Duration::from_secs(8)));
+    let err = lock_redis::LockClient::new(synced, ClientConfig::default()).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    assert!(err.to_string().contains("record_ttl"), "{err}");
+}
+
 /// The reentrant kind's acquire of lock `raw` by `field`, as a client sends it.
 fn raw_acquire(field: &str) -> ScriptCall<'static> {
     ScriptCall::new(
