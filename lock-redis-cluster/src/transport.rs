@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
+use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_core::{LockError, Result};
 use lock_redis::connections::ConnectionSet;
 use lock_redis::{replicas, scripts};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
-use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_script::{ReplicaAcks, Transport};
 use redis::{Pipeline, RedisResult, Value};
 use tokio::sync::OnceCell;

@@ -19,9 +19,9 @@ use crate::replicas;
 use crate::scripts;
 use crate::sentinel::{Endpoint, Master};
 use crate::subscriptions::SubscriptionHandle;
+use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
-use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_script::{ReplicaAcks, Transport};
 
 /// A [`Transport`] to one Redis server.

@@ -137,9 +137,10 @@ pub trait Transport: Connection {
     /// Which *lane* serves the keys of `key_group` (see
     /// [`Transport::key_group`]) now: calls in different lanes reach
     /// different nodes, so one lane's slow or dead node need not delay
-    /// another lane's calls, and batches are split by lane to keep it so
-    /// ([`crate::ScriptEnv::renew_with`], the watchdog through
-    /// [`lock_core::backend::ExclusiveKind::renew_lane`]). An opaque id, stable while
+    /// another lane's calls: the watchdog renews each lane on its own
+    /// (through the kinds' [`lock_core::backend::ExclusiveKind::renew_lane`]
+    /// and [`lock_core::backend::PermitRenewal::renew_lane`], which
+    /// [`crate::ScriptEnv::renew_lane`] answers). An opaque id, stable while
     /// the same node serves the group. One node: always `0`. A cluster: the
     /// master serving the slot.
     fn lane(&self, key_group: u32) -> u64 {

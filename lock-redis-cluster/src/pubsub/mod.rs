@@ -28,8 +28,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_core::{LockError, Result};
 use lock_core::backend::{Channel, Notice};
+use lock_core::{LockError, Result};
 use lock_redis::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
 use tokio::sync::{mpsc, oneshot};
 

@@ -4,8 +4,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use lock_redis::{ClientConfig, LockClient, LockError, Result};
 use lock_redis::lock_core::backend::{Channel, Notice, NoticeSink};
+use lock_redis::{ClientConfig, LockClient, LockError, Result};
 use lock_script::{KeyLayout, ScriptEnv};
 
 use super::commands::{self, Ctx, Published};
