@@ -247,7 +247,8 @@ impl Slot {
 }
 
 impl ConnectionSet {
-    /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
+    /// A set of [`crate::ConnectionOptions::pool_size`] (at least 1;
+    /// one server's default when none is set) slots, none
     /// connected yet. Connections to `client` are made within the connect
     /// timeout, with credentials from the configuration's provider when it
     /// has one (asked at every connect); the command timeout only names
@@ -269,7 +270,10 @@ impl ConnectionSet {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connection.connect_timeout))
             .set_response_timeout(None);
-        let pool = config.pool_size.max(1);
+        let pool = config
+            .connection
+            .pool_size_or(crate::DEFAULT_POOL_SIZE)
+            .max(1);
         let slots = (0..2 * pool)
             .map(|_| Slot {
                 in_flight: Arc::default(),
@@ -284,7 +288,7 @@ impl ConnectionSet {
             command_timeout: config.connection.command_timeout,
             slots,
             pool,
-            spill_at: config.calls_per_connection,
+            spill_at: config.connection.calls_per_connection,
             next: AtomicUsize::new(0),
             next_wait: AtomicUsize::new(0),
             replicas: Mutex::new(None),
