@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
 use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_core::{LockError, Result};
-use lock_redis::connections::ConnectionSet;
-use lock_redis::{replicas, scripts};
+use lock_redis::replicas;
+use lock_redis::transport::{scripts, ConnectionSet};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
 use lock_script::{ReplicaAcks, Transport};
@@ -25,7 +25,7 @@ use crate::pubsub::ShardPubSub;
 use crate::redirect::{next_step, Next};
 use crate::slot::key_slot;
 use crate::topology::{Addr, SlotMap, Topology};
-use lock_redis::subscriptions::SubscriptionHandle;
+use lock_redis::transport::SubscriptionHandle;
 
 /// First wait before sending again after `TRYAGAIN`, `CLUSTERDOWN` or an
 /// unreachable master; doubled each time up to [`RETRY_BACKOFF_MAX`].

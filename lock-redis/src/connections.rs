@@ -1,9 +1,10 @@
 //! A small, fixed set of multiplexed connections to one server: hands out a
-//! healthy connection cheaply. Public as a building block for transports
-//! (the cluster transport keeps one set per node).
+//! healthy connection cheaply. A building block for transports, reached as
+//! [`crate::transport::ConnectionSet`] (the cluster transport keeps one set
+//! per node).
 //!
 //! # How it works
-//! The set has [`RedisConfig::pool_size`](crate::RedisConfig::pool_size)
+//! The set has [`ConnectionOptions::pool_size`](crate::ConnectionOptions::pool_size)
 //! slots. Each call clones a slot's [`MultiplexedConnection`] (a handle:
 //! many calls share one socket, their commands pipelined by the
 //! connection's driver task). Nothing is sent to check a connection out; in
@@ -11,7 +12,7 @@
 //!
 //! # Fill, then spill
 //! A call takes the first slot with fewer than
-//! [`RedisConfig::calls_per_connection`](crate::RedisConfig::calls_per_connection)
+//! [`ConnectionOptions::calls_per_connection`](crate::ConnectionOptions::calls_per_connection)
 //! calls in flight; only when every slot has that many are they taken
 //! round-robin. Calls that share a connection share its writes, reads and
 //! wake-ups (on the server's side too), so a connection is filled before

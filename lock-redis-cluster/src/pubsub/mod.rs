@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use lock_core::backend::{Channel, Notice};
 use lock_core::{LockError, Result};
-use lock_redis::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
+use lock_redis::transport::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::slot::key_slot;
