@@ -344,7 +344,8 @@ impl backend::Connection for MemoryTransport {
         self.server.state().faults.command_timeout
     }
 
-    /// Cuts the connection ([`MemoryTransport::cut`]).
+    /// Cuts the connection: later calls fail with [`LockError::Closed`]
+    /// without reaching the store, and its subscriptions are gone.
     async fn close(&self) {
         self.cut();
     }
