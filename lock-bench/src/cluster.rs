@@ -16,7 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use lock_redis::{KeyLayout, LockName, Transport};
+use lock_core::backend::Connection;
+use lock_redis::{KeyLayout, LockName};
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::{ClusterConfig, ClusterTransport, SlotMap};
 use lock_testkit::fixtures::RedisCluster;

@@ -44,7 +44,8 @@ pub use lock_script::ReplicaSync;
 /// ```
 ///
 /// The options every deployment shares (key prefix, timeouts, replica
-/// sync, TLS, credentials provider, lazy connect) are in
+/// sync, TLS, credentials provider, lazy connect, the connections' number
+/// and filling, per master here) are in
 /// [`ClusterConfig::connection`], set with the same builder methods as on
 /// [`RedisConfig`] (see [`ConnectionOptions`]); they apply to every node.
 ///
@@ -75,16 +76,11 @@ pub struct ClusterConfig {
     /// must not contain `{` or `}` here: the key's hash tag must come from
     /// the lock name alone), timeouts (the command timeout covers
     /// redirects, topology refreshes and waits for a failover), replica
-    /// sync, TLS, credentials, lazy connect.
+    /// sync, TLS, credentials, lazy connect, and the connections per
+    /// master ([`ConnectionOptions::pool_size`], default
+    /// [`DEFAULT_POOL_SIZE`] here) and their filling
+    /// ([`ConnectionOptions::calls_per_connection`]).
     pub connection: ConnectionOptions,
-    /// The most multiplexed connections per master, each filled with
-    /// [`ClusterConfig::calls_per_connection`] calls in flight before the
-    /// next is used. Default 2.
-    pub pool_size: usize,
-    /// Calls in flight on one connection to a master before a call uses
-    /// the next, as [`RedisConfig::calls_per_connection`] (0: round-robin).
-    /// Default [`lock_redis::DEFAULT_CALLS_PER_CONNECTION`].
-    pub calls_per_connection: usize,
     /// At most this many `-MOVED`/`-ASK` redirects are followed by one
     /// call. Default 5.
     pub max_redirects: u32,
@@ -92,7 +88,10 @@ pub struct ClusterConfig {
     pub pubsub: PubSubMode,
 }
 
-const DEFAULT_POOL_SIZE: usize = 2;
+/// The default [`ConnectionOptions::pool_size`] of a cluster: at most 2
+/// multiplexed connections per master (a cluster spreads its calls over
+/// its masters already).
+pub const DEFAULT_POOL_SIZE: usize = 2;
 const DEFAULT_MAX_REDIRECTS: u32 = 5;
 
 impl std::fmt::Debug for ClusterConfig {
@@ -105,8 +104,6 @@ impl std::fmt::Debug for ClusterConfig {
         f.debug_struct("ClusterConfig")
             .field("seeds", &seeds)
             .field("connection", &self.connection)
-            .field("pool_size", &self.pool_size)
-            .field("calls_per_connection", &self.calls_per_connection)
             .field("max_redirects", &self.max_redirects)
             .field("pubsub", &self.pubsub)
             .finish()
@@ -122,25 +119,9 @@ impl ClusterConfig {
         Self {
             seeds: seeds.into_iter().map(Into::into).collect(),
             connection: ConnectionOptions::default(),
-            pool_size: DEFAULT_POOL_SIZE,
-            calls_per_connection: lock_redis::DEFAULT_CALLS_PER_CONNECTION,
             max_redirects: DEFAULT_MAX_REDIRECTS,
             pubsub: PubSubMode::Auto,
         }
-    }
-
-    /// Sets [`ClusterConfig::pool_size`].
-    #[must_use]
-    pub fn pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size;
-        self
-    }
-
-    /// Sets [`ClusterConfig::calls_per_connection`].
-    #[must_use]
-    pub fn calls_per_connection(mut self, calls: usize) -> Self {
-        self.calls_per_connection = calls;
-        self
     }
 
     /// Sets [`ClusterConfig::max_redirects`].
@@ -188,12 +169,11 @@ impl ClusterConfig {
     }
 
     /// The single-node configuration used for connections to `url`: the
-    /// shared options and the pool's size and filling.
+    /// shared options, with the cluster's pool size when none is set.
     pub(crate) fn node_config(&self, url: &str) -> RedisConfig {
         RedisConfig::new(url)
             .connection(self.connection.clone())
-            .pool_size(self.pool_size)
-            .calls_per_connection(self.calls_per_connection)
+            .pool_size(self.connection.pool_size_or(DEFAULT_POOL_SIZE))
     }
 }
 
@@ -217,21 +197,11 @@ impl<'de> serde::Deserialize<'de> for ClusterConfig {
                 let mut config = ClusterConfig::new(Vec::<String>::new());
                 let mut seeds = None;
                 let fields = FieldName {
-                    own: &[
-                        "seeds",
-                        "pool_size",
-                        "calls_per_connection",
-                        "max_redirects",
-                        "pubsub",
-                    ],
+                    own: &["seeds", "max_redirects", "pubsub"],
                 };
                 while let Some(key) = map.next_key_seed(fields)? {
                     match key.as_str() {
                         "seeds" => seeds = Some(map.next_value()?),
-                        "pool_size" => config.pool_size = map.next_value()?,
-                        "calls_per_connection" => {
-                            config.calls_per_connection = map.next_value()?;
-                        }
                         "max_redirects" => config.max_redirects = map.next_value()?,
                         "pubsub" => config.pubsub = map.next_value()?,
                         other => {
@@ -261,12 +231,24 @@ mod tests {
             .pool_size(3)
             .calls_per_connection(5)
             .node_config("redis://127.0.0.1:7001/");
-        assert_eq!((node.pool_size, node.calls_per_connection), (3, 5));
-        let default = ClusterConfig::new(["redis://127.0.0.1:7000/"]).node_config("redis://h/");
         assert_eq!(
-            default.calls_per_connection,
+            (
+                node.connection.pool_size,
+                node.connection.calls_per_connection
+            ),
+            (Some(3), 5)
+        );
+        let default = ClusterConfig::new(["redis://127.0.0.1:7000/"]).node_config("redis://h/");
+        assert_eq!(default.connection.pool_size, Some(DEFAULT_POOL_SIZE));
+        assert_eq!(
+            default.connection.calls_per_connection,
             lock_redis::DEFAULT_CALLS_PER_CONNECTION
         );
+        // Shared options without a pool size keep the cluster's default.
+        let shared = ClusterConfig::new(["redis://127.0.0.1:7000/"])
+            .connection(ConnectionOptions::new())
+            .node_config("redis://h/");
+        assert_eq!(shared.connection.pool_size, Some(DEFAULT_POOL_SIZE));
     }
 
     #[test]

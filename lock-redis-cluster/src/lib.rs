@@ -47,7 +47,7 @@
 //! contain braces ([`ClusterConfig::validate`]).
 //!
 //! Each script call goes to the master of its slot over a few multiplexed
-//! connections per master (the single-node `lock_redis::connections`
+//! connections per master (the single-node [`lock_redis::transport::ConnectionSet`]
 //! machinery). The transport handles the cluster's answers itself:
 //!
 //! | answer | what happens |

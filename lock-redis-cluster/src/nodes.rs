@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use lock_core::{LockError, Result};
-use lock_redis::connections::ConnectionSet;
+use lock_redis::transport::ConnectionSet;
 use lock_script::error::{from_redis, timed_out};
 use redis::{ConnectionAddr, ConnectionInfo, Value};
 use tokio::time::{timeout_at, Instant};

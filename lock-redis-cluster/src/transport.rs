@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
+use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_core::{LockError, Result};
-use lock_redis::connections::ConnectionSet;
-use lock_redis::{replicas, scripts};
+use lock_redis::replicas;
+use lock_redis::transport::{scripts, ConnectionSet};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
-use lock_script::{PubSubHandler, ReplicaAcks, Transport};
+use lock_script::{ReplicaAcks, Transport};
 use redis::{Pipeline, RedisResult, Value};
 use tokio::sync::OnceCell;
 use tokio::time::{sleep_until, timeout_at, Instant};
@@ -24,7 +25,7 @@ use crate::pubsub::ShardPubSub;
 use crate::redirect::{next_step, Next};
 use crate::slot::key_slot;
 use crate::topology::{Addr, SlotMap, Topology};
-use lock_redis::subscriptions::SubscriptionHandle;
+use lock_redis::transport::SubscriptionHandle;
 
 /// First wait before sending again after `TRYAGAIN`, `CLUSTERDOWN` or an
 /// unreachable master; doubled each time up to [`RETRY_BACKOFF_MAX`].
@@ -151,7 +152,7 @@ impl ClusterTransport {
     /// ```
     ///
     /// # Errors
-    /// [`LockError::Closed`] after [`Transport::close`]; a protocol error
+    /// [`LockError::Closed`] after [`Connection::close`]; a protocol error
     /// for an `addr` that is not `host:port`; a retryable error when the
     /// master cannot be reached or does not answer in time; the server's
     /// error reply (as [`Transport::eval`] maps them).
@@ -676,34 +677,44 @@ impl Transport for ClusterTransport {
         }
     }
 
-    /// [`ClusterConfig::command_timeout`]: one call, its redirects and
-    /// waits for a failover included, ends by then.
-    fn command_timeout(&self) -> Option<Duration> {
-        Some(self.inner.config.connection.command_timeout)
-    }
-
     /// `SPUBLISH` or `PUBLISH` by the pub/sub mode; a placeholder that
     /// the transport replaces while the mode is not known yet (see the
     /// crate docs, "Lazy start").
     fn publish_command(&self) -> &'static str {
         self.inner.publish_command()
     }
+}
 
-    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        self.pubsub.set_handler(handler);
+/// The engine's half of the transport: the sharded pub/sub's notices,
+/// and closing.
+#[async_trait]
+impl Connection for ClusterTransport {
+    fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
+        self.pubsub.set_notice_sink(sink);
     }
 
-    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
+    fn subscribe(&self, channel: &Channel) -> BoxFuture<'static, Result<()>> {
         if self.inner.nodes.is_closed() {
             return future::ready(Err(LockError::Closed)).boxed();
         }
         self.pubsub.subscribe(channel)
     }
 
-    fn unsubscribe(&self, channel: String) {
+    fn unsubscribe(&self, channel: &Channel) {
         self.pubsub.unsubscribe(channel);
     }
 
+    /// [`ClusterConfig::command_timeout`]: one call, its redirects and
+    /// waits for a failover included, ends by then (a replica wait comes
+    /// on top: [`lock_script::ScriptEnv::command_timeout`]).
+    fn command_timeout(&self) -> Option<Duration> {
+        Some(self.inner.config.connection.command_timeout)
+    }
+
+    /// Closes every node's connections and the subscriber connections.
+    ///
+    /// # Cancel safety
+    /// The transport is marked closed before the first await.
     async fn close(&self) {
         self.inner.nodes.close();
         self.pubsub.close().await;

@@ -32,8 +32,12 @@ fn toml_example_sets_every_field() {
         config.connection.connect_timeout,
         Duration::from_millis(500)
     );
-    assert_eq!((config.pool_size, config.max_redirects), (3, 7));
-    assert_eq!(config.calls_per_connection, 4);
+    // The connections' number and filling are shared options too.
+    assert_eq!(
+        (config.connection.pool_size, config.max_redirects),
+        (Some(3), 7)
+    );
+    assert_eq!(config.connection.calls_per_connection, 4);
     assert_eq!(config.pubsub, PubSubMode::Classic);
     assert!(config.connection.lazy_connect);
     let sync = config.connection.replica_sync.expect("replica sync");

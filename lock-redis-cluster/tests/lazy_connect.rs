@@ -7,6 +7,7 @@ use crate::common;
 
 use std::time::Duration;
 
+use lock_redis_cluster::lock_core::backend::Connection;
 use lock_redis_cluster::lock_script::ScriptCall;
 use lock_redis_cluster::{
     ClientConfig, ClusterConfig, ClusterTransport, LockClient, PubSubMode, Transport,

@@ -10,8 +10,9 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use common::fake_node::FakeNode;
+use lock_redis_cluster::lock_core::backend::Connection;
 use lock_redis_cluster::slot::key_slot;
-use lock_redis_cluster::{ClientConfig, ClusterConfig, ClusterTransport, PubSubMode, Transport};
+use lock_redis_cluster::{ClientConfig, ClusterConfig, ClusterTransport, PubSubMode};
 use lock_testkit::fixtures::RedisCluster;
 use tokio::time::Instant;
 

@@ -7,9 +7,10 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
+use lock_redis_cluster::lock_core::backend::Connection;
 use lock_redis_cluster::redis::{self, Value};
 use lock_redis_cluster::slot::key_slot;
-use lock_redis_cluster::{ClusterTransport, LockError, PubSubMode, Transport};
+use lock_redis_cluster::{ClusterTransport, LockError, PubSubMode};
 use lock_testkit::fixtures::RedisCluster;
 
 /// Every key `SCAN` finds on the master at `addr`, cursor after cursor.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lock_core::backend::Engine;
 use lock_core::{ClientConfig, ClientInfo, ClientStats, FencedLock, Lock, Owner, Result};
 use lock_fair::{FairLock, HandoffLock};
-use lock_script::{ScriptConnection, ScriptEnv};
+use lock_script::ScriptEnv;
 use uuid::Uuid;
 
 use crate::describe::Description;
@@ -64,7 +64,13 @@ impl LockClient {
     /// (see [`ClientConfig::validate_for`]) or when called outside a tokio
     /// runtime.
     pub fn new(env: ScriptEnv, config: ClientConfig) -> Result<Self> {
-        let engine = Engine::new(Arc::new(ScriptConnection::new(env.clone())), config)?;
+        // The engine checks the configuration against its connection's
+        // command timeout, the transport's; an acquisition may wait for
+        // replicas on top of it, so check against the longest call first
+        // (the transport is the engine's connection, it does not know the
+        // replica sync, which is the client's).
+        config.validate_for(env.command_timeout())?;
+        let engine = Engine::new(env.connection(), config)?;
         let registration = Arc::new(Registration::start(&engine, env.clone()));
         Ok(Self {
             engine,

@@ -7,30 +7,11 @@ use lock_script::KeyLayout;
 use redis::IntoConnectionInfo;
 
 use crate::options::ConnectionOptions;
-pub use crate::options::{DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
+pub use crate::options::{
+    DEFAULT_CALLS_PER_CONNECTION, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_POOL_SIZE,
+};
 use crate::sentinel::SentinelConfig;
-
-/// Default [`RedisConfig::pool_size`]: at most 4 multiplexed connections.
-///
-/// Why 4: with 32 tasks doing acquire + release, 4 connections gave about
-/// 1.45× the throughput of 16 (more commands share each write, read and
-/// wake-up), while still spreading the work over cores. A connection is
-/// filled with [`RedisConfig::calls_per_connection`] calls before the next
-/// is used, so fewer tasks use fewer connections.
-pub const DEFAULT_POOL_SIZE: usize = 4;
-
-/// Default [`RedisConfig::calls_per_connection`]: 8 calls in flight on a
-/// connection before the next is used.
-///
-/// Why 8: tasks taking and releasing lean locks on 1 024 names, 4 slots
-/// per client, CPU per acquisition of this process and of redis-server
-/// (two runs each; `lock-bench` W3's shape is the second row):
-///
-/// | tasks | round-robin | 8 per connection | 16 per connection | rslock (1 connection per client) |
-/// | --- | --- | --- | --- | --- |
-/// | 32, one client | 23.6 + 17.5, 22.8 + 19.4 µs | 17.1 + 15.3, 17.2 + 16.4 µs | 23.1 + 18.9, 22.3 + 18.0 µs | 16.4 + 11.9, 18.9 + 13.7 µs |
-/// | 4 clients × 8 | 18.8 + 17.2, 22.0 + 21.5 µs | 15.8 + 14.3, 16.6 + 16.2 µs | | 16.8 + 16.1, 18.3 + 19.2 µs |
-pub const DEFAULT_CALLS_PER_CONNECTION: usize = 8;
 
 /// Where the Redis server is and how to talk to it.
 ///
@@ -51,7 +32,8 @@ pub const DEFAULT_CALLS_PER_CONNECTION: usize = 8;
 /// ```
 ///
 /// The options every deployment shares (key prefix, timeouts, replica
-/// sync, TLS, credentials provider, lazy connect) are in
+/// sync, TLS, credentials provider, lazy connect, the connections' number
+/// and filling) are in
 /// [`RedisConfig::connection`], set with the same builder methods as on a
 /// cluster's configuration (see [`ConnectionOptions`]).
 ///
@@ -76,31 +58,9 @@ pub struct RedisConfig {
     /// [credentials provider](ConnectionOptions::credentials) is set.
     pub url: String,
     /// What every deployment shares: key prefix, timeouts, replica sync,
-    /// TLS, credentials, lazy connect (see [`ConnectionOptions`]).
+    /// TLS, credentials, lazy connect, pool size and calls per connection
+    /// (see [`ConnectionOptions`]).
     pub connection: ConnectionOptions,
-    /// The most multiplexed connections calls are spread over. A call
-    /// takes the first connection with fewer than
-    /// [`RedisConfig::calls_per_connection`] calls in flight (round-robin
-    /// when all have that many), and each is opened on first use and shared
-    /// by any number of concurrent calls (their commands are pipelined), so
-    /// this is not a limit on concurrency: a few connections serve many
-    /// tasks, and fewer connections pipeline better. Default 4
-    /// ([`DEFAULT_POOL_SIZE`] says why). Not a shared option: a cluster
-    /// opens its pool per master, and so has a default of its own.
-    ///
-    /// (The name is kept from when this was the size of a connection pool;
-    /// a pool checked every connection with a `PING` round trip on
-    /// checkout, doubling the cost of each lock operation, while
-    /// multiplexed connections need no checkout.)
-    pub pool_size: usize,
-    /// Calls in flight on one connection before a call uses the next (of
-    /// [`RedisConfig::pool_size`]); when every connection has that many,
-    /// calls take them round-robin. Calls that share a connection share
-    /// its writes, reads and wake-ups, on the server's side too, so a
-    /// lightly used client keeps one connection open. 0 takes every call's
-    /// connection round-robin. Default 8
-    /// ([`DEFAULT_CALLS_PER_CONNECTION`] says why).
-    pub calls_per_connection: usize,
     /// Find the server through Redis Sentinel instead of [`RedisConfig::url`]
     /// (see [`RedisConfig::sentinel`]); `None` by default.
     pub sentinel: Option<SentinelConfig>,
@@ -117,8 +77,6 @@ impl RedisConfig {
         Self {
             url: url.into(),
             connection: ConnectionOptions::default(),
-            pool_size: DEFAULT_POOL_SIZE,
-            calls_per_connection: DEFAULT_CALLS_PER_CONNECTION,
             sentinel: None,
             slot_checking_proxy: false,
         }
@@ -244,20 +202,6 @@ impl RedisConfig {
         self
     }
 
-    /// Sets [`RedisConfig::pool_size`].
-    #[must_use]
-    pub fn pool_size(mut self, size: usize) -> Self {
-        self.pool_size = size;
-        self
-    }
-
-    /// Sets [`RedisConfig::calls_per_connection`].
-    #[must_use]
-    pub fn calls_per_connection(mut self, calls: usize) -> Self {
-        self.calls_per_connection = calls;
-        self
-    }
-
     /// The redis-rs client for this configuration (no I/O), with its TLS
     /// options applied.
     ///
@@ -296,11 +240,7 @@ impl RedisConfig {
                 self.client()?;
             }
         }
-        self.connection.validate()?;
-        if self.pool_size == 0 {
-            return Err(LockError::invalid("pool_size must be at least 1"));
-        }
-        Ok(())
+        self.connection.validate()
     }
 
     /// The parsed URL.
@@ -363,8 +303,6 @@ impl fmt::Debug for RedisConfig {
         f.debug_struct("RedisConfig")
             .field("url", &redact(&self.url))
             .field("connection", &self.connection)
-            .field("pool_size", &self.pool_size)
-            .field("calls_per_connection", &self.calls_per_connection)
             .field("sentinel", &self.sentinel)
             .field("slot_checking_proxy", &self.slot_checking_proxy)
             .finish()
@@ -400,7 +338,7 @@ mod tests {
         let c = RedisConfig::new("redis://127.0.0.1/");
         assert_eq!(c.connection.command_timeout, Duration::from_secs(3));
         assert_eq!(c.connection.connect_timeout, Duration::from_secs(3));
-        assert_eq!(c.pool_size, 4);
+        assert_eq!(c.connection.pool_size_or(DEFAULT_POOL_SIZE), 4);
         assert_eq!(c.connection.key_prefix, "");
         assert!(c.validate().is_ok());
     }

@@ -1,9 +1,10 @@
 //! A small, fixed set of multiplexed connections to one server: hands out a
-//! healthy connection cheaply. Public as a building block for transports
-//! (the cluster transport keeps one set per node).
+//! healthy connection cheaply. A building block for transports, reached as
+//! [`crate::transport::ConnectionSet`] (the cluster transport keeps one set
+//! per node).
 //!
 //! # How it works
-//! The set has [`RedisConfig::pool_size`](crate::RedisConfig::pool_size)
+//! The set has [`ConnectionOptions::pool_size`](crate::ConnectionOptions::pool_size)
 //! slots. Each call clones a slot's [`MultiplexedConnection`] (a handle:
 //! many calls share one socket, their commands pipelined by the
 //! connection's driver task). Nothing is sent to check a connection out; in
@@ -11,7 +12,7 @@
 //!
 //! # Fill, then spill
 //! A call takes the first slot with fewer than
-//! [`RedisConfig::calls_per_connection`](crate::RedisConfig::calls_per_connection)
+//! [`ConnectionOptions::calls_per_connection`](crate::ConnectionOptions::calls_per_connection)
 //! calls in flight; only when every slot has that many are they taken
 //! round-robin. Calls that share a connection share its writes, reads and
 //! wake-ups (on the server's side too), so a connection is filled before
@@ -247,7 +248,8 @@ impl Slot {
 }
 
 impl ConnectionSet {
-    /// A set of [`RedisConfig::pool_size`] (at least 1) slots, none
+    /// A set of [`crate::ConnectionOptions::pool_size`] (at least 1;
+    /// one server's default when none is set) slots, none
     /// connected yet. Connections to `client` are made within the connect
     /// timeout, with credentials from the configuration's provider when it
     /// has one (asked at every connect); the command timeout only names
@@ -269,7 +271,10 @@ impl ConnectionSet {
         let connection_config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(config.connection.connect_timeout))
             .set_response_timeout(None);
-        let pool = config.pool_size.max(1);
+        let pool = config
+            .connection
+            .pool_size_or(crate::DEFAULT_POOL_SIZE)
+            .max(1);
         let slots = (0..2 * pool)
             .map(|_| Slot {
                 in_flight: Arc::default(),
@@ -284,7 +289,7 @@ impl ConnectionSet {
             command_timeout: config.connection.command_timeout,
             slots,
             pool,
-            spill_at: config.calls_per_connection,
+            spill_at: config.connection.calls_per_connection,
             next: AtomicUsize::new(0),
             next_wait: AtomicUsize::new(0),
             replicas: Mutex::new(None),

@@ -77,7 +77,7 @@ impl fmt::Debug for Credentials {
 /// the configuration may be wrong, and the caller can act on it. Once the
 /// client has connected, a failed *re*connect is an outage
 /// ([`LockError::Unavailable`], the provider's error in the message and as
-/// the source; see [`crate::connections`]): the request never reached the
+/// the source; see [`crate::transport::ConnectionSet`]): the request never reached the
 /// server, so waits ride it out and a release or a permit given back keeps
 /// going in the background until the provider answers again, instead of
 /// being lost over a provider failing for a moment. A provider should

@@ -38,6 +38,8 @@ pub fn connection_field<'de, A: MapAccess<'de>>(
             options.replica_sync = map.next_value::<ReplicaSyncSetting>()?.0;
         }
         "lazy_connect" => options.lazy_connect = map.next_value()?,
+        "pool_size" => options.pool_size = Some(map.next_value()?),
+        "calls_per_connection" => options.calls_per_connection = map.next_value()?,
         _ => return Ok(false),
     }
     Ok(true)
@@ -95,6 +97,8 @@ const CONNECTION_FIELDS: &[&str] = &[
     "connect_timeout",
     "replica_sync",
     "lazy_connect",
+    "pool_size",
+    "calls_per_connection",
 ];
 
 /// The error for a field no configuration knows.
@@ -178,21 +182,11 @@ impl<'de> Deserialize<'de> for RedisConfig {
                 let mut config = RedisConfig::new("");
                 let mut url = None;
                 let fields = FieldName {
-                    own: &[
-                        "url",
-                        "pool_size",
-                        "calls_per_connection",
-                        "sentinel",
-                        "slot_checking_proxy",
-                    ],
+                    own: &["url", "sentinel", "slot_checking_proxy"],
                 };
                 while let Some(key) = map.next_key_seed(fields)? {
                     match key.as_str() {
                         "url" => url = Some(map.next_value()?),
-                        "pool_size" => config.pool_size = map.next_value()?,
-                        "calls_per_connection" => {
-                            config.calls_per_connection = map.next_value()?;
-                        }
                         "sentinel" => config.sentinel = map.next_value()?,
                         "slot_checking_proxy" => config.slot_checking_proxy = map.next_value()?,
                         other => {

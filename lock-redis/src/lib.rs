@@ -243,11 +243,15 @@ pub mod credentials;
 pub mod de;
 mod from_info;
 pub mod options;
-// The modules below are shared with the other deployments (the cluster
-// transport, the in-memory store), the test suites and lock-bench: not a
-// service's API, so they stay out of the docs and may change.
-#[doc(hidden)]
-pub mod connections;
+// What a transport is built of: private, reached through the documented
+// `transport` module (the cluster transport imports it from there).
+mod connections;
+mod scripts;
+mod subscriptions;
+pub mod transport;
+// The modules below are shared with the other deployments (the in-memory
+// store), the test suites and lock-bench: not a service's API, so they
+// stay out of the docs and may change.
 #[doc(hidden)]
 pub mod describe;
 #[doc(hidden)]
@@ -255,12 +259,8 @@ pub mod kinds;
 mod pubsub;
 mod registration;
 pub mod replicas;
-#[doc(hidden)]
-pub mod scripts;
 pub mod sentinel;
 mod single;
-#[doc(hidden)]
-pub mod subscriptions;
 pub mod tls;
 
 /// For implementing [`CredentialsProvider`] (an async trait).
@@ -276,9 +276,7 @@ pub use lock_core;
 pub use lock_script;
 pub use lock_script::{KeyLayout, ReplicaSync};
 #[doc(hidden)]
-pub use lock_script::{
-    PubSubEvent, PubSubHandler, ScriptCall, ScriptConnection, ScriptEnv, Transport,
-};
+pub use lock_script::{ScriptCall, ScriptEnv, Transport};
 pub use redis;
 #[doc(inline)]
 pub use users::*;
@@ -351,7 +349,7 @@ pub async fn connect(redis: RedisConfig, client: ClientConfig) -> Result<LockCli
 /// The single-node transport with every kind's scripts loaded, its key
 /// layout and replica sync: what [`connect`] binds the kinds to. For tools
 /// and tests that drive a kind's store operations directly
-/// ([`kinds::Reentrant::new`], [`ScriptConnection::new`]).
+/// ([`kinds::Reentrant::new`], [`ScriptEnv::connection`]).
 ///
 /// # Errors
 /// As [`connect`].

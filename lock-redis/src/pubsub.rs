@@ -10,19 +10,19 @@
 //! subscribed and not yet unsubscribed, whether or not the server has
 //! confirmed it. While connected it drains the queue in batches, sending one
 //! `SUBSCRIBE` / `UNSUBSCRIBE` per run of consecutive commands of one kind,
-//! forwards messages of desired channels to the handler, and `PING`s an idle
+//! forwards messages of desired channels to the engine's notice sink, and `PING`s an idle
 //! connection every [`PING_INTERVAL`] to find dead ones.
 //!
 //! When the connection drops (or a command or ping gets no reply within the
 //! command timeout) the task reconnects with bounded, jittered exponential
 //! backoff, subscribes every desired channel again, answers the subscribers
-//! still waiting, and then reports [`PubSubEvent::Reset`]: messages may have
+//! still waiting, and then delivers [`Notice::Reset`]: messages may have
 //! been lost meanwhile. Commands that arrive while disconnected only change
 //! the desired set.
 //!
 //! With a Sentinel group, each connect goes to the master the sentinels
 //! name, and the connection is dropped and made again (to the new master,
-//! every channel re-subscribed, then [`PubSubEvent::Reset`]) when the
+//! every channel re-subscribed, then [`Notice::Reset`]) when the
 //! master is found to be another node.
 //!
 //! # Promise to subscribers
@@ -45,9 +45,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep, timeout, Instant};
 
 use crate::sentinel::Endpoint;
-use crate::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
+use crate::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
+use lock_core::backend::{Channel, Notice};
 use lock_script::error::{from_redis, timed_out};
-use lock_script::PubSubEvent;
 
 /// How long an idle pub/sub connection goes without a `PING`.
 pub(crate) const PING_INTERVAL: Duration = Duration::from_secs(10);
@@ -86,7 +86,7 @@ impl PubSub {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             LockError::invalid("the redis backend must be created inside a tokio runtime")
         })?;
-        let (handle, rx, handler) =
+        let (handle, rx, sink) =
             SubscriptionHandle::new(connect_timeout.saturating_add(command_timeout));
         let worker = Worker {
             master_changes: endpoint.changes(),
@@ -96,7 +96,7 @@ impl PubSub {
             command_timeout,
             ping_interval,
             commands: rx,
-            handler,
+            sink,
             desired: HashSet::new(),
             waiting: HashMap::new(),
             closing: None,
@@ -126,7 +126,7 @@ struct Worker {
     command_timeout: Duration,
     ping_interval: Duration,
     commands: mpsc::UnboundedReceiver<SubscriptionCommand>,
-    handler: Arc<HandlerSlot>,
+    sink: Arc<SinkSlot>,
     /// Every channel subscribed and not unsubscribed.
     desired: HashSet<String>,
     /// Subscribers waiting for a connection to confirm their channel.
@@ -165,7 +165,7 @@ impl Worker {
                             channels = self.desired.len(),
                             "pub/sub connection restored; channels re-subscribed"
                         );
-                        self.emit(PubSubEvent::Reset);
+                        self.emit(Notice::Reset);
                     }
                     first = false;
                     match self.serve(sink, stream).await {
@@ -455,17 +455,17 @@ impl Worker {
     fn dispatch(&self, message: &Msg) {
         let channel = message.get_channel_name();
         if self.desired.contains(channel) {
-            self.emit(PubSubEvent::Message {
-                channel,
-                payload: message.get_payload_bytes(),
+            self.emit(Notice::Message {
+                channel: Channel::new(channel),
+                payload: message.get_payload_bytes().to_vec(),
             });
         } else {
             tracing::debug!(channel, "message on a channel no longer subscribed");
         }
     }
 
-    fn emit(&self, event: PubSubEvent<'_>) {
-        self.handler.deliver(event);
+    fn emit(&self, notice: Notice) {
+        self.sink.deliver(notice);
     }
 }
 
@@ -509,19 +509,17 @@ fn backoff_delay(failures: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lock_script::PubSubHandler;
+    use lock_core::backend::NoticeSink;
     use lock_testkit::fixtures::RedisServer;
 
-    /// Records events as strings.
+    /// Records notices as strings.
     struct Events(std::sync::Mutex<Vec<String>>);
 
-    impl PubSubHandler for Events {
-        fn on_event(&self, event: PubSubEvent<'_>) {
-            let text = match event {
-                PubSubEvent::Message { payload, .. } => {
-                    String::from_utf8_lossy(payload).into_owned()
-                }
-                PubSubEvent::Reset => "reset".to_owned(),
+    impl NoticeSink for Events {
+        fn deliver(&self, notice: Notice) {
+            let text = match notice {
+                Notice::Message { payload, .. } => String::from_utf8_lossy(&payload).into_owned(),
+                Notice::Reset => "reset".to_owned(),
                 _ => "other".to_owned(),
             };
             self.0.lock().unwrap().push(text);
@@ -556,7 +554,7 @@ mod tests {
         .unwrap();
         let idle = tokio::time::timeout(Duration::from_millis(300), listener.accept()).await;
         assert!(idle.is_err(), "connected before any subscription");
-        let subscribing = pubsub.subscribe("ch".to_owned());
+        let subscribing = pubsub.subscribe(&Channel::new("ch"));
         let accepted = tokio::time::timeout(Duration::from_secs(2), listener.accept()).await;
         assert!(accepted.is_ok(), "the first subscription connects");
         drop(subscribing);
@@ -586,8 +584,8 @@ mod tests {
         )
         .unwrap();
         let events = Arc::new(Events(std::sync::Mutex::new(Vec::new())));
-        pubsub.set_handler(events.clone());
-        pubsub.subscribe("ch".to_owned()).await.unwrap();
+        pubsub.set_notice_sink(events.clone());
+        pubsub.subscribe(&Channel::new("ch")).await.unwrap();
         let ids = pubsub_ids(&server);
         assert_eq!(ids.len(), 1);
 

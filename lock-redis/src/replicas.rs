@@ -11,7 +11,7 @@
 //! # Knowing `n` without a round trip
 //! Each [`ConnectionSet`] (one server; a cluster keeps one per master)
 //! remembers how many replicas its server said it had, for
-//! [`REPLICAS_FRESH_FOR`](crate::connections::REPLICAS_FRESH_FOR). An
+//! [`REPLICAS_FRESH_FOR`](crate::transport::REPLICAS_FRESH_FOR). An
 //! acquisition that finds no fresh count sends `INFO replication` in one
 //! pipeline with its script (no round trip of its own) when the server had
 //! replicas, then sends its `WAIT`; a server that had none (or was never
@@ -292,7 +292,7 @@ fn next<T: redis::FromRedisValue>(
 
 /// Logs a refused `INFO` or `WAIT`: a warning the first time in the
 /// process, then at debug level (the count is asked again every
-/// [`REPLICAS_FRESH_FOR`](crate::connections::REPLICAS_FRESH_FOR), and a
+/// [`REPLICAS_FRESH_FOR`](crate::transport::REPLICAS_FRESH_FOR), and a
 /// warning a second would drown the log).
 fn refused(command: &str, err: &RedisError) {
     static WARNED: AtomicBool = AtomicBool::new(false);

@@ -19,9 +19,10 @@ use crate::replicas;
 use crate::scripts;
 use crate::sentinel::{Endpoint, Master};
 use crate::subscriptions::SubscriptionHandle;
+use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
-use lock_script::{PubSubHandler, ReplicaAcks, Transport};
+use lock_script::{ReplicaAcks, Transport};
 
 /// A [`Transport`] to one Redis server.
 ///
@@ -42,7 +43,7 @@ use lock_script::{PubSubHandler, ReplicaAcks, Transport};
 ///
 /// Unlock notices come over one dedicated pub/sub connection owned by a
 /// background task, which reconnects and re-subscribes by itself (see the
-/// `pubsub` module docs in the source, and [`Transport::subscribe`]).
+/// `pubsub` module docs in the source, and [`Connection::subscribe`]).
 ///
 /// The scripts publish with `PUBLISH`.
 pub struct SingleNode {
@@ -112,7 +113,7 @@ impl SingleNode {
     /// A retryable error when the server cannot be reached in time;
     /// [`LockError::Unauthorized`] when it rejects the credentials;
     /// [`LockError::Unsupported`] naming the needed commands it does not
-    /// know; [`LockError::Closed`] after [`Transport::close`].
+    /// know; [`LockError::Closed`] after [`Connection::close`].
     ///
     /// # Cancel safety
     /// Safe to drop at any point; nothing is changed but the script cache.
@@ -279,29 +280,41 @@ impl Transport for SingleNode {
         }
     }
 
-    fn command_timeout(&self) -> Option<Duration> {
-        Some(self.command_timeout)
-    }
-
     fn publish_command(&self) -> &'static str {
         "PUBLISH"
     }
+}
 
-    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        self.pubsub.set_handler(handler);
+/// The engine's half of the transport: the pub/sub task's notices, and
+/// closing.
+#[async_trait]
+impl Connection for SingleNode {
+    fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
+        self.pubsub.set_notice_sink(sink);
     }
 
-    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
+    fn subscribe(&self, channel: &Channel) -> BoxFuture<'static, Result<()>> {
         if self.ensure_open().is_err() {
             return future::ready(Err(LockError::Closed)).boxed();
         }
         self.pubsub.subscribe(channel)
     }
 
-    fn unsubscribe(&self, channel: String) {
+    fn unsubscribe(&self, channel: &Channel) {
         self.pubsub.unsubscribe(channel);
     }
 
+    /// The command timeout (without a replica wait: see
+    /// [`lock_script::ScriptEnv::command_timeout`]).
+    fn command_timeout(&self) -> Option<Duration> {
+        Some(self.command_timeout)
+    }
+
+    /// Closes the script connections (calls in flight finish on theirs)
+    /// and the pub/sub connection.
+    ///
+    /// # Cancel safety
+    /// The transport is marked closed before the first await.
     async fn close(&self) {
         self.connections.close();
         self.pubsub.close().await;

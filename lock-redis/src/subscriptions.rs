@@ -15,8 +15,8 @@ use lock_core::{LockError, Result};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::timeout;
 
+use lock_core::backend::{Channel, Notice, NoticeSink};
 use lock_script::error::timed_out;
-use lock_script::{PubSubEvent, PubSubHandler};
 
 /// What a handle asks its task to do.
 pub enum SubscriptionCommand {
@@ -50,25 +50,28 @@ impl std::fmt::Debug for SubscriptionCommand {
     }
 }
 
-/// Where a task delivers its events: the handler the backend installed.
+/// Where a task delivers its notices: the engine's sink, once installed
+/// ([`lock_core::backend::Connection::set_notice_sink`]).
 #[derive(Default)]
-pub struct HandlerSlot(RwLock<Option<Arc<dyn PubSubHandler>>>);
+pub struct SinkSlot(RwLock<Option<Arc<dyn NoticeSink>>>);
 
-impl HandlerSlot {
-    /// Hands `event` to the installed handler, if any.
-    pub fn deliver(&self, event: PubSubEvent<'_>) {
-        let handler = self
+impl SinkSlot {
+    /// Hands `notice` to the installed sink; before one is installed no
+    /// waiter exists to read it, so it is dropped.
+    pub fn deliver(&self, notice: Notice) {
+        let sink = self
             .0
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone();
-        if let Some(handler) = handler {
-            handler.on_event(event);
+        match sink {
+            Some(sink) => sink.deliver(notice),
+            None => tracing::debug!(?notice, "notice before a sink was installed; dropped"),
         }
     }
 
-    fn set(&self, handler: Arc<dyn PubSubHandler>) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(handler);
+    fn set(&self, sink: Arc<dyn NoticeSink>) {
+        *self.0.write().unwrap_or_else(PoisonError::into_inner) = Some(sink);
     }
 }
 
@@ -76,7 +79,7 @@ impl HandlerSlot {
 /// queue, which tells the task to stop.
 pub struct SubscriptionHandle {
     commands: mpsc::UnboundedSender<SubscriptionCommand>,
-    handler: Arc<HandlerSlot>,
+    sink: Arc<SinkSlot>,
     confirm_timeout: Duration,
 }
 
@@ -90,27 +93,27 @@ impl std::fmt::Debug for SubscriptionHandle {
 
 impl SubscriptionHandle {
     /// A handle, the queue its task reads, and the slot the task delivers
-    /// events to. Subscribe futures give up after `confirm_timeout`.
+    /// notices to. Subscribe futures give up after `confirm_timeout`.
     pub fn new(
         confirm_timeout: Duration,
     ) -> (
         Self,
         mpsc::UnboundedReceiver<SubscriptionCommand>,
-        Arc<HandlerSlot>,
+        Arc<SinkSlot>,
     ) {
         let (commands, queue) = mpsc::unbounded_channel();
-        let handler = Arc::new(HandlerSlot::default());
+        let sink = Arc::new(SinkSlot::default());
         let handle = Self {
             commands,
-            handler: handler.clone(),
+            sink: sink.clone(),
             confirm_timeout,
         };
-        (handle, queue, handler)
+        (handle, queue, sink)
     }
 
-    /// Installs the receiver of events (replacing any earlier one).
-    pub fn set_handler(&self, handler: Arc<dyn PubSubHandler>) {
-        self.handler.set(handler);
+    /// Installs the receiver of notices (replacing any earlier one).
+    pub fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
+        self.sink.set(sink);
     }
 
     /// Registers `channel` now; the future waits for the confirmation.
@@ -119,7 +122,8 @@ impl SubscriptionHandle {
     /// [`LockError::Closed`] once the task is gone; a retryable timeout
     /// when no confirmation came within the confirm timeout (the
     /// subscription stays registered).
-    pub fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
+    pub fn subscribe(&self, channel: &Channel) -> BoxFuture<'static, Result<()>> {
+        let channel = channel.as_str().to_owned();
         let (confirm, confirmed) = oneshot::channel();
         let command = SubscriptionCommand::Subscribe {
             channel: channel.clone(),
@@ -140,7 +144,8 @@ impl SubscriptionHandle {
     }
 
     /// Drops `channel` now.
-    pub fn unsubscribe(&self, channel: String) {
+    pub fn unsubscribe(&self, channel: &Channel) {
+        let channel = channel.as_str().to_owned();
         let _ = self
             .commands
             .send(SubscriptionCommand::Unsubscribe { channel });

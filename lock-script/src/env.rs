@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lock_core::backend::{
-    AcquireOutcome, AcquireRequest, ExclusiveKind, ReleaseRequest, RenewTarget,
+    AcquireOutcome, AcquireRequest, Connection, ExclusiveKind, ReleaseRequest, RenewTarget,
 };
 use lock_core::{LockError, LockName, Result};
 use redis::Value;
@@ -21,13 +21,13 @@ use crate::transport::Transport;
 /// split into calls that are pipelined together.
 pub const RENEW_CHUNK: usize = 500;
 
-/// At most this many renewal calls ([`RENEW_CHUNK`] locks each) of one
-/// [lane](Transport::lane) are pipelined at once; a lane's bigger batch is
-/// sent in windows, one after the other (lanes side by side). A window's
-/// requests, their encoding and their replies are the memory a renewal
-/// takes per lock, so one holds at most 8 000 locks' worth per lane, at the
-/// cost of one round trip per window. (The watchdog hands a kind smaller
-/// slices of one lane itself, so its calls are one chunk each.)
+/// At most this many renewal calls ([`RENEW_CHUNK`] locks each) are
+/// pipelined at once; a bigger batch is sent in windows, one after the
+/// other. A window's requests, their encoding and their replies are the
+/// memory a renewal takes per lock, so one holds at most 8 000 locks' worth,
+/// at the cost of one round trip per window. (The watchdog hands a kind
+/// smaller slices of one [lane](Transport::lane) itself, so its calls are
+/// one window each.)
 pub const RENEW_WINDOW: usize = 16;
 
 /// Wait for replicas after taking a lock, so that a lock reported taken
@@ -172,6 +172,16 @@ impl ScriptEnv {
         &self.transport
     }
 
+    /// The transport as the engine's connection (the same `Arc`: a
+    /// transport *is* a [`Connection`]): what a client gives
+    /// [`lock_core::backend::Engine::new`]. Its
+    /// [command timeout](Connection::command_timeout) is the transport's
+    /// alone; a client checks its configuration against
+    /// [`ScriptEnv::command_timeout`] (replica wait included) first.
+    pub fn connection(&self) -> Arc<dyn Connection> {
+        Arc::clone(&self.transport) as Arc<dyn Connection>
+    }
+
     /// The replica sync, when configured.
     pub fn replica_sync(&self) -> Option<ReplicaSync> {
         self.replica_sync
@@ -185,7 +195,9 @@ impl ScriptEnv {
 
     /// The longest one call takes: the transport's command timeout, plus
     /// the replica wait when configured (an acquisition waits for its
-    /// replicas after its script ran).
+    /// replicas after its script ran). What a client validates its
+    /// [`lock_core::ClientConfig`] against
+    /// ([`lock_core::ClientConfig::validate_for`]).
     pub fn command_timeout(&self) -> Option<Duration> {
         let replica_wait = self
             .replica_sync
@@ -279,9 +291,8 @@ impl ScriptEnv {
     /// Extends the lease of every target its owner still holds, with the
     /// shared `renew.lua`, on chunks of at most [`RENEW_CHUNK`] locks (never
     /// mixing [`Transport::key_group`]s), pipelined [`RENEW_WINDOW`] calls at
-    /// a time per [lane](Transport::lane), all lanes at once: the
-    /// [`ExclusiveKind::renew`] of every kind that keeps its holds in a lock
-    /// hash.
+    /// a time: the [`ExclusiveKind::renew`] of every kind that keeps its
+    /// holds in a lock hash.
     ///
     /// # Errors
     /// [`LockError::InvalidArgument`] for a zero lease; a whole-call error
@@ -300,8 +311,9 @@ impl ScriptEnv {
 
     /// The [lane](Transport::lane) serving `name`'s keys now (every key of
     /// one name shares its key group): the
-    /// [`ExclusiveKind::renew_lane`] of every kind, so the watchdog renews
-    /// the locks of one node apart from the others.
+    /// [`ExclusiveKind::renew_lane`] (and
+    /// [`lock_core::backend::LeaseRenewal::renew_lane`]) of every kind, so
+    /// the watchdog renews the holds of one node apart from the others.
     pub fn renew_lane(&self, name: &LockName) -> u64 {
         let group = self.transport.key_group(&self.layout.lock_key(name));
         self.transport.lane(group)
@@ -316,11 +328,17 @@ impl ScriptEnv {
     /// read-write lock's read holds) or are no lock at all (a leased
     /// permit, whose target is a semaphore and a permit id).
     ///
-    /// Each [lane](Transport::lane) (a cluster's master) is renewed on its
-    /// own, all at once, window after window: a lane whose node does not
-    /// answer delays no other lane. A lane's window that reaches nothing
-    /// ends that lane: its later chunks get the window's error unsent, since
-    /// each would wait out the command timeout on the same node.
+    /// Lanes are the caller's: the watchdog, the one caller, groups holds
+    /// by [lane](Transport::lane) (through the kinds'
+    /// [`ExclusiveKind::renew_lane`]) and hands each lane to its own call,
+    /// all lanes at once, so a lane whose node does not answer delays no
+    /// other lane. Here the targets are only split by key group (a call's
+    /// keys must share one cluster slot), chunked and sent window after
+    /// window. A window that reaches nothing ends the call: its later
+    /// chunks get the window's error unsent, since each would wait out the
+    /// command timeout on the same node. (Targets of several lanes in one
+    /// call are still all renewed, the transport pipelining per node; only
+    /// a dead node's window then holds back the later windows.)
     ///
     /// # Errors
     /// As [`ScriptEnv::renew`].
@@ -344,7 +362,7 @@ impl ScriptEnv {
         check_lease(lease_ms)?;
         // Keys of different groups (cluster slots) never share a call. Only
         // the indices are kept: each target's KEYS and ARGV are made again
-        // when its window is sent, so a lane holds the strings of one
+        // when its window is sent, so a renewal holds the strings of one
         // window at a time, not of every lock at once.
         let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
         for (i, target) in targets.iter().enumerate() {
@@ -355,68 +373,13 @@ impl ScriptEnv {
                 .or_default()
                 .push(i);
         }
-        let mut lanes: BTreeMap<u64, Vec<&[usize]>> = BTreeMap::new();
-        for (&group, indices) in &groups {
-            lanes
-                .entry(self.transport.lane(group))
-                .or_default()
-                .extend(indices.chunks(RENEW_CHUNK));
-        }
+        let chunks: Vec<&[usize]> = groups
+            .values()
+            .flat_map(|indices| indices.chunks(RENEW_CHUNK))
+            .collect();
         let lease = lease_ms.to_string();
-        let renewed = futures::future::join_all(
-            lanes
-                .values()
-                .map(|chunks| self.renew_lane_chunks(script, targets, &lease, &keys_args, chunks)),
-        )
-        .await;
         let mut out: Vec<Result<bool>> = vec![Ok(false); targets.len()];
-        let mut unsent = None;
         let mut sent = false;
-        for lane in renewed {
-            sent |= lane.sent;
-            if let Some(e) = lane.unsent {
-                unsent.get_or_insert(e);
-            }
-            for (chunk, result) in lane.chunks {
-                match result {
-                    Ok(renewed) => {
-                        for (&i, ok) in chunk.iter().zip(renewed) {
-                            out[i] = Ok(ok);
-                        }
-                    }
-                    Err(e) => {
-                        for &i in chunk {
-                            out[i] = Err(e.clone());
-                        }
-                    }
-                }
-            }
-        }
-        match unsent {
-            // Nothing was sent at all: the whole call failed.
-            Some(e) if !sent => Err(e),
-            _ => Ok(out),
-        }
-    }
-
-    /// Renews `chunks` (one lane's) window after window; see
-    /// [`ScriptEnv::renew_with`].
-    async fn renew_lane_chunks<'c, T, F>(
-        &self,
-        script: &redis::Script,
-        targets: &[T],
-        lease: &str,
-        keys_args: &F,
-        chunks: &[&'c [usize]],
-    ) -> LaneRenewal<'c>
-    where
-        F: Fn(&T) -> (Vec<String>, Vec<String>),
-    {
-        let mut lane = LaneRenewal {
-            chunks: Vec::with_capacity(chunks.len()),
-            sent: false,
-            unsent: None,
-        };
         let mut windows = chunks.chunks(RENEW_WINDOW);
         for window in windows.by_ref() {
             let calls = window
@@ -424,7 +387,7 @@ impl ScriptEnv {
                 .map(|chunk| {
                     let mut keys = Vec::with_capacity(chunk.len());
                     let mut args = Vec::with_capacity(chunk.len() + 1);
-                    args.push(lease.to_owned());
+                    args.push(lease.clone());
                     for &i in *chunk {
                         let (k, a) = keys_args(&targets[i]);
                         keys.extend(k);
@@ -437,11 +400,11 @@ impl ScriptEnv {
                 .collect();
             let results = match self.transport.eval_batch(calls).await {
                 Ok(results) if results.len() == window.len() => {
-                    lane.sent = true;
+                    sent = true;
                     results
                 }
                 Ok(results) => {
-                    lane.sent = true;
+                    sent = true;
                     let e = LockError::protocol(format!(
                         "renew: {} replies to {} calls",
                         results.len(),
@@ -449,42 +412,39 @@ impl ScriptEnv {
                     ));
                     window.iter().map(|_| Err(e.clone())).collect()
                 }
-                Err(e) => {
-                    lane.unsent.get_or_insert_with(|| e.clone());
-                    window.iter().map(|_| Err(e.clone())).collect()
-                }
+                // Nothing of the call was sent: the whole call failed.
+                Err(e) if !sent => return Err(e),
+                Err(e) => window.iter().map(|_| Err(e.clone())).collect(),
             };
             let mut last_error = None;
             let mut answered = false;
             for (result, chunk) in results.into_iter().zip(window) {
-                let result = result.and_then(|reply| replies::renew(&reply, chunk.len()));
-                match &result {
-                    Ok(_) => answered = true,
-                    Err(e) => last_error = Some(e.clone()),
+                match result.and_then(|reply| replies::renew(&reply, chunk.len())) {
+                    Ok(renewed) => {
+                        answered = true;
+                        for (&i, ok) in chunk.iter().zip(renewed) {
+                            out[i] = Ok(ok);
+                        }
+                    }
+                    Err(e) => {
+                        for &i in *chunk {
+                            out[i] = Err(e.clone());
+                        }
+                        last_error = Some(e);
+                    }
                 }
-                lane.chunks.push((*chunk, result));
             }
             if let (false, Some(e)) = (answered, last_error) {
-                // The lane's node answered none of it: the rest would only
-                // wait out the same timeout, and are retried by the caller.
-                for chunk in windows.flatten() {
-                    lane.chunks.push((*chunk, Err(e.clone())));
+                // The node answered none of it: the rest would only wait
+                // out the same timeout, and are retried by the caller.
+                for &i in windows.flatten().copied().flatten() {
+                    out[i] = Err(e.clone());
                 }
                 break;
             }
         }
-        lane
+        Ok(out)
     }
-}
-
-/// What [`ScriptEnv::renew_lane_chunks`] found for one lane.
-struct LaneRenewal<'c> {
-    /// Every chunk of the lane, with its renewal's outcome.
-    chunks: Vec<(&'c [usize], Result<Vec<bool>>)>,
-    /// Whether any window of the lane was sent.
-    sent: bool,
-    /// The error of a window that could not be sent at all.
-    unsent: Option<LockError>,
 }
 
 /// Rejects a zero lease before any I/O (every lock script needs a lease of

@@ -6,8 +6,10 @@
 //! their keys and carries pub/sub. This crate is what both sides share, and
 //! nothing else:
 //!
-//! - [`Transport`], [`PubSubEvent`], [`PubSubHandler`]: what a deployment
-//!   offers ([`ScriptCall`]: one invocation, with [`ScriptCall::idempotent`]
+//! - [`Transport`]: what a deployment offers — scripts on the node owning
+//!   their keys, and, since a transport *is* the engine's
+//!   [`lock_core::backend::Connection`], pub/sub notices straight to the
+//!   engine ([`ScriptCall`]: one invocation, with [`ScriptCall::idempotent`]
 //!   saying whether a transport may send it again);
 //! - [`KeyLayout`]: Redisson's key and channel names, and the unlock
 //!   messages ([`layout::UNLOCK_MESSAGE`], [`wake`]);
@@ -20,8 +22,8 @@
 //! - [`error`]: how Redis failures become [`lock_core::LockError`]s, for
 //!   every transport;
 //! - [`ScriptEnv`]: the transport, layout and [`ReplicaSync`] one client's
-//!   kinds run with, and [`ScriptConnection`]: the transport's pub/sub as the
-//!   engine's [`lock_core::backend::Connection`].
+//!   kinds run with; [`ScriptEnv::connection`] is the same transport as the
+//!   engine's connection.
 //!
 //! ## Why a crate of its own
 //! One client hands out every kind, on every deployment, so the one place
@@ -41,7 +43,6 @@
 
 mod call;
 pub mod clients;
-mod connection;
 mod env;
 pub mod error;
 pub mod layout;
@@ -51,11 +52,10 @@ pub mod slot;
 mod transport;
 
 pub use call::{Body, ScriptCall};
-pub use connection::ScriptConnection;
 pub use env::{check_lease, ReplicaSync, ScriptEnv, RENEW_CHUNK, RENEW_WINDOW};
 pub use layout::{wake, KeyLayout};
 pub use scripts::{compose, compose_lua};
-pub use transport::{PubSubEvent, PubSubHandler, ReplicaAcks, Transport};
+pub use transport::{ReplicaAcks, Transport};
 
 pub use lock_core;
 pub use redis;

@@ -8,32 +8,22 @@
 //! `lock_redis::SingleNode` talks to one server, a cluster transport (slot
 //! routing, redirects, sharded pub/sub) plugs in through the same trait,
 //! and every kind runs unchanged on both.
+//!
+//! A transport *is* the engine's connection: [`Transport`] extends
+//! [`lock_core::backend::Connection`], so its pub/sub delivers
+//! [`lock_core::backend::Notice`]s straight to the engine's sink (a
+//! message on a subscribed channel, or a reset after a reconnect) and the
+//! client hands the same `Arc` to the engine and to its kinds. There is no
+//! second pub/sub seam to translate between.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
+use lock_core::backend::Connection;
 use lock_core::Result;
 use redis::Value;
 
 use crate::call::ScriptCall;
-
-/// What a transport's pub/sub connection reports to its handler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum PubSubEvent<'a> {
-    /// A message arrived on a subscribed channel.
-    Message {
-        /// The channel it arrived on.
-        channel: &'a str,
-        /// The message as published.
-        payload: &'a [u8],
-    },
-    /// The pub/sub connection was re-established and every subscription
-    /// restored; messages may have been lost while it was down.
-    Reset,
-}
 
 /// What the replicas of a node did after an acquisition
 /// ([`Transport::eval_synced`]).
@@ -53,14 +43,19 @@ impl ReplicaAcks {
     }
 }
 
-/// Receives a transport's pub/sub events. Called from the transport's
-/// reader task: must not block.
-pub trait PubSubHandler: Send + Sync + 'static {
-    /// Handles one event.
-    fn on_event(&self, event: PubSubEvent<'_>);
-}
-
 /// Runs lock scripts and pub/sub on some Redis deployment.
+///
+/// Pub/sub, closing and the command timeout are the
+/// [`Connection`] half: subscriptions and unsubscriptions are registered
+/// before the call returns, kept until unsubscribed (even when the
+/// subscribe future failed) and restored after every reconnect, followed
+/// by a [`lock_core::backend::Notice::Reset`]; [`Connection::close`] marks
+/// the transport closed before its first await, and later calls fail with
+/// [`lock_core::LockError::Closed`]; [`Connection::command_timeout`] is the
+/// longest one call ([`Transport::eval`], [`Transport::eval_batch`]) takes
+/// before it fails with a timeout, *without* the replica wait of
+/// [`Transport::eval_and_wait`] (the [`crate::ScriptEnv`] adds that:
+/// [`crate::ScriptEnv::command_timeout`]).
 ///
 /// Every call is bounded by the transport's own timeouts and maps failures
 /// to [`lock_core::LockError`] (see [`crate::error`]); a transport never
@@ -70,7 +65,7 @@ pub trait PubSubHandler: Send + Sync + 'static {
 /// [idempotent](ScriptCall::idempotent): a second run of any other call
 /// could count a hold twice.
 #[async_trait]
-pub trait Transport: Send + Sync + 'static {
+pub trait Transport: Connection {
     /// Runs one script on the node owning its keys.
     ///
     /// # Errors
@@ -142,9 +137,10 @@ pub trait Transport: Send + Sync + 'static {
     /// Which *lane* serves the keys of `key_group` (see
     /// [`Transport::key_group`]) now: calls in different lanes reach
     /// different nodes, so one lane's slow or dead node need not delay
-    /// another lane's calls, and batches are split by lane to keep it so
-    /// ([`crate::ScriptEnv::renew_with`], the watchdog through
-    /// [`lock_core::backend::ExclusiveKind::renew_lane`]). An opaque id, stable while
+    /// another lane's calls: the watchdog renews each lane on its own
+    /// (through the kinds' [`lock_core::backend::ExclusiveKind::renew_lane`]
+    /// and [`lock_core::backend::LeaseRenewal::renew_lane`], which
+    /// [`crate::ScriptEnv::renew_lane`] answers). An opaque id, stable while
     /// the same node serves the group. One node: always `0`. A cluster: the
     /// master serving the slot.
     fn lane(&self, key_group: u32) -> u64 {
@@ -152,36 +148,8 @@ pub trait Transport: Send + Sync + 'static {
         0
     }
 
-    /// The longest one call ([`Transport::eval`], [`Transport::eval_batch`])
-    /// takes before it fails with a timeout, without the replica wait of
-    /// [`Transport::eval_and_wait`]; `None` when unbounded or unknown.
-    fn command_timeout(&self) -> Option<Duration> {
-        None
-    }
-
     /// The command the scripts publish unlock messages with: `PUBLISH` on
     /// one node, `SPUBLISH` with sharded pub/sub on a cluster. Subscribers
     /// must use the matching mode or notices are silently lost.
     fn publish_command(&self) -> &'static str;
-
-    /// Installs the receiver of pub/sub events (replacing any earlier one).
-    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>);
-
-    /// Subscribes to `channel`. The subscription is registered before this
-    /// returns (later calls are applied after it); the future only waits
-    /// for the server's confirmation. The subscription is kept until
-    /// [`Transport::unsubscribe`], even when the future fails, and restored
-    /// after every reconnect.
-    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>>;
-
-    /// Drops the subscription to `channel` (registered before this returns).
-    fn unsubscribe(&self, channel: String);
-
-    /// Closes every connection; later calls fail with
-    /// [`lock_core::LockError::Closed`].
-    ///
-    /// # Cancel safety
-    /// The transport is marked closed before the first await; dropping the
-    /// future only skips waiting for the connections to go.
-    async fn close(&self);
 }

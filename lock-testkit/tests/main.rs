@@ -33,6 +33,7 @@ mod proxy_fixture;
 mod redis_fixture;
 mod redisson_semaphore_scenarios;
 mod redlock_contention;
+mod renew_batches;
 mod run_locked;
 mod self_deadlock;
 mod semaphore_faults;

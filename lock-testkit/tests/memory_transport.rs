@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use lock_redis::lock_core::backend::{Channel, Connection};
 use lock_redis::{ClientConfig, LockError};
 use lock_script::{ReplicaSync, ScriptCall, Transport};
 use lock_testkit::conformance::{config, kind_lock, Kind};
@@ -116,7 +117,7 @@ async fn the_default_replica_sync_costs_a_store_without_replicas_nothing() {
 async fn a_closed_transport_refuses_calls() {
     let server = InMemoryServer::new();
     let transport = server.transport();
-    transport.subscribe("ch".into()).await.unwrap();
+    transport.subscribe(&Channel::new("ch")).await.unwrap();
     assert_eq!(server.subscribers("ch"), 1);
     transport.close().await;
     assert_eq!(server.subscribers("ch"), 0);
@@ -127,7 +128,7 @@ async fn a_closed_transport_refuses_calls() {
     );
     assert!(matches!(transport.eval(call).await, Err(LockError::Closed)));
     assert!(matches!(
-        transport.subscribe("ch".into()).await,
+        transport.subscribe(&Channel::new("ch")).await,
         Err(LockError::Closed)
     ));
     assert!(matches!(
@@ -148,6 +149,27 @@ async fn the_command_timeout_is_the_transports() {
         Some(Duration::from_millis(250))
     );
     server.client_with(ClientConfig::default()).unwrap();
+}
+
+/// The transport is the engine's connection, and its command timeout is
+/// its own; a client still counts the replica wait on top of it in its
+/// retry window (an acquisition may take both): 4 × 7 s + backoff fits
+/// the default 30 s record ttl, 4 × (7 s + 1 s) + backoff does not.
+#[tokio::test(start_paused = true)]
+async fn the_replica_wait_counts_in_the_retry_window() {
+    let server = InMemoryServer::new();
+    server.set_command_timeout(Some(Duration::from_secs(7)));
+    let env = server.env();
+    assert_eq!(
+        env.connection().command_timeout(),
+        Some(Duration::from_secs(7))
+    );
+    lock_redis::LockClient::new(env.clone(), ClientConfig::default()).unwrap();
+    let synced = env.with_replica_sync(Some(ReplicaSync::default()));
+    assert_eq!(synced.command_timeout(), Some(Duration::from_secs(8)));
+    let err = lock_redis::LockClient::new(synced, ClientConfig::default()).unwrap_err();
+    assert!(err.is_invalid_argument(), "{err:?}");
+    assert!(err.to_string().contains("record_ttl"), "{err}");
 }
 
 /// The reentrant kind's acquire of lock `raw` by `field`, as a client sends it.

@@ -7,7 +7,7 @@ use lock_core::backend::deadline_in;
 use lock_core::backend::RequestId;
 use lock_redis::kinds::reentrant::{ACQUIRE, RELEASE};
 use lock_redis::lock_script::layout::UNLOCK_MESSAGE;
-use lock_redis::scripts;
+use lock_redis::transport::scripts;
 use lock_redis::ScriptCall;
 use lock_redis::{lease_millis, ClientConfig, KeyLayout, LockName, Owner};
 use redis::aio::MultiplexedConnection;

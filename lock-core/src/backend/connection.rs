@@ -106,11 +106,12 @@ pub trait Connection: Send + Sync + 'static {
 
     /// The longest one call of any kind on this connection takes before it
     /// fails with a timeout (getting a connection, following redirects,
-    /// reloading a script and waiting for replicas included), or `None`
-    /// when its calls are not bounded or the bound is not known. A client
-    /// checks when it is made that its request records outlive every
-    /// attempt of a retried request
-    /// ([`crate::ClientConfig::validate_for`]).
+    /// reloading a script included), or `None` when its calls are not
+    /// bounded or the bound is not known. [`crate::backend::Engine::new`]
+    /// checks that its request records outlive every attempt of a retried
+    /// request ([`crate::ClientConfig::validate_for`]); a deployment whose
+    /// calls also wait for something the connection does not know (a
+    /// Redis client's replica sync) checks its own longer bound first.
     fn command_timeout(&self) -> Option<Duration> {
         None
     }

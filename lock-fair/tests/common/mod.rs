@@ -15,22 +15,29 @@ use lock_core::backend::{
 use lock_core::{LockName, Owner, Result};
 use lock_fair::Fair;
 use lock_fair::FairLockInfo;
-use lock_redis::{KeyLayout, RedisConfig, ScriptConnection, ScriptEnv};
+use lock_redis::{KeyLayout, RedisConfig, ScriptEnv};
 
 /// The fair kind and the connection it is bound to, as a client has them:
 /// the raw store operations (through `Deref`) plus subscriptions.
-#[derive(Debug)]
 pub struct FairRedisBackend {
     env: ScriptEnv,
-    connection: ScriptConnection,
+    connection: Arc<dyn Connection>,
     kind: Fair,
+}
+
+impl std::fmt::Debug for FairRedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FairRedisBackend")
+            .field("env", &self.env)
+            .finish_non_exhaustive()
+    }
 }
 
 impl FairRedisBackend {
     pub async fn connect(config: RedisConfig) -> Result<Self> {
         let env = lock_redis::connect_env(&config).await?;
         Ok(Self {
-            connection: ScriptConnection::new(env.clone()),
+            connection: env.connection(),
             kind: Fair::new(env.clone()),
             env,
         })

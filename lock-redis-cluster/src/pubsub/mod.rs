@@ -18,7 +18,7 @@
 //! periodic sweep retries channels that have no node yet.
 //!
 //! Whenever a subscription that had been confirmed is confirmed again after
-//! a loss (reconnect, move), the handler gets [`PubSubEvent::Reset`]: unlock
+//! a loss (reconnect, move), the engine's sink gets [`Notice::Reset`]: unlock
 //! messages may have been missed meanwhile, and waiters must look again.
 
 mod node;
@@ -28,9 +28,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use lock_core::backend::{Channel, Notice};
 use lock_core::{LockError, Result};
-use lock_redis::subscriptions::{HandlerSlot, SubscriptionCommand, SubscriptionHandle};
-use lock_script::PubSubEvent;
+use lock_redis::transport::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::slot::key_slot;
@@ -58,7 +58,7 @@ impl ShardPubSub {
     pub(crate) fn spawn(inner: Arc<Inner>) -> Result<SubscriptionHandle> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| LockError::invalid("the cluster transport needs a tokio runtime"))?;
-        let (handle, rx, handler) = SubscriptionHandle::new(
+        let (handle, rx, sink) = SubscriptionHandle::new(
             inner.config.connection.connect_timeout + inner.config.connection.command_timeout,
         );
         let (events_tx, events) = mpsc::unbounded_channel();
@@ -68,7 +68,7 @@ impl ShardPubSub {
             desired: HashMap::new(),
             nodes: HashMap::new(),
             events_tx,
-            handler,
+            sink,
             reset_pending: false,
         };
         runtime.spawn(manager.run(rx, events));
@@ -91,7 +91,7 @@ struct Manager {
     desired: HashMap<String, Desired>,
     nodes: HashMap<Addr, mpsc::UnboundedSender<NodeCmd>>,
     events_tx: mpsc::UnboundedSender<NodeEvent>,
-    handler: Arc<HandlerSlot>,
+    sink: Arc<SinkSlot>,
     reset_pending: bool,
 }
 
@@ -124,13 +124,13 @@ impl Manager {
                 _ = sweep.tick() => self.sweep(),
             }
             if std::mem::take(&mut self.reset_pending) {
-                self.deliver(PubSubEvent::Reset);
+                self.deliver(Notice::Reset);
             }
         }
     }
 
-    fn deliver(&self, event: PubSubEvent<'_>) {
-        self.handler.deliver(event);
+    fn deliver(&self, notice: Notice) {
+        self.sink.deliver(notice);
     }
 
     fn command(&mut self, cmd: SubscriptionCommand) {
@@ -187,9 +187,9 @@ impl Manager {
             }
             NodeEvent::Message { channel, payload } => {
                 if self.desired.contains_key(&channel) {
-                    self.deliver(PubSubEvent::Message {
-                        channel: &channel,
-                        payload: &payload,
+                    self.deliver(Notice::Message {
+                        channel: Channel::new(channel),
+                        payload,
                     });
                 }
             }

@@ -18,7 +18,7 @@
 //! than the last one, `Master::generation` moves on: every command
 //! connection to the old node is then replaced on its next use, and the
 //! pub/sub task reconnects to the new master and re-subscribes every
-//! channel (waiters get [`lock_script::PubSubEvent::Reset`] and look
+//! channel (waiters get [`lock_core::backend::Notice::Reset`] and look
 //! again).
 //!
 //! # Credentials

@@ -12,15 +12,23 @@ use lock_core::backend::{
     ReleaseRequest,
 };
 use lock_redis::kinds::Reentrant;
-use lock_redis::{LockName, Owner, RedisConfig, Result, ScriptConnection, ScriptEnv};
+use lock_redis::{LockName, Owner, RedisConfig, Result, ScriptEnv};
 
 /// The reentrant kind and the connection it is bound to, as a client has
-/// them: the raw store operations (through `Deref`) plus subscriptions.
-#[derive(Debug)]
+/// them: the raw store operations (through `Deref`) plus subscriptions
+/// (the transport itself, as the engine's connection).
 pub struct RedisBackend {
     env: ScriptEnv,
-    connection: ScriptConnection,
+    connection: Arc<dyn Connection>,
     kind: Reentrant,
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend")
+            .field("env", &self.env)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RedisBackend {
@@ -30,7 +38,7 @@ impl RedisBackend {
 
     pub fn over(env: ScriptEnv) -> Self {
         Self {
-            connection: ScriptConnection::new(env.clone()),
+            connection: env.connection(),
             kind: Reentrant::new(env.clone()),
             env,
         }
@@ -52,8 +60,10 @@ impl RedisBackend {
         self.connection.unsubscribe(channel);
     }
 
+    /// The longest call, replica wait included (what a client checks its
+    /// configuration against).
     pub fn command_timeout(&self) -> Option<Duration> {
-        self.connection.command_timeout()
+        self.env.command_timeout()
     }
 
     pub async fn close(&self) {

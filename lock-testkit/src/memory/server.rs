@@ -4,8 +4,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
+use lock_redis::lock_core::backend::{Channel, Notice, NoticeSink};
 use lock_redis::{ClientConfig, LockClient, LockError, Result};
-use lock_script::{KeyLayout, PubSubEvent, PubSubHandler, ScriptEnv};
+use lock_script::{KeyLayout, ScriptEnv};
 
 use super::commands::{self, Ctx, Published};
 use super::keyspace::Keyspace;
@@ -34,10 +35,11 @@ pub(crate) struct Faults {
     pub(crate) refuse_writes: Option<String>,
 }
 
-/// One connection's pub/sub: what it is subscribed to, and who hears it.
+/// One connection's pub/sub: what it is subscribed to, and who hears it
+/// (the engine's notice sink).
 #[derive(Default)]
 pub(crate) struct ConnectionState {
-    pub(crate) handler: Option<Arc<dyn PubSubHandler>>,
+    pub(crate) sink: Option<Arc<dyn NoticeSink>>,
     pub(crate) channels: HashSet<String>,
 }
 
@@ -314,7 +316,7 @@ impl InMemoryServer {
 
     fn publish_bytes(&self, channel: &[u8], message: &[u8]) -> usize {
         let channel = text(channel);
-        let handlers: Vec<Arc<dyn PubSubHandler>> = {
+        let sinks: Vec<Arc<dyn NoticeSink>> = {
             let state = self.state();
             if state.faults.drop_notices {
                 return 0;
@@ -328,17 +330,17 @@ impl InMemoryServer {
                     if !c.channels.contains(&channel) {
                         return None;
                     }
-                    c.handler.clone()
+                    c.sink.clone()
                 })
                 .collect()
         };
-        for handler in &handlers {
-            handler.on_event(PubSubEvent::Message {
-                channel: &channel,
-                payload: message,
+        for sink in &sinks {
+            sink.deliver(Notice::Message {
+                channel: Channel::new(channel.as_str()),
+                payload: message.to_vec(),
             });
         }
-        handlers.len()
+        sinks.len()
     }
 
     /// Delivers what a script or command published, once the store's lock
@@ -408,10 +410,10 @@ impl InMemoryServer {
     }
 
     /// Tells every connection its notices may have been lost
-    /// ([`PubSubEvent::Reset`]), as a Redis transport does after
+    /// ([`Notice::Reset`]), as a Redis transport does after
     /// re-establishing its pub/sub connection.
     pub fn reset_notices(&self) {
-        let handlers: Vec<Arc<dyn PubSubHandler>> = self
+        let sinks: Vec<Arc<dyn NoticeSink>> = self
             .state()
             .connections
             .iter()
@@ -419,12 +421,12 @@ impl InMemoryServer {
             .filter_map(|c| {
                 c.lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .handler
+                    .sink
                     .clone()
             })
             .collect();
-        for handler in handlers {
-            handler.on_event(PubSubEvent::Reset);
+        for sink in sinks {
+            sink.deliver(Notice::Reset);
         }
     }
 
@@ -594,7 +596,7 @@ impl InMemoryServer {
     /// fails with a timeout error once `timeout` has passed, without running
     /// (its request was lost on the way, as in a network partition). The
     /// transport reports it as its
-    /// [`command_timeout`](lock_script::Transport::command_timeout), which a
+    /// [`command_timeout`](lock_redis::lock_core::backend::Connection::command_timeout), which a
     /// client checks when it is made: set it before making clients. `None`
     /// (the default): calls wait out any latency.
     pub fn set_command_timeout(&self, timeout: Option<Duration>) {

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::{self, BoxFuture, FutureExt};
+use lock_redis::lock_core::backend::{self, Channel, NoticeSink};
 use lock_redis::{LockError, Result};
 use lock_script::error::from_redis;
-use lock_script::{Body, PubSubHandler, ScriptCall, Transport};
+use lock_script::{Body, ScriptCall, Transport};
 use redis::Value;
 
 use super::commands::Published;
@@ -65,7 +66,7 @@ impl MemoryTransport {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         connection.channels.clear();
-        connection.handler = None;
+        connection.sink = None;
     }
 
     pub(crate) fn new(server: InMemoryServer, connection: Arc<Connection>) -> Self {
@@ -302,24 +303,23 @@ impl Transport for MemoryTransport {
             .collect())
     }
 
-    /// The server's [command timeout](InMemoryServer::set_command_timeout).
-    fn command_timeout(&self) -> Option<Duration> {
-        self.server.state().faults.command_timeout
-    }
-
     fn publish_command(&self) -> &'static str {
         "PUBLISH"
     }
+}
 
-    fn set_pubsub_handler(&self, handler: Arc<dyn PubSubHandler>) {
+/// The engine's half: the connection's subscriptions on the store.
+#[async_trait]
+impl backend::Connection for MemoryTransport {
+    fn set_notice_sink(&self, sink: Arc<dyn NoticeSink>) {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .handler = Some(handler);
+            .sink = Some(sink);
     }
 
     /// Registers the subscription at once; the store confirms it at once.
-    fn subscribe(&self, channel: String) -> BoxFuture<'static, Result<()>> {
+    fn subscribe(&self, channel: &Channel) -> BoxFuture<'static, Result<()>> {
         if self.closed.load(Ordering::Acquire) {
             return future::ready(Err(LockError::Closed)).boxed();
         }
@@ -327,18 +327,25 @@ impl Transport for MemoryTransport {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .channels
-            .insert(channel);
+            .insert(channel.as_str().to_owned());
         future::ready(Ok(())).boxed()
     }
 
-    fn unsubscribe(&self, channel: String) {
+    fn unsubscribe(&self, channel: &Channel) {
         self.connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .channels
-            .remove(&channel);
+            .remove(channel.as_str());
     }
 
+    /// The server's [command timeout](InMemoryServer::set_command_timeout).
+    fn command_timeout(&self) -> Option<Duration> {
+        self.server.state().faults.command_timeout
+    }
+
+    /// Cuts the connection: later calls fail with [`LockError::Closed`]
+    /// without reaching the store, and its subscriptions are gone.
     async fn close(&self) {
         self.cut();
     }

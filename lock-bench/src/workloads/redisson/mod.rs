@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use lock_redis::lock_script::layout::UNLOCK_MESSAGE;
-use lock_redis::scripts;
+use lock_redis::transport::scripts;
 use lock_redis::{Owner, ScriptCall};
 use redis::aio::MultiplexedConnection;
 use redis::Script;
