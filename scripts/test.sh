@@ -84,6 +84,17 @@ python3 scripts/check_engine_layers.py
 # file a crate includes from outside its folder, or a dev-dependency cycle,
 # fails here). The two unpublished crates (publish = false) are left out.
 echo "==> cargo package (every published crate builds from its package)"
+# Cargo verifies each package against the others through a registry in
+# target/package and unpacks them into its home once per registry path,
+# never again while the unpacked copy exists: a second run at the same
+# path (a warm checkout) would build against the first run's sources.
+# Only our crates' unpacked copies from such local registries (named
+# `-<hash>`, not crates.io's index) are removed.
+for unpacked in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
+    rm -rf "$unpacked"lock-core-0.* "$unpacked"lock-script-0.* "$unpacked"lock-fair-0.* \
+        "$unpacked"lock-redis-0.* "$unpacked"lock-redis-cluster-0.* "$unpacked"lock-testkit-0.* \
+        "$unpacked"lockctl-0.*
+done
 cargo package --workspace --exclude lock-examples --exclude lock-bench --allow-dirty --quiet
 echo "==> building the tests and binaries"
 # Built once with cargo's own output, so a compile error reads as usual;
