@@ -234,34 +234,25 @@
 // configurations.
 extern crate self as lock_redis;
 
+// The crate by job: the client (and what it keeps and reads: its record,
+// `describe`), the kinds, the transport (single node, Sentinel, and what
+// the cluster transport is built of), and configuration.
 mod client;
-pub mod commands;
 pub mod config;
-pub mod credentials;
-#[cfg(feature = "serde")]
-#[doc(hidden)]
-pub mod de;
-mod from_info;
-pub mod options;
-// What a transport is built of: private, reached through the documented
-// `transport` module (the cluster transport imports it from there).
-mod connections;
-mod scripts;
-mod subscriptions;
-pub mod transport;
-// The modules below are shared with the other deployments (the in-memory
-// store), the test suites and lock-bench: not a service's API, so they
-// stay out of the docs and may change.
-#[doc(hidden)]
-pub mod describe;
+// Shared with the other deployments (the in-memory store), the test suites
+// and lock-bench: not a service's API, so it stays out of the docs and may
+// change.
 #[doc(hidden)]
 pub mod kinds;
-mod pubsub;
-mod registration;
-pub mod replicas;
-pub mod sentinel;
-mod single;
-pub mod tls;
+pub mod transport;
+
+#[doc(hidden)]
+pub use client::describe;
+#[cfg(feature = "serde")]
+#[doc(hidden)]
+pub use config::de;
+pub use config::options;
+pub use transport::{commands, credentials, replicas, sentinel, tls};
 
 /// For implementing [`CredentialsProvider`] (an async trait).
 pub use async_trait::async_trait;
@@ -269,8 +260,8 @@ pub use config::{redact_url, RedisConfig, DEFAULT_CALLS_PER_CONNECTION, DEFAULT_
 pub use credentials::{Credentials, CredentialsError, CredentialsProvider, StaticCredentials};
 pub use options::{ConnectionOptions, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT};
 pub use sentinel::SentinelConfig;
-pub use single::SingleNode;
 pub use tls::TlsOptions;
+pub use transport::single::SingleNode;
 
 pub use lock_core;
 pub use lock_script;

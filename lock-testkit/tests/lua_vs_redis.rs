@@ -48,7 +48,7 @@ script!(LATCH_SET = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock
 script!(LATCH_DOWN = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/count_down.lua");
 script!(LATCH_COUNT = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/count.lua");
 script!(LATCH_DELETE = ["../../lock-redis/src/kinds/latch/counter.lua"] "../../lock-redis/src/kinds/latch/delete.lua");
-const DESCRIBE: &str = include_str!("../../lock-redis/src/describe/describe.lua");
+const DESCRIBE: &str = include_str!("../../lock-redis/src/client/describe/describe.lua");
 
 /// Reads one key the same way on both sides: type, value, PTTL.
 const DUMP: &str = "

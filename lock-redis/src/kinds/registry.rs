@@ -78,7 +78,7 @@ pub struct Kinds {
     env: ScriptEnv,
     bound: Vec<(&'static str, BoundKind)>,
     /// The kind-neutral reader of [`crate::LockClient::describe`].
-    pub describer: Arc<crate::describe::Describer>,
+    pub describer: Arc<crate::client::describe::Describer>,
 }
 
 impl std::fmt::Debug for Kinds {
@@ -102,7 +102,7 @@ impl Kinds {
                 .iter()
                 .map(|entry| (entry.name, (entry.bind)(env)))
                 .collect(),
-            describer: Arc::new(crate::describe::Describer::new(env.clone())),
+            describer: Arc::new(crate::client::describe::Describer::new(env.clone())),
         }
     }
 
@@ -136,7 +136,7 @@ pub fn scripts() -> Vec<&'static Script> {
     let every = REGISTRY
         .iter()
         .flat_map(|entry| (entry.scripts)())
-        .chain(crate::describe::Describer::scripts())
+        .chain(crate::client::describe::Describer::scripts())
         .chain(lock_script::clients::ClientRecords::scripts());
     for script in every {
         if !all.iter().any(|s| s.get_hash() == script.get_hash()) {

@@ -44,8 +44,8 @@ use redis::Msg;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::sentinel::Endpoint;
-use crate::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
+use crate::transport::sentinel::Endpoint;
+use crate::transport::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
 use lock_core::backend::{Channel, Notice};
 use lock_script::error::{from_redis, timed_out};
 

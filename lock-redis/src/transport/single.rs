@@ -13,12 +13,12 @@ use redis::{RedisResult, Value};
 use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
-use crate::connections::{ConnectionSet, Lease};
-use crate::pubsub::PubSub;
-use crate::replicas;
-use crate::scripts;
-use crate::sentinel::{Endpoint, Master};
-use crate::subscriptions::SubscriptionHandle;
+use crate::transport::connections::{ConnectionSet, Lease};
+use crate::transport::pubsub::PubSub;
+use crate::transport::replicas;
+use crate::transport::scripts;
+use crate::transport::sentinel::{Endpoint, Master};
+use crate::transport::subscriptions::SubscriptionHandle;
 use lock_core::backend::{Channel, Connection, NoticeSink};
 use lock_script::error::{from_redis, timed_out};
 use lock_script::ScriptCall;
@@ -82,7 +82,7 @@ impl SingleNode {
             Some(sentinel) => {
                 // `rediss://` sentinel URLs make the redis crate speak TLS.
                 #[cfg(feature = "tls")]
-                crate::tls::install_crypto_provider();
+                crate::transport::tls::install_crypto_provider();
                 Endpoint::sentinel(Master::new(
                     sentinel,
                     config.connection.connect_timeout,
@@ -105,7 +105,7 @@ impl SingleNode {
     }
 
     /// Checks that the server answers and knows the `needed` commands (one
-    /// `COMMAND INFO` round trip; see [`crate::commands`]), and loads
+    /// `COMMAND INFO` round trip; see [`crate::transport::commands`]), and loads
     /// `scripts` (every kind's, as the registration of kinds gives them)
     /// so the first calls need no `NOSCRIPT` round trip.
     ///
@@ -119,7 +119,7 @@ impl SingleNode {
     /// Safe to drop at any point; nothing is changed but the script cache.
     pub async fn check(
         &self,
-        needed: &[crate::commands::Needed],
+        needed: &[crate::transport::commands::Needed],
         scripts: &[&redis::Script],
     ) -> Result<()> {
         let deadline = Instant::now() + self.command_timeout;
@@ -137,17 +137,17 @@ impl SingleNode {
             let Some((first, rest)) = scripts.split_first() else {
                 return Ok(());
             };
-            crate::scripts::load(&mut conn.clone(), first).await?;
+            crate::transport::scripts::load(&mut conn.clone(), first).await?;
             futures::future::try_join_all(rest.iter().map(|script| {
                 let mut conn = conn.clone();
-                async move { crate::scripts::load(&mut conn, script).await }
+                async move { crate::transport::scripts::load(&mut conn, script).await }
             }))
             .await
             .map(drop)
         };
         let loaded = timeout_at(deadline, load_all).await;
         let script_unknown =
-            matches!(&loaded, Ok(Err(e)) if crate::commands::is_unknown_command(e));
+            matches!(&loaded, Ok(Err(e)) if crate::transport::commands::is_unknown_command(e));
         let loaded = self.finish(&lease, loaded, "", "connection check");
         if loaded.is_err() && !script_unknown {
             return loaded;
@@ -155,10 +155,10 @@ impl SingleNode {
         // Loaded, or `SCRIPT` itself unknown: the check names what is
         // missing, `SCRIPT` included.
         let conn = lease.conn();
-        let info = crate::commands::command_info(needed);
+        let info = crate::transport::commands::command_info(needed);
         let known = timeout_at(deadline, async {
             let reply = info.query_async::<Value>(&mut *conn).await;
-            crate::commands::judge(needed, reply, "the server")
+            crate::transport::commands::judge(needed, reply, "the server")
         })
         .await;
         self.finish(&lease, known, "", "command check")??;

@@ -1,17 +1,22 @@
 //! Configuration of a single Redis server connection ([`crate::connect`]).
 
+#[cfg(feature = "serde")]
+pub mod de;
+pub(crate) mod from_info;
+pub mod options;
+
 use std::fmt;
 
 use lock_core::{LockError, Result};
 use lock_script::KeyLayout;
 use redis::IntoConnectionInfo;
 
-use crate::options::ConnectionOptions;
-pub use crate::options::{
+use crate::config::options::ConnectionOptions;
+pub use crate::config::options::{
     DEFAULT_CALLS_PER_CONNECTION, DEFAULT_COMMAND_TIMEOUT, DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_POOL_SIZE,
 };
-use crate::sentinel::SentinelConfig;
+use crate::transport::sentinel::SentinelConfig;
 
 /// Where the Redis server is and how to talk to it.
 ///
@@ -105,7 +110,7 @@ impl RedisConfig {
     /// [`ConnectionOptions::tls`] instead), or a Unix socket path that is
     /// not UTF-8.
     pub fn from_connection_info(info: &redis::ConnectionInfo) -> Result<Self> {
-        crate::from_info::url_of(info).map(Self::new)
+        crate::config::from_info::url_of(info).map(Self::new)
     }
 
     /// As [`RedisConfig::from_connection_info`], for the server `client`
@@ -209,7 +214,7 @@ impl RedisConfig {
     /// [`LockError::InvalidArgument`] as [`RedisConfig::validate`] for the
     /// URL and TLS options.
     pub fn client(&self) -> Result<redis::Client> {
-        crate::tls::client(self.connection_info()?, self.connection.tls.as_ref())
+        crate::transport::tls::client(self.connection_info()?, self.connection.tls.as_ref())
     }
 
     /// The key layout this configuration gives.

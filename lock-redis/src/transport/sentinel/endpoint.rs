@@ -9,7 +9,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::Master;
-use crate::credentials::{self, CredentialsProvider};
+use crate::transport::credentials::{self, CredentialsProvider};
 
 /// Where a transport's connections go; see the module docs.
 #[derive(Clone)]

@@ -48,7 +48,7 @@ use lock_core::{LockError, Result};
 use redis::sentinel::SentinelNodeConnectionInfo;
 use redis::RedisConnectionInfo;
 
-use crate::credentials::Credentials;
+use crate::transport::credentials::Credentials;
 
 /// A Sentinel group to find the master of (see
 /// [`RedisConfig::sentinel`](crate::RedisConfig::sentinel)).

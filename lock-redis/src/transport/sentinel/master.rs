@@ -14,7 +14,7 @@ use lock_script::error::from_redis;
 
 use super::listener::listen_for_switches;
 use super::SentinelConfig;
-use crate::credentials::{self, Credentials, CredentialsProvider};
+use crate::transport::credentials::{self, Credentials, CredentialsProvider};
 
 /// The master of one Sentinel group, as last found; see the module docs.
 pub(crate) struct Master {
@@ -153,7 +153,8 @@ impl Master {
         .await;
         let client = match found {
             Ok(Ok(client)) => {
-                let info = crate::connections::no_delay(client.get_connection_info().clone());
+                let info =
+                    crate::transport::connections::no_delay(client.get_connection_info().clone());
                 Client::open(info).map_err(|e| {
                     LockError::invalid(format!("invalid redis configuration for the master: {e}"))
                 })?

@@ -1,5 +1,8 @@
 //! [`LockClient`]: one client, every lock kind.
 
+pub mod describe;
+pub(crate) mod registration;
+
 use std::future::Future;
 use std::sync::Arc;
 
@@ -9,13 +12,13 @@ use lock_fair::{FairLock, HandoffLock};
 use lock_script::ScriptEnv;
 use uuid::Uuid;
 
-use crate::describe::Description;
+use crate::client::describe::Description;
+use crate::client::registration::Registration;
 use crate::kinds::latch::CountDownLatch;
 use crate::kinds::permit_semaphore::PermitExpirableSemaphore;
 use crate::kinds::rwlock::ReadWriteLock;
 use crate::kinds::semaphore::Semaphore;
 use crate::kinds::Kinds;
-use crate::registration::Registration;
 
 /// A lock client: a client id, connections to one deployment (a server,
 /// a Sentinel-watched master, a cluster), the registry of waiters and the

@@ -25,8 +25,8 @@ use std::time::Duration;
 use lock_core::{LockError, Result, MAX_LEASE};
 use lock_script::{KeyLayout, ReplicaSync};
 
-use crate::credentials::CredentialsProvider;
-use crate::tls::TlsOptions;
+use crate::transport::credentials::CredentialsProvider;
+use crate::transport::tls::TlsOptions;
 
 /// Default [`ConnectionOptions::command_timeout`]: 3 s.
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3);
@@ -199,7 +199,7 @@ impl ConnectionOptions {
 
     /// Whether the server must allow `WAIT`: only when replicas are asked
     /// for explicitly ([`ReplicaSync::new`]); the default rule does without
-    /// it on a server that refuses it (see [`crate::replicas`]).
+    /// it on a server that refuses it (see [`crate::transport::replicas`]).
     pub fn waits_required(&self) -> bool {
         self.replica_sync
             .is_some_and(|sync| !sync.is_connected_rule())
@@ -242,7 +242,7 @@ fn check_timeout(timeout: Duration, what: &str) -> Result<()> {
 /// gives `Type` one method per option, each setting it on `self.field`.
 /// Used by `RedisConfig`, `ClusterConfig` and `ConnectionOptions` itself,
 /// so the setters are written (and documented) once; see the
-/// [module docs](crate::options) for why a macro.
+/// [module docs](crate::config::options) for why a macro.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! connection_setters {

@@ -229,7 +229,7 @@ pub fn client(info: redis::ConnectionInfo, tls: Option<&TlsOptions>) -> Result<r
             "a rediss:// URL needs lock-redis's `tls` feature",
         ));
     }
-    let info = crate::connections::no_delay(info);
+    let info = crate::transport::connections::no_delay(info);
     let Some(tls) = tls else {
         return redis::Client::open(info)
             .map_err(|e| LockError::invalid(format!("invalid redis configuration: {e}")));

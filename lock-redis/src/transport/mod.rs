@@ -4,7 +4,7 @@
 //! [`SubscriptionHandle`] for its sharded pub/sub). A service needs none of
 //! it: it holds a [`crate::LockClient`]. This is the one module an
 //! implementer of a [`lock_script::Transport`] imports from this crate
-//! (with [`crate::replicas`], replica sync on one server).
+//! (with [`crate::transport::replicas`], replica sync on one server).
 //!
 //! - [`ConnectionSet`] and its [`Lease`]: a small, fixed set of
 //!   multiplexed connections to one server, filled before the next is
@@ -21,16 +21,20 @@
 //!
 //! How each works in detail (fill then spill, health without round trips,
 //! `WAIT` apart; the pub/sub task's reconnects) is written in its source,
-//! `connections.rs` and `subscriptions.rs` beside this file.
+//! `connections.rs` and `subscriptions.rs` in this folder, with the
+//! single-node transport (`single.rs`), Sentinel (`sentinel/`), pub/sub,
+//! replica sync, TLS, credentials and the command list.
 
-pub use crate::connections::{ConnectionSet, Lease, REPLICAS_FRESH_FOR};
-pub use crate::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};
+pub mod commands;
+pub(crate) mod connections;
+pub mod credentials;
+pub(crate) mod pubsub;
+pub mod replicas;
+pub mod scripts;
+pub mod sentinel;
+pub(crate) mod single;
+pub(crate) mod subscriptions;
+pub mod tls;
 
-/// How scripts are run on a connection, for every transport: `EVALSHA`,
-/// and on `NOSCRIPT` (a restarted, failed over or flushed server) the
-/// script is loaded with `SCRIPT LOAD` and the call retried once, the only
-/// retry done below the engine. Keys and owner strings only ever travel in
-/// KEYS/ARGV, never in the script text.
-pub mod scripts {
-    pub use crate::scripts::{eval, eval_and_wait, eval_pipelined, is_noscript, load, load_for};
-}
+pub use crate::transport::connections::{ConnectionSet, Lease, REPLICAS_FRESH_FOR};
+pub use crate::transport::subscriptions::{SinkSlot, SubscriptionCommand, SubscriptionHandle};

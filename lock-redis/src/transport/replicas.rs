@@ -36,8 +36,8 @@ use std::time::Duration;
 use redis::aio::ConnectionLike;
 use redis::{Pipeline, RedisError, RedisResult, Value};
 
-use crate::connections::ConnectionSet;
-use crate::scripts;
+use crate::transport::connections::ConnectionSet;
+use crate::transport::scripts;
 use lock_script::ScriptCall;
 
 /// What an acquisition with the connected-replicas rule got: its script's

@@ -100,7 +100,7 @@ use redis::{AsyncConnectionConfig, Client, RedisError};
 use tokio::time::{timeout_at, Instant};
 
 use crate::config::RedisConfig;
-use crate::sentinel::Endpoint;
+use crate::transport::sentinel::Endpoint;
 use lock_script::error::{from_redis, timed_out};
 
 /// `info` with `TCP_NODELAY` on (its other TCP settings kept), as Redisson
@@ -385,7 +385,7 @@ impl ConnectionSet {
     /// the master and the connections of now), and whether that is recent
     /// (within [`REPLICAS_FRESH_FOR`]); `None` when never asked, or asked
     /// of another master or over connections replaced since (see
-    /// [`crate::replicas`]).
+    /// [`crate::transport::replicas`]).
     pub fn known_replicas(&self) -> (Option<u32>, bool) {
         let known = self.replicas.lock().unwrap_or_else(PoisonError::into_inner);
         let Some(known) = known.as_ref() else {
@@ -902,7 +902,7 @@ mod tests {
     /// would be kept.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn readonly_from_a_sentinel_master_asks_the_sentinels_again() {
-        use crate::sentinel::{Master, SentinelConfig};
+        use crate::transport::sentinel::{Master, SentinelConfig};
         use lock_testkit::fixtures::{SentinelGroup, SENTINEL_MASTER_NAME};
 
         let group = tokio::task::block_in_place(SentinelGroup::start_minimal);
