@@ -67,8 +67,10 @@ mod table;
 pub mod waiting;
 
 pub(crate) use harness::wrapping_harness;
-pub use harness::{Harness, OfKind};
-pub use lists::{kinds, run_checks, Check, KindChecks, Shared};
+pub use harness::{Harness, OfKind, RedisLayout};
+pub use lists::{
+    kinds, run_checks, BehaviourCheck, Check, CheckArg, KindChecks, LayoutCheck, Shared,
+};
 
 /// Which kind of lock a suite checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,17 +144,17 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// The key of lock `name` under the harness's layout.
-pub fn key(h: &dyn Harness, name: &str) -> String {
+pub fn key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().lock_key(&lock_name(name))
 }
 
 /// The fencing-token counter of lock `name`.
-pub fn token_key(h: &dyn Harness, name: &str) -> String {
+pub fn token_key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().token_key(&lock_name(name))
 }
 
 /// The unlock channel of lock `name`.
-pub fn channel(h: &dyn Harness, name: &str) -> String {
+pub fn channel(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().channel(&lock_name(name))
 }
 
@@ -162,7 +164,7 @@ fn lock_name(name: &str) -> LockName {
 
 /// Keys this check's lock left behind, other than request records (which
 /// expire on their own) and the fencing counter (which must never expire).
-pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
+pub async fn leftover_keys(h: &dyn RedisLayout, name: &str) -> Vec<String> {
     h.keys()
         .await
         .into_iter()

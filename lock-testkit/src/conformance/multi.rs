@@ -12,11 +12,11 @@ use std::time::Duration;
 use lock_redis::{AcquireOptions, Lock, LockClient, MultiLock, RedLock};
 use tokio::time::Instant;
 
-use super::{channel, client, eventually, leftover_keys, unique, Harness, WATCHDOG};
+use super::{channel, client, eventually, leftover_keys, unique, RedisLayout, WATCHDOG};
 use crate::ExclusionChecker;
 
 /// Independent stores, one harness each.
-pub type Stores = [Arc<dyn Harness>];
+pub type Stores = [Arc<dyn RedisLayout>];
 
 /// How many stores the checks need: a RedLock over five masters.
 pub const STORES: usize = 5;

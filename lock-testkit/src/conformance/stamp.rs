@@ -70,7 +70,7 @@ macro_rules! __conformance_stamp_kind {
             #[allow(unused_imports)]
             use super::*;
 
-            async fn __suite() -> $crate::conformance::OfKind<impl $crate::conformance::Harness> {
+            async fn __suite() -> $crate::conformance::OfKind<impl $crate::conformance::RedisLayout> {
                 $crate::conformance::OfKind($crate::conformance::Kind::$kind, $make().await)
             }
 
