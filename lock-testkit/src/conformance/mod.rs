@@ -1,8 +1,49 @@
 //! The conformance suite: behaviour checks every backend must pass.
 //!
-//! Each check is a `pub async fn(&dyn Harness)`, run against a
-//! [`Harness`]: a way to connect new clients to one shared store, plus raw
-//! access to the store as another Redis client (or Redisson) would have.
+//! Each check is a `pub async fn`, run against one shared store through
+//! one of two traits:
+//!
+//! - [`Harness`], what any store offers: new clients on their own
+//!   connections, the lock kind of the suite, the number of nodes. A check
+//!   taking `&dyn Harness` is a **behaviour check**: it asserts only what
+//!   the clients observe, so a store that is not Redis (a PostgreSQL
+//!   store, issue 41) runs it.
+//! - [`RedisLayout`]` : Harness`, the Redis layout: raw commands on the
+//!   store as another Redis client (or Redisson) would send them, the key
+//!   layout, the server's clock. A check taking `&dyn RedisLayout` is a
+//!   **Redis-layout check**: it looks at (or writes) Redisson's keys, the
+//!   wire contract, or asserts that nothing is left in the keyspace.
+//!
+//! The mark is each check's parameter type, so the compiler keeps it
+//! honest; [`Check`] carries it into the lists ([`Check::needs_redis_layout`],
+//! [`KindChecks::behaviour_checks`]). Of the 178 checks of the table, 99
+//! need only [`Harness`]:
+//!
+//! | Row | Behaviour checks | Of |
+//! | --- | --- | --- |
+//! | shared by every lock kind | 39 | 56 (smoke subset: 4 of 8) |
+//! | reentrant (own) | 5 | 12 |
+//! | lean | 0 | 6 |
+//! | fair (own) | 2 | 12 |
+//! | handoff (own) | 0 | 10 |
+//! | read_write | 11 | 18 |
+//! | latch | 11 | 22 |
+//! | semaphores | 31 | 42 |
+//!
+//! (`lists.rs` pins these numbers in a test.) Many Redis-layout checks are
+//! behaviour checks that end by asserting no key is left
+//! ([`leftover_keys`]), or that read a key's TTL; a store-neutral probe of
+//! "nothing left" on [`Harness`] would move them over. Of the 18
+//! multi-store checks (`multi.rs`, `redlock.rs`), 12 take any stores
+//! ([`multi::Stores`]) and 6, which look at keys or subscriptions, Redis
+//! stores ([`multi::RedisStores`]).
+//!
+//! The table macros ([`conformance_table!`](crate::conformance_table),
+//! [`multi_conformance_tests!`](crate::multi_conformance_tests)) stamp out
+//! every check, so they need a deployment that implements [`RedisLayout`]
+//! (every deployment today is Redis); a store that implements [`Harness`]
+//! alone runs the behaviour checks from the lists ([`kinds`],
+//! [`KindChecks::behaviour_checks`]).
 //!
 //! The suite is data (`table.rs`): the checks every lock kind shares, with
 //! a smoke subset marked, and one row per kind with its own checks. A
