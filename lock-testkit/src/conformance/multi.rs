@@ -25,8 +25,9 @@ pub type Stores = [Arc<dyn Harness>];
 /// subscriptions take ([`RedisLayout`]).
 pub type RedisStores = [Arc<dyn RedisLayout>];
 
-/// Implementation detail of [`multi_conformance_tests!`]: the stores as
-/// a check takes them, picked by the check's parameter type.
+/// Implementation detail of
+/// [`multi_conformance_tests!`](crate::multi_conformance_tests): the
+/// stores as a check takes them, picked by the check's parameter type.
 pub trait StoresArg<'a> {
     /// `redis` or `any`: the same stores, seen as Redis stores or as any.
     fn pick(redis: &'a RedisStores, any: &'a Stores) -> Self;
