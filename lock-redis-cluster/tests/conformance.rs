@@ -17,7 +17,7 @@ use std::time::Duration;
 use lock_redis_cluster::slot::key_slot;
 use lock_redis_cluster::PubSubMode;
 use lock_testkit::conformance::polling::Polling;
-use lock_testkit::conformance::{kinds, run_checks, Check, Harness, KindChecks, Shared};
+use lock_testkit::conformance::{kinds, run_checks, Check, KindChecks, RedisLayout, Shared};
 use lock_testkit::fixtures::RedisCluster;
 
 const CHECK_LIMIT: Duration = Duration::from_secs(60);
@@ -137,10 +137,10 @@ fn lanes(mut suites: Vec<Suite>) -> [Vec<Suite>; 2] {
 async fn run_lane(cluster: &RedisCluster, lane: Vec<Suite>) -> Vec<String> {
     let mut failed = Vec::new();
     for suite in lane {
-        let h: Arc<dyn Harness> = match suite.deployment {
+        let h: Arc<dyn RedisLayout> = match suite.deployment {
             Deployment::PubSub(mode) => common::cluster::harness(cluster, mode).await,
             Deployment::Polling => Arc::new(Polling::new(
-                common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn Harness>,
+                common::cluster::harness(cluster, PubSubMode::Auto).await as Arc<dyn RedisLayout>,
             )),
         };
         for name in run_checks(suite.kind.harness(h), suite.checks, CHECK_LIMIT).await {

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use lock_redis::{ClientConfig, KeyLayout, LockClient, RedisConfig};
 use lock_testkit::conformance::polling::Polling;
-use lock_testkit::conformance::{multi::STORES, Harness};
+use lock_testkit::conformance::{multi::STORES, RedisLayout};
 use lock_testkit::fixtures::{RedisHarness, SentinelGroup, SENTINEL_MASTER_NAME};
 
 const PREFIX: &str = "billing:";
@@ -105,10 +105,10 @@ async fn over_tls() -> RedisHarness {
 }
 
 /// Five independent servers.
-async fn stores() -> Vec<Arc<dyn Harness>> {
+async fn stores() -> Vec<Arc<dyn RedisLayout>> {
     let mut stores = Vec::with_capacity(STORES);
     for _ in 0..STORES {
-        stores.push(Arc::new(single_node().await) as Arc<dyn Harness>);
+        stores.push(Arc::new(single_node().await) as Arc<dyn RedisLayout>);
     }
     stores
 }

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use lock_testkit::conformance::polling::Polling;
-use lock_testkit::conformance::{multi::STORES, Harness};
+use lock_testkit::conformance::{multi::STORES, RedisLayout};
 use lock_testkit::InMemoryServer;
 
 async fn memory() -> InMemoryServer {
@@ -26,9 +26,9 @@ lock_testkit::conformance_table! {
     polling      => polling,  full,           all;
 }
 
-async fn stores() -> Vec<Arc<dyn Harness>> {
+async fn stores() -> Vec<Arc<dyn RedisLayout>> {
     (0..STORES)
-        .map(|_| Arc::new(InMemoryServer::new()) as Arc<dyn Harness>)
+        .map(|_| Arc::new(InMemoryServer::new()) as Arc<dyn RedisLayout>)
         .collect()
 }
 

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use lock_redis::{AcquireOptions, Owner};
 
-use super::{client, leftover_keys, unique, Harness};
+use super::{client, leftover_keys, unique, Harness, RedisLayout};
 use crate::ExclusionChecker;
 
 /// A lock is held after `lock()` and free after `unlock()`, leaving no key.
-pub async fn lock_then_unlock_frees_it(h: &dyn Harness) {
+pub async fn lock_then_unlock_frees_it(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("basic");
     let lock = super::lock(h, &c, &name);

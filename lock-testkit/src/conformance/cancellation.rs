@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{
     channel, client, contended, eventually, key, leftover_keys, unique, waiting, Contended,
-    Harness, WATCHDOG,
+    Harness, RedisLayout, WATCHDOG,
 };
 
 /// Polls `fut` up to `n` times (yielding between polls), then drops it.
@@ -25,7 +25,7 @@ async fn poll_then_drop<F: Future>(fut: F, n: usize) -> Option<F::Output> {
 
 /// A waiter that gives up (its future dropped) leaves no subscription, no
 /// key and no hold behind.
-pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
+pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "drop-waiter").await;
     let lb = super::lock(h, &b, &name);
     for _ in 0..3 {
@@ -47,7 +47,7 @@ pub async fn dropped_waiter_leaves_nothing_behind(h: &dyn Harness) {
 
 /// An acquisition dropped at any await point holds nothing afterwards, even
 /// if its request reached the store.
-pub async fn dropped_acquire_leaves_no_lock(h: &dyn Harness) {
+pub async fn dropped_acquire_leaves_no_lock(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("drop-acquire");
     let lock = super::lock(h, &a, &name);

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use lock_redis::{Description, LockClient, LockName};
 
-use super::{client, key, unique, Harness};
+use super::{client, key, unique, RedisLayout};
 
 /// Free, a lock, a latch's count, a permit-expirable semaphore's counter
 /// and live leases, a list and a lean lock are each described as such.
-pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
+pub async fn describe_tells_the_layouts_apart(h: &dyn RedisLayout) {
     let c: LockClient = client(h).await;
     let free = unique("describe-free");
     assert_eq!(c.describe(&free).await.unwrap(), Description::Free);
@@ -126,7 +126,7 @@ pub async fn describe_tells_the_layouts_apart(h: &dyn Harness) {
 /// A holder is described with its client's record (host, pid, service):
 /// the record's scripts run where its keys live on every deployment (one
 /// hash tag: one cluster slot), and a closed client's record is gone.
-pub async fn describe_names_each_holders_client(h: &dyn Harness) {
+pub async fn describe_names_each_holders_client(h: &dyn RedisLayout) {
     let a = h.client(super::config().service_name("conformance")).await;
     let b = client(h).await;
     let name = unique("describe-who");

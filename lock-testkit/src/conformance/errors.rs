@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use lock_redis::{AcquireOptions, LockError, MAX_LEASE, MAX_NAME_LEN};
 
-use super::{client, key, leftover_keys, token_key, unique, Harness};
+use super::{client, key, leftover_keys, token_key, unique, Harness, RedisLayout};
 
 /// Releasing as an owner that does not hold the lock fails with NotHeld and
 /// changes nothing.
@@ -39,7 +39,7 @@ pub async fn unlock_after_lease_ran_out_is_not_held(h: &dyn Harness) {
 }
 
 /// Empty names, zero or absurd leases are rejected before any I/O.
-pub async fn invalid_arguments_fail_before_io(h: &dyn Harness) {
+pub async fn invalid_arguments_fail_before_io(h: &dyn RedisLayout) {
     let a = client(h).await;
     assert!(a.lock("").unwrap_err().is_invalid_argument());
     assert!(a
@@ -81,7 +81,7 @@ pub async fn foreign_owner_is_rejected(h: &dyn Harness) {
 }
 
 /// A non-hash value at the lock key is reported and never overwritten.
-pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
+pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("wrongtype");
     let k = key(h, &name);
@@ -105,7 +105,7 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
 /// acquisition with a typed error naming the counter, before anything is
 /// written: no hold without a guard (first hold or re-entry), no queue
 /// entry, the counter left as it was (issue 10, item 7).
-pub async fn bad_token_counter_fails_before_any_write(h: &dyn Harness) {
+pub async fn bad_token_counter_fails_before_any_write(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("bad-token");
     let counter = token_key(h, &name);

@@ -9,19 +9,19 @@ use lock_core::backend::{AcquireOutcome, AcquireRequest, ExclusiveKind};
 use lock_redis::{LockName, Owner};
 use tokio::time::Instant;
 
-use super::{client, contended, eventually, subscribes, unique, Contended, Harness};
+use super::{client, contended, eventually, subscribes, unique, Contended, Harness, RedisLayout};
 use crate::ExclusionChecker;
 
-pub(crate) fn queue_key(h: &dyn Harness, name: &str) -> String {
+pub(crate) fn queue_key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().queue_key(&LockName::new(name).unwrap())
 }
 
-pub(crate) fn timeout_key(h: &dyn Harness, name: &str) -> String {
+pub(crate) fn timeout_key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().timeout_key(&LockName::new(name).unwrap())
 }
 
 /// Waits until `n` waiters are queued for `name`.
-pub(crate) async fn queued(h: &dyn Harness, name: &str, n: usize) {
+pub(crate) async fn queued(h: &dyn RedisLayout, name: &str, n: usize) {
     eventually(Duration::from_secs(3), "waiters queued", || async {
         h.list(&queue_key(h, name)).await.len() == n
     })
@@ -33,7 +33,7 @@ pub(crate) async fn queued(h: &dyn Harness, name: &str, n: usize) {
 /// 5 ms once it has it; the holder then unlocks. Returns the order in
 /// which they held it, after checking that they held it one at a time.
 pub(crate) async fn queue_and_hand_on(
-    h: &dyn Harness,
+    h: &dyn RedisLayout,
     (b, c): (&lock_redis::LockClient, &lock_redis::LockClient),
     name: &str,
     held: lock_redis::Guard,
@@ -72,7 +72,7 @@ pub(crate) async fn queue_and_hand_on(
 /// Twenty waiters from two clients get the lock in exactly their arrival
 /// order, each handoff waking the new head and, at its take-over, the waiter
 /// after it: never a herd.
-pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
+pub async fn waiters_acquire_in_arrival_order(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "fifo").await;
     let c = client(h).await;
     let order = queue_and_hand_on(h, (&b, &c), &name, held, 20, |client, name| {
@@ -96,7 +96,7 @@ pub async fn waiters_acquire_in_arrival_order(h: &dyn Harness) {
 }
 
 /// A try never joins the queue, and cannot jump it either.
-pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
+pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "try-fair").await;
     assert!(b
         .fair_lock(&name)
@@ -123,7 +123,7 @@ pub async fn try_lock_never_queues_nor_jumps_the_queue(h: &dyn Harness) {
 }
 
 /// A waiter whose wait runs out leaves the queue.
-pub async fn timed_out_waiter_leaves_the_queue(h: &dyn Harness) {
+pub async fn timed_out_waiter_leaves_the_queue(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "fair-timeout").await;
     let got = b
         .fair_lock(&name)
@@ -141,7 +141,7 @@ pub async fn timed_out_waiter_leaves_the_queue(h: &dyn Harness) {
 
 /// A waiter whose future is dropped leaves the queue from wherever it
 /// stood; the others keep their order.
-pub async fn cancelled_waiter_leaves_the_queue(h: &dyn Harness) {
+pub async fn cancelled_waiter_leaves_the_queue(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "fair-cancel").await;
     let mut waiters = Vec::new();
     for i in 0..3 {
@@ -177,7 +177,7 @@ pub async fn cancelled_waiter_leaves_the_queue(h: &dyn Harness) {
 
 /// An unlock tells only the queue head (polling waiters are told nothing;
 /// the head still goes first).
-pub async fn release_wakes_only_the_queue_head(h: &dyn Harness) {
+pub async fn release_wakes_only_the_queue_head(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "head-only").await;
     let c = client(h).await;
     let head = {
@@ -217,7 +217,7 @@ pub async fn release_wakes_only_the_queue_head(h: &dyn Harness) {
 
 /// A waiter that died while queued (it stopped refreshing its place) delays
 /// the next waiter by no more than the waiter timeout.
-pub async fn dead_waiter_is_skipped_within_the_waiter_timeout(h: &dyn Harness) {
+pub async fn dead_waiter_is_skipped_within_the_waiter_timeout(h: &dyn RedisLayout) {
     let waiter_timeout = Duration::from_millis(600);
     let b = h
         .client(super::config().waiter_timeout(waiter_timeout))
@@ -255,7 +255,7 @@ pub async fn dead_waiter_is_skipped_within_the_waiter_timeout(h: &dyn Harness) {
 
 /// A live waiter keeps its place however long the holder takes: it
 /// refreshes its deadline while it waits.
-pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness) {
+pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn RedisLayout) {
     let waiter_timeout = Duration::from_millis(300);
     let config = super::config().waiter_timeout(waiter_timeout);
     let a = h.client(config.clone()).await;
@@ -279,7 +279,7 @@ pub async fn live_waiter_keeps_its_place_past_the_waiter_timeout(h: &dyn Harness
 /// A waiting attempt that queued, sent again (a late duplicate) after its
 /// waiter gave up and left the queue, does not queue it again: the record
 /// answers "held" and nothing is written (issue 10, item 2).
-pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness) {
+pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "late-queue").await;
     let backend = b.kinds().fair();
     let backend = backend.as_ref();
@@ -327,7 +327,7 @@ pub async fn a_late_duplicate_does_not_queue_a_waiter_that_left(h: &dyn Harness)
 /// B has looked at the free lock: the order that, left to the race between
 /// the two timers, made B sleep towards A's deadline (up to a third of the
 /// waiter timeout) while the lock sat free.
-pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn Harness) {
+pub async fn next_waiter_holds_when_the_new_holders_lease_runs_out(h: &dyn RedisLayout) {
     let lease = Duration::from_millis(300);
     let (hc, bc) = (client(h).await, client(h).await);
     let name = unique("lease-handoff");
@@ -488,7 +488,7 @@ pub async fn one_client_serves_plain_and_fair_locks(h: &dyn Harness) {
 /// new queue head (B) to look again, so B learns A's lease instead of
 /// sleeping on what it read while H held the lock, and holds within one
 /// round trip of A's lease end.
-pub async fn a_take_over_tells_the_next_waiter(h: &dyn Harness) {
+pub async fn a_take_over_tells_the_next_waiter(h: &dyn RedisLayout) {
     let lease = Duration::from_millis(300);
     let (hc, ac, bc) = (client(h).await, client(h).await, client(h).await);
     let name = unique("take-over");

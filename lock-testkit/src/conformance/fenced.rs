@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lock_redis::{AcquireOptions, Guard, LockError};
 
-use super::{client, key, token_key, unique, Harness};
+use super::{client, key, token_key, unique, Harness, RedisLayout};
 
 /// Redisson's `RedissonFencedLockTest`: five plain `lock()`/`unlock()`
 /// rounds hand out tokens 1, 2, 3, 4, 5, and `last_fencing_token()` follows them.
@@ -80,7 +80,7 @@ pub async fn every_acquisition_advances_the_token(h: &dyn Harness) {
 /// token after, unchanged by reads, failed tries, unlocks, expiry and
 /// `force_unlock`, and never reset: the next token is the next integer, and
 /// the counter never expires.
-pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
+pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn RedisLayout) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("fenced-read");
@@ -135,7 +135,7 @@ pub async fn token_reads_the_counter_which_is_never_reset(h: &dyn Harness) {
 /// A fenced lock is the plain lock of its name (one hash, Redisson's
 /// `RFencedLock` extends `RedissonLock`): each excludes the other, and a
 /// plain acquisition takes no token.
-pub async fn fenced_and_plain_locks_of_a_name_exclude_each_other(h: &dyn Harness) {
+pub async fn fenced_and_plain_locks_of_a_name_exclude_each_other(h: &dyn RedisLayout) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("fenced-plain");
@@ -164,7 +164,7 @@ pub async fn fenced_and_plain_locks_of_a_name_exclude_each_other(h: &dyn Harness
 /// A counter that is not an integer: `last_fencing_token()` and every fenced
 /// acquisition fail with `WrongType` naming the counter, writing nothing;
 /// a counter of another type alike.
-pub async fn wrong_type_at_the_token_key_is_reported_and_left_untouched(h: &dyn Harness) {
+pub async fn wrong_type_at_the_token_key_is_reported_and_left_untouched(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("fenced-bad");
     let counter = token_key(h, &name);

@@ -14,7 +14,7 @@ use lock_redis::{AcquireOptions, LockClient, LockName, Owner};
 
 use super::fair::{queue_and_hand_on, queue_key, queued, timeout_key};
 use super::{
-    client, contended, eventually, key, leftover_keys, unique, waiting, Contended, Harness,
+    client, contended, eventually, key, leftover_keys, unique, waiting, Contended, RedisLayout,
     WATCHDOG,
 };
 
@@ -67,7 +67,7 @@ fn is_claimed(outcome: AcquireOutcome) {
 
 /// Releases `owner`'s last hold of `name` through `kind`; nothing of the
 /// lock is left but its request records and token counter.
-async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, owner: Owner) {
+async fn release_last(h: &dyn RedisLayout, kind: &dyn ExclusiveKind, name: &str, owner: Owner) {
     let release = ReleaseRequest::new(LockName::new(name).unwrap(), owner, LEASE_MS, deadline());
     assert_eq!(
         kind.release(&release).await.unwrap(),
@@ -79,7 +79,7 @@ async fn release_last(h: &dyn Harness, kind: &dyn ExclusiveKind, name: &str, own
 /// A lock named after `prefix`, held by another client, released while a
 /// wait (ticket 77) of owner `x` of client `b` is queued: granted to it.
 /// Returns `b`, the name and `x`.
-async fn granted_to_a_wait(h: &dyn Harness, prefix: &str) -> (LockClient, String, Owner) {
+async fn granted_to_a_wait(h: &dyn RedisLayout, prefix: &str) -> (LockClient, String, Owner) {
     let Contended { b, name, held, .. } = contended(h, prefix).await;
     let x = b.new_owner();
     let attempt = wait_attempt(&name, x, Some(77));
@@ -90,7 +90,7 @@ async fn granted_to_a_wait(h: &dyn Harness, prefix: &str) -> (LockClient, String
 }
 
 /// The lock's hash as (holder field, count).
-async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
+async fn holders(h: &dyn RedisLayout, name: &str) -> Vec<(String, i64)> {
     h.hash(&key(h, name)).await
 }
 
@@ -99,7 +99,7 @@ async fn holders(h: &dyn Harness, name: &str) -> Vec<(String, i64)> {
 /// wrote it, whichever way the waiter then learns of it (the grant's
 /// notice, or its own next look at the store, which a loaded machine may
 /// run first: [`lock_redis::ClientStats::grants`] counts only the former).
-async fn granted_by_the_release(h: &dyn Harness, name: &str, releaser: &str) {
+async fn granted_by_the_release(h: &dyn RedisLayout, name: &str, releaser: &str) {
     let now = holders(h, name).await;
     assert!(
         now.len() == 1 && now[0].1 == 1 && now[0].0 != releaser,
@@ -109,7 +109,7 @@ async fn granted_by_the_release(h: &dyn Harness, name: &str, releaser: &str) {
 
 /// A parked waiter holds the lock the moment its holder unlocks, without
 /// another attempt, and keeps it: the watchdog renews the granted hold.
-pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
+pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "handoff").await;
     let lock = b.handoff_lock(&name).unwrap();
     let handle = lock.clone();
@@ -136,7 +136,7 @@ pub async fn a_release_hands_the_lock_to_the_waiter(h: &dyn Harness) {
 
 /// Waiters of two clients are granted the lock in their arrival order, one
 /// at a time, each grant taken without asking again.
-pub async fn grants_follow_the_queue_and_exclude(h: &dyn Harness) {
+pub async fn grants_follow_the_queue_and_exclude(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "handoff-order").await;
     let c = client(h).await;
     let order = queue_and_hand_on(h, (&b, &c), &name, held, 6, |client, name| {
@@ -151,7 +151,7 @@ pub async fn grants_follow_the_queue_and_exclude(h: &dyn Harness) {
 
 /// A wait that missed its grant (its notice lost) takes it at its next
 /// attempt, as the one hold it was granted, not a second one.
-pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
+pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn RedisLayout) {
     let (b, name, x) = granted_to_a_wait(h, "handoff-missed").await;
     let kind = handoff_kind(&b);
     let pttl = h.pttl(&key(h, &name)).await;
@@ -170,7 +170,7 @@ pub async fn a_missed_grant_is_taken_by_the_next_look(h: &dyn Harness) {
 
 /// The owner's other calls are not the granted wait: they enter the lock
 /// again (a second hold), and the wait, giving up, gives back only its own.
-pub async fn another_call_of_the_owner_enters_again(h: &dyn Harness) {
+pub async fn another_call_of_the_owner_enters_again(h: &dyn RedisLayout) {
     let (b, name, x) = granted_to_a_wait(h, "handoff-reenter").await;
     let kind = handoff_kind(&b);
     for other in [None, Some(78)] {
@@ -191,7 +191,7 @@ pub async fn another_call_of_the_owner_enters_again(h: &dyn Harness) {
 
 /// A wait that gives up after the lock was granted to it gives the lock
 /// back, and it is granted to the next live waiter.
-pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn Harness) {
+pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "handoff-give-back").await;
     let kind = handoff_kind(&b);
     let (x, y) = (b.new_owner(), b.new_owner());
@@ -223,7 +223,7 @@ pub async fn a_wait_that_gives_up_gives_its_grant_back(h: &dyn Harness) {
 /// A waiter whose future is dropped around the release (before it, or
 /// right after it, when the grant may already be its own) leaves nothing
 /// held for it: the waiter behind it gets the lock.
-pub async fn a_dropped_waiter_leaves_the_lock_free_or_handed_on(h: &dyn Harness) {
+pub async fn a_dropped_waiter_leaves_the_lock_free_or_handed_on(h: &dyn RedisLayout) {
     for drop_after_unlock in [false, true] {
         let Contended { b, name, held, .. } = contended(h, "handoff-dropped").await;
         let c = client(h).await;
@@ -261,7 +261,7 @@ pub async fn a_dropped_waiter_leaves_the_lock_free_or_handed_on(h: &dyn Harness)
 /// A Redisson waiter at the head of the queue is told, as Redisson's own
 /// fair lock tells it, never granted: it would take a granted hold for a
 /// second one.
-pub async fn a_redisson_waiter_at_the_head_is_told_not_granted(h: &dyn Harness) {
+pub async fn a_redisson_waiter_at_the_head_is_told_not_granted(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "handoff-redisson").await;
     let java = Owner::new(uuid::Uuid::new_v4(), 1).field();
     let far = h.now_ms().await + 60_000;
@@ -282,7 +282,7 @@ pub async fn a_redisson_waiter_at_the_head_is_told_not_granted(h: &dyn Harness) 
 
 /// A fenced wait takes its token itself: it is told, never granted, and
 /// gets a token.
-pub async fn a_fenced_wait_is_never_granted(h: &dyn Harness) {
+pub async fn a_fenced_wait_is_never_granted(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "handoff-fenced").await;
     let lock = b.handoff_lock(&name).unwrap();
     let waiter = tokio::spawn(async move {
@@ -300,7 +300,7 @@ pub async fn a_fenced_wait_is_never_granted(h: &dyn Harness) {
 
 /// The plain fair lock and the handoff lock are one lock: a release through
 /// the fair handle grants the lock to a handoff waiter.
-pub async fn a_plain_fair_release_grants_too(h: &dyn Harness) {
+pub async fn a_plain_fair_release_grants_too(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("handoff-plain");
     let held = a.fair_lock(&name).unwrap().lock().await.unwrap();
@@ -327,7 +327,7 @@ pub async fn a_plain_fair_release_grants_too(h: &dyn Harness) {
 
 /// Grants leave nothing behind: after a run of handoffs every key of the
 /// lock but its request records and token counter is gone.
-pub async fn a_handoff_cycle_leaves_no_keys(h: &dyn Harness) {
+pub async fn a_handoff_cycle_leaves_no_keys(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "handoff-keys").await;
     let c = client(h).await;
     let mut waiters = Vec::new();

@@ -1,4 +1,5 @@
-//! [`Harness`]: what a deployment gives the suite, and the wrappers that
+//! [`Harness`]: what any store gives the suite; [`RedisLayout`]: what a
+//! Redis store gives the checks of Redisson's keys; and the wrappers that
 //! run the same store under another kind ([`OfKind`]) or wait strategy
 //! (`polling.rs`).
 
@@ -8,7 +9,10 @@ use lock_script::KeyLayout;
 
 use super::Kind;
 
-/// Access to one store under test.
+/// Access to one store under test, as any store offers it: clients on
+/// their own connections, and what the checks must know of the deployment.
+/// The behaviour checks (see the [module docs](super)) need no more, so a
+/// store that is not Redis implements this trait alone.
 #[async_trait]
 pub trait Harness: Send + Sync {
     /// Which kind of lock the checks take ([`lock`](super::lock));
@@ -25,7 +29,19 @@ pub trait Harness: Send + Sync {
     fn nodes(&self) -> u64 {
         1
     }
-    /// The key layout those clients use.
+}
+
+/// The Redis layout, for the checks that look at Redisson's keys (the wire
+/// contract): raw access to the store as another Redis client (or
+/// Redisson) would have it. A store that is not Redis implements
+/// [`Harness`] alone and runs the behaviour checks only.
+///
+/// The store's clock is here too ([`now_ms`](Self::now_ms), Redis `TIME`):
+/// the checks read it only to write scores and deadlines in Redisson's
+/// keys; the behaviour checks measure time with `tokio::time::Instant`.
+#[async_trait]
+pub trait RedisLayout: Harness {
+    /// The key layout the clients use.
     fn layout(&self) -> KeyLayout;
     /// `SET key value`.
     async fn set_string(&self, key: &str, value: &str);
@@ -63,9 +79,10 @@ pub trait Harness: Send + Sync {
 pub struct OfKind<H>(pub Kind, pub H);
 
 /// Implements [`Harness`] for a wrapper `$ty<H>` of an inner harness in
-/// its field `$inner`: `kind` and `client` are given, every store method is
-/// the inner harness's (a kind's suite and the polling variant are such
-/// wrappers).
+/// its field `$inner`: `kind` and `client` are given, `nodes` is the inner
+/// harness's; and [`RedisLayout`] when the inner harness has it, every
+/// method the inner harness's (a kind's suite and the polling variant are
+/// such wrappers).
 macro_rules! wrapping_harness {
     ($ty:ident . $inner:tt, |$s:ident| $kind:block, |$s2:ident, $config:ident| $client:block) => {
         #[async_trait::async_trait]
@@ -75,6 +92,10 @@ macro_rules! wrapping_harness {
             fn nodes(&self) -> u64 {
                 self.$inner.nodes()
             }
+        }
+
+        #[async_trait::async_trait]
+        impl<H: RedisLayout> RedisLayout for $ty<H> {
             fn layout(&self) -> KeyLayout {
                 self.$inner.layout()
             }
@@ -126,57 +147,75 @@ wrapping_harness!(OfKind.1, |self| { self.0 }, |self, config| {
     self.1.client(config).await
 });
 
-#[async_trait]
-impl Harness for std::sync::Arc<dyn Harness> {
-    fn kind(&self) -> Kind {
-        (**self).kind()
-    }
-    async fn client(&self, config: ClientConfig) -> LockClient {
-        (**self).client(config).await
-    }
-    fn nodes(&self) -> u64 {
-        (**self).nodes()
-    }
-    fn layout(&self) -> KeyLayout {
-        (**self).layout()
-    }
-    async fn set_string(&self, key: &str, value: &str) {
-        (**self).set_string(key, value).await;
-    }
-    async fn get_string(&self, key: &str) -> Option<String> {
-        (**self).get_string(key).await
-    }
-    async fn hash(&self, key: &str) -> Vec<(String, i64)> {
-        (**self).hash(key).await
-    }
-    async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
-        (**self).hset(key, field, value, pexpire_ms).await;
-    }
-    async fn pttl(&self, key: &str) -> i64 {
-        (**self).pttl(key).await
-    }
-    async fn del(&self, key: &str) -> bool {
-        (**self).del(key).await
-    }
-    async fn keys(&self) -> Vec<String> {
-        (**self).keys().await
-    }
-    async fn publish(&self, channel: &str, message: &str) {
-        (**self).publish(channel, message).await;
-    }
-    async fn subscribers(&self, channel: &str) -> usize {
-        (**self).subscribers(channel).await
-    }
-    async fn list(&self, key: &str) -> Vec<String> {
-        (**self).list(key).await
-    }
-    async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
-        (**self).enqueue(key, zkey, score, value).await;
-    }
-    async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
-        (**self).zscore(key, member).await
-    }
-    async fn now_ms(&self) -> i64 {
-        (**self).now_ms().await
-    }
+/// Implements [`Harness`] (and [`RedisLayout`], when called with `layout`) for
+/// a shared trait object `$ty`, forwarding to the object.
+macro_rules! shared_harness {
+    ($ty:ty) => {
+        #[async_trait]
+        impl Harness for $ty {
+            fn kind(&self) -> Kind {
+                (**self).kind()
+            }
+            async fn client(&self, config: ClientConfig) -> LockClient {
+                (**self).client(config).await
+            }
+            fn nodes(&self) -> u64 {
+                (**self).nodes()
+            }
+        }
+    };
+    ($ty:ty, layout) => {
+        shared_harness!($ty);
+
+        #[async_trait]
+        impl RedisLayout for $ty {
+            fn layout(&self) -> KeyLayout {
+                (**self).layout()
+            }
+            async fn set_string(&self, key: &str, value: &str) {
+                (**self).set_string(key, value).await;
+            }
+            async fn get_string(&self, key: &str) -> Option<String> {
+                (**self).get_string(key).await
+            }
+            async fn hash(&self, key: &str) -> Vec<(String, i64)> {
+                (**self).hash(key).await
+            }
+            async fn hset(&self, key: &str, field: &str, value: i64, pexpire_ms: Option<u64>) {
+                (**self).hset(key, field, value, pexpire_ms).await;
+            }
+            async fn pttl(&self, key: &str) -> i64 {
+                (**self).pttl(key).await
+            }
+            async fn del(&self, key: &str) -> bool {
+                (**self).del(key).await
+            }
+            async fn keys(&self) -> Vec<String> {
+                (**self).keys().await
+            }
+            async fn publish(&self, channel: &str, message: &str) {
+                (**self).publish(channel, message).await;
+            }
+            async fn subscribers(&self, channel: &str) -> usize {
+                (**self).subscribers(channel).await
+            }
+            async fn list(&self, key: &str) -> Vec<String> {
+                (**self).list(key).await
+            }
+            async fn enqueue(&self, key: &str, zkey: &str, score: i64, value: &str) {
+                (**self).enqueue(key, zkey, score, value).await;
+            }
+            async fn zscore(&self, key: &str, member: &str) -> Option<i64> {
+                (**self).zscore(key, member).await
+            }
+            async fn now_ms(&self) -> i64 {
+                (**self).now_ms().await
+            }
+        }
+    };
 }
+
+// A behaviour-only store is shared as `Arc<dyn Harness>`; a Redis one as
+// `Arc<dyn RedisLayout>`, which runs every check.
+shared_harness!(std::sync::Arc<dyn Harness>);
+shared_harness!(std::sync::Arc<dyn RedisLayout>, layout);

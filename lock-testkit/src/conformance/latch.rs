@@ -13,10 +13,10 @@ use lock_redis::kinds::latch::LatchRequest;
 use lock_redis::{CountDownLatch, LockClient, LockName};
 use tokio::time::Instant;
 
-use super::{client, config, eventually, key, unique, Harness};
+use super::{client, config, eventually, key, unique, Harness, RedisLayout};
 
 /// The latch's channel under the harness's layout.
-pub fn latch_channel(h: &dyn Harness, name: &str) -> String {
+pub fn latch_channel(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().latch_channel(&LockName::new(name).unwrap())
 }
 
@@ -97,7 +97,7 @@ pub async fn multi_await(h: &dyn Harness) {
 
 /// testCountDown: counts go down one at a time and never below zero; an
 /// open latch (counted down, or never set) does not block.
-pub async fn count_down(h: &dyn Harness) {
+pub async fn count_down(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("latch-count-down");
     let l = latch(&c, &name);
@@ -232,7 +232,7 @@ pub async fn zero_notice_wakes_every_waiter(h: &dyn Harness) {
 
 /// A Java count-down (Redisson's own script: DECR, DEL at zero, `0` on
 /// the brace-wrapped channel) wakes our waiters.
-pub async fn redisson_count_down_wakes_us(h: &dyn Harness) {
+pub async fn redisson_count_down_wakes_us(h: &dyn RedisLayout) {
     let c = notice_client(h).await;
     let name = unique("latch-java-down");
     let l = latch(&c, &name);
@@ -252,7 +252,7 @@ pub async fn redisson_count_down_wakes_us(h: &dyn Harness) {
 
 /// `1` (a new count, or a delete) makes waiters read the count again: they
 /// return when it reads open and wait on when it does not.
-pub async fn new_count_message_makes_waiters_look_again(h: &dyn Harness) {
+pub async fn new_count_message_makes_waiters_look_again(h: &dyn RedisLayout) {
     let c = notice_client(h).await;
     let name = unique("latch-recheck");
     let l = latch(&c, &name);
@@ -285,7 +285,7 @@ pub async fn new_count_message_makes_waiters_look_again(h: &dyn Harness) {
 /// On the store it is Redisson's layout: the count as a plain integer
 /// string at the name, without expiry, gone at zero; writes leave only
 /// their request records.
-pub async fn layout_is_redissons(h: &dyn Harness) {
+pub async fn layout_is_redissons(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("latch-layout");
     let l = latch(&c, &name);
@@ -341,7 +341,7 @@ pub async fn repeated_writes_count_once(h: &dyn Harness) {
 }
 
 /// Counts of 0 or beyond Redis's integers are refused before any I/O.
-pub async fn invalid_counts_fail_before_io(h: &dyn Harness) {
+pub async fn invalid_counts_fail_before_io(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("latch-invalid");
     let l = latch(&c, &name);
@@ -359,7 +359,7 @@ pub async fn invalid_counts_fail_before_io(h: &dyn Harness) {
 /// never passes through a Lua number, a double, on its way), a count above
 /// it is refused with nothing written, and a count another client stored
 /// beyond the 64-bit range is reported, not misread.
-pub async fn counts_down_exactly_from_the_maximum(h: &dyn Harness) {
+pub async fn counts_down_exactly_from_the_maximum(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("latch-max");
     let k = key(h, &name);
@@ -401,7 +401,7 @@ pub async fn counts_down_exactly_from_the_maximum(h: &dyn Harness) {
 /// A value of another kind at the latch's key — a hash (a lock), or text
 /// that is not a count — fails every operation with `WrongType` naming the
 /// key, and is left as it was.
-pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
+pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("latch-wrong-type");
     let k = key(h, &name);
@@ -438,7 +438,7 @@ async fn assert_wrong_type(l: &CountDownLatch, k: &str) {
 
 /// A waiter whose future is dropped — before or after it subscribed —
 /// leaves no subscription behind.
-pub async fn dropped_wait_leaves_no_subscription(h: &dyn Harness) {
+pub async fn dropped_wait_leaves_no_subscription(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("latch-drop-wait");
     let l = latch(&c, &name);
@@ -469,7 +469,7 @@ pub async fn dropped_wait_leaves_no_subscription(h: &dyn Harness) {
 /// again) either works like any other — one node, memory — or, where its
 /// key and channel would be in different hash slots (a cluster), is
 /// refused when the handle is made, before any I/O.
-pub async fn name_with_its_own_hash_tag_works_or_is_refused(h: &dyn Harness) {
+pub async fn name_with_its_own_hash_tag_works_or_is_refused(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = format!("{{{}}}:jobs", unique("latch-tag"));
     match c.count_down_latch(&name) {

@@ -5,11 +5,11 @@ use std::time::Duration;
 use lock_redis::{AcquireOptions, LockName};
 use tokio::time::Instant;
 
-use super::{channel, client, eventually, key, unique, Harness, WATCHDOG};
+use super::{channel, client, eventually, key, unique, RedisLayout, WATCHDOG};
 
 /// A held lock is a hash with one field `<client-uuid>:<owner-id>` whose
 /// value is the hold count, and a TTL of the lease.
-pub async fn hash_field_is_owner_and_count(h: &dyn Harness) {
+pub async fn hash_field_is_owner_and_count(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("layout");
     let lock = super::lock(h, &a, &name);
@@ -30,7 +30,7 @@ pub async fn hash_field_is_owner_and_count(h: &dyn Harness) {
 
 /// A lock written the way Redisson writes it blocks us, and we report its
 /// holder and TTL.
-pub async fn redisson_written_lock_blocks_us(h: &dyn Harness) {
+pub async fn redisson_written_lock_blocks_us(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("java");
     let java_holder = "0b5f3b2e-8c1d-4a57-9a8f-6c0e1f2d3a4b:57";
@@ -52,7 +52,7 @@ pub async fn redisson_written_lock_blocks_us(h: &dyn Harness) {
 /// Redisson's unlock (delete + `PUBLISH redisson_lock__channel:{name} 0`)
 /// wakes our waiter at once (a polling waiter, never subscribed, finds the
 /// lock free at its next look).
-pub async fn redisson_style_unlock_notice_wakes_us(h: &dyn Harness) {
+pub async fn redisson_style_unlock_notice_wakes_us(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("java-unlock");
     let k = key(h, &name);
@@ -86,7 +86,7 @@ pub async fn redisson_style_unlock_notice_wakes_us(h: &dyn Harness) {
 /// The fencing counter and the unlock request record live under
 /// Redisson's helper names (`redisson_unlock_latch` is Redisson's name for
 /// a request record).
-pub async fn helper_keys_follow_the_layout(h: &dyn Harness) {
+pub async fn helper_keys_follow_the_layout(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("helpers");
     let lock = super::lock(h, &a, &name);

@@ -9,12 +9,12 @@ use std::time::Duration;
 use lock_redis::{AcquireOptions, LockError};
 use tokio::time::Instant;
 
-use super::{client, key, token_key, unique, Harness, WATCHDOG};
+use super::{client, key, token_key, unique, RedisLayout, WATCHDOG};
 
 /// The key holds the owner's token as text with the lease as its time to
 /// live; the owner asking again is refused at once, leaving it as it was;
 /// the unlock deletes it.
-pub async fn the_key_holds_the_token_and_the_holder_is_refused(h: &dyn Harness) {
+pub async fn the_key_holds_the_token_and_the_holder_is_refused(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("lean-layout");
     let lock = c.lean_lock(&name).unwrap();
@@ -37,7 +37,7 @@ pub async fn the_key_holds_the_token_and_the_holder_is_refused(h: &dyn Harness) 
 /// A token written by another library (`SET key token NX PX`) keeps us
 /// out; its compare-and-delete, which publishes nothing, lets a waiter in
 /// within the bounded re-check, long before the foreign lease would end.
-pub async fn a_foreign_holder_excludes_us_and_its_release_is_seen(h: &dyn Harness) {
+pub async fn a_foreign_holder_excludes_us_and_its_release_is_seen(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("lean-foreign");
     let k = key(h, &name);
@@ -69,7 +69,7 @@ pub async fn a_foreign_holder_excludes_us_and_its_release_is_seen(h: &dyn Harnes
 /// Our release deletes only our own token: once the lease ran out and
 /// another library took the name, our unlock says it was not held and leaves
 /// their key alone.
-pub async fn an_unlock_after_expiry_leaves_the_next_holders_token(h: &dyn Harness) {
+pub async fn an_unlock_after_expiry_leaves_the_next_holders_token(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("lean-expired");
     let k = key(h, &name);
@@ -94,7 +94,7 @@ pub async fn an_unlock_after_expiry_leaves_the_next_holders_token(h: &dyn Harnes
 
 /// The watchdog keeps a lean lock past several of its timeouts, and our
 /// unlock wakes a waiter of another client by notice.
-pub async fn the_watchdog_keeps_it_and_the_unlock_wakes_a_waiter(h: &dyn Harness) {
+pub async fn the_watchdog_keeps_it_and_the_unlock_wakes_a_waiter(h: &dyn RedisLayout) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("lean-watchdog");
@@ -123,7 +123,7 @@ pub async fn the_watchdog_keeps_it_and_the_unlock_wakes_a_waiter(h: &dyn Harness
 
 /// Fenced acquisitions take tokens from the name's counter, one more each
 /// time.
-pub async fn fenced_acquisitions_advance_the_token(h: &dyn Harness) {
+pub async fn fenced_acquisitions_advance_the_token(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("lean-fenced");
     let lock = c.lean_lock(&name).unwrap();
@@ -149,7 +149,7 @@ pub async fn fenced_acquisitions_advance_the_token(h: &dyn Harness) {
 
 /// A value of another type at the key (a reentrant lock's hash) is
 /// reported, and nothing is written.
-pub async fn a_reentrant_lock_of_the_name_is_the_wrong_type(h: &dyn Harness) {
+pub async fn a_reentrant_lock_of_the_name_is_the_wrong_type(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("lean-wrong-type");
     let held = c.lock(&name).unwrap().lock().await.unwrap();

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{client, config, eventually, key, unique, Harness, WATCHDOG};
+use super::{client, config, eventually, key, unique, Harness, RedisLayout, WATCHDOG};
 
 /// A fixed lease ends the hold: another client takes the lock afterwards,
 /// and not before; a try with a lease (`try_lock_with_lease`) is held for
@@ -45,7 +45,7 @@ pub async fn lease_expiry_frees_the_lock(h: &dyn Harness) {
 
 /// With the watchdog, a lock outlives several watchdog timeouts while its
 /// guard lives.
-pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
+pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn RedisLayout) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("watchdog");
@@ -68,7 +68,7 @@ pub async fn watchdog_keeps_lock_past_several_timeouts(h: &dyn Harness) {
 
 /// Unlocking stops renewal: the client watches nothing, the key is gone and
 /// stays gone.
-pub async fn renewal_stops_at_unlock(h: &dyn Harness) {
+pub async fn renewal_stops_at_unlock(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("stop");
     let lock = super::lock(h, &a, &name);
@@ -157,7 +157,7 @@ pub async fn watchdog_renews_more_locks_than_a_slice_in_several_calls(h: &dyn Ha
 }
 
 /// A renewal that finds the lock gone fires the guard's lost signal.
-pub async fn deleted_lock_fires_lost_signal(h: &dyn Harness) {
+pub async fn deleted_lock_fires_lost_signal(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("lost");
     let g = super::lock(h, &a, &name).lock().await.unwrap();
@@ -260,7 +260,7 @@ pub async fn close_tells_watchdog_guards(h: &dyn Harness) {
 
 /// (a) A re-entry with a shorter lease does not shorten the owner's hold:
 /// the lock lives until the longest lease given (issue 10, item 3).
-pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
+pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("short-reentry");
     let lock = super::lock(h, &a, &name);
@@ -295,7 +295,7 @@ pub async fn short_reentry_does_not_shorten_the_hold(h: &dyn Harness) {
 
 /// (b) Releasing a short-leased re-entry of a watchdog hold leaves the
 /// watchdog's lease in place, not the re-entry's.
-pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness) {
+pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn RedisLayout) {
     // A long watchdog timeout: no renewal tick comes to the rescue during
     // the check (the first one is a second away).
     let a = h
@@ -332,7 +332,7 @@ pub async fn releasing_a_short_reentry_keeps_the_watchdog_lease(h: &dyn Harness)
 /// (c) A watchdog re-entry of a longer fixed-lease hold neither shortens it
 /// while renewed nor when released: the fixed-lease guard still holds the
 /// lock until its own lease ends, and its unlock succeeds.
-pub async fn watchdog_reentry_does_not_shorten_a_longer_lease(h: &dyn Harness) {
+pub async fn watchdog_reentry_does_not_shorten_a_longer_lease(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("watchdog-reentry");
     let lock = super::lock(h, &a, &name);

@@ -6,10 +6,81 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{Harness, Kind, OfKind};
+use futures::future::BoxFuture;
 
-/// One conformance check.
-pub type Check = for<'a> fn(&'a dyn Harness) -> futures::future::BoxFuture<'a, ()>;
+use super::{Harness, Kind, OfKind, RedisLayout};
+
+/// A check that needs only [`Harness`]: a behaviour check, any store runs it.
+pub type BehaviourCheck = for<'a> fn(&'a dyn Harness) -> BoxFuture<'a, ()>;
+
+/// A check that looks at Redisson's keys: it needs [`RedisLayout`].
+pub type LayoutCheck = for<'a> fn(&'a dyn RedisLayout) -> BoxFuture<'a, ()>;
+
+/// One conformance check, marked by what it needs of the store. The mark
+/// is the check's own parameter type (`&dyn Harness` or `&dyn
+/// RedisLayout`), read by the compiler when the table is listed
+/// ([`Check::of`]), so it cannot drift from what the check does.
+#[derive(Clone, Copy)]
+pub enum Check {
+    /// A behaviour check: any store.
+    Behaviour(BehaviourCheck),
+    /// A Redis-layout check: a Redis store.
+    Layout(LayoutCheck),
+}
+
+impl Check {
+    /// The check `f`, given as `run` (the same function behind a boxed
+    /// future): a [`Check::Behaviour`] when `f` takes `&dyn Harness`, a
+    /// [`Check::Layout`] when it takes `&dyn RedisLayout`. `f` is only read
+    /// for its type, which picks `run`'s.
+    pub fn of<A: CheckArg, R>(_f: impl Fn(A) -> R, run: A::Run) -> Self {
+        A::check(run)
+    }
+
+    /// Whether the check needs [`RedisLayout`] (else any [`Harness`] runs it).
+    pub fn needs_redis_layout(&self) -> bool {
+        matches!(self, Check::Layout(_))
+    }
+
+    /// The check as a behaviour check, when it is one.
+    pub fn behaviour(&self) -> Option<BehaviourCheck> {
+        match self {
+            Check::Behaviour(run) => Some(*run),
+            Check::Layout(_) => None,
+        }
+    }
+
+    /// Runs the check on a Redis store (which runs both sorts).
+    pub fn run<'a>(&self, h: &'a dyn RedisLayout) -> BoxFuture<'a, ()> {
+        match self {
+            Check::Behaviour(run) => run(h),
+            Check::Layout(run) => run(h),
+        }
+    }
+}
+
+/// Implementation detail of [`Check::of`]: a check's parameter type, and
+/// the [`Check`] variant it makes.
+pub trait CheckArg {
+    /// The boxed form of a check taking this parameter.
+    type Run;
+    /// `run` as a [`Check`].
+    fn check(run: Self::Run) -> Check;
+}
+
+impl<'a> CheckArg for &'a (dyn Harness + 'a) {
+    type Run = BehaviourCheck;
+    fn check(run: BehaviourCheck) -> Check {
+        Check::Behaviour(run)
+    }
+}
+
+impl<'a> CheckArg for &'a (dyn RedisLayout + 'a) {
+    type Run = LayoutCheck;
+    fn check(run: LayoutCheck) -> Check {
+        Check::Layout(run)
+    }
+}
 
 /// Which of the checks every lock kind shares a deployment runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,9 +128,18 @@ impl KindChecks {
         checks
     }
 
+    /// The behaviour checks of [`checks`](Self::checks): what a store that
+    /// implements [`Harness`] alone (not Redis) runs for this kind.
+    pub fn behaviour_checks(&self, shared: Shared) -> Vec<(String, BehaviourCheck)> {
+        self.checks(shared)
+            .into_iter()
+            .filter_map(|(name, check)| Some((name, check.behaviour()?)))
+            .collect()
+    }
+
     /// `harness` as this kind's checks take it: a lock kind's wrapped in
     /// [`OfKind`].
-    pub fn harness(&self, harness: Arc<dyn Harness>) -> Arc<dyn Harness> {
+    pub fn harness(&self, harness: Arc<dyn RedisLayout>) -> Arc<dyn RedisLayout> {
         match self.kind {
             Some(kind) => Arc::new(OfKind(kind, harness)),
             None => harness,
@@ -79,14 +159,14 @@ pub fn kinds() -> Vec<KindChecks> {
 /// Prints one line per check, like the test harness does, and returns the
 /// names of the checks that failed.
 pub async fn run_checks(
-    harness: Arc<dyn Harness>,
+    harness: Arc<dyn RedisLayout>,
     checks: Vec<(String, Check)>,
     limit: Duration,
 ) -> Vec<String> {
     let mut failed = Vec::new();
     for (name, check) in checks {
         let h = harness.clone();
-        let mut run = tokio::spawn(async move { check(&*h).await });
+        let mut run = tokio::spawn(async move { check.run(&*h).await });
         let outcome = match tokio::time::timeout(limit, &mut run).await {
             Ok(Ok(())) => Ok(()),
             Ok(Err(e)) => Err(match e.try_into_panic() {
@@ -155,8 +235,10 @@ macro_rules! __conformance_list {
         let checks: ::std::vec::Vec<(&'static str, $crate::conformance::Check)> = ::std::vec![
             $((
                 ::std::stringify!($check),
-                (|h| ::std::boxed::Box::pin($crate::conformance::$group::$check(h)))
-                    as $crate::conformance::Check,
+                $crate::conformance::Check::of(
+                    $crate::conformance::$group::$check,
+                    |h| ::std::boxed::Box::pin($crate::conformance::$group::$check(h)),
+                ),
             )),*
         ];
         checks
@@ -166,6 +248,49 @@ macro_rules! __conformance_list {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each check is marked by its parameter type: spot checks of both
+    /// marks, and the counts the docs quote (`conformance/mod.rs`,
+    /// `docs/testing.md`; update them with these numbers).
+    #[test]
+    fn checks_are_marked_by_what_they_need() {
+        let kinds = kinds();
+        let reentrant = kinds.iter().find(|k| k.name == "reentrant").unwrap();
+        let full = reentrant.checks(Shared::Full);
+        let mark = |name: &str| {
+            let (_, check) = full.iter().find(|(n, _)| n == name).unwrap();
+            check.needs_redis_layout()
+        };
+        assert!(!mark("shared::other_clients_are_excluded"));
+        assert!(mark("shared::hash_field_is_owner_and_count"));
+
+        let shared: Vec<Check> = full
+            .iter()
+            .filter(|(n, _)| n.starts_with("shared::"))
+            .map(|&(_, c)| c)
+            .collect();
+        let behaviour =
+            |checks: &[Check]| checks.iter().filter(|c| c.behaviour().is_some()).count();
+        assert_eq!(
+            (behaviour(&shared), shared.len()),
+            (39, 56),
+            "shared checks"
+        );
+        let own: Vec<Check> = kinds
+            .iter()
+            .flat_map(|k| k.own.iter().map(|&(_, c)| c))
+            .collect();
+        assert_eq!((behaviour(&own), own.len()), (60, 122), "kinds' own checks");
+        let behaviour_only: usize = kinds
+            .iter()
+            .map(|k| k.behaviour_checks(Shared::Full).len())
+            .sum();
+        assert_eq!(
+            behaviour_only,
+            39 * 3 + 60,
+            "what a store that is not Redis runs"
+        );
+    }
 
     /// The smoke subset is a part of the shared checks, not all of them;
     /// kinds and every kind's checks have distinct names (a test per check

@@ -1,8 +1,49 @@
 //! The conformance suite: behaviour checks every backend must pass.
 //!
-//! Each check is a `pub async fn(&dyn Harness)`, run against a
-//! [`Harness`]: a way to connect new clients to one shared store, plus raw
-//! access to the store as another Redis client (or Redisson) would have.
+//! Each check is a `pub async fn`, run against one shared store through
+//! one of two traits:
+//!
+//! - [`Harness`], what any store offers: new clients on their own
+//!   connections, the lock kind of the suite, the number of nodes. A check
+//!   taking `&dyn Harness` is a **behaviour check**: it asserts only what
+//!   the clients observe, so a store that is not Redis (a PostgreSQL
+//!   store, issue 41) runs it.
+//! - [`RedisLayout`]` : Harness`, the Redis layout: raw commands on the
+//!   store as another Redis client (or Redisson) would send them, the key
+//!   layout, the server's clock. A check taking `&dyn RedisLayout` is a
+//!   **Redis-layout check**: it looks at (or writes) Redisson's keys, the
+//!   wire contract, or asserts that nothing is left in the keyspace.
+//!
+//! The mark is each check's parameter type, so the compiler keeps it
+//! honest; [`Check`] carries it into the lists ([`Check::needs_redis_layout`],
+//! [`KindChecks::behaviour_checks`]). Of the 178 checks of the table, 99
+//! need only [`Harness`]:
+//!
+//! | Row | Behaviour checks | Of |
+//! | --- | --- | --- |
+//! | shared by every lock kind | 39 | 56 (smoke subset: 4 of 8) |
+//! | reentrant (own) | 5 | 12 |
+//! | lean | 0 | 6 |
+//! | fair (own) | 2 | 12 |
+//! | handoff (own) | 0 | 10 |
+//! | read_write | 11 | 18 |
+//! | latch | 11 | 22 |
+//! | semaphores | 31 | 42 |
+//!
+//! (`lists.rs` pins these numbers in a test.) Many Redis-layout checks are
+//! behaviour checks that end by asserting no key is left
+//! ([`leftover_keys`]), or that read a key's TTL; a store-neutral probe of
+//! "nothing left" on [`Harness`] would move them over. Of the 18
+//! multi-store checks (`multi.rs`, `redlock.rs`), 12 take any stores
+//! ([`multi::Stores`]) and 6, which look at keys or subscriptions, Redis
+//! stores ([`multi::RedisStores`]).
+//!
+//! The table macros ([`conformance_table!`](crate::conformance_table),
+//! [`multi_conformance_tests!`](crate::multi_conformance_tests)) stamp out
+//! every check, so they need a deployment that implements [`RedisLayout`]
+//! (every deployment today is Redis); a store that implements [`Harness`]
+//! alone runs the behaviour checks from the lists ([`kinds`],
+//! [`KindChecks::behaviour_checks`]).
 //!
 //! The suite is data (`table.rs`): the checks every lock kind shares, with
 //! a smoke subset marked, and one row per kind with its own checks. A
@@ -67,8 +108,10 @@ mod table;
 pub mod waiting;
 
 pub(crate) use harness::wrapping_harness;
-pub use harness::{Harness, OfKind};
-pub use lists::{kinds, run_checks, Check, KindChecks, Shared};
+pub use harness::{Harness, OfKind, RedisLayout};
+pub use lists::{
+    kinds, run_checks, BehaviourCheck, Check, CheckArg, KindChecks, LayoutCheck, Shared,
+};
 
 /// Which kind of lock a suite checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,17 +185,17 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// The key of lock `name` under the harness's layout.
-pub fn key(h: &dyn Harness, name: &str) -> String {
+pub fn key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().lock_key(&lock_name(name))
 }
 
 /// The fencing-token counter of lock `name`.
-pub fn token_key(h: &dyn Harness, name: &str) -> String {
+pub fn token_key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().token_key(&lock_name(name))
 }
 
 /// The unlock channel of lock `name`.
-pub fn channel(h: &dyn Harness, name: &str) -> String {
+pub fn channel(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().channel(&lock_name(name))
 }
 
@@ -162,7 +205,7 @@ fn lock_name(name: &str) -> LockName {
 
 /// Keys this check's lock left behind, other than request records (which
 /// expire on their own) and the fencing counter (which must never expire).
-pub async fn leftover_keys(h: &dyn Harness, name: &str) -> Vec<String> {
+pub async fn leftover_keys(h: &dyn RedisLayout, name: &str) -> Vec<String> {
     h.keys()
         .await
         .into_iter()

@@ -1,10 +1,13 @@
 //! Multi-lock: several locks, of several independent stores, held as one
 //! (the RedLock's checks are in `redlock.rs`, on the same stores).
 //!
-//! Each check takes [`Stores`]: at least [`STORES`] independent stores
-//! (in-memory servers, or redis-servers), each reached through clients of
-//! its own, as [`MultiLock`] and [`RedLock`] are used in production. Run
-//! them all with [`multi_conformance_tests!`](crate::multi_conformance_tests).
+//! Each check takes at least [`STORES`] independent stores (in-memory
+//! servers, or redis-servers), each reached through clients of its own, as
+//! [`MultiLock`] and [`RedLock`] are used in production: [`Stores`] (any
+//! store: a behaviour check) or, for the 6 of the 18 checks that look at
+//! keys or subscriptions, [`RedisStores`]. Run them all with
+//! [`multi_conformance_tests!`](crate::multi_conformance_tests), given Redis
+//! stores.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,21 +15,53 @@ use std::time::Duration;
 use lock_redis::{AcquireOptions, Lock, LockClient, MultiLock, RedLock};
 use tokio::time::Instant;
 
-use super::{channel, client, eventually, leftover_keys, unique, Harness, WATCHDOG};
+use super::{channel, config, eventually, leftover_keys, unique, Harness, RedisLayout, WATCHDOG};
 use crate::ExclusionChecker;
 
-/// Independent stores, one harness each.
+/// Independent stores, one harness each: what the behaviour checks take.
 pub type Stores = [Arc<dyn Harness>];
+
+/// Independent Redis stores: what the checks that look at keys or
+/// subscriptions take ([`RedisLayout`]).
+pub type RedisStores = [Arc<dyn RedisLayout>];
+
+/// Implementation detail of
+/// [`multi_conformance_tests!`](crate::multi_conformance_tests): the
+/// stores as a check takes them, picked by the check's parameter type.
+pub trait StoresArg<'a> {
+    /// `redis` or `any`: the same stores, seen as Redis stores or as any.
+    fn pick(redis: &'a RedisStores, any: &'a Stores) -> Self;
+}
+
+impl<'a> StoresArg<'a> for &'a Stores {
+    fn pick(_: &'a RedisStores, any: &'a Stores) -> Self {
+        any
+    }
+}
+
+impl<'a> StoresArg<'a> for &'a RedisStores {
+    fn pick(redis: &'a RedisStores, _: &'a Stores) -> Self {
+        redis
+    }
+}
+
+/// Redis stores `redis` as stores of any kind, for the behaviour checks.
+pub fn as_any(redis: &RedisStores) -> Vec<Arc<dyn Harness>> {
+    redis
+        .iter()
+        .map(|store| Arc::clone(store) as Arc<dyn Harness>)
+        .collect()
+}
 
 /// How many stores the checks need: a RedLock over five masters.
 pub const STORES: usize = 5;
 
 /// A client on each of the first `n` stores.
-pub(super) async fn clients(stores: &Stores, n: usize) -> Vec<LockClient> {
+pub(super) async fn clients<S: Harness + ?Sized>(stores: &[Arc<S>], n: usize) -> Vec<LockClient> {
     assert!(stores.len() >= n, "the checks need {n} stores");
     let mut out = Vec::with_capacity(n);
     for store in &stores[..n] {
-        out.push(client(&**store).await);
+        out.push(store.client(config()).await);
     }
     out
 }
@@ -57,7 +92,7 @@ fn abc(clients: &[LockClient], prefix: &str) -> (Vec<String>, MultiLock) {
 
 /// A multi-lock over locks of three stores takes every one (in name
 /// order); unlocking frees them all and leaves no key behind.
-pub async fn multi_lock_takes_every_member_and_unlock_frees_them(stores: &Stores) {
+pub async fn multi_lock_takes_every_member_and_unlock_frees_them(stores: &RedisStores) {
     let ours = clients(stores, 3).await;
     let others = clients(stores, 3).await;
     let (names, multi) = abc(&ours, "multi-all");
@@ -78,7 +113,7 @@ pub async fn multi_lock_takes_every_member_and_unlock_frees_them(stores: &Stores
 
 /// Members of different kinds (a fair lock, a plain one) are taken and
 /// released together, each by its own protocol.
-pub async fn multi_lock_mixes_kinds(stores: &Stores) {
+pub async fn multi_lock_mixes_kinds(stores: &RedisStores) {
     let ours = clients(stores, 2).await;
     let others = clients(stores, 2).await;
     let (fair, plain) = (unique("multi-kinds-a"), unique("multi-kinds-b"));
@@ -185,7 +220,7 @@ pub async fn multi_locks_listed_in_opposite_orders_do_not_deadlock(stores: &Stor
 
 /// A multi-lock dropped while waiting for its last member, the others
 /// taken, leaves nothing held, no subscription and no key behind.
-pub async fn cancelled_half_taken_multi_lock_leaves_nothing_held(stores: &Stores) {
+pub async fn cancelled_half_taken_multi_lock_leaves_nothing_held(stores: &RedisStores) {
     let ours = clients(stores, 3).await;
     let others = clients(stores, 3).await;
     let (names, multi) = abc(&ours, "multi-cancel");
@@ -316,7 +351,7 @@ pub async fn multi_lock_with_lease_expires_every_member(stores: &Stores) {
 }
 
 /// Bad input is refused before any I/O.
-pub async fn multi_lock_refuses_bad_input(stores: &Stores) {
+pub async fn multi_lock_refuses_bad_input(stores: &RedisStores) {
     let ours = clients(stores, 2).await;
     let name = unique("multi-bad");
     assert!(MultiLock::new(Vec::<Lock>::new())
@@ -342,7 +377,9 @@ pub async fn multi_lock_refuses_bad_input(stores: &Stores) {
 }
 
 /// Runs every multi-lock and RedLock check as its own test, given an
-/// async function returning at least [`STORES`] independent stores:
+/// async function returning at least [`STORES`] independent Redis stores
+/// (`Vec<Arc<dyn RedisLayout>>`; the behaviour checks see them as any
+/// stores):
 ///
 /// ```text
 /// lock_testkit::multi_conformance_tests!(#[tokio::test(start_paused = true)] stores = five_stores);
@@ -381,8 +418,12 @@ macro_rules! __multi_each {
     ([$($attrs:tt)*] $make:path; $group:ident :: $check:ident, $($rest:tt)*) => {
         $($attrs)*
         async fn $check() {
-            let stores = $make().await;
-            $crate::conformance::$group::$check(&stores).await;
+            let redis = $make().await;
+            let any = $crate::conformance::multi::as_any(&redis);
+            $crate::conformance::$group::$check(
+                $crate::conformance::multi::StoresArg::pick(&redis, &any),
+            )
+            .await;
         }
         $crate::__multi_each! { [$($attrs)*] $make; $($rest)* }
     };

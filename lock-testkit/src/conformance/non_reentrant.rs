@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lock_redis::{AcquireOptions, LockError};
 
-use super::{client, key, unique, Harness};
+use super::{client, key, unique, Harness, RedisLayout};
 
 fn refused(result: lock_redis::Result<impl std::fmt::Debug>, name: &str) {
     match result {
@@ -19,7 +19,7 @@ fn refused(result: lock_redis::Result<impl std::fmt::Debug>, name: &str) {
 
 /// Every way of acquiring is refused to the holder, at once (a wait would
 /// wait for itself), and leaves its one hold as it was.
-pub async fn the_holder_is_refused_and_keeps_its_one_hold(h: &dyn Harness) {
+pub async fn the_holder_is_refused_and_keeps_its_one_hold(h: &dyn RedisLayout) {
     let c = client(h).await;
     let name = unique("non-reentrant-again");
     let lock = c.non_reentrant_lock(&name).unwrap();
@@ -80,7 +80,7 @@ pub async fn other_owners_wait_for_the_unlock(h: &dyn Harness) {
 /// Same name, same key: a reentrant (or Java `RLock`) hold and a
 /// non-reentrant one exclude each other, and a non-reentrant request of
 /// the owner of a reentrant hold is refused (the same hash field).
-pub async fn reentrant_and_non_reentrant_locks_of_a_name_are_one_lock(h: &dyn Harness) {
+pub async fn reentrant_and_non_reentrant_locks_of_a_name_are_one_lock(h: &dyn RedisLayout) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("non-reentrant-mixed");

@@ -17,7 +17,7 @@ use lock_redis::{
 };
 use tokio::time::Instant;
 
-use super::{client, key, unique, waiting, Harness};
+use super::{client, key, unique, waiting, Harness, RedisLayout};
 
 fn sem(c: &LockClient, name: &str) -> PermitExpirableSemaphore {
     c.permit_expirable_semaphore(name)
@@ -203,7 +203,7 @@ pub async fn repeated_totals_and_many_requests_count_once(h: &dyn Harness) {
 
 /// Bad input to the totals and many-permit methods is refused before any
 /// I/O; a key holding something else fails with `WrongType`, untouched.
-pub async fn bad_input_to_totals_and_many_is_refused(h: &dyn Harness) {
+pub async fn bad_input_to_totals_and_many_is_refused(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("psem-many-args");
     let s = sem(&a, &name);

@@ -11,14 +11,14 @@ use lock_redis::kinds::permit_semaphore::LeaseRelease;
 use lock_redis::{LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId};
 use tokio::time::Instant;
 
-use super::{client, key, unique, waiting, Harness};
+use super::{client, key, unique, waiting, Harness, RedisLayout};
 
 fn sem(c: &LockClient, name: &str) -> PermitExpirableSemaphore {
     c.permit_expirable_semaphore(name)
         .expect("an expirable-permit semaphore")
 }
 
-fn leases_key(h: &dyn Harness, name: &str) -> String {
+fn leases_key(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().permit_leases_key(&LockName::new(name).unwrap())
 }
 
@@ -256,7 +256,7 @@ pub async fn dropped_permit_acquire_leaves_no_permit(h: &dyn Harness) {
 
 /// Bad leases are refused before any I/O; a key holding something else
 /// fails with `WrongType` and is left untouched.
-pub async fn bad_input_is_refused(h: &dyn Harness) {
+pub async fn bad_input_is_refused(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("psem-args");
     let s = sem(&a, &name);
@@ -355,7 +355,7 @@ pub async fn watchdog_renews_a_held_permit(h: &dyn Harness) {
 /// A renewal that finds the permit released by id by another client, or
 /// its semaphore's leases deleted, tells the guard within a tick; the
 /// guard then sends no release.
-pub async fn lost_signal_when_permit_taken_away(h: &dyn Harness) {
+pub async fn lost_signal_when_permit_taken_away(h: &dyn RedisLayout) {
     let (a, b) = (watchdog_client(h).await, client(h).await);
     let name = unique("psem-lost");
     sem(&a, &name).try_set_permits(2).await.unwrap();
@@ -505,7 +505,7 @@ pub async fn close_tells_watchdog_permit_guards(h: &dyn Harness) {
 /// permit's guard at the next renewal, and the permits of other
 /// semaphores renewed in the same batch stay held; the value is left
 /// untouched.
-pub async fn broken_semaphore_does_not_stop_other_renewals(h: &dyn Harness) {
+pub async fn broken_semaphore_does_not_stop_other_renewals(h: &dyn RedisLayout) {
     let a = watchdog_client(h).await;
     let (good, broken) = (unique("psem-good"), unique("psem-broken"));
     sem(&a, &good).try_set_permits(1).await.unwrap();

@@ -4,7 +4,7 @@
 use lock_redis::{ClientConfig, LockClient, WaitStrategy};
 use lock_script::KeyLayout;
 
-use super::{Harness, Kind};
+use super::{Harness, Kind, RedisLayout};
 
 /// A harness whose clients wait by polling: `Polling(h, WaitStrategy::poll())`
 /// runs a suite against `h`'s store with every client's

@@ -12,7 +12,7 @@ use lock_core::backend::{
 };
 use lock_redis::{LockClient, LockName, Owner};
 
-use super::{client, unique, Harness, Kind};
+use super::{client, unique, Harness, Kind, RedisLayout};
 
 /// The record ttl of these requests: far longer than any check.
 /// How long the requests made here may run: past any paused-time advance
@@ -72,7 +72,7 @@ async fn must_be_held(backend: &dyn ExclusiveKind, req: &AcquireRequest) -> Opti
 /// — not take a second hold under one guard (reentrant), nor queue a waiter
 /// that already has the lock (fair) — and tell the lock's current time to
 /// live.
-pub async fn a_repeated_held_attempt_takes_nothing(h: &dyn Harness) {
+pub async fn a_repeated_held_attempt_takes_nothing(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let (ka, kb) = (kind_of(h, &a), kind_of(h, &b));
     let (ba, bb) = (ka.as_ref(), kb.as_ref());

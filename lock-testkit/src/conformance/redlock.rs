@@ -7,7 +7,7 @@ use std::time::Duration;
 use lock_redis::{AcquireOptions, Lock, RedGuard, RedLock};
 use tokio::time::Instant;
 
-use super::multi::{clients, locked, on_each, Stores, STORES};
+use super::multi::{clients, locked, on_each, RedisStores, Stores, STORES};
 use super::{channel, eventually, leftover_keys, unique, WATCHDOG};
 use crate::ExclusionChecker;
 
@@ -151,7 +151,7 @@ pub async fn redlock_watchdog_renews_every_member(stores: &Stores) {
 
 /// A RedLock dropped while waiting, with a member taken, leaves nothing
 /// held.
-pub async fn cancelled_redlock_acquisition_leaves_nothing_held(stores: &Stores) {
+pub async fn cancelled_redlock_acquisition_leaves_nothing_held(stores: &RedisStores) {
     let ours = clients(stores, STORES).await;
     let others = clients(stores, STORES).await;
     let name = unique("red-cancel");
@@ -207,7 +207,7 @@ pub async fn redlock_with_lease_expires(stores: &Stores) {
 }
 
 /// Bad input is refused before any I/O.
-pub async fn redlock_refuses_bad_input(stores: &Stores) {
+pub async fn redlock_refuses_bad_input(stores: &RedisStores) {
     let ours = clients(stores, 2).await;
     let name = unique("red-bad");
     assert!(RedLock::new(Vec::<Lock>::new())

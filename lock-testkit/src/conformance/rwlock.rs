@@ -12,7 +12,7 @@ use std::time::Duration;
 use lock_redis::{LockClient, LockError, LockName, ReadWriteLock};
 use tokio::time::Instant;
 
-use super::{client, eventually, key, unique, waiting, Harness, WATCHDOG};
+use super::{client, eventually, key, unique, waiting, Harness, RedisLayout, WATCHDOG};
 use crate::ExclusionChecker;
 
 /// A lease long enough that anything quicker was a wake-up, not an expiry.
@@ -25,7 +25,7 @@ fn rw(c: &LockClient, name: &str) -> ReadWriteLock {
 }
 
 /// The key of hold `n` of `owner` on read-write lock `name`.
-fn hold_key(h: &dyn Harness, name: &str, owner: lock_redis::Owner, n: u64) -> String {
+fn hold_key(h: &dyn RedisLayout, name: &str, owner: lock_redis::Owner, n: u64) -> String {
     let prefix = h
         .layout()
         .rwlock_hold_key_prefix(&LockName::new(name).unwrap(), &owner);
@@ -33,7 +33,7 @@ fn hold_key(h: &dyn Harness, name: &str, owner: lock_redis::Owner, n: u64) -> St
 }
 
 /// The read-write lock's channel.
-pub fn rw_channel(h: &dyn Harness, name: &str) -> String {
+pub fn rw_channel(h: &dyn RedisLayout, name: &str) -> String {
     h.layout().rwlock_channel(&LockName::new(name).unwrap())
 }
 
@@ -134,7 +134,7 @@ pub async fn writers_never_overlap_anyone(h: &dyn Harness) {
 
 /// A read hold is counted per owner, each hold has its own timeout key with
 /// its own lease, and the lock lives as long as its longest hold.
-pub async fn read_holds_have_their_own_timeout_keys(h: &dyn Harness) {
+pub async fn read_holds_have_their_own_timeout_keys(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("rw-holds");
     let lock = rw(&a, &name);
@@ -175,7 +175,7 @@ pub async fn read_holds_have_their_own_timeout_keys(h: &dyn Harness) {
 
 /// When a reader leaves, the lock's TTL becomes the longest remaining hold
 /// of any reader, and a reader whose hold keys expired does not keep it.
-pub async fn lock_ttl_follows_the_longest_live_read_hold(h: &dyn Harness) {
+pub async fn lock_ttl_follows_the_longest_live_read_hold(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("rw-ttl");
     let long = rw(&a, &name)
@@ -325,7 +325,7 @@ pub async fn read_holds_reenter_by_owner(h: &dyn Harness) {
 
 /// The watchdog keeps a read hold — its timeout key and the lock — alive
 /// past several watchdog timeouts, and stops at unlock.
-pub async fn watchdog_keeps_read_holds_alive(h: &dyn Harness) {
+pub async fn watchdog_keeps_read_holds_alive(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("rw-watchdog");
     let r = rw(&a, &name).read().lock().await.unwrap();
@@ -345,7 +345,7 @@ pub async fn watchdog_keeps_read_holds_alive(h: &dyn Harness) {
 /// A deleted lock tells the read holder's guard at the next renewal; the
 /// owner's write hold is tracked apart and told too only when its own
 /// renewal fails.
-pub async fn deleted_lock_fires_the_readers_lost_signal(h: &dyn Harness) {
+pub async fn deleted_lock_fires_the_readers_lost_signal(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("rw-lost");
     let r = rw(&a, &name).read().lock().await.unwrap();
@@ -381,7 +381,7 @@ pub async fn force_unlock_per_side(h: &dyn Harness) {
 
 /// A non-hash value at the key: every operation of either side reports
 /// `WrongType` and leaves it as it is.
-pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
+pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("rw-wrongtype");
     h.set_string(&key(h, &name), "not a lock").await;
@@ -418,7 +418,7 @@ pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
 
 /// A plain lock of the same name is not a read-write lock: neither side
 /// takes it or writes into it.
-pub async fn plain_lock_of_the_name_is_not_written_into(h: &dyn Harness) {
+pub async fn plain_lock_of_the_name_is_not_written_into(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("rw-plain");
     let plain = a.lock(&name).unwrap().lock().await.unwrap();
@@ -444,7 +444,7 @@ async fn poll_then_drop<F: Future>(fut: F, n: usize) {
 
 /// Read and write acquisitions dropped at any await point, on a free lock
 /// or while waiting, leave nothing held, no hold key and no subscription.
-pub async fn dropped_acquires_leave_nothing_held(h: &dyn Harness) {
+pub async fn dropped_acquires_leave_nothing_held(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let name = unique("rw-drop");
     let lock = rw(&a, &name);

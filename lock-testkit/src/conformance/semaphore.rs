@@ -10,13 +10,13 @@ use lock_redis::kinds::semaphore::PermitRequest;
 use lock_redis::{LockClient, LockError, Semaphore, MAX_PERMITS};
 use tokio::time::Instant;
 
-use super::{client, eventually, key, unique, waiting, Harness};
+use super::{client, eventually, key, unique, waiting, Harness, RedisLayout};
 
 fn sem(c: &LockClient, name: &str) -> Semaphore {
     c.semaphore(name).expect("a semaphore")
 }
 
-fn sem_channel(h: &dyn Harness, name: &str) -> String {
+fn sem_channel(h: &dyn RedisLayout, name: &str) -> String {
     h.layout()
         .semaphore_channel(&lock_redis::LockName::new(name).unwrap())
 }
@@ -27,7 +27,7 @@ const WOKEN_WITHIN: Duration = Duration::from_secs(1);
 
 /// `try_set_permits` creates the count once, announces it, and never
 /// overwrites an existing one.
-pub async fn try_set_permits_sets_once(h: &dyn Harness) {
+pub async fn try_set_permits_sets_once(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("sem-set");
     let s = sem(&a, &name);
@@ -221,7 +221,7 @@ pub async fn add_and_drain_permits(h: &dyn Harness) {
 
 /// `try_set_permits_with_ttl` sets the count's time to live; acquisitions
 /// and releases keep it, `add_permits` drops it (as Redisson's SET does).
-pub async fn ttl_is_kept_by_acquire_and_release_dropped_by_add(h: &dyn Harness) {
+pub async fn ttl_is_kept_by_acquire_and_release_dropped_by_add(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("sem-ttl");
     let s = sem(&a, &name);
@@ -282,7 +282,7 @@ pub async fn repeated_changes_count_once(h: &dyn Harness) {
 
 /// An acquisition dropped at any point (waiting or with its request on
 /// the wire) leaves no permit taken and no subscription.
-pub async fn dropped_acquire_leaves_no_permit(h: &dyn Harness) {
+pub async fn dropped_acquire_leaves_no_permit(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("sem-cancel");
     let s = sem(&a, &name);
@@ -320,7 +320,7 @@ pub async fn dropped_acquire_leaves_no_permit(h: &dyn Harness) {
 
 /// A Java client's release (INCRBY, then PUBLISH of the new count on
 /// `redisson_sc:{name}`) wakes our waiter.
-pub async fn redisson_style_release_wakes_us(h: &dyn Harness) {
+pub async fn redisson_style_release_wakes_us(h: &dyn RedisLayout) {
     let b = client(h).await;
     let name = unique("sem-java");
     h.set_string(&key(h, &name), "0").await;
@@ -346,7 +346,7 @@ pub async fn redisson_style_release_wakes_us(h: &dyn Harness) {
 
 /// Zero permits, more than a semaphore can hold, and counts pushed past
 /// the bound are refused with `InvalidArgument`, writing nothing.
-pub async fn bad_permit_counts_are_refused(h: &dyn Harness) {
+pub async fn bad_permit_counts_are_refused(h: &dyn RedisLayout) {
     let a = client(h).await;
     let name = unique("sem-args");
     let s = sem(&a, &name);
@@ -392,7 +392,7 @@ pub async fn bad_permit_counts_are_refused(h: &dyn Harness) {
 
 /// A key holding something other than a count (a hash, a word) fails every
 /// operation with `WrongType` naming the key, and is left untouched.
-pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn Harness) {
+pub async fn wrong_type_is_reported_and_left_untouched(h: &dyn RedisLayout) {
     let a = client(h).await;
     let hashed = unique("sem-hash");
     h.hset(&key(h, &hashed), "f", 1, None).await;
@@ -428,7 +428,7 @@ pub async fn closed_client_rejects_semaphores(h: &dyn Harness) {
 
 /// `release_if_exists` gives back to an existing semaphore (waking a
 /// waiter) and leaves a missing one missing, writing nothing.
-pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn Harness) {
+pub async fn release_if_exists_gives_back_only_to_an_existing_semaphore(h: &dyn RedisLayout) {
     let (a, b) = (client(h).await, client(h).await);
     let missing = unique("sem-rie-none");
     assert!(!sem(&a, &missing).release_if_exists(1).await.unwrap());

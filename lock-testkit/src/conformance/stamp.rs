@@ -5,7 +5,9 @@
 //! `<deployment>::<kind>::shared::`).
 
 /// A deployment crate's conformance table: one row per deployment, giving
-/// the async function that returns its [`Harness`](crate::conformance::Harness), which
+/// the async function that returns its harness (a
+/// [`RedisLayout`](crate::conformance::RedisLayout): the table stamps out
+/// the Redis-layout checks too), which
 /// of the checks every lock kind shares it runs (`full`, or `smoke`: the
 /// subset marked in `table.rs`), and which kinds (`all`, or a list of
 /// their names: `reentrant`, `fair`, `handoff`, `read_write`, `latch`,
@@ -70,7 +72,7 @@ macro_rules! __conformance_stamp_kind {
             #[allow(unused_imports)]
             use super::*;
 
-            async fn __suite() -> $crate::conformance::OfKind<impl $crate::conformance::Harness> {
+            async fn __suite() -> $crate::conformance::OfKind<impl $crate::conformance::RedisLayout> {
                 $crate::conformance::OfKind($crate::conformance::Kind::$kind, $make().await)
             }
 

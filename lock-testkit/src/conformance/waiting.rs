@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::{
     channel, client, contended, eventually, key, subscribes, unique, waiting, Contended, Harness,
-    WATCHDOG,
+    RedisLayout, WATCHDOG,
 };
 use crate::ExclusionChecker;
 
@@ -97,7 +97,7 @@ pub async fn waiter_acquires_when_holder_lease_expires(h: &dyn Harness) {
 
 /// A lock deleted behind the holder's back, with no notice published, is
 /// taken by a waiter within one TTL.
-pub async fn deleted_lock_without_notice_is_taken_within_ttl(h: &dyn Harness) {
+pub async fn deleted_lock_without_notice_is_taken_within_ttl(h: &dyn RedisLayout) {
     let a = client(h).await;
     let b = client(h).await;
     let name = unique("lost-notice");
@@ -242,7 +242,7 @@ pub async fn force_unlock_wakes_a_waiter(h: &dyn Harness) {
 /// However many tasks wait on one lock, the client holds one subscription,
 /// and drops it when the last waiter leaves. Polling waiters hold none:
 /// no `SUBSCRIBE` reaches the store at all.
-pub async fn many_waiters_share_one_subscription(h: &dyn Harness) {
+pub async fn many_waiters_share_one_subscription(h: &dyn RedisLayout) {
     let Contended { b, name, held, .. } = contended(h, "share").await;
     let start = Arc::new(Barrier::new(51));
     let mut waiters = Vec::new();

@@ -1,18 +1,22 @@
-//! The in-memory server as a conformance [`Harness`].
+//! The in-memory server as a conformance [`Harness`] and [`RedisLayout`]:
+//! it is Redis, so it runs every check.
 
 use async_trait::async_trait;
 use lock_redis::{ClientConfig, LockClient};
 use lock_script::KeyLayout;
 
 use super::InMemoryServer;
-use crate::conformance::Harness;
+use crate::conformance::{Harness, RedisLayout};
 
 #[async_trait]
 impl Harness for InMemoryServer {
     async fn client(&self, config: ClientConfig) -> LockClient {
         self.client_with(config).expect("valid client config")
     }
+}
 
+#[async_trait]
+impl RedisLayout for InMemoryServer {
     fn layout(&self) -> KeyLayout {
         InMemoryServer::layout(self).clone()
     }
