@@ -49,7 +49,7 @@
 //! | fenced lock | [`LockClient::fenced_lock`] | [`FencedLock`] → [`FencedGuard`] |
 //! | read-write lock | [`LockClient::read_write_lock`] | [`ReadWriteLock`] → [`Guard`] |
 //! | semaphore | [`LockClient::semaphore`] | [`Semaphore`] → [`PermitGuard`] |
-//! | expirable-permit semaphore | [`LockClient::permit_expirable_semaphore`] | [`PermitExpirableSemaphore`] → [`ExpirablePermit`] |
+//! | expirable-permit semaphore | [`LockClient::permit_expirable_semaphore`] | [`PermitExpirableSemaphore`] → [`ExpirablePermitGuard`] |
 //! | count-down latch | [`LockClient::count_down_latch`] | [`CountDownLatch`] |
 //! | multi-lock, RedLock | [`MultiLock::new`], [`RedLock::new`] | [`MultiGuard`], [`RedGuard`] |
 //!
@@ -284,7 +284,9 @@ pub mod users {
         ReadWriteMode,
     };
     pub use crate::kinds::latch::{CountDownLatch, MAX_COUNT};
-    pub use crate::kinds::permit_semaphore::{ExpirablePermit, PermitExpirableSemaphore, PermitId};
+    pub use crate::kinds::permit_semaphore::{
+        ExpirablePermitGuard, PermitExpirableSemaphore, PermitId,
+    };
     pub use crate::kinds::rwlock::ReadWriteLock;
     pub use crate::kinds::semaphore::{PermitGuard, Semaphore, MAX_PERMITS};
     pub use lock_fair::{FairLock, FairLockInfo, HandoffLock, QueuedWaiter};

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use lock_redis::{
-    ExpirablePermit, Guard, Lock, LockClient, PermitExpirableSemaphore, PermitGuard, RedGuard,
+    ExpirablePermitGuard, Guard, Lock, LockClient, PermitExpirableSemaphore, PermitGuard, RedGuard,
     RedLock, Result, Semaphore,
 };
 use lock_testkit::conformance::config;
@@ -326,7 +326,7 @@ enum Held {
     One(Guard),
     Red(RedGuard),
     Sem(PermitGuard),
-    Exp(ExpirablePermit),
+    Exp(ExpirablePermitGuard),
 }
 
 impl Held {
@@ -394,7 +394,7 @@ impl Handle {
         let one = |g: Guard| Some(Held::One(g));
         let red = |g: RedGuard| Some(Held::Red(g));
         let sem = |p: PermitGuard| Some(Held::Sem(p));
-        let exp = |p: ExpirablePermit| Some(Held::Exp(p));
+        let exp = |p: ExpirablePermitGuard| Some(Held::Exp(p));
         let pick = rng.u8(..4);
         let op = match pick {
             0 => format!("waits (given up after {wait:?})"),

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lock_redis::{ExpirablePermit, LockClient, PermitExpirableSemaphore, PermitId, Semaphore};
+use lock_redis::{ExpirablePermitGuard, LockClient, PermitExpirableSemaphore, PermitId, Semaphore};
 use lock_testkit::InMemoryServer;
 use tokio::time::{sleep, Instant};
 
@@ -36,7 +36,10 @@ fn psem(c: &LockClient, name: &str) -> PermitExpirableSemaphore {
 /// Permits as Redisson hands them out: ids, kept taken with no guard, and
 /// `None` (ours: renewed by the watchdog) made Redisson's "no lease", which
 /// never expires.
-async fn java_ids(s: &PermitExpirableSemaphore, permits: Vec<ExpirablePermit>) -> Vec<PermitId> {
+async fn java_ids(
+    s: &PermitExpirableSemaphore,
+    permits: Vec<ExpirablePermitGuard>,
+) -> Vec<PermitId> {
     let mut ids = Vec::with_capacity(permits.len());
     for permit in permits {
         let renewed = permit.is_renewed();
@@ -618,14 +621,14 @@ async fn test_acquired_permits() {
         .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
-        .map(ExpirablePermit::into_id)
+        .map(ExpirablePermitGuard::into_id)
         .is_some());
     assert_eq!(s.acquired_permits().await.unwrap(), 1);
     assert!(s
         .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
-        .map(ExpirablePermit::into_id)
+        .map(ExpirablePermitGuard::into_id)
         .is_some());
     assert!(s
         .try_acquire_for_with_lease(MS(200), lease)
@@ -638,7 +641,7 @@ async fn test_acquired_permits() {
         .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
-        .map(ExpirablePermit::into_id)
+        .map(ExpirablePermitGuard::into_id)
         .is_some());
     sleep(MS(1100)).await;
     assert_eq!(s.acquired_permits().await.unwrap(), 0);
@@ -655,13 +658,13 @@ async fn test_get_permits() {
         .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
-        .map(ExpirablePermit::into_id)
+        .map(ExpirablePermitGuard::into_id)
         .is_some());
     assert!(s
         .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
-        .map(ExpirablePermit::into_id)
+        .map(ExpirablePermitGuard::into_id)
         .is_some());
     assert!(s
         .try_acquire_for_with_lease(MS(200), lease)
@@ -674,7 +677,7 @@ async fn test_get_permits() {
         .try_acquire_for_with_lease(MS(200), lease)
         .await
         .unwrap()
-        .map(ExpirablePermit::into_id)
+        .map(ExpirablePermitGuard::into_id)
         .is_some());
     sleep(MS(1100)).await;
     assert_eq!(s.permits().await.unwrap(), 2);
@@ -710,7 +713,7 @@ async fn test_set_permits() {
             .try_acquire_for_with_lease(MS(200), lease)
             .await
             .unwrap()
-            .map(ExpirablePermit::into_id)
+            .map(ExpirablePermitGuard::into_id)
             .is_some());
     }
     assert_eq!(counts(s.clone()).await, (5, 2, 3));
@@ -885,7 +888,7 @@ async fn multi_permits(first_wants: u64, gap: Duration) {
             sleep(MS(500)).await;
             if let Some(permits) = permits {
                 success.fetch_add(1, Ordering::SeqCst);
-                let ids: Vec<_> = permits.iter().map(ExpirablePermit::id).collect();
+                let ids: Vec<_> = permits.iter().map(ExpirablePermitGuard::id).collect();
                 s.try_release_many(&ids).await.unwrap();
             }
         })

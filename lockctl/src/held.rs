@@ -3,7 +3,7 @@
 //! semaphore (`--permits N`). All end the same ways (released, lost, their
 //! lease over), so `run` treats them alike.
 
-use lock_redis::{ExpirablePermit, Guard, LockName, RedGuard, Result};
+use lock_redis::{ExpirablePermitGuard, Guard, LockName, RedGuard, Result};
 use tokio::time::Instant;
 
 /// A held lock of any shape.
@@ -13,7 +13,7 @@ pub(crate) enum Held {
     /// A majority of the `--redlock` servers.
     Red(RedGuard),
     /// One of the N permits of `--permits N`.
-    Permit(ExpirablePermit),
+    Permit(ExpirablePermitGuard),
 }
 
 impl Held {

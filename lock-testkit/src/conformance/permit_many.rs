@@ -12,7 +12,7 @@ use std::time::Duration;
 use lock_redis::kinds::permit_semaphore::{LeasesRelease, LeasesRequest};
 use lock_redis::kinds::semaphore::PermitRequest;
 use lock_redis::{
-    ExpirablePermit, LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId,
+    ExpirablePermitGuard, LockClient, LockError, LockName, PermitExpirableSemaphore, PermitId,
     MAX_PERMITS,
 };
 use tokio::time::Instant;
@@ -24,8 +24,8 @@ fn sem(c: &LockClient, name: &str) -> PermitExpirableSemaphore {
         .expect("an expirable-permit semaphore")
 }
 
-fn ids_of(permits: &[ExpirablePermit]) -> Vec<PermitId> {
-    permits.iter().map(ExpirablePermit::id).collect()
+fn ids_of(permits: &[ExpirablePermitGuard]) -> Vec<PermitId> {
+    permits.iter().map(ExpirablePermitGuard::id).collect()
 }
 
 /// Woken by a notice well before the engine's recheck (`no_ttl_recheck`,

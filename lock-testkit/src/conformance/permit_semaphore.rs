@@ -1,7 +1,7 @@
 //! The expirable-permit semaphore's behaviours
 //! ([`lock_redis::PermitExpirableSemaphore`]): ids, leases that end by
 //! themselves and wake waiters, releases by id that count once,
-//! cancellation, typed errors; and its guard ([`lock_redis::ExpirablePermit`]):
+//! cancellation, typed errors; and its guard ([`lock_redis::ExpirablePermitGuard`]):
 //! renewed by the watchdog, told when the permit is lost, giving it back
 //! when dropped.
 

@@ -18,14 +18,14 @@
 //! client whose clock is ahead of the server's by `d` gets leases `d`
 //! longer than asked, one behind gets them `d` shorter.
 //!
-//! An acquisition hands out a [`ExpirablePermit`], a guard like a lock's: taken
+//! An acquisition hands out a [`ExpirablePermitGuard`], a guard like a lock's: taken
 //! without a lease, the client's watchdog renews the permit while the guard
 //! lives (its lease never runs out under a live holder, and comes back
 //! within [`lock_core::ClientConfig::watchdog_timeout`] of a holder's death);
 //! with a lease, it comes back when the lease ends. Either way the guard
-//! tells its holder when the permit is lost ([`ExpirablePermit::lost`]), gives
+//! tells its holder when the permit is lost ([`ExpirablePermitGuard::lost`]), gives
 //! it back when dropped, and hands out its id for the Redisson style where
-//! someone else releases it ([`ExpirablePermit::into_id`]). A dropped
+//! someone else releases it ([`ExpirablePermitGuard::into_id`]). A dropped
 //! acquisition gives back whatever it took.
 //!
 //! The acquisitions are named as a lock's: `acquire()` is renewed by the
@@ -45,7 +45,7 @@ use lock_core::{lease_millis, LockError, LockName, Result};
 
 use super::super::semaphore::{check_change, PermitRequest};
 use super::request::target;
-use super::{ExpirablePermit, LeaseRelease, PermitId, PermitSemaphore};
+use super::{ExpirablePermitGuard, LeaseRelease, PermitId, PermitSemaphore};
 
 mod many;
 mod totals;
@@ -214,7 +214,7 @@ impl PermitExpirableSemaphore {
     }
 
     /// Takes a permit, waiting as long as it takes; the client's watchdog
-    /// renews it while the returned guard lives (see [`ExpirablePermit`]).
+    /// renews it while the returned guard lives (see [`ExpirablePermitGuard`]).
     ///
     /// # Errors
     /// [`LockError::Closed`]; otherwise as
@@ -232,7 +232,7 @@ impl PermitExpirableSemaphore {
     /// permit.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self) -> Result<ExpirablePermit> {
+    pub async fn acquire(&self) -> Result<ExpirablePermitGuard> {
         self.acquire_or_fail(None).await
     }
 
@@ -258,7 +258,7 @@ impl PermitExpirableSemaphore {
     /// permit.release().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire_with_lease(&self, lease: Duration) -> Result<ExpirablePermit> {
+    pub async fn acquire_with_lease(&self, lease: Duration) -> Result<ExpirablePermitGuard> {
         self.acquire_or_fail(Some(lease)).await
     }
 
@@ -270,7 +270,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::acquire`].
-    pub async fn try_acquire(&self) -> Result<Option<ExpirablePermit>> {
+    pub async fn try_acquire(&self) -> Result<Option<ExpirablePermitGuard>> {
         self.acquire_within(Some(Duration::ZERO), None).await
     }
 
@@ -282,7 +282,10 @@ impl PermitExpirableSemaphore {
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::acquire`].
-    pub async fn try_acquire_with_lease(&self, lease: Duration) -> Result<Option<ExpirablePermit>> {
+    pub async fn try_acquire_with_lease(
+        &self,
+        lease: Duration,
+    ) -> Result<Option<ExpirablePermitGuard>> {
         self.acquire_within(Some(Duration::ZERO), Some(lease)).await
     }
 
@@ -294,7 +297,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::acquire`].
-    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<ExpirablePermit>> {
+    pub async fn try_acquire_for(&self, wait: Duration) -> Result<Option<ExpirablePermitGuard>> {
         self.acquire_within(Some(wait), None).await
     }
 
@@ -310,13 +313,13 @@ impl PermitExpirableSemaphore {
         &self,
         wait: Duration,
         lease: Duration,
-    ) -> Result<Option<ExpirablePermit>> {
+    ) -> Result<Option<ExpirablePermitGuard>> {
         self.acquire_within(Some(wait), Some(lease)).await
     }
 
     /// One permit, waiting without end (which only ends with a permit or
     /// an error).
-    async fn acquire_or_fail(&self, lease: Option<Duration>) -> Result<ExpirablePermit> {
+    async fn acquire_or_fail(&self, lease: Option<Duration>) -> Result<ExpirablePermitGuard> {
         match self.acquire_within(None, lease).await? {
             Some(permit) => Ok(permit),
             None => Err(LockError::protocol(
@@ -331,7 +334,7 @@ impl PermitExpirableSemaphore {
         &self,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> Result<Option<ExpirablePermit>> {
+    ) -> Result<Option<ExpirablePermitGuard>> {
         Ok(self
             .acquire_many_within(1, wait, lease)
             .await?
@@ -379,7 +382,12 @@ impl PermitExpirableSemaphore {
     /// `deadline`: registered with the client's table (and its watchdog).
     /// `None` once the client is closing: the permit is given back here
     /// (the close will not see it).
-    fn guard(&self, id: PermitId, deadline: Deadline, leasing: Leasing) -> Option<ExpirablePermit> {
+    fn guard(
+        &self,
+        id: PermitId,
+        deadline: Deadline,
+        leasing: Leasing,
+    ) -> Option<ExpirablePermitGuard> {
         let lease = self.inner().permits().register(
             self.target(id),
             Arc::clone(self.kind()) as Arc<dyn LeaseRenewal>,
@@ -387,7 +395,7 @@ impl PermitExpirableSemaphore {
             leasing.watched,
         );
         match lease {
-            Some(lease) => Some(ExpirablePermit::new(self.clone(), lease)),
+            Some(lease) => Some(ExpirablePermitGuard::new(self.clone(), lease)),
             None => {
                 tracing::debug!(semaphore = %self.name(), "a permit was taken while the client closed; giving it back");
                 self.release_in_background(id);

@@ -34,7 +34,7 @@ mod permit;
 mod request;
 mod take;
 pub use handle::PermitExpirableSemaphore;
-pub use permit::ExpirablePermit;
+pub use permit::ExpirablePermitGuard;
 pub use request::{
     LeaseOutcome, LeaseRelease, LeaseRequest, LeasesRelease, LeasesRequest, PermitCounts, PermitId,
     PermitLease,

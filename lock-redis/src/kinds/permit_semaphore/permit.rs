@@ -1,4 +1,4 @@
-//! [`ExpirablePermit`]: proof of holding one permit of a
+//! [`ExpirablePermitGuard`]: proof of holding one permit of a
 //! [`PermitExpirableSemaphore`].
 
 use std::sync::Arc;
@@ -14,7 +14,7 @@ use super::PermitId;
 use super::PermitExpirableSemaphore;
 
 /// A taken permit of a [`PermitExpirableSemaphore`]. Give it back with
-/// [`ExpirablePermit::release`]; dropping it gives it back in the background.
+/// [`ExpirablePermitGuard::release`]; dropping it gives it back in the background.
 ///
 /// Taken without a lease, the client's watchdog keeps the permit alive
 /// while the guard lives, in the same batched tick that renews locks
@@ -23,7 +23,7 @@ use super::PermitExpirableSemaphore;
 /// lease it comes back when the lease ends, whatever happens.
 ///
 /// # Lost permits
-/// [`ExpirablePermit::lost`] fires, and [`ExpirablePermit::is_lost`] turns
+/// [`ExpirablePermitGuard::lost`] fires, and [`ExpirablePermitGuard::is_lost`] turns
 /// `true`, when the permit may no longer be this guard's: a renewal found
 /// it not taken (its lease ended, it was released by id elsewhere, its
 /// semaphore was deleted), renewals could not be confirmed until a safety
@@ -37,18 +37,18 @@ use super::PermitExpirableSemaphore;
 /// a background task on the client's runtime, which keeps trying through
 /// transient faults until the store answers; other errors are logged, and
 /// the permit then comes back with its lease. Call
-/// [`ExpirablePermit::release`] to see errors, or [`ExpirablePermit::into_id`] to
+/// [`ExpirablePermitGuard::release`] to see errors, or [`ExpirablePermitGuard::into_id`] to
 /// keep the permit taken for whoever releases it by id. A guard of a permit
 /// already known lost sends nothing.
 #[must_use = "the permit is given back as soon as the guard is dropped"]
 #[derive(Debug)]
-pub struct ExpirablePermit {
+pub struct ExpirablePermitGuard {
     semaphore: PermitExpirableSemaphore,
     lease: Arc<PermitHold>,
     done: bool,
 }
 
-impl ExpirablePermit {
+impl ExpirablePermitGuard {
     pub(crate) fn new(semaphore: PermitExpirableSemaphore, lease: Arc<PermitHold>) -> Self {
         telemetry::guard_held(lease.kind_name(), true);
         Self {
@@ -78,7 +78,7 @@ impl ExpirablePermit {
     /// holder may have it. Under the watchdog it moves later with each
     /// successful renewal; with a fixed lease it is when the acquisition
     /// was sent plus the lease. The guard reports the loss a safety margin
-    /// earlier ([`ExpirablePermit::lost`]). As for [`lock_core::Guard::lease_deadline`],
+    /// earlier ([`ExpirablePermitGuard::lost`]). As for [`lock_core::Guard::lease_deadline`],
     /// measured on this client's clock from when the request was sent.
     pub fn lease_deadline(&self) -> Instant {
         self.lease.deadline().expires()
@@ -96,12 +96,12 @@ impl ExpirablePermit {
         lost
     }
 
-    /// Resolves when the permit is lost (see [`ExpirablePermit::is_lost`]).
+    /// Resolves when the permit is lost (see [`ExpirablePermitGuard::is_lost`]).
     /// Use it to abort the work the permit allows:
     ///
     /// ```
     /// # async fn work() {}
-    /// # async fn demo(permit: lock_redis::ExpirablePermit) -> lock_redis::Result<()> {
+    /// # async fn demo(permit: lock_redis::ExpirablePermitGuard) -> lock_redis::Result<()> {
     /// tokio::select! {
     ///     _ = work() => permit.release().await?,
     ///     _ = permit.lost() => eprintln!("permit lost; work aborted"),
@@ -120,7 +120,7 @@ impl ExpirablePermit {
     /// loops in the work the permit allows.
     ///
     /// ```
-    /// # async fn demo(permit: lock_redis::ExpirablePermit) -> lock_redis::Result<()> {
+    /// # async fn demo(permit: lock_redis::ExpirablePermitGuard) -> lock_redis::Result<()> {
     /// for batch in 0..10 {
     ///     permit.check()?; // stop once the permit is gone
     ///     // … process batch …
@@ -146,7 +146,7 @@ impl ExpirablePermit {
     /// # Errors
     /// [`LockError::NotHeld`] when the permit was no longer taken: its
     /// lease ended, or it was released by id (nothing is sent when that was
-    /// known already, [`ExpirablePermit::is_lost`]); store errors that
+    /// known already, [`ExpirablePermitGuard::is_lost`]); store errors that
     /// outlived the retry policy (a retryable one means the release goes on
     /// in the background until the store answers); [`LockError::Closed`].
     ///
@@ -206,7 +206,7 @@ impl ExpirablePermit {
     }
 }
 
-impl Drop for ExpirablePermit {
+impl Drop for ExpirablePermitGuard {
     fn drop(&mut self) {
         telemetry::guard_held(self.lease.kind_name(), false);
         if self.done {
@@ -223,16 +223,16 @@ impl Drop for ExpirablePermit {
     }
 }
 
-impl lock_core::backend::Held for ExpirablePermit {
+impl lock_core::backend::Held for ExpirablePermitGuard {
     async fn lost(&self) {
-        ExpirablePermit::lost(self).await;
+        ExpirablePermitGuard::lost(self).await;
     }
 
     fn check(&self) -> Result<()> {
-        ExpirablePermit::check(self)
+        ExpirablePermitGuard::check(self)
     }
 
     async fn release(self) -> Result<()> {
-        ExpirablePermit::release(self).await
+        ExpirablePermitGuard::release(self).await
     }
 }

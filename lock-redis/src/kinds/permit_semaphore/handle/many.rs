@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use super::super::super::semaphore::check_permits;
-use super::super::{ExpirablePermit, LeasesRelease, LeasesRequest, PermitId, PermitTake};
+use super::super::{ExpirablePermitGuard, LeasesRelease, LeasesRequest, PermitId, PermitTake};
 use super::{Leasing, PermitExpirableSemaphore};
 use lock_core::{LockError, Result};
 
@@ -35,7 +35,7 @@ impl PermitExpirableSemaphore {
     /// sem.release_many(&ids).await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire_many(&self, n: u64) -> Result<Vec<ExpirablePermit>> {
+    pub async fn acquire_many(&self, n: u64) -> Result<Vec<ExpirablePermitGuard>> {
         self.acquire_many_or_fail(n, None).await
     }
 
@@ -53,7 +53,7 @@ impl PermitExpirableSemaphore {
         &self,
         n: u64,
         lease: Duration,
-    ) -> Result<Vec<ExpirablePermit>> {
+    ) -> Result<Vec<ExpirablePermitGuard>> {
         self.acquire_many_or_fail(n, Some(lease)).await
     }
 
@@ -65,7 +65,7 @@ impl PermitExpirableSemaphore {
     ///
     /// # Cancel safety
     /// As [`PermitExpirableSemaphore::acquire_many`].
-    pub async fn try_acquire_many(&self, n: u64) -> Result<Option<Vec<ExpirablePermit>>> {
+    pub async fn try_acquire_many(&self, n: u64) -> Result<Option<Vec<ExpirablePermitGuard>>> {
         self.acquire_many_within(n, Some(Duration::ZERO), None)
             .await
     }
@@ -82,7 +82,7 @@ impl PermitExpirableSemaphore {
         &self,
         n: u64,
         lease: Duration,
-    ) -> Result<Option<Vec<ExpirablePermit>>> {
+    ) -> Result<Option<Vec<ExpirablePermitGuard>>> {
         self.acquire_many_within(n, Some(Duration::ZERO), Some(lease))
             .await
     }
@@ -99,7 +99,7 @@ impl PermitExpirableSemaphore {
         &self,
         n: u64,
         wait: Duration,
-    ) -> Result<Option<Vec<ExpirablePermit>>> {
+    ) -> Result<Option<Vec<ExpirablePermitGuard>>> {
         self.acquire_many_within(n, Some(wait), None).await
     }
 
@@ -116,7 +116,7 @@ impl PermitExpirableSemaphore {
         n: u64,
         wait: Duration,
         lease: Duration,
-    ) -> Result<Option<Vec<ExpirablePermit>>> {
+    ) -> Result<Option<Vec<ExpirablePermitGuard>>> {
         self.acquire_many_within(n, Some(wait), Some(lease)).await
     }
 
@@ -126,7 +126,7 @@ impl PermitExpirableSemaphore {
         &self,
         n: u64,
         lease: Option<Duration>,
-    ) -> Result<Vec<ExpirablePermit>> {
+    ) -> Result<Vec<ExpirablePermitGuard>> {
         match self.acquire_many_within(n, None, lease).await? {
             Some(permits) => Ok(permits),
             None => Err(LockError::protocol(
@@ -140,7 +140,7 @@ impl PermitExpirableSemaphore {
         n: u64,
         wait: Option<Duration>,
         lease: Option<Duration>,
-    ) -> Result<Option<Vec<ExpirablePermit>>> {
+    ) -> Result<Option<Vec<ExpirablePermitGuard>>> {
         check_permits(n, "acquire_many")?;
         let count = usize::try_from(n)
             .map_err(|_| LockError::invalid(format!("acquire_many: {n} ids do not fit here")))?;
@@ -176,7 +176,7 @@ impl PermitExpirableSemaphore {
         // counting as in flight, so a close waiting for what is in flight
         // cannot end in between.
         let ids = taken.request().req.ids.clone();
-        let guards: Vec<Option<ExpirablePermit>> = ids
+        let guards: Vec<Option<ExpirablePermitGuard>> = ids
             .into_iter()
             .map(|id| self.guard(id, deadline, leasing))
             .collect();
