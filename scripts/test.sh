@@ -84,18 +84,22 @@ python3 scripts/check_engine_layers.py
 # file a crate includes from outside its folder, or a dev-dependency cycle,
 # fails here). The two unpublished crates (publish = false) are left out.
 echo "==> cargo package (every published crate builds from its package)"
-# Cargo verifies each package against the others through a registry in
-# target/package and unpacks them into its home once per registry path,
-# never again while the unpacked copy exists: a second run at the same
-# path (a warm checkout) would build against the first run's sources.
-# Only our crates' unpacked copies from such local registries (named
-# `-<hash>`, not crates.io's index) are removed.
-for unpacked in "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/; do
-    rm -rf "$unpacked"lock-core-0.* "$unpacked"lock-script-0.* "$unpacked"lock-fair-0.* \
-        "$unpacked"lock-redis-0.* "$unpacked"lock-redis-cluster-0.* "$unpacked"lock-testkit-0.* \
-        "$unpacked"lockctl-0.*
+# Cargo verifies each package against the others through a registry of
+# the packages just made, and takes a registry crate of a name and version
+# it has unpacked or built once as unchanged: in a warm checkout a second
+# run would build against the first run's lock-core. So the verification
+# builds in a target dir of its own, where our crates are always rebuilt
+# (their fingerprints removed; the third-party ones stay cached), and
+# their unpacked copies in cargo's home (registries named `-<hash>`, never
+# crates.io's) are removed first.
+package_target="${CARGO_TARGET_DIR:-target}/package-verify"
+ours="lock-core lock-script lock-fair lock-redis lock-redis-cluster lock-testkit lockctl"
+for crate in $ours; do
+    rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$crate"-0.* \
+        "$package_target"/debug/.fingerprint/"$crate"-*
 done
-cargo package --workspace --exclude lock-examples --exclude lock-bench --allow-dirty --quiet
+CARGO_TARGET_DIR="$package_target" \
+    cargo package --workspace --exclude lock-examples --exclude lock-bench --allow-dirty --quiet
 echo "==> building the tests and binaries"
 # Built once with cargo's own output, so a compile error reads as usual;
 # the listing below then only reads what this built.
