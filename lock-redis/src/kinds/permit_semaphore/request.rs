@@ -17,17 +17,17 @@ use lock_core::{LockError, LockName, Result};
 /// random bytes, shown (and parsed) as 32 lower-case hexadecimal
 /// characters.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct PermitId([u8; 16]);
+pub struct PermitId(LeaseId);
 
 impl PermitId {
     /// A fresh random id.
     pub fn new() -> Self {
-        Self(*LeaseId::new().as_bytes())
+        Self(LeaseId::new())
     }
 
     /// The id's 16 bytes (as stored).
     pub fn as_bytes(&self) -> &[u8; 16] {
-        &self.0
+        self.0.as_bytes()
     }
 }
 
@@ -37,12 +37,10 @@ impl Default for PermitId {
     }
 }
 
+/// 32 lowercase hexadecimal characters, as the engine's lease ids.
 impl fmt::Display for PermitId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        fmt::Display::fmt(&self.0, f)
     }
 }
 
@@ -55,41 +53,27 @@ impl fmt::Debug for PermitId {
 impl FromStr for PermitId {
     type Err = LockError;
 
-    /// Parses 32 hexadecimal characters (either case).
-    ///
-    /// ```
-    /// # use lock_redis::PermitId;
-    /// let id: PermitId = "00112233445566778899aabbccddeeff".parse().unwrap();
-    /// assert_eq!(id.to_string(), "00112233445566778899aabbccddeeff");
-    /// assert!("xyz".parse::<PermitId>().is_err());
-    /// ```
+    /// Parses 32 hexadecimal characters (either case), as
+    /// [`LeaseId`]'s parser, naming a permit id in its error.
     fn from_str(s: &str) -> Result<Self> {
-        let bad = || LockError::invalid(format!("{s:?} is not a permit id (32 hex characters)"));
-        if s.len() != 32 || !s.is_ascii() {
-            return Err(bad());
-        }
-        let mut out = [0u8; 16];
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        Ok(Self(out))
+        s.parse::<LeaseId>().map(Self).map_err(|_| {
+            LockError::invalid(format!("{s:?} is not a permit id (32 hex characters)"))
+        })
     }
 }
 
 impl From<PermitId> for LeaseId {
     fn from(id: PermitId) -> Self {
-        LeaseId::from_bytes(id.0)
+        id.0
     }
 }
 
 impl From<LeaseId> for PermitId {
     fn from(id: LeaseId) -> Self {
-        Self(*id.as_bytes())
+        Self(id)
     }
 }
 
-/// The engine's name of the permit `id` of semaphore `name`: the lease its
-/// watchdog renews.
 pub(crate) fn target(name: &LockName, id: PermitId) -> LeaseTarget {
     LeaseTarget {
         name: name.clone(),
