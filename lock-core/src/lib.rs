@@ -33,16 +33,24 @@
 //!   stable "current thread" to key re-entrancy on.
 //! - [`LockError`]: every failure, with retry classification.
 //!
-//! Every kind's handle is a thin face over one wait loop (the `wait_loop`
-//! module). How waiting works (event-driven, time-to-live bounded, one
-//! wake-up per unlock) is documented in the `waiter` module; how one
-//! owner's holds share one lost signal and deadline, in the `holds` module;
-//! how leases are kept alive and loss is detected, in the `watchdog`
-//! module; how dropped futures never leave a lock held, in the `op` module;
-//! how a wait rides out a store outage, in the `outage` module.
-//! These are private modules: their promises are the public behaviour of
-//! [`Lock`] and [`Guard`], and the conformance suite in `lock-testkit`
-//! checks them on every kind and deployment.
+//! The source is laid out by job: `handles/` (what a service holds: the
+//! handles above and a lock's acquisition), `engine/` (the machinery,
+//! private), `backend/` (the seams a kind or a store implements),
+//! `config/`, and the values (errors, names, owners) at the root. Nothing
+//! in the engine imports a handle, and the files form no import cycle
+//! (`scripts/check_engine_layers.py`).
+//!
+//! Every kind's handle is a thin face over one wait loop
+//! (`engine/wait_loop.rs`). How waiting works (event-driven, time-to-live
+//! bounded, one wake-up per unlock) is documented in `engine/waiter.rs`;
+//! how one owner's holds share one lost signal and deadline, in
+//! `engine/holds.rs`; how leases are kept alive and loss is detected, in
+//! `engine/watchdog.rs`; how dropped futures never leave a lock held, in
+//! `engine/calls/`; how a wait rides out a store outage, in
+//! `engine/outage.rs`. These are private modules: their promises are the
+//! public behaviour of [`Lock`] and [`Guard`], checked by the engine's own
+//! tests against a fake kind (`tests/engine`) and by the conformance suite
+//! in `lock-testkit` on every kind and deployment.
 //!
 //! ```
 //! # use lock_core::ClientConfig;

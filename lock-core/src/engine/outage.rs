@@ -1,6 +1,6 @@
 //! Riding out store outages while waiting for a lock.
 //!
-//! Each attempt of a wait is retried by the `op` module's retry policy
+//! Each attempt of a wait is retried by `engine/calls`' retry policy
 //! (about 0.4 s by default), which suits calls that must answer soon: a
 //! try, a release. A waiter has agreed to wait, though, and a store that
 //! restarts or fails over for a few seconds should cost it those seconds,

@@ -377,7 +377,7 @@ impl Waiting for LockWait<'_> {
 
     /// One look, given up at the wait's cut-off (its attempt in flight,
     /// detached, then finishes in the background: a hold it takes is
-    /// released, an unknown outcome settled; see the `op` module).
+    /// released, an unknown outcome settled; see `engine/calls`).
     async fn look(&mut self) -> Result<Look<Guard>> {
         let Some(cut) = self.cut else {
             return self.look_once().await;
