@@ -6,6 +6,7 @@ mod cancellation;
 mod closing;
 mod fake;
 mod holds;
+mod queueing;
 mod retries;
 mod uncontended;
 mod waiting;
