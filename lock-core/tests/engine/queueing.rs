@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::backend::KindBehaviour;
-use lock_core::ClientConfig;
+use lock_core::{AcquireOptions, ClientConfig};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, timeout, Instant};
 
@@ -94,6 +94,49 @@ async fn a_dropped_waiting_future_leaves_the_queue() {
     assert_eq!(fake.kind.leaves(), vec![(queued[0].clone(), None)]);
     assert!(fake.kind.queue("a").is_empty());
     held.unlock().await.unwrap();
+    assert!(fake.kind.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_try_never_joins_the_queue() {
+    let fake = Fake::with_behaviour(HANDS_OVER);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    let tried = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock().await }
+    });
+    assert!(bounded(tried).await.unwrap().unwrap().is_none());
+    fake.settle().await;
+    // Neither joined nor (so) left.
+    assert!(fake.kind.queue("a").is_empty());
+    assert!(fake.kind.leaves().is_empty());
+    // So the release grants nothing: the lock is free.
+    held.unlock().await.unwrap();
+    assert!(fake.kind.is_empty());
+    assert_eq!(fake.kind.store().grants_made, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fenced_wait_queues_without_a_ticket_and_takes_its_token_itself() {
+    let fake = Fake::with_behaviour(HANDS_OVER);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.acquire(AcquireOptions::new().fenced()).await }
+    });
+    sleep(Duration::from_secs(1)).await;
+    assert_eq!(fake.kind.queue("a").len(), 1);
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let guard = bounded(waiter).await.unwrap().unwrap().unwrap();
+    // Told it is next (no grant: a grant carries no token), it took the
+    // lock, and its token, by one more look, at once.
+    assert_eq!(Instant::now(), released);
+    assert_eq!(fake.kind.store().grants_made, 0);
+    assert_eq!(guard.fencing_token(), Some(1));
+    guard.unlock().await.unwrap();
     assert!(fake.kind.is_empty());
 }
 
