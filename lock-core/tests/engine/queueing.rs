@@ -11,7 +11,7 @@ use lock_core::{AcquireOptions, ClientConfig};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, timeout, Instant};
 
-use crate::fake::{bounded, Fake, Op};
+use crate::fake::{bounded, Fake, Op, Step};
 
 /// Waiters queue; a release tells the head, which then takes the lock.
 const QUEUES: KindBehaviour = KindBehaviour::exclusive("fake-queue").queues_waiters();
@@ -246,6 +246,69 @@ async fn a_grant_to_a_dropped_waiter_is_handed_on() {
     assert_eq!(fake.kind.leaves(), vec![(queued[0].clone(), entry.grant)]);
     assert_eq!(fake.kind.store().grants_given_back, 1);
     assert_eq!(fake.kind.store().grants_made, 2);
+    guard.unlock().await.unwrap();
+    fake.settle().await;
+    assert!(fake.kind.is_empty());
+    assert!(fake.kind.queue("a").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_made_while_a_look_is_on_its_way_back_is_taken() {
+    let fake = Fake::with_behaviour(HANDS_OVER);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    // The look once subscribed runs at once ("held", queued) but its reply
+    // takes 2 s; the grant comes at 1 s, meanwhile.
+    fake.kind.script(
+        Op::Acquire,
+        [Step::Answer, Step::Late(Duration::from_secs(2))],
+    );
+    let start = Instant::now();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.map(|guard| (guard, Instant::now())) }
+    });
+    sleep(Duration::from_secs(1)).await;
+    held.unlock().await.unwrap();
+    let (guard, acquired_at) = bounded(waiter).await.unwrap().unwrap();
+    // Taken as the reply landed, by the grant's notice.
+    assert_eq!(acquired_at - start, Duration::from_secs(2));
+    assert_eq!(fake.engine.stats().grants, 1);
+    assert_eq!(
+        fake.kind.entry("a").map(|e| e.field),
+        Some(guard.owner().field())
+    );
+    guard.unlock().await.unwrap();
+    assert!(fake.kind.is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_look_that_runs_after_the_grant_claims_it_as_one_hold() {
+    let fake = Fake::with_behaviour(HANDS_OVER);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    // The look once subscribed reaches the store only at 2 s, after the
+    // grant (1 s): it answers "claimed".
+    fake.kind.script(
+        Op::Acquire,
+        [Step::Answer, Step::Slow(Duration::from_secs(2))],
+    );
+    let start = Instant::now();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.lock().await.map(|guard| (guard, Instant::now())) }
+    });
+    sleep(Duration::from_secs(1)).await;
+    held.unlock().await.unwrap();
+    let (guard, acquired_at) = bounded(waiter).await.unwrap().unwrap();
+    // Taken as the look landed, by its "claimed" (the grant's notice came
+    // while it was in flight, and stands for the same hold).
+    assert_eq!(acquired_at - start, Duration::from_secs(2));
+    assert_eq!(fake.engine.stats().grants, 0);
+    let entry = fake.kind.entry("a").unwrap();
+    assert_eq!(entry.field, guard.owner().field());
+    // The grant and the claim are one hold: one unlock frees the lock.
+    assert_eq!(entry.count, 1);
     guard.unlock().await.unwrap();
     fake.settle().await;
     assert!(fake.kind.is_empty());
