@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use lock_core::backend::KindBehaviour;
-use lock_core::{AcquireOptions, ClientConfig};
+use lock_core::{AcquireOptions, ClientConfig, LockError};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, timeout, Instant};
 
@@ -311,6 +311,73 @@ async fn a_look_that_runs_after_the_grant_claims_it_as_one_hold() {
     assert_eq!(entry.count, 1);
     guard.unlock().await.unwrap();
     fake.settle().await;
+    assert!(fake.kind.is_empty());
+    assert!(fake.kind.queue("a").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_never_seen_by_a_wait_that_ran_out_is_released() {
+    let fake = Fake::with_behaviour(HANDS_OVER);
+    fake.kind
+        .skip_grant_notices
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock_for(Duration::from_millis(1200)).await }
+    });
+    sleep(Duration::from_secs(1)).await;
+    let queued = fake.kind.queue("a");
+    // The store stops answering looks: the wait's last look, at its
+    // deadline, would otherwise claim the grant.
+    let down = LockError::unavailable("down", None);
+    fake.kind.always(Op::Acquire, Some(Step::Fail(down)));
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    // Granted, but not told, and never found.
+    assert_eq!(
+        fake.kind.entry("a").map(|e| e.field),
+        Some(queued[0].clone())
+    );
+    assert!(!matches!(bounded(waiter).await.unwrap(), Ok(Some(_))));
+    // The store is back (so anything the engine still settles can be).
+    fake.kind.always(Op::Acquire, None);
+    fake.settle().await;
+    // The failed looks' outcomes were unknown; settled once the store was
+    // back, the one that then ran claimed the grant for a wait that is
+    // over, and the engine released it: the lock is not held for nobody
+    // until the grant's 30 s lease runs out.
+    assert!(Instant::now() - released < Duration::from_secs(30));
+    assert!(fake.kind.is_empty());
+    assert_eq!(fake.kind.store().releases_applied, 2);
+    assert!(fake.kind.queue("a").is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grant_at_the_waits_deadline_is_taken_or_given_back() {
+    let fake = Fake::with_behaviour(HANDS_OVER);
+    let lock = fake.lock("a");
+    let held = lock.lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = lock.clone();
+        async move { lock.try_lock_for(Duration::from_secs(1)).await }
+    });
+    // Released (and granted) at the very instant the wait runs out.
+    sleep(Duration::from_secs(1)).await;
+    held.unlock().await.unwrap();
+    let got = bounded(waiter).await.unwrap().unwrap();
+    fake.settle().await;
+    match got {
+        Some(guard) => {
+            assert_eq!(
+                fake.kind.entry("a").map(|e| e.field),
+                Some(guard.owner().field())
+            );
+            guard.unlock().await.unwrap();
+        }
+        None => assert_eq!(fake.kind.store().grants_given_back, 1),
+    }
     assert!(fake.kind.is_empty());
     assert!(fake.kind.queue("a").is_empty());
 }
