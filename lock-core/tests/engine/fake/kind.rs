@@ -2,6 +2,12 @@
 //! (the `store` module) and scripted faults (the `script` module), bound
 //! to a `FakeConnection` on which a release that frees a lock publishes
 //! its notice. Every `impl ExclusiveKind` of the fake is in this file.
+//!
+//! Its [`KindBehaviour`] is `exclusive("fake")` unless built with another
+//! ([`FakeKind::with_behaviour`]): a kind whose waiters queue names each
+//! waiter its own channel (as the fair lock does), on which only the queue
+//! head is told; one that hands over publishes `granted:<ticket>` there,
+//! which [`ExclusiveKind::wake`] reads as `Wake::Granted`.
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -14,10 +20,13 @@ use lock_core::{LockInfo, LockName, Owner, Result};
 
 use super::connection::FakeConnection;
 use super::script::{Op, Script, Step};
-use super::store::{Entry, Store};
+use super::store::{Announce, Entry, Store};
 
 /// What a freeing release publishes.
 const UNLOCKED: &[u8] = b"unlocked";
+
+/// What a grant publishes, before the ticket in decimal.
+const GRANTED: &str = "granted:";
 
 /// The fake kind. Share it as `Arc<FakeKind>`; hand the engine a clone
 /// (`kind.clone() as Arc<dyn ExclusiveKind>`, see [`FakeKind::dyn_kind`]).
@@ -29,6 +38,12 @@ pub(crate) struct FakeKind {
     acquire_ids: Mutex<Vec<RequestId>>,
     /// The request id of every release call, in order.
     release_ids: Mutex<Vec<RequestId>>,
+    behaviour: KindBehaviour,
+    /// Every `leave_queue` call: the owner field and the ticket.
+    leaves: Mutex<Vec<(String, Option<u64>)>>,
+    /// When set, grant notices are not published (the store still grants):
+    /// only a look finds the grant then.
+    pub(crate) skip_grant_notices: std::sync::atomic::AtomicBool,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -38,13 +53,75 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl FakeKind {
     /// A kind with an empty store, publishing on `connection`.
     pub(crate) fn new(connection: Arc<FakeConnection>) -> Arc<Self> {
+        Self::with_behaviour(connection, KindBehaviour::exclusive("fake"))
+    }
+
+    /// A kind that behaves as `behaviour` says (its store queues waiters
+    /// and hands over as the flags say).
+    pub(crate) fn with_behaviour(
+        connection: Arc<FakeConnection>,
+        behaviour: KindBehaviour,
+    ) -> Arc<Self> {
+        let mut store = Store::default();
+        store.queueing = behaviour.queues_waiters;
+        store.hands_over = behaviour.hands_over;
         Arc::new(Self {
             connection,
-            store: Mutex::default(),
+            store: Mutex::new(store),
             script: Script::default(),
             acquire_ids: Mutex::default(),
             release_ids: Mutex::default(),
+            behaviour,
+            leaves: Mutex::default(),
+            skip_grant_notices: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Every `leave_queue` call so far: owner field and ticket.
+    pub(crate) fn leaves(&self) -> Vec<(String, Option<u64>)> {
+        locked(&self.leaves).clone()
+    }
+
+    /// The owner fields queued for `name`, oldest first.
+    pub(crate) fn queue(&self, name: &str) -> Vec<String> {
+        self.store().queue(name)
+    }
+
+    /// The channel of the waiter `field` of `name` (kinds whose waiters
+    /// queue).
+    pub(crate) fn channel_of_waiter(name: &str, field: &str) -> Channel {
+        Channel::new(format!("fake:{name}:{field}"))
+    }
+
+    /// Publishes what the store asked to (outside the store's lock: the
+    /// connection delivers into the engine at once).
+    fn publish_announcements(&self) {
+        let announcements = self.store().take_announcements();
+        let skip_grants = self
+            .skip_grant_notices
+            .load(std::sync::atomic::Ordering::SeqCst);
+        for announce in announcements {
+            match announce {
+                Announce::Unlocked(name) => {
+                    let channel = Channel::new(format!("fake:{name}"));
+                    self.connection.publish(&channel, UNLOCKED);
+                }
+                Announce::Next { name, field } => {
+                    self.connection
+                        .publish(&Self::channel_of_waiter(&name, &field), UNLOCKED);
+                }
+                Announce::Granted { .. } if skip_grants => {}
+                Announce::Granted {
+                    name,
+                    field,
+                    ticket,
+                } => {
+                    let payload = format!("{GRANTED}{ticket}");
+                    self.connection
+                        .publish(&Self::channel_of_waiter(&name, &field), payload.as_bytes());
+                }
+            }
+        }
     }
 
     /// This kind as the engine takes it.
@@ -97,11 +174,6 @@ impl FakeKind {
     pub(crate) fn channel_of(name: &LockName) -> Channel {
         Channel::new(format!("fake:{name}"))
     }
-
-    /// Publishes the unlock notice of `name` (what a freeing release does).
-    pub(crate) fn announce_unlock(&self, name: &LockName) -> bool {
-        self.connection.publish(&Self::channel_of(name), UNLOCKED)
-    }
 }
 
 #[async_trait]
@@ -122,9 +194,7 @@ impl ExclusiveKind for FakeKind {
             .run(Op::Release, timeout, || {
                 let outcome = self.store().release(req);
                 // Published as the store would, even when the reply is lost.
-                if outcome == ReleaseOutcome::Released {
-                    self.announce_unlock(&req.name);
-                }
+                self.publish_announcements();
                 outcome
             })
             .await?;
@@ -146,9 +216,7 @@ impl ExclusiveKind for FakeKind {
 
     async fn force_unlock(&self, name: &LockName) -> Result<bool> {
         let held = self.store().force_unlock(name);
-        if held {
-            self.announce_unlock(name);
-        }
+        self.publish_announcements();
         Ok(held)
     }
 
@@ -161,14 +229,34 @@ impl ExclusiveKind for FakeKind {
     }
 
     fn behaviour(&self) -> KindBehaviour {
-        KindBehaviour::exclusive("fake")
+        self.behaviour
     }
 
-    fn channel(&self, name: &LockName, _owner: &Owner) -> Channel {
-        Self::channel_of(name)
+    fn channel(&self, name: &LockName, owner: &Owner) -> Channel {
+        if self.behaviour.queues_waiters {
+            Self::channel_of_waiter(name.as_str(), &owner.field())
+        } else {
+            Self::channel_of(name)
+        }
     }
 
     fn wake(&self, payload: &[u8]) -> Option<Wake> {
-        (payload == UNLOCKED).then_some(Wake::One)
+        if payload == UNLOCKED {
+            return Some(Wake::One);
+        }
+        let ticket = std::str::from_utf8(payload).ok()?.strip_prefix(GRANTED)?;
+        ticket.parse().ok().map(Wake::Granted)
+    }
+
+    async fn leave_queue(
+        &self,
+        name: &LockName,
+        owner: &Owner,
+        wait_ticket: Option<u64>,
+    ) -> Result<()> {
+        locked(&self.leaves).push((owner.field(), wait_ticket));
+        self.store().leave_queue(name, owner, wait_ticket);
+        self.publish_announcements();
+        Ok(())
     }
 }

@@ -5,10 +5,13 @@
 //! - [`FakeConnection`]: records subscriptions; a test delivers notices.
 //! - [`FakeKind`]: exclusive re-entrant locks with request records and
 //!   growing leases (the contract of `ExclusiveKind`), and per-call
-//!   scripted faults ([`Step`]) with call counts ([`Op`]).
+//!   scripted faults ([`Step`]) with call counts ([`Op`]); with a
+//!   `KindBehaviour` that queues waiters, a FIFO per lock, and grants to
+//!   its head when the kind hands over ([`Fake::with_behaviour`]).
 
 mod connection;
 mod kind;
+mod queue;
 mod script;
 mod store;
 
@@ -18,7 +21,7 @@ pub(crate) use connection::FakeConnection;
 pub(crate) use kind::FakeKind;
 pub(crate) use script::{Op, Step};
 
-use lock_core::backend::Engine;
+use lock_core::backend::{Engine, KindBehaviour};
 use lock_core::ClientConfig;
 
 /// `fut`, which must finish within a minute of (paused) time: a broken
@@ -51,9 +54,21 @@ impl Fake {
         Self::over(FakeConnection::new(), config)
     }
 
+    /// With the default configuration, over a kind that behaves as
+    /// `behaviour` says.
+    pub(crate) fn with_behaviour(behaviour: KindBehaviour) -> Self {
+        let connection = FakeConnection::new();
+        let kind = FakeKind::with_behaviour(Arc::clone(&connection), behaviour);
+        Self::of(connection, kind, ClientConfig::default())
+    }
+
     /// Over `connection`, with `config`.
     pub(crate) fn over(connection: Arc<FakeConnection>, config: ClientConfig) -> Self {
         let kind = FakeKind::new(Arc::clone(&connection));
+        Self::of(connection, kind, config)
+    }
+
+    fn of(connection: Arc<FakeConnection>, kind: Arc<FakeKind>, config: ClientConfig) -> Self {
         let engine = Engine::new(Arc::clone(&connection) as _, config).expect("engine");
         Self {
             engine,

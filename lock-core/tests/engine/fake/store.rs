@@ -3,6 +3,16 @@
 //! that keep the contract of `ExclusiveKind`: a repeat of a request id
 //! returns the first outcome and writes nothing; leases only grow.
 //!
+//! For a kind whose waiters queue ([`Store::queueing`]) each lock has a
+//! FIFO of waiters (the `queue` module): a waiter asking with `queue_ms`
+//! joins it (or refreshes its place), and only the head may take a free
+//! lock. A release that frees the lock tells the head (on its own
+//! channel); for a kind that hands over ([`Store::hands_over`]) it grants
+//! the lock to the head instead (the hold is the head owner's, marked with
+//! its ticket), and a later attempt of that ticket answers
+//! `AcquireOutcome::Claimed`. What a release asks to publish is left in
+//! [`Store::take_announcements`] for the kind to send.
+//!
 //! Records are kept for the whole test (they outlive every request), and
 //! request deadlines (wall-clock milliseconds, which paused time does not
 //! move) are not checked: no request of these tests is refused as stale.
@@ -16,6 +26,8 @@ use lock_core::backend::{
 use lock_core::{Holder, LockInfo, LockName, Owner};
 use tokio::time::Instant;
 
+use super::queue::{Queue, Queued};
+
 /// One held lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -25,6 +37,32 @@ pub(crate) struct Entry {
     pub(crate) count: u64,
     /// When the lock expires.
     pub(crate) expires: Instant,
+    /// The wait ticket a release granted the lock to (hand-over kinds).
+    pub(crate) grant: Option<u64>,
+}
+
+/// What a store operation asks the kind to publish.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Announce {
+    /// The lock is free: on the lock's shared channel (kinds that do not
+    /// queue).
+    Unlocked(String),
+    /// The lock is free and this queue head may take it: on its channel.
+    Next {
+        /// The lock.
+        name: String,
+        /// The head's owner field.
+        field: String,
+    },
+    /// The lock was granted to this head's ticket: on its channel.
+    Granted {
+        /// The lock.
+        name: String,
+        /// The head's owner field.
+        field: String,
+        /// Its wait ticket.
+        ticket: u64,
+    },
 }
 
 /// What a request did the first time it ran.
@@ -48,6 +86,17 @@ pub(crate) struct Store {
     /// the fake then breaks the contract (a repeat applies again), for
     /// checking that a test notices.
     pub(crate) without_records: bool,
+    /// Whether waiters queue (set from the kind's behaviour).
+    pub(crate) queueing: bool,
+    /// Whether a freeing release grants the lock to the queue head (set
+    /// from the kind's behaviour).
+    pub(crate) hands_over: bool,
+    queues: HashMap<String, Queue>,
+    announcements: Vec<Announce>,
+    /// How many grants a release (or a leave) made.
+    pub(crate) grants_made: usize,
+    /// How many grants a leave gave back.
+    pub(crate) grants_given_back: usize,
 }
 
 /// A lease in milliseconds as a duration from now.
@@ -96,39 +145,171 @@ impl Store {
             Some(Record::Release(_)) | None => {}
         }
         self.acquires_applied += 1;
+        let outcome = self.take(req);
+        self.keep(req.request_id, Record::Acquire(outcome));
+        outcome
+    }
+
+    /// What a first attempt does: claims a grant to its ticket, re-enters,
+    /// takes a free lock (the queue head only, when waiters queue), or
+    /// finds it held (joining the queue when asked to).
+    fn take(&mut self, req: &AcquireRequest) -> AcquireOutcome {
+        let name = req.name.as_str();
         let field = req.owner.field();
-        let until = Instant::now() + lease(req.lease_ms);
-        let outcome = match self.live(name) {
+        let now = Instant::now();
+        let until = now + lease(req.lease_ms);
+        let hands_over = self.hands_over;
+        match self.live(name) {
+            Some(entry)
+                if hands_over
+                    && entry.field == field
+                    && entry.grant.is_some()
+                    && entry.grant == req.wait_ticket =>
+            {
+                return AcquireOutcome::Claimed;
+            }
             Some(entry) if entry.field == field => {
                 entry.count += 1;
                 entry.expires = entry.expires.max(until);
-                None
+                return self.acquired(req);
             }
-            Some(entry) => Some(AcquireOutcome::Held {
-                ttl: Some(entry.expires - Instant::now()),
-            }),
-            None => {
+            Some(entry) => {
+                let ttl = Some(entry.expires - now);
+                self.join_queue(req);
+                return AcquireOutcome::Held { ttl };
+            }
+            None => {}
+        }
+        if self.queueing {
+            let queue = self.queues.entry(name.to_owned()).or_default();
+            queue.prune();
+            if queue.head().is_some_and(|h| h.field != field) {
+                let ttl = queue.head_expires_in();
+                self.join_queue(req);
+                return AcquireOutcome::Held { ttl };
+            }
+            queue.remove(&field);
+        }
+        self.locks.insert(
+            name.to_owned(),
+            Entry {
+                field,
+                count: 1,
+                expires: until,
+                grant: None,
+            },
+        );
+        self.acquired(req)
+    }
+
+    /// "Acquired", with a fencing token when asked for.
+    fn acquired(&mut self, req: &AcquireRequest) -> AcquireOutcome {
+        let fencing_token = req.fenced.then(|| {
+            let counter = self.tokens.entry(req.name.as_str().to_owned()).or_default();
+            *counter += 1;
+            *counter
+        });
+        AcquireOutcome::Acquired { fencing_token }
+    }
+
+    /// Joins (or refreshes) `req`'s place, when its kind queues and it asks.
+    fn join_queue(&mut self, req: &AcquireRequest) {
+        let (true, Some(queue_ms)) = (self.queueing, req.queue_ms) else {
+            return;
+        };
+        let queue = self.queues.entry(req.name.as_str().to_owned()).or_default();
+        queue.prune();
+        queue.join(Queued {
+            field: req.owner.field(),
+            ticket: req.wait_ticket,
+            lease_ms: req.lease_ms,
+            deadline: Instant::now() + lease(queue_ms),
+        });
+    }
+
+    /// `name` was freed: tell whoever is next (grant it to the queue head
+    /// of a hand-over kind).
+    fn freed(&mut self, name: &str) {
+        if !self.queueing {
+            self.announcements.push(Announce::Unlocked(name.to_owned()));
+            return;
+        }
+        let Some(queue) = self.queues.get_mut(name) else {
+            return;
+        };
+        queue.prune();
+        let Some(head) = queue.head().cloned() else {
+            return;
+        };
+        match head.ticket.filter(|_| self.hands_over) {
+            Some(ticket) => {
+                queue.pop();
                 self.locks.insert(
                     name.to_owned(),
                     Entry {
-                        field,
+                        field: head.field.clone(),
                         count: 1,
-                        expires: until,
+                        expires: Instant::now() + lease(head.lease_ms),
+                        grant: Some(ticket),
                     },
                 );
-                None
+                self.grants_made += 1;
+                self.announcements.push(Announce::Granted {
+                    name: name.to_owned(),
+                    field: head.field,
+                    ticket,
+                });
             }
+            None => self.announcements.push(Announce::Next {
+                name: name.to_owned(),
+                field: head.field,
+            }),
+        }
+    }
+
+    /// Removes `owner` from the queue of `name`; gives back (one hold) a
+    /// lock granted to `ticket` and hands it on; tells the next waiter if
+    /// the lock is free.
+    pub(crate) fn leave_queue(&mut self, name: &LockName, owner: &Owner, ticket: Option<u64>) {
+        let name = name.as_str();
+        let field = owner.field();
+        if let Some(queue) = self.queues.get_mut(name) {
+            queue.remove(&field);
+        }
+        let hands_over = self.hands_over;
+        match self.live(name) {
+            Some(entry)
+                if hands_over
+                    && ticket.is_some()
+                    && entry.field == field
+                    && entry.grant == ticket =>
+            {
+                entry.count -= 1;
+                let freed = entry.count == 0;
+                self.grants_given_back += 1;
+                if freed {
+                    self.locks.remove(name);
+                    self.freed(name);
+                }
+            }
+            Some(_) => {}
+            None => self.freed(name),
+        }
+    }
+
+    /// What to publish since the last call, oldest first.
+    pub(crate) fn take_announcements(&mut self) -> Vec<Announce> {
+        std::mem::take(&mut self.announcements)
+    }
+
+    /// The owner fields queued for `name`, oldest first (expired places
+    /// dropped).
+    pub(crate) fn queue(&mut self, name: &str) -> Vec<String> {
+        let Some(queue) = self.queues.get_mut(name) else {
+            return Vec::new();
         };
-        let outcome = outcome.unwrap_or_else(|| {
-            let fencing_token = req.fenced.then(|| {
-                let counter = self.tokens.entry(name.to_owned()).or_default();
-                *counter += 1;
-                *counter
-            });
-            AcquireOutcome::Acquired { fencing_token }
-        });
-        self.keep(req.request_id, Record::Acquire(outcome));
-        outcome
+        queue.prune();
+        queue.fields()
     }
 
     /// Releases one hold of `req.owner`.
@@ -148,6 +329,7 @@ impl Store {
             }
             Some(entry) if entry.field == field => {
                 self.locks.remove(name);
+                self.freed(name);
                 ReleaseOutcome::Released
             }
             Some(_) | None => ReleaseOutcome::NotHeld,
@@ -174,6 +356,9 @@ impl Store {
     pub(crate) fn force_unlock(&mut self, name: &LockName) -> bool {
         let held = self.live(name.as_str()).is_some();
         self.locks.remove(name.as_str());
+        if held {
+            self.freed(name.as_str());
+        }
         held
     }
 
