@@ -248,26 +248,6 @@ impl LockError {
         }
     }
 
-    /// [`LockError::NotHeld`] for `permit` (its id, or a description such
-    /// as "one of 3 permits") of the semaphore `name`.
-    pub fn permit_not_held(name: impl Into<String>, permit: impl std::fmt::Display) -> Self {
-        let name = name.into();
-        Self::NotHeld {
-            what: format!("permit {permit} of semaphore {name:?}"),
-            name,
-        }
-    }
-
-    /// [`LockError::LockLost`] for the permit `permit` of the semaphore
-    /// `name`.
-    pub fn permit_lost(name: impl Into<String>, permit: impl std::fmt::Display) -> Self {
-        let name = name.into();
-        Self::LockLost {
-            what: format!("permit {permit} of semaphore {name:?}"),
-            name,
-        }
-    }
-
     /// Builds [`LockError::Protocol`].
     pub fn protocol(message: impl Into<String>) -> Self {
         Self::Protocol {
@@ -404,7 +384,11 @@ mod tests {
         assert!(LockError::invalid("x").is_invalid_argument());
         assert!(LockError::lock_not_held("a").is_not_held());
         assert!(LockError::lock_lost("a").is_lock_lost());
-        assert!(LockError::permit_lost("a", "p1").is_lock_lost());
+        let permit_lost = LockError::LockLost {
+            name: "a".into(),
+            what: "permit p1 of \"a\"".into(),
+        };
+        assert!(permit_lost.is_lock_lost());
         assert!(LockError::unavailable("u", None).is_unavailable());
         assert!(LockError::protocol("p").is_protocol());
         assert!(LockError::Closed.is_closed());
@@ -447,15 +431,6 @@ mod tests {
         assert_eq!(
             LockError::lock_lost("orders").to_string(),
             "lock \"orders\" was lost while held"
-        );
-        // A permit is not a lock, and has no owner.
-        assert_eq!(
-            LockError::permit_not_held("pool", "p1").to_string(),
-            "permit p1 of semaphore \"pool\" is not held"
-        );
-        assert_eq!(
-            LockError::permit_lost("pool", "p1").to_string(),
-            "permit p1 of semaphore \"pool\" was lost while held"
         );
         let e = LockError::WrongType { key: "k".into() };
         assert!(e.to_string().contains("semaphore or latch"), "{e}");

@@ -355,7 +355,7 @@ impl PermitExpirableSemaphore {
         if self.try_release(id).await? {
             Ok(())
         } else {
-            Err(LockError::permit_not_held(self.name().as_str(), id))
+            Err(super::request::permit_not_held(self.name().as_str(), id))
         }
     }
 

@@ -135,7 +135,7 @@ impl ExpirablePermitGuard {
         if self.is_lost() && self.semaphore.inner().is_closed() {
             Err(LockError::Closed)
         } else if self.is_lost() {
-            Err(LockError::permit_lost(self.name().as_str(), self.id()))
+            Err(super::request::permit_lost(self.name().as_str(), self.id()))
         } else {
             Ok(())
         }
@@ -154,7 +154,7 @@ impl ExpirablePermitGuard {
     /// The release runs to completion even when this future is dropped.
     pub async fn release(mut self) -> Result<()> {
         self.done = true;
-        let not_held = || LockError::permit_not_held(self.name().as_str(), self.id());
+        let not_held = || super::request::permit_not_held(self.name().as_str(), self.id());
         let inner = self.semaphore.inner();
         if !inner.permits().unregister(&self.lease) {
             // The close gave it back already.

@@ -246,3 +246,42 @@ impl LeaseRelease {
 
 // Refused as stale, they never ran: made again as new requests.
 lock_core::redate!(LeaseRelease, LeasesRelease);
+
+/// [`LockError::NotHeld`] for `permit` (its id, or a description such as
+/// "one of 3 permits") of the semaphore `name`: the kind's words, not the
+/// engine's (a permit is not a lock, and has no owner).
+pub(crate) fn permit_not_held(name: impl Into<String>, permit: impl fmt::Display) -> LockError {
+    let name = name.into();
+    LockError::NotHeld {
+        what: format!("permit {permit} of semaphore {name:?}"),
+        name,
+    }
+}
+
+/// [`LockError::LockLost`] for the permit `permit` of the semaphore `name`.
+pub(crate) fn permit_lost(name: impl Into<String>, permit: impl fmt::Display) -> LockError {
+    let name = name.into();
+    LockError::LockLost {
+        what: format!("permit {permit} of semaphore {name:?}"),
+        name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{permit_lost, permit_not_held};
+
+    #[test]
+    fn permit_errors_name_the_permit_and_its_semaphore() {
+        // A permit is not a lock, and has no owner.
+        assert_eq!(
+            permit_not_held("pool", "p1").to_string(),
+            "permit p1 of semaphore \"pool\" is not held"
+        );
+        assert_eq!(
+            permit_lost("pool", "p1").to_string(),
+            "permit p1 of semaphore \"pool\" was lost while held"
+        );
+        assert!(permit_lost("a", "p1").is_lock_lost());
+    }
+}

@@ -163,7 +163,9 @@ impl PermitExpirableSemaphore {
             let first = taken.request().req.ids.first().copied();
             drop(taken);
             return Err(match first {
-                Some(first) => LockError::permit_lost(name.as_str(), first),
+                Some(first) => {
+                    crate::kinds::permit_semaphore::request::permit_lost(name.as_str(), first)
+                }
                 None => LockError::protocol("an acquisition of no permits"),
             });
         }

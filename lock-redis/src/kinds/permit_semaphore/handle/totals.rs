@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::super::super::semaphore::check_change;
 use super::super::{PermitCounts, PermitId, PermitLease};
 use super::PermitExpirableSemaphore;
-use lock_core::{LockError, Result};
+use lock_core::Result;
 
 impl PermitExpirableSemaphore {
     /// Sets the total number of permits, free and taken, to `permits`:
@@ -18,7 +18,7 @@ impl PermitExpirableSemaphore {
     /// was already `permits`.
     ///
     /// # Errors
-    /// [`LockError::InvalidArgument`] above [`MAX_PERMITS`](crate::MAX_PERMITS)
+    /// [`LockError::InvalidArgument`](lock_core::LockError::InvalidArgument) above [`MAX_PERMITS`](crate::MAX_PERMITS)
     /// (before any I/O) or when the free count would pass
     /// −[`MAX_PERMITS`](crate::MAX_PERMITS) (nothing written); otherwise as
     /// [`PermitExpirableSemaphore::try_set_permits`].
@@ -84,7 +84,7 @@ impl PermitExpirableSemaphore {
     /// it has no lease.
     ///
     /// # Errors
-    /// [`LockError::NotHeld`] when the permit is not taken (never was,
+    /// [`LockError::NotHeld`](lock_core::LockError::NotHeld) when the permit is not taken (never was,
     /// released, or its lease ended; Redisson throws there too); otherwise
     /// as [`PermitExpirableSemaphore::try_set_permits`].
     ///
@@ -110,7 +110,10 @@ impl PermitExpirableSemaphore {
         match lease {
             PermitLease::Ends(left) => Ok(Some(left)),
             PermitLease::Unlimited => Ok(None),
-            PermitLease::NotTaken => Err(LockError::permit_not_held(self.name().as_str(), id)),
+            PermitLease::NotTaken => Err(crate::kinds::permit_semaphore::request::permit_not_held(
+                self.name().as_str(),
+                id,
+            )),
         }
     }
 }
